@@ -1,0 +1,84 @@
+"""What a method receives: a table (or transactions) with its declared schema, and, when the
+input is an earlier release, that release's description (the chain)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+ColumnType = Literal["numeric", "categorical", "boolean"]
+ColumnRole = Literal["identifier", "quasi_identifier", "sensitive", "insensitive", "label"]
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    name: str
+    type: ColumnType
+    role: ColumnRole = "insensitive"
+    bounds: tuple[float, float] | None = None  # declared by the owner; never derived silently
+    categories: tuple[str, ...] | None = None  # declared domain of a categorical column
+    integer: bool = False
+    # Profile facts known before any job reads the data (used to price a job's ε up front).
+    distinct: int | None = None
+    missing: int = 0
+
+
+@dataclass(frozen=True)
+class TransactionData:
+    """Transactions in CSR form: transaction t holds item codes indices[indptr[t]:indptr[t+1]];
+    item code c is called labels[c]."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    labels: tuple[str, ...]
+
+    @property
+    def n_transactions(self) -> int:
+        return len(self.indptr) - 1
+
+    @property
+    def n_items(self) -> int:
+        return len(self.labels)
+
+
+@dataclass(frozen=True)
+class SourceRelease:
+    """The release a method runs on (None when the input is a dataset). ``chain`` lists the
+    steps from the original dataset to this release, oldest first: each step is a dict with
+    ``method``, ``params``, ``guarantees`` and ``metadata`` (method-specific published facts
+    such as randomization matrices or domains)."""
+
+    release_id: str
+    method: str
+    params: dict[str, Any]
+    guarantees: dict[str, Any]
+    metadata: dict[str, Any]
+    chain: tuple[dict[str, Any], ...] = ()
+
+    def steps(self) -> tuple[dict[str, Any], ...]:
+        """Every step including this release's own, oldest first."""
+        own = {"method": self.method, "params": self.params, "guarantees": self.guarantees,
+               "metadata": self.metadata, "release_id": self.release_id}
+        return (*self.chain, own)
+
+
+@dataclass
+class MethodInput:
+    columns: list[ColumnInfo]
+    frame: pd.DataFrame | None = None
+    transactions: TransactionData | None = None
+    hierarchies: dict[str, pd.DataFrame] = field(default_factory=dict)
+    source: SourceRelease | None = None
+
+    def column(self, name: str) -> ColumnInfo:
+        for col in self.columns:
+            if col.name == name:
+                return col
+        raise KeyError(name)
+
+    def names(self, *, type: str | None = None, role: str | None = None) -> list[str]:
+        return [c.name for c in self.columns
+                if (type is None or c.type == type) and (role is None or c.role == role)]

@@ -1,0 +1,131 @@
+"""The method registry: the single source for the API's request schemas, the /v1/methods
+catalogue, job dispatch, the docs and the OpenAPI document.
+
+A method module ends with one ``register(MethodSpec(...))`` call; ``load_all()`` imports every
+module of ``app.privacy`` so the registry is complete without a central list.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from app.privacy.context import RunContext
+from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
+from app.privacy.results import Result
+
+
+class Kind(StrEnum):
+    release = "release"  # produces a protected release (a new table or transaction set)
+    analysis = "analysis"  # reads a release (or dataset) and produces a report or a model
+    experiment = "experiment"  # runs a paper's evaluation protocol, produces a report
+
+
+class Source(StrEnum):
+    dataset = "dataset"
+    release = "release"
+    none = "none"  # experiments read the shared datasets or generate their own
+
+
+class DataShape(StrEnum):
+    table = "table"
+    transactions = "transactions"
+
+
+class Params(BaseModel):
+    """Base of every method's parameter model: unknown fields are an error, not ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class MethodInputError(ValueError):
+    """The input does not fit the method (unknown column, wrong type, missing hierarchy...).
+    The message names the problem and is shown to the caller as is: never put data values in it."""
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    name: str
+    family: str
+    kind: Kind
+    summary: str
+    params: type[Params]
+    guarantee: str  # the privacy notion in a phrase, for the catalogue
+    paper: str
+    run: Callable[[MethodInput, Any, RunContext], Result]
+    sources: frozenset[Source] = frozenset({Source.dataset, Source.release})
+    shapes: frozenset[DataShape] = frozenset({DataShape.table})
+    # ε debited from the root dataset's budget when a job is accepted; None = not a DP step.
+    epsilon: Callable[[Any, list[ColumnInfo]], float | None] | None = None
+    # Checks the params against the input's schema before a job is accepted (no data read).
+    check: Callable[[Any, list[ColumnInfo], SourceRelease | None], None] | None = None
+    produces_randomness: bool = True  # draws privacy-producing noise: no seed outside test mode
+    docs: str = ""  # relative path of the method's doc page
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def epsilon_cost(self, params: Any, columns: list[ColumnInfo]) -> float | None:
+        if self.epsilon is None:
+            return None
+        cost = self.epsilon(params, columns)
+        return None if cost is None else float(cost)
+
+    def validate_against(self, params: Any, columns: list[ColumnInfo],
+                         source: SourceRelease | None) -> None:
+        if self.check is not None:
+            self.check(params, columns, source)
+
+
+_REGISTRY: dict[str, MethodSpec] = {}
+_RECONSTRUCTORS: dict[str, Callable[..., dict[str, Any]]] = {}
+_loaded = False
+
+
+def register(spec: MethodSpec) -> MethodSpec:
+    if spec.name in _REGISTRY:
+        raise ValueError(f"method {spec.name!r} is registered twice")
+    if not issubclass(spec.params, Params):
+        raise TypeError(f"{spec.name}: params model must derive from registry.Params")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def register_reconstructor(release_method: str, fn: Callable[..., dict[str, Any]]) -> None:
+    """The ``reconstruct`` analysis dispatches on the release's method through this table."""
+    if release_method in _RECONSTRUCTORS:
+        raise ValueError(f"reconstructor for {release_method!r} is registered twice")
+    _RECONSTRUCTORS[release_method] = fn
+
+
+def reconstructor(release_method: str) -> Callable[..., dict[str, Any]] | None:
+    load_all()
+    return _RECONSTRUCTORS.get(release_method)
+
+
+def load_all() -> dict[str, MethodSpec]:
+    """Import every module below app.privacy once; each registers its methods."""
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        package = importlib.import_module("app.privacy")
+        for module in pkgutil.walk_packages(package.__path__, prefix="app.privacy."):
+            importlib.import_module(module.name)
+    return _REGISTRY
+
+
+def get(name: str) -> MethodSpec | None:
+    return load_all().get(name)
+
+
+def all_methods() -> list[MethodSpec]:
+    return sorted(load_all().values(), key=lambda s: (s.kind, s.family, s.name))
+
+
+def finite_or_none(x: float) -> float | None:
+    return None if x is None or math.isinf(x) else float(x)
