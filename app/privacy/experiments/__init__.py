@@ -1,0 +1,23 @@
+"""Experiments: one module per paper's evaluation protocol, each registered as a method of
+kind ``experiment`` that returns a report with tables and plots.
+
+Experiments read the shared real datasets; ``datasets_dir()`` finds them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def datasets_dir() -> Path:
+    """$VEIL_DATASETS_DIR, else the ``shared/datasets`` folder beside or above the repository."""
+    env = os.environ.get("VEIL_DATASETS_DIR")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        for candidate in (parent / "shared" / "datasets", parent.parent / "shared" / "datasets"):
+            if candidate.is_dir():
+                return candidate
+    raise FileNotFoundError("shared datasets not found: set VEIL_DATASETS_DIR")
