@@ -1,0 +1,130 @@
+"""Support reconstruction from MASK / PN/g releases (spec 02 §1-2).
+
+Rows are grouped in *strata*: the rows randomized with the same keep probability p. Counts
+arrive per stratum, either by weight class (rows with w of the itemset's k items, w = 0..k)
+or by bit pattern (2^k patterns, the paper's C vector). Both state spaces share the code:
+
+* pooled (the paper, eq. 5):   ĉ = T̄⁻¹ Σ_s c'_s,   T̄ = Σ_s (n_s/n) T(p_s)
+  exact in expectation only if every stratum has the same itemset distribution;
+* stratified:                  ĉ = Σ_s T(p_s)⁻¹ c'_s over strata with p_s ≠ 0.5
+  unbiased under any grouping; strata with p = 0.5 carry no information and are excluded.
+
+The support is the all-ones state (the last one in both orders) divided by n (or by the rows
+of the included strata). Its standard error is the randomization's: rows are independent,
+so Cov(c'_s) = Σ_v c_{s,v}(diag(T_s e_v) − T_s e_v e_vᵀ T_sᵀ), evaluated at the estimate.
+
+Weight-class matrices are (k+1)×(k+1). In the pattern space a single p is the k-fold
+Kronecker power of [[p, 1−p], [1−p, p]], so its inverse is applied axis by axis with the 2×2
+inverse and no 2^k × 2^k matrix is built; only a mixture (pooled with several p) needs the
+dense 2^k × 2^k system.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import reduce
+from math import comb
+from typing import Literal
+
+import numpy as np
+
+Estimator = Literal["pooled", "stratified"]
+Path = Literal["weight", "kronecker"]
+NO_INFORMATION_P = 0.5
+
+
+def binomial_pmf(n: int, p: float) -> np.ndarray:
+    return np.array([comb(n, i) * p**i * (1.0 - p) ** (n - i) for i in range(n + 1)])
+
+
+def weight_transition(p: float, k: int) -> np.ndarray:
+    """M[w, v] = P(published weight w | true weight v): the convolution of Binomial(v, p)
+    (ones kept) with Binomial(k − v, 1 − p) (zeros flipped)."""
+    out = np.zeros((k + 1, k + 1))
+    for v in range(k + 1):
+        out[:, v] = np.convolve(binomial_pmf(v, p), binomial_pmf(k - v, 1.0 - p))
+    return out
+
+
+def bit_transition(p: float) -> np.ndarray:
+    return np.array([[p, 1.0 - p], [1.0 - p, p]])
+
+
+def pattern_transition(p: float, k: int) -> np.ndarray:
+    """The dense 2^k × 2^k P_k(p); only used for mixtures, which lack the Kronecker form."""
+    return reduce(np.kron, [bit_transition(p)] * k)
+
+
+def kronecker_apply(matrix2: np.ndarray, vectors: np.ndarray, k: int) -> np.ndarray:
+    """(matrix2^{⊗k}) · v for each row v of ``vectors`` (B, 2^k), one axis at a time."""
+    b = vectors.shape[0]
+    x = vectors.reshape((b,) + (2,) * k)
+    for axis in range(1, k + 1):
+        x = np.moveaxis(np.tensordot(matrix2, x, axes=([1], [axis])), 0, axis)
+    return x.reshape(b, 2**k)
+
+
+@dataclass
+class SupportEstimate:
+    support: np.ndarray  # (B,) estimated support (fraction of the rows covered)
+    se: np.ndarray  # (B,) standard error of that estimate (randomization only)
+    rows_used: int  # rows the estimate covers (the stratified estimator drops p = 0.5 strata)
+    estimator: str
+    excluded_strata: list[float] = field(default_factory=list)  # p of strata left out
+
+
+def estimate_supports(counts: np.ndarray, strata_rows: np.ndarray, strata_p: np.ndarray, k: int,
+                      estimator: Estimator = "pooled", path: Path = "weight") -> SupportEstimate:
+    """Supports of B k-itemsets from counts (B, S, k+1) by weight class (path 'weight') or
+    (B, S, 2^k) by pattern (path 'kronecker'), S strata with rows and keep probability p."""
+    counts = np.asarray(counts, dtype=np.float64)
+    strata_rows = np.asarray(strata_rows, dtype=np.float64)
+    strata_p = np.asarray(strata_p, dtype=np.float64)
+    informative = np.abs(strata_p - NO_INFORMATION_P) > 1e-12
+    present = strata_rows > 0
+    if not np.any(informative & present):
+        raise ValueError("every stratum has p = 0.5: the release carries no information on supports")
+    if estimator == "pooled" and len(np.unique(strata_p[present])) > 1:
+        return _pooled(counts, strata_rows, strata_p, k, path)
+    # One keep probability (MASK) or the stratified estimator: invert stratum by stratum.
+    keep = informative & present
+    chat = np.zeros(counts.shape[0])
+    var = np.zeros(counts.shape[0])
+    for s in np.flatnonzero(keep):
+        last, sq_row = _single_p_inverse(counts[:, s], strata_p[s], k, path)
+        chat += last
+        var += counts[:, s] @ sq_row - last
+    used = float(strata_rows[keep].sum())
+    excluded = sorted({float(p) for p in strata_p[present & ~informative]})
+    return SupportEstimate(support=chat / used, se=np.sqrt(np.maximum(var, 0.0)) / used,
+                           rows_used=int(used), estimator=estimator, excluded_strata=excluded)
+
+
+def _single_p_inverse(counts: np.ndarray, p: float, k: int, path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(all-ones entry of T(p)⁻¹ c' for each row of counts, squared last row of T(p)⁻¹).
+    With one p, Var(ĉ_last) = Σ_i (T⁻¹)²_{last,i} c'_i − ĉ_last, since T ĉ = c' exactly."""
+    if path == "kronecker":
+        inverse2 = np.linalg.inv(bit_transition(p))
+        estimate = kronecker_apply(inverse2, counts, k)[:, -1]
+        sq_row = reduce(np.kron, [inverse2[1] ** 2] * k)
+        return estimate, sq_row
+    inverse = np.linalg.inv(weight_transition(p, k))
+    return counts @ inverse[-1], inverse[-1] ** 2
+
+
+def _pooled(counts, strata_rows, strata_p, k, path) -> SupportEstimate:
+    n = strata_rows.sum()
+    weights = strata_rows / n
+    build = weight_transition if path == "weight" else pattern_transition
+    matrices = [build(float(p), k) for p in strata_p]
+    mixture = sum(w * m for w, m in zip(weights, matrices))
+    inverse = np.linalg.inv(mixture)
+    chat = counts.sum(axis=1) @ inverse.T  # (B, d)
+    row = inverse[-1]
+    var = np.zeros(counts.shape[0])
+    # Cov(c') evaluated under the pooled assumption (stratum s holds n_s/n of every state).
+    for w, m in zip(weights, matrices):
+        published = chat @ m.T  # (B, d): expected published counts of the stratum (/ its weight)
+        var += w * (published @ row**2 - chat @ (row @ m) ** 2)
+    return SupportEstimate(support=chat[:, -1] / n, se=np.sqrt(np.maximum(var, 0.0)) / n,
+                           rows_used=int(n), estimator="pooled")

@@ -1,0 +1,418 @@
+"""The ``mask`` and ``png`` release methods (spec 02 §1-3).
+
+MASK keeps every bit of the 0/1 transaction matrix with probability p and flips it otherwise.
+PN/g splits the rows into groups, each randomized like MASK with its own p_t (p_t = 1:
+published as is). Both publish a transaction set (CSR) over the same item universe and, in
+the metadata, what a reconstruction needs: each row's keep probability (as a group rule),
+the item labels, and the privacy figures per bit, per record and per group.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import Field, field_validator, model_validator
+
+from app.privacy.context import RunContext
+from app.privacy.data import ColumnInfo, MethodInput, SourceRelease, TransactionData
+from app.privacy.guarantees import guarantee
+from app.privacy.itemsets import bits
+from app.privacy.itemsets.encoding import (
+    Encoded, check_item_columns, default_item_columns, one_hot,
+)
+from app.privacy.registry import DataShape, Kind, MethodInputError, MethodSpec, Params, register
+from app.privacy.results import ReleaseResult
+from app.privacy.rng import SecureRandom
+
+MAX_RELEASE_CELLS = 1_000_000_000  # rows × items randomized in one release
+MAX_COLUMN_GROUPS = 10_000
+MISSING_GROUP = "<missing>"
+DEFAULT_GROUP = "*"
+PAPER = ("Guo & Tong, individual-grouping multi-parameter randomization PN/g for privacy-"
+         "preserving frequent itemset mining (seed 001); Rizvi & Haritsa, MASK, VLDB 2002")
+POOLED_ASSUMPTION = (
+    "the pooled estimator (the paper's, eq. 5) inverts the row-weighted mixture of the groups' "
+    "transition matrices; it is exact in expectation only when every group has the same itemset "
+    "distribution, i.e. rows were assigned to groups at random (shuffle=true). With consecutive "
+    "groups on ordered data or a group column, use estimator='stratified', which is unbiased "
+    "under any grouping (at a larger variance when some p_t are near 0.5)")
+
+
+# --------------------------------------------------------------------------------- params
+class ItemParams(Params):
+    columns: list[str] | None = Field(
+        None, description="tabular datasets: columns one-hot encoded into items named "
+        "'column=value' (default: every categorical or boolean column that is not an identifier)")
+    bins: int = Field(5, ge=2, le=64, description="tabular datasets: equal-width bins for numeric "
+                      "columns with declared bounds")
+    items: list[str] | None = Field(
+        None, max_length=100_000, description="publish only these items (labels); the others are "
+        "dropped from the release, not published")
+    top_items: int | None = Field(
+        None, ge=1, le=100_000, description="publish only the N most frequent items (the choice "
+        "reads the raw data: which items are the most frequent is disclosed)")
+
+
+def _bounded_p(value: float) -> float:
+    if not 0.5 <= value <= 1.0:
+        raise ValueError("keep probabilities must lie in [0.5, 1]")
+    return value
+
+
+class MaskParams(ItemParams):
+    p: float = Field(0.9, gt=0.5, le=1.0, description="keep probability of every bit (1 = publish as is)")
+
+
+class PngParams(ItemParams):
+    ps: list[float] | dict[str, float] = Field(
+        ..., description="keep probability per group, each in [0.5, 1]: a list in group order "
+        "(recycled when shorter than the number of groups) or, with group_column, a map from the "
+        "column's value to p ('*' = every other value)")
+    group_size: int | None = Field(
+        None, ge=1, description="rows per group (the last group may be short); default: as many "
+        "equal groups as entries in ps")
+    group_column: str | None = Field(None, description="tabular datasets: a column whose value is the group")
+    shuffle: bool = Field(
+        True, description="assign rows to groups at random (group_size mode; the published order "
+        "is then random) — this is what the pooled estimator assumes. With group_column it only "
+        "randomizes the order inside each group")
+
+    @field_validator("ps")
+    @classmethod
+    def _ps_in_range(cls, v):
+        values = list(v.values()) if isinstance(v, dict) else v
+        if not values:
+            raise ValueError("ps must not be empty")
+        if len(values) > MAX_COLUMN_GROUPS:
+            raise ValueError(f"at most {MAX_COLUMN_GROUPS} keep probabilities")
+        for p in values:
+            _bounded_p(p)
+        return v
+
+    @model_validator(mode="after")
+    def _one_grouping(self):
+        if self.group_size is not None and self.group_column is not None:
+            raise ValueError("give group_size or group_column, not both")
+        if isinstance(self.ps, dict) and self.group_column is None:
+            raise ValueError("ps as a mapping needs group_column; otherwise give a list")
+        return self
+
+
+# ------------------------------------------------------------------------------ the items
+def prepare_items(data: MethodInput, params: ItemParams) -> Encoded:
+    """The release's input as transactions: the dataset's own or a one-hot encoding."""
+    if data.transactions is not None:
+        if params.columns is not None:
+            raise MethodInputError("'columns' applies to tabular datasets; this one is a transaction file")
+        encoded = Encoded(data.transactions, columns=[])
+    elif data.frame is not None:
+        chosen = params.columns if params.columns is not None else default_item_columns(data.columns)
+        encoded = one_hot(data.frame, data.columns, chosen, params.bins)
+    else:
+        raise MethodInputError("the input holds neither a table nor transactions")
+    encoded = _restrict_items(encoded, params)
+    td = encoded.transactions
+    if td.n_items == 0:
+        raise MethodInputError("no item to randomize")
+    if td.n_transactions * td.n_items > MAX_RELEASE_CELLS:
+        raise MethodInputError(
+            f"{td.n_transactions} transactions × {td.n_items} items exceed the limit of "
+            f"{MAX_RELEASE_CELLS} randomized cells (every absent item is flipped too, so a sparse "
+            "file becomes dense): restrict the release with 'items' or 'top_items'")
+    return encoded
+
+
+def _restrict_items(encoded: Encoded, params: ItemParams) -> Encoded:
+    td = encoded.transactions
+    if params.items is None and params.top_items is None:
+        return encoded
+    keep = np.ones(td.n_items, dtype=bool)
+    warnings = list(encoded.warnings)
+    if params.items is not None:
+        position = {label: i for i, label in enumerate(td.labels)}
+        missing = [i for i, label in enumerate(params.items) if label not in position]
+        if missing:
+            raise MethodInputError(f"items[{missing[0]}] is not an item of the input "
+                                   f"({len(missing)} unknown in all)")
+        keep[:] = False
+        keep[[position[label] for label in params.items]] = True
+    if params.top_items is not None and params.top_items < int(keep.sum()):
+        frequency = np.bincount(td.indices, minlength=td.n_items).astype(np.float64)
+        frequency[~keep] = -1.0
+        top = np.argsort(-frequency, kind="stable")[:params.top_items]
+        keep[:] = False
+        keep[top] = True
+        warnings.append(f"only the {params.top_items} most frequent items are published: the choice "
+                        "read the raw data, so which items are the most frequent is disclosed")
+    new_code = np.cumsum(keep) - 1
+    kept_entry = keep[td.indices]
+    row = np.repeat(np.arange(td.n_transactions), np.diff(td.indptr))[kept_entry]
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(row, minlength=td.n_transactions))]).astype(np.int64)
+    labels = tuple(label for label, k in zip(td.labels, keep) if k)
+    restricted = TransactionData(indptr=indptr, indices=new_code[td.indices[kept_entry]].astype(np.int32),
+                                 labels=labels)
+    return Encoded(restricted, columns=encoded.columns, warnings=warnings,
+                   details={**encoded.details, "items_restricted": True})
+
+
+# ---------------------------------------------------------------------------- the groups
+@dataclass
+class Grouping:
+    order: np.ndarray | None  # release row i is input row order[i]; None = input order
+    description: dict[str, Any]  # published: rebuilds each release row's keep probability
+
+
+def row_keep_probabilities(groups: dict[str, Any], n: int) -> np.ndarray:
+    """Keep probability of every row of the release (release order) from the published rule."""
+    kind = groups["kind"]
+    ps = np.asarray(groups["ps"], dtype=np.float64)
+    if kind == "single":
+        return np.full(n, ps[0])
+    if kind == "fixed_size":
+        group = np.arange(n) // int(groups["group_size"])
+        return ps[group % len(ps)]
+    if kind == "blocks":
+        sizes = np.asarray(groups["sizes"], dtype=np.int64)
+        if sizes.sum() != n:
+            raise MethodInputError("the release's group sizes do not add up to its transactions")
+        return np.repeat(ps, sizes)
+    raise MethodInputError(f"unknown group rule {kind!r} in the release metadata")
+
+
+def png_grouping(params: PngParams, n: int, frame: pd.DataFrame | None,
+                 columns: list[ColumnInfo], rng: SecureRandom) -> Grouping:
+    if params.group_column is not None:
+        return _column_grouping(params, frame, columns, rng)
+    ps = list(params.ps)  # a list (the model validator rejected a mapping here)
+    size = params.group_size or max(1, math.ceil(n / len(ps)))
+    n_groups = max(1, math.ceil(n / size))
+    order = rng.permutation(n) if params.shuffle else None
+    return Grouping(order=order, description={
+        "kind": "fixed_size", "group_size": size, "n_groups": n_groups, "ps": ps,
+        "ps_recycled": len(ps) != n_groups, "assignment": "random" if params.shuffle else "consecutive rows",
+    })
+
+
+def _column_grouping(params: PngParams, frame: pd.DataFrame | None, columns: list[ColumnInfo],
+                     rng: SecureRandom) -> Grouping:
+    name = params.group_column
+    if frame is None:
+        raise MethodInputError("group_column applies to tabular datasets; this one is a transaction file")
+    if name not in frame.columns:
+        raise MethodInputError(f"unknown column {name!r}")
+    info = next((c for c in columns if c.name == name), None)
+    text = frame[name].astype("string").fillna(MISSING_GROUP).to_numpy(dtype=object)
+    if info is not None and info.categories is not None:
+        labels = [str(c) for c in info.categories] + [MISSING_GROUP]
+    else:
+        labels = sorted(pd.unique(text).tolist())
+    codes = pd.Categorical(text, categories=labels).codes.astype(np.int64)
+    if (codes < 0).any():
+        raise MethodInputError(f"column {name!r} holds values outside its declared categories")
+    sizes = np.bincount(codes, minlength=len(labels))
+    present = np.flatnonzero(sizes)
+    if len(present) > MAX_COLUMN_GROUPS:
+        raise MethodInputError(f"column {name!r} has more than {MAX_COLUMN_GROUPS} values: too many groups")
+    if isinstance(params.ps, dict):
+        unknown = [key for key in params.ps if key not in labels and key != DEFAULT_GROUP]
+        if unknown:
+            raise MethodInputError(f"ps names {len(unknown)} value(s) that column {name!r} does not hold")
+        default = params.ps.get(DEFAULT_GROUP)
+        uncovered = [i for i in present if labels[i] not in params.ps and default is None]
+        if uncovered:
+            raise MethodInputError(f"ps gives no keep probability for {len(uncovered)} value(s) of "
+                                   f"column {name!r}; add them or a '*' entry")
+        ps_of = [params.ps.get(labels[i], default) for i in present]
+    else:
+        if len(params.ps) != len(present):
+            raise MethodInputError(f"ps lists {len(params.ps)} probabilities; column {name!r} has "
+                                   f"{len(present)} values (give one per value in sorted order, or a map)")
+        ps_of = list(params.ps)
+    # Rows are published group by group (random order inside a group with shuffle).
+    tiebreak = rng.uint64(len(codes)) if params.shuffle else np.arange(len(codes))
+    order = np.lexsort((tiebreak, codes))
+    return Grouping(order=order, description={
+        "kind": "blocks", "group_column": name, "labels": [labels[i] for i in present],
+        "sizes": sizes[present].tolist(), "ps": ps_of,
+        "assignment": f"by the value of column {name!r}",
+    })
+
+
+# ------------------------------------------------------------------------------- privacy
+def epsilon_bit(p: float) -> float:
+    """Local-DP level of one bit kept with probability p: |ln(p / (1 − p))| (∞ at p ∈ {0, 1})."""
+    if p >= 1.0 or p <= 0.0:
+        return math.inf
+    return abs(math.log(p / (1.0 - p)))
+
+
+def privacy_figures(row_p: np.ndarray, differing_bits: int, groups: dict[str, Any]) -> dict[str, Any]:
+    values, rows = np.unique(row_p, return_counts=True)
+    n = len(row_p)
+    strata = [{"p": float(p), "rows": int(r), "share": float(r / n), "epsilon_bit": epsilon_bit(p),
+               "epsilon_record": differing_bits * epsilon_bit(p), "protected": bool(p < 1.0)}
+              for p, r in zip(values, rows)]
+    protected = [s for s in strata if s["protected"]]
+    protected_rows = sum(s["rows"] for s in protected)
+    mean_p = float(row_p.mean())
+    return {
+        "bits_in_which_two_records_can_differ": differing_bits,
+        "strata": strata,
+        "share_unprotected_rows": float(1.0 - protected_rows / n),
+        "mean_keep_probability": mean_p,
+        "epsilon_bit_max": max(s["epsilon_bit"] for s in strata),
+        "epsilon_record_max": max(s["epsilon_record"] for s in strata),
+        "epsilon_record_min": min(s["epsilon_record"] for s in strata),
+        "epsilon_record_mean_over_protected_rows": (
+            sum(s["epsilon_record"] * s["rows"] for s in protected) / protected_rows
+            if protected_rows else None),
+        "epsilon_bit_of_mean_keep_probability": epsilon_bit(mean_p),
+        "groups": [{"p": float(p), "epsilon_bit": epsilon_bit(p),
+                    "epsilon_record": differing_bits * epsilon_bit(p)} for p in groups["ps"]],
+    }
+
+
+# ------------------------------------------------------------------------------- running
+def randomize_transactions(td: TransactionData, keep_p: float | np.ndarray, rng: SecureRandom,
+                           order: np.ndarray | None = None) -> tuple[TransactionData, int]:
+    """MASK over transactions: returns the release (rows in ``order``) and the bits flipped.
+    ``keep_p`` is one p or one per release row."""
+    indptr, indices = td.indptr, td.indices
+    if order is not None:
+        indptr, indices = bits.permute_csr(indptr, indices, order)
+    matrix = bits.from_csr(indptr, indices, td.n_items)
+    flipped = bits.randomize(matrix, keep_p, rng)
+    out_indptr, out_indices = bits.to_csr(matrix)
+    return TransactionData(indptr=out_indptr, indices=out_indices, labels=td.labels), flipped
+
+
+def _release(method: str, encoded: Encoded, grouping: Grouping, ctx: RunContext,
+             extra_warnings: list[str]) -> ReleaseResult:
+    td = encoded.transactions
+    n, m = td.n_transactions, td.n_items
+    row_p = row_keep_probabilities(grouping.description, n)
+    ctx.progress(0.2, "randomizing")
+    single = len(np.unique(row_p)) == 1
+    released, flipped = randomize_transactions(td, float(row_p[0]) if single else row_p, ctx.rng, grouping.order)
+    ctx.progress(0.9, "describing the release")
+    differing = min(encoded.max_differing_bits, m)
+    figures = privacy_figures(row_p, differing, grouping.description)
+    unprotected_share = figures["share_unprotected_rows"]
+    warnings = list(encoded.warnings) + extra_warnings
+    if unprotected_share > 0:
+        warnings.append(f"{unprotected_share:.2%} of the rows (groups with p = 1) are published exactly "
+                        "as they are: they have no protection at all")
+    unprotected_columns = []
+    if grouping.description.get("group_column"):
+        unprotected_columns.append(grouping.description["group_column"])
+        warnings.append("the group of every row is published (rows are released group by group), so "
+                        "the group column's value of each row is disclosed")
+    kind = "bits of a row" if not encoded.columns else "one-hot bits of a row"
+    statements = [
+        f"every {kind} is randomized independently: kept with its group's probability p, flipped "
+        "otherwise; each bit is ε_bit = |ln(p/(1-p))| local-DP",
+        f"a record is local-DP at {differing}·ε_bit (two records differ in at most {differing} bits: "
+        + ("every item" if not encoded.columns else "2 per one-hot column") + ")",
+        "flip probabilities are realized to within 2^-33 (32-bit thresholds on CSPRNG output)",
+        "the number of transactions and the item universe (labels) are published",
+    ]
+    if encoded.columns:
+        statements.append("only the encoded columns are published: " + ", ".join(encoded.columns))
+    if method == "png":
+        statements.append("each row's keep probability (its group) is published: the reconstruction needs it")
+    epsilon = figures["epsilon_record_max"]
+    metadata = {"itemsets": {
+        "method": method, "n_transactions": n, "n_items": m, "items": list(td.labels),
+        "groups": grouping.description,
+        "row_order": "input" if grouping.order is None else grouping.description["assignment"],
+        "privacy": figures,
+        "encoding": {"columns": encoded.columns, **encoded.details} if encoded.columns
+        else {"source": "transactions", **encoded.details},
+        "reconstruction": {"pooled_assumption": POOLED_ASSUMPTION,
+                           "estimators": ["pooled", "stratified"], "default_path": "weight_class"},
+    }}
+    return ReleaseResult(
+        transactions=released,
+        guarantees=guarantee(
+            "local_dp", rng=ctx.rng.name, private=ctx.rng.is_private and unprotected_share == 0,
+            epsilon=epsilon, protected_columns=list(encoded.columns),
+            unprotected_columns=unprotected_columns, statements=statements, warnings=warnings,
+            epsilon_bit=figures["epsilon_bit_max"], epsilon_record=epsilon,
+            share_unprotected_rows=unprotected_share, strata=figures["strata"],
+            pooled_estimator_assumption=POOLED_ASSUMPTION if method == "png" else None,
+        ),
+        metrics={"cells": n * m, "flipped_bits": flipped, "flip_rate": flipped / max(n * m, 1),
+                 "published_items": int(released.indices.size)},
+        metadata=metadata,
+    )
+
+
+def run_mask(data: MethodInput, params: MaskParams, ctx: RunContext) -> ReleaseResult:
+    ctx.progress(0.0, "encoding items")
+    encoded = prepare_items(data, params)
+    grouping = Grouping(order=None, description={"kind": "single", "ps": [params.p], "assignment": "all rows"})
+    result = _release("mask", encoded, grouping, ctx, [])
+    ctx.progress(1.0, "done")
+    return result
+
+
+def run_png(data: MethodInput, params: PngParams, ctx: RunContext) -> ReleaseResult:
+    ctx.progress(0.0, "encoding items")
+    encoded = prepare_items(data, params)
+    grouping = png_grouping(params, encoded.transactions.n_transactions, data.frame, data.columns, ctx.rng)
+    extra = []
+    if grouping.description["kind"] == "fixed_size" and not params.shuffle:
+        extra.append("groups are runs of consecutive rows: if the input is ordered (mushroom.dat is "
+                     "sorted by edibility), the pooled estimator's assumption fails; use the "
+                     "stratified estimator or shuffle=true")
+    result = _release("png", encoded, grouping, ctx, extra)
+    ctx.progress(1.0, "done")
+    return result
+
+
+# -------------------------------------------------------------------------- registration
+def _check(params: ItemParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
+    if params.columns is not None:
+        check_item_columns(params.columns, columns)
+    group_column = getattr(params, "group_column", None)
+    if group_column is not None and group_column not in {c.name for c in columns}:
+        raise MethodInputError(f"unknown column {group_column!r}")
+
+
+SHAPES = frozenset({DataShape.table, DataShape.transactions})
+
+register(MethodSpec(
+    name="mask",
+    family="itemsets",
+    kind=Kind.release,
+    summary="MASK: every bit of the 0/1 transaction matrix (or one-hot table) is kept with "
+            "probability p and flipped otherwise; supports are reconstructable.",
+    params=MaskParams,
+    guarantee="local DP: ε_bit = |ln(p/(1-p))| per bit; per record, ε_bit × the bits two records "
+              "can differ in (every item, or 2 per one-hot column)",
+    paper=PAPER,
+    run=run_mask,
+    shapes=SHAPES,
+    check=_check,
+    docs="docs/methods/mask.md",
+))
+
+register(MethodSpec(
+    name="png",
+    family="itemsets",
+    kind=Kind.release,
+    summary="PN/g: rows split into groups (fixed size, at random or consecutive, or by a column), "
+            "each group randomized like MASK with its own keep probability p_t.",
+    params=PngParams,
+    guarantee="local DP per group: ε_bit = |ln(p_t/(1-p_t))| per bit; rows of a p_t = 1 group are "
+              "published as is and have no protection",
+    paper=PAPER,
+    run=run_png,
+    shapes=SHAPES,
+    check=_check,
+    docs="docs/methods/png.md",
+))
