@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from app.audit import repository
+from app.audit.schemas import AuditEvent, AuditPage
+from app.auth.dependencies import AnyPrincipal
+from app.auth.schemas import Role
+from app.deps import SessionDep
+from app.errors import Forbidden, Unprocessable, problem_responses
+
+router = APIRouter(prefix="/v1/audit", tags=["audit"])
+
+
+@router.get("", response_model=AuditPage, responses=problem_responses(401, 403, 422, 503))
+def list_audit(
+    principal: AnyPrincipal, session: SessionDep,
+    dataset_id: uuid.UUID | None = None, release_id: uuid.UUID | None = None,
+    actor: str | None = None, action: str | None = None,
+    since: datetime | None = None, until: datetime | None = None,
+    cursor: Annotated[str | None, Query(description="the `next` value of the previous page")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    tenant: Annotated[str | None, Query(description="admins only: another tenant")] = None,
+) -> AuditPage:
+    """The append-only audit trail of the caller's tenant (owners; admins across tenants)."""
+    if principal.role == Role.analyst:
+        raise Forbidden("the audit trail is readable by owners and admins")
+    if principal.role != Role.admin:
+        tenant = principal.tenant
+    after_id = None
+    if cursor is not None:
+        if not cursor.isdigit():
+            raise Unprocessable("cursor must be the `next` value of a previous page")
+        after_id = int(cursor)
+    rows = repository.list_events(session, tenant=tenant, dataset_id=dataset_id,
+                                  release_id=release_id, actor=actor, action=action, since=since,
+                                  until=until, after_id=after_id, limit=limit)
+    items = [AuditEvent(subject=r["subject_id"], **{k: v for k, v in r.items() if k != "subject_id"})
+             for r in rows]
+    return AuditPage(items=items, next=str(rows[-1]["id"]) if len(rows) == limit else None)

@@ -1,0 +1,19 @@
+"""The audit trail: append-only (a trigger in the database rejects UPDATE, DELETE and
+TRUNCATE). Events carry ids and hashes, never data values."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.audit import repository
+
+
+def record(session: Session, *, tenant: str, actor: str, action: str, subject_type: str,
+           subject_id: str | uuid.UUID, dataset_id: uuid.UUID | None = None,
+           release_id: uuid.UUID | None = None, details: dict[str, Any] | None = None) -> None:
+    repository.insert_event(session, tenant=tenant, actor=actor, action=action,
+                            subject_type=subject_type, subject_id=str(subject_id),
+                            dataset_id=dataset_id, release_id=release_id, details=details or {})

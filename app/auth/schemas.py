@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+
+class Role(StrEnum):
+    owner = "owner"
+    analyst = "analyst"
+    admin = "admin"
+
+
+@dataclass(frozen=True)
+class Principal:
+    key_id: uuid.UUID
+    tenant: str
+    role: Role
+
+    @property
+    def actor(self) -> str:
+        return str(self.key_id)
+
+
+class KeyCreate(BaseModel):
+    tenant: str = Field(..., min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+    role: Role
+    label: str | None = Field(None, max_length=200)
+
+
+class KeyCreated(BaseModel):
+    id: uuid.UUID
+    tenant: str
+    role: Role
+    key: str = Field(..., description="the API key; shown once, stored only as a hash")

@@ -1,0 +1,63 @@
+"""API keys: ``veil_<prefix>_<secret>``; stored as the SHA-256 of the whole key (the keys are
+256-bit random, so a fast hash is enough), looked up by the public prefix."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import uuid
+
+from sqlalchemy.orm import Session
+
+from app.audit.service import record
+from app.auth import repository
+from app.auth.schemas import Principal, Role
+from app.errors import Unauthorized, Unprocessable
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def _prefix_of(key: str) -> str | None:
+    parts = key.split("_")
+    if len(parts) != 3 or parts[0] != "veil" or not parts[1] or not parts[2]:
+        return None
+    return parts[1]
+
+
+def create_key(session: Session, *, tenant: str, role: Role, label: str | None = None,
+               actor: str = "cli", key: str | None = None) -> tuple[uuid.UUID, str]:
+    """Create a key and return (id, key). ``key`` may be given (the development key)."""
+    if key is None:
+        key = f"veil_{secrets.token_hex(6)}_{secrets.token_urlsafe(32)}"
+    prefix = _prefix_of(key)
+    if prefix is None:
+        raise Unprocessable("an API key must look like veil_<prefix>_<secret>")
+    key_id = uuid.uuid4()
+    repository.insert_key(session, key_id=key_id, tenant=tenant, role=role.value, prefix=prefix,
+                          key_hash=hash_key(key), label=label)
+    record(session, tenant=tenant, actor=actor, action="key.created", subject_type="api_key",
+           subject_id=str(key_id), details={"role": role.value, "label": label})
+    return key_id, key
+
+
+def ensure_key(session: Session, *, tenant: str, role: Role, key: str) -> None:
+    """Make sure a given key exists (the development key set by VEIL_DEV_API_KEY)."""
+    if repository.find_by_hash(session, hash_key(key)) is None:
+        create_key(session, tenant=tenant, role=role, label="development key", key=key,
+                   actor="system")
+
+
+def authenticate(session: Session, authorization: str | None) -> Principal:
+    if not authorization:
+        raise Unauthorized("missing API key: send 'Authorization: Bearer <key>'",
+                           headers={"WWW-Authenticate": "Bearer"})
+    scheme, _, key = authorization.partition(" ")
+    key = key.strip()
+    prefix = _prefix_of(key) if scheme.lower() == "bearer" else None
+    row = repository.find_by_prefix(session, prefix) if prefix else None
+    if row is None or not hmac.compare_digest(row["key_hash"], hash_key(key)):
+        raise Unauthorized("invalid API key", headers={"WWW-Authenticate": "Bearer"})
+    return Principal(key_id=row["id"], tenant=row["tenant"], role=Role(row["role"]))

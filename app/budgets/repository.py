@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import insert, select, text
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.orm import Session
+
+from app.tables import budget_entries, budgets
+
+
+def ensure_row(session: Session, dataset_id: uuid.UUID) -> None:
+    session.execute(pg_insert(budgets).values(dataset_id=dataset_id).on_conflict_do_nothing())
+
+
+def get(session: Session, dataset_id: uuid.UUID):
+    return session.execute(select(budgets).where(budgets.c.dataset_id == dataset_id)).mappings().first()
+
+
+def set_total(session: Session, dataset_id: uuid.UUID, total: Decimal | None) -> bool:
+    """Set the cap unless it is below what is already spent (one conditional UPDATE)."""
+    row = session.execute(text(
+        "UPDATE budgets SET epsilon_total = :total, updated_at = now() "
+        "WHERE dataset_id = :d AND (CAST(:total AS numeric) IS NULL OR epsilon_spent <= :total) "
+        "RETURNING dataset_id"), {"total": total, "d": dataset_id}).first()
+    return row is not None
+
+
+def try_debit(session: Session, dataset_id: uuid.UUID, epsilon: Decimal) -> bool:
+    """Debit ε if it fits under the cap. One conditional UPDATE: concurrent debits serialize
+    on the row lock and each re-checks the condition, so the cap can never be overspent."""
+    row = session.execute(text(
+        "UPDATE budgets SET epsilon_spent = epsilon_spent + :e, updated_at = now() "
+        "WHERE dataset_id = :d AND (epsilon_total IS NULL OR epsilon_spent + :e <= epsilon_total) "
+        "RETURNING dataset_id"), {"e": epsilon, "d": dataset_id}).first()
+    return row is not None
+
+
+def refund(session: Session, dataset_id: uuid.UUID, epsilon: Decimal) -> None:
+    session.execute(text("UPDATE budgets SET epsilon_spent = epsilon_spent - :e, updated_at = now() "
+                         "WHERE dataset_id = :d"), {"e": epsilon, "d": dataset_id})
+
+
+def add_entry(session: Session, **values: Any) -> None:
+    session.execute(insert(budget_entries).values(**values))
+
+
+def entries(session: Session, dataset_id: uuid.UUID) -> list[dict[str, Any]]:
+    return [dict(r) for r in session.execute(
+        select(budget_entries).where(budget_entries.c.dataset_id == dataset_id)
+        .order_by(budget_entries.c.id)).mappings()]

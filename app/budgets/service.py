@@ -1,0 +1,62 @@
+"""The ε budget of a dataset. Debited in the transaction that accepts a job; refunded only
+for a job cancelled while still queued (no noise was drawn). A job that started and then
+failed is not refunded: its noise may have been drawn (docs/epsilon.md)."""
+
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.audit.service import record
+from app.auth.schemas import Principal
+from app.budgets import repository
+from app.errors import BudgetExhausted, Conflict
+
+
+def _dec(x: float) -> Decimal:
+    return Decimal(repr(float(x)))
+
+
+def debit(session: Session, *, dataset_id: uuid.UUID, job_id: uuid.UUID, method: str,
+          epsilon: float, actor: uuid.UUID) -> None:
+    repository.ensure_row(session, dataset_id)
+    if not repository.try_debit(session, dataset_id, _dec(epsilon)):
+        row = repository.get(session, dataset_id)
+        remaining = float(row["epsilon_total"] - row["epsilon_spent"])
+        raise BudgetExhausted(f"the job needs ε = {epsilon:.6g} but only {remaining:.6g} of the "
+                              f"dataset's budget remains (total {float(row['epsilon_total']):.6g})")
+    repository.add_entry(session, dataset_id=dataset_id, job_id=job_id, method=method,
+                         kind="debit", epsilon=_dec(epsilon), actor=actor)
+
+
+def refund(session: Session, *, dataset_id: uuid.UUID, job_id: uuid.UUID, method: str,
+           epsilon: Decimal, actor: uuid.UUID) -> None:
+    repository.refund(session, dataset_id, epsilon)
+    repository.add_entry(session, dataset_id=dataset_id, job_id=job_id, method=method,
+                         kind="refund", epsilon=-epsilon, actor=actor)
+
+
+def view(session: Session, dataset_id: uuid.UUID) -> dict[str, Any]:
+    repository.ensure_row(session, dataset_id)
+    row = repository.get(session, dataset_id)
+    total = None if row["epsilon_total"] is None else float(row["epsilon_total"])
+    spent = float(row["epsilon_spent"])
+    return {"dataset_id": dataset_id, "epsilon_total": total, "epsilon_spent": spent,
+            "epsilon_remaining": None if total is None else max(total - spent, 0.0),
+            "entries": [{**e, "epsilon": float(e["epsilon"]), "actor": str(e["actor"])}
+                        for e in repository.entries(session, dataset_id)]}
+
+
+def set_total(session: Session, principal: Principal, dataset_id: uuid.UUID,
+              total: float | None) -> dict[str, Any]:
+    repository.ensure_row(session, dataset_id)
+    if not repository.set_total(session, dataset_id, None if total is None else _dec(total)):
+        spent = float(repository.get(session, dataset_id)["epsilon_spent"])
+        raise Conflict(f"ε = {spent:.6g} is already spent; the total cannot be set below it")
+    record(session, tenant=principal.tenant, actor=principal.actor, action="budget.set",
+           subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id,
+           details={"epsilon_total": total})
+    return view(session, dataset_id)

@@ -1,0 +1,189 @@
+"""The `veil` command: serve, worker, migrate, keys create, openapi."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from app.config import get_settings
+
+
+def _database_ready(owner: bool = False):
+    """Point this process (and its children) at the database; start the embedded one if
+    DATABASE_URL is not set. Returns the embedded server when this process owns it."""
+    from app.db import embedded_server, to_sqlalchemy_url
+
+    settings = get_settings()
+    if settings.database_url:
+        return None
+    server = embedded_server(settings.data_dir, owner=owner)
+    os.environ["DATABASE_URL"] = to_sqlalchemy_url(server.get_uri())
+    get_settings.cache_clear()
+    return server
+
+
+def cmd_migrate(_args) -> None:
+    from app.migrate import upgrade
+
+    _database_ready()
+    upgrade()
+    print("migrations applied")
+
+
+def _dev_key(settings) -> str:
+    if settings.dev_api_key:
+        return settings.dev_api_key
+    path = Path(settings.data_dir) / "dev_api_key"
+    if path.exists():
+        return path.read_text().strip()
+    import secrets
+
+    key = f"veil_{secrets.token_hex(6)}_{secrets.token_urlsafe(32)}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(key)
+    path.chmod(0o600)
+    return key
+
+
+def cmd_serve(args) -> None:
+    import uvicorn
+
+    from app import logging_setup
+    from app.auth.schemas import Role
+    from app.auth.service import ensure_key
+    from app.db import transaction
+    from app.migrate import upgrade
+
+    settings = get_settings()
+    logging_setup.configure(settings.log_level)
+    logging.getLogger("pgserver").setLevel(logging.WARNING)
+    server = _database_ready(owner=True)
+    settings = get_settings()
+    upgrade()
+    key = _dev_key(settings)
+    with transaction() as session:
+        ensure_key(session, tenant="dev", role=Role.owner, key=key)
+    workers = WorkerPool(args.workers if args.workers is not None else settings.workers)
+    workers.start()
+    print(f"\nVeil is running on http://{settings.host}:{settings.port}  "
+          f"({'embedded PostgreSQL in ' + str(Path(settings.data_dir).resolve()) if server else 'DATABASE_URL'})",
+          flush=True)
+    print(f"Development API key (tenant dev, role owner):\n  {key}\n"
+          f"Try: curl -H 'Authorization: Bearer {key}' http://{settings.host}:{settings.port}/v1/methods\n",
+          flush=True)
+    try:
+        uvicorn.run("app.main:create_app", factory=True, host=settings.host, port=settings.port,
+                    log_config=None, access_log=False)
+    finally:
+        workers.stop()
+        if server is not None:
+            server.cleanup()
+
+
+class WorkerPool:
+    """`veil worker` child processes, restarted when one dies."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.procs: list[subprocess.Popen] = []
+        self.stopping = threading.Event()
+
+    def _spawn(self) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], env=os.environ.copy())
+
+    def start(self) -> None:
+        self.procs = [self._spawn() for _ in range(self.size)]
+        threading.Thread(target=self._supervise, daemon=True, name="worker-supervisor").start()
+
+    def _supervise(self) -> None:
+        while not self.stopping.wait(1.0):
+            for i, proc in enumerate(self.procs):
+                if proc.poll() is not None and not self.stopping.is_set():
+                    print(f"worker pid {proc.pid} exited ({proc.returncode}); restarting", flush=True)
+                    self.procs[i] = self._spawn()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        for proc in self.procs:
+            try:
+                proc.wait(max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def cmd_worker(_args) -> None:
+    from app import logging_setup
+    from app.worker.main import run
+
+    logging_setup.configure(get_settings().log_level)
+    logging.getLogger("pgserver").setLevel(logging.WARNING)
+    _database_ready()
+    run()
+
+
+def cmd_keys_create(args) -> None:
+    from app.auth.schemas import Role
+    from app.auth.service import create_key
+    from app.db import transaction
+
+    _database_ready()
+    with transaction() as session:
+        key_id, key = create_key(session, tenant=args.tenant, role=Role(args.role), label=args.label)
+    print(key)
+    print(f"(key id {key_id}, tenant {args.tenant}, role {args.role}; shown once, stored hashed)",
+          file=sys.stderr)
+
+
+def openapi_document() -> dict:
+    from app.main import create_app
+
+    return create_app().openapi()
+
+
+def cmd_openapi(args) -> None:
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(openapi_document(), indent=2, sort_keys=True) + "\n")
+    print(f"wrote {out}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="veil", description="Veil privacy service")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the API and worker processes (embedded PostgreSQL "
+                           "unless DATABASE_URL is set)")
+    serve.add_argument("--workers", type=int, default=None, help="worker processes (default VEIL_WORKERS=2)")
+    serve.set_defaults(fn=cmd_serve)
+    sub.add_parser("worker", help="run one worker process").set_defaults(fn=cmd_worker)
+    sub.add_parser("migrate", help="apply database migrations").set_defaults(fn=cmd_migrate)
+    keys = sub.add_parser("keys", help="API keys").add_subparsers(dest="keys_command", required=True)
+    create = keys.add_parser("create", help="create an API key and print it once")
+    create.add_argument("--tenant", required=True)
+    create.add_argument("--role", required=True, choices=["owner", "analyst", "admin"])
+    create.add_argument("--label", default=None)
+    create.set_defaults(fn=cmd_keys_create)
+    api = sub.add_parser("openapi", help="write the OpenAPI document")
+    api.add_argument("--output", default="openapi/openapi.json")
+    api.set_defaults(fn=cmd_openapi)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    args.fn(args)
+
+
+if __name__ == "__main__":
+    main()

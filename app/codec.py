@@ -1,0 +1,61 @@
+"""How tables and transaction sets are stored: Parquet bytes.
+
+A table keeps its pandas dtypes (categoricals as dictionary columns). A transaction set is
+one column ``items`` of list<int32> (Arrow's list layout is CSR: offsets + values) with the
+item labels in the file's key-value metadata.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from app.privacy.data import TransactionData
+
+_LABELS_KEY = b"veil.item_labels"
+
+
+def table_to_parquet(frame: pd.DataFrame) -> bytes:
+    buf = io.BytesIO()
+    frame.to_parquet(buf, index=False, compression="zstd")
+    return buf.getvalue()
+
+
+def parquet_to_table(data: bytes) -> pd.DataFrame:
+    return pd.read_parquet(io.BytesIO(data))
+
+
+def transactions_to_parquet(tx: TransactionData) -> bytes:
+    offsets = pa.array(np.asarray(tx.indptr, dtype=np.int32))
+    values = pa.array(np.asarray(tx.indices, dtype=np.int32))
+    items = pa.ListArray.from_arrays(offsets, values)
+    table = pa.table({"items": items})
+    table = table.replace_schema_metadata({_LABELS_KEY: json.dumps(list(tx.labels)).encode()})
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="zstd")
+    return buf.getvalue()
+
+
+def parquet_to_transactions(data: bytes) -> TransactionData:
+    table = pq.read_table(io.BytesIO(data))
+    labels = tuple(json.loads(table.schema.metadata[_LABELS_KEY]))
+    items = table.column("items").combine_chunks()
+    offsets = items.offsets.to_numpy()
+    start = offsets[0]
+    values = items.values.to_numpy()[start:offsets[-1]]
+    return TransactionData(indptr=(offsets - start).astype(np.int64),
+                           indices=values.astype(np.int32), labels=labels)
+
+
+def transactions_to_frame(tx: TransactionData) -> pd.DataFrame:
+    """One row per transaction, its item labels joined by spaces (for CSV/JSONL download)."""
+    import pyarrow.compute as pc
+
+    words = pa.array(np.asarray(tx.labels, dtype=object)[tx.indices].astype(str), type=pa.string())
+    lists = pa.ListArray.from_arrays(pa.array(np.asarray(tx.indptr, dtype=np.int32)), words)
+    return pd.DataFrame({"items": pc.binary_join(lists, " ").to_pandas()})

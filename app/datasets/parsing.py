@@ -1,0 +1,282 @@
+"""Reading uploads: CSV/TSV, Parquet, JSON Lines and transaction files, within limits.
+
+Errors name the problem (row, column, limit) and never quote the data: the parser's own
+messages (which echo row text) are translated, not passed on.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.json as pajson
+import pyarrow.parquet as pq
+
+from app.errors import PayloadTooLarge, Unprocessable, UnsupportedMediaType
+from app.privacy.data import TransactionData
+
+FORMATS = ("csv", "tsv", "parquet", "jsonl", "transactions")
+NULL_VALUES = ["", "?", "NA", "N/A", "NaN", "nan", "NULL", "null", "#N/A", "None"]
+_BLOCK = 16 * 1024 * 1024  # a CSV row must fit in one block
+_EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".parquet": "parquet", ".pq": "parquet",
+               ".jsonl": "jsonl", ".ndjson": "jsonl", ".dat": "transactions", ".txt": "transactions"}
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_rows: int
+    max_columns: int
+    max_cell_length: int
+    max_items: int = 200_000
+
+
+@dataclass
+class Parsed:
+    format: str
+    frame: pd.DataFrame | None = None
+    transactions: TransactionData | None = None
+
+    @property
+    def rows(self) -> int:
+        return len(self.frame) if self.frame is not None else self.transactions.n_transactions
+
+
+def detect_format(path: Path, filename: str | None, declared: str | None) -> str:
+    if declared:
+        if declared not in FORMATS:
+            raise UnsupportedMediaType(f"unknown format {declared!r}; use one of {', '.join(FORMATS)}")
+        return declared
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if head[:2] == b"\x1f\x8b" or head == b"PK\x03\x04" or head[:3] == b"BZh" or head[:4] == b"\x28\xb5\x2f\xfd":
+        raise UnsupportedMediaType("compressed uploads are not accepted; upload the uncompressed "
+                                   "file (Parquet is compressed internally)")
+    if head == b"PAR1":
+        return "parquet"
+    suffix = Path(filename or "").suffix.lower()
+    if suffix in _EXTENSIONS:
+        return _EXTENSIONS[suffix]
+    raise UnsupportedMediaType("cannot tell the file's format from its name; send a `format` field "
+                               f"({', '.join(FORMATS)})")
+
+
+def parse(path: Path, fmt: str, limits: Limits) -> Parsed:
+    if path.stat().st_size == 0:
+        raise Unprocessable("the uploaded file is empty")
+    if fmt in ("csv", "tsv"):
+        return Parsed(fmt, frame=_finish_table(_read_csv(path, fmt, limits), limits))
+    if fmt == "parquet":
+        return Parsed(fmt, frame=_finish_table(_read_parquet(path, limits), limits))
+    if fmt == "jsonl":
+        return Parsed(fmt, frame=_finish_table(_read_jsonl(path, limits), limits))
+    return Parsed(fmt, transactions=_read_transactions(path, limits))
+
+
+# ------------------------------------------------------------------------------------- CSV
+def _delimiter(path: Path, fmt: str, limits: Limits) -> tuple[str, int]:
+    """The delimiter and the header's field count, read from the first line only (so a
+    10^6-column file is refused before it is parsed)."""
+    cap = max(1 << 20, limits.max_columns * 1024)
+    with open(path, "rb") as f:
+        head = f.read(cap)
+    newline = head.find(b"\n")
+    line = head if newline < 0 else head[:newline]
+    if newline < 0 and len(head) == cap:
+        raise Unprocessable(f"the header line is longer than {cap} bytes")
+    delimiter = "\t" if fmt == "tsv" or (b"\t" in line and b"," not in line) else ","
+    fields = line.count(delimiter.encode()) + 1
+    if fields > limits.max_columns:
+        raise Unprocessable(f"the file has {fields} columns; the limit is {limits.max_columns}")
+    return delimiter, fields
+
+
+def _read_csv(path: Path, fmt: str, limits: Limits) -> pa.Table:
+    delimiter, _ = _delimiter(path, fmt, limits)
+    parse_opts = pacsv.ParseOptions(delimiter=delimiter)
+    convert = pacsv.ConvertOptions(null_values=NULL_VALUES, strings_can_be_null=True)
+    read = pacsv.ReadOptions(block_size=_BLOCK)
+    try:
+        return pacsv.read_csv(path, read_options=read, parse_options=parse_opts, convert_options=convert)
+    except pa.ArrowInvalid as exc:
+        message = str(exc)
+        if "conversion error" in message.lower():
+            # Types inferred from the first block did not hold later on: read every column as
+            # text and infer per column (see _infer_types).
+            names = pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=_BLOCK),
+                                   parse_options=parse_opts,
+                                   convert_options=pacsv.ConvertOptions(include_columns=[])).column_names
+            return _read_csv_as_text(path, parse_opts, names)
+        raise _csv_problem(path, parse_opts, message) from None
+
+
+def _read_csv_as_text(path: Path, parse_opts, names: list[str]) -> pa.Table:
+    convert = pacsv.ConvertOptions(null_values=NULL_VALUES, strings_can_be_null=True,
+                                   column_types={n: pa.string() for n in names})
+    table = pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=_BLOCK),
+                           parse_options=parse_opts, convert_options=convert)
+    return pa.table({n: _narrow_text_column(table.column(n)) for n in table.column_names})
+
+
+def _narrow_text_column(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A text column whose every non-null value parses as a number becomes numeric."""
+    try:
+        return pc.cast(col, pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return col
+
+
+def _csv_problem(path: Path, parse_opts, message: str) -> Unprocessable:
+    if "straddling" in message:
+        return Unprocessable(f"a row is longer than {_BLOCK // (1024 * 1024)} MiB (or a quoted "
+                             "field is not closed)")
+    # Find the first bad row single-threaded, where the parser reports its line number.
+    bad: list = []
+
+    def handler(row):
+        bad.append(row)
+        return "error"
+
+    try:
+        pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=_BLOCK, use_threads=False),
+                       parse_options=pacsv.ParseOptions(delimiter=parse_opts.delimiter,
+                                                        invalid_row_handler=handler))
+    except pa.ArrowInvalid:
+        pass
+    if bad:
+        row = bad[0]
+        where = f"row {row.number - 1}" if row.number else "a row"  # data rows count from 1
+        return Unprocessable(f"unparsable {where}: expected {row.expected_columns} fields, "
+                             f"found {row.actual_columns}")
+    match = re.search(r"(Expected \d+ columns, got \d+)", message)
+    return Unprocessable("unparsable CSV" + (f": {match.group(1)}" if match else ""))
+
+
+# --------------------------------------------------------------------------------- Parquet
+def _read_parquet(path: Path, limits: Limits) -> pa.Table:
+    try:
+        meta = pq.ParquetFile(path).metadata
+    except (pa.ArrowInvalid, OSError):
+        raise Unprocessable("not a readable Parquet file") from None
+    if meta.num_columns > limits.max_columns:
+        raise Unprocessable(f"the file has {meta.num_columns} columns; the limit is {limits.max_columns}")
+    if meta.num_rows > limits.max_rows:
+        raise Unprocessable(f"the file has {meta.num_rows} rows; the limit is {limits.max_rows}")
+    declared = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    budget = limits.max_rows * min(limits.max_columns, 64) * 16
+    if declared > budget:
+        raise PayloadTooLarge(f"the Parquet file declares {declared} uncompressed bytes; the "
+                              f"limit is {budget}")
+    try:
+        return pq.read_table(path)
+    except (pa.ArrowInvalid, OSError, MemoryError):
+        raise Unprocessable("the Parquet file is corrupt or inconsistent with its metadata") from None
+
+
+# ------------------------------------------------------------------------------ JSON Lines
+def _read_jsonl(path: Path, limits: Limits) -> pa.Table:
+    try:
+        table = pajson.read_json(path, read_options=pajson.ReadOptions(block_size=_BLOCK))
+    except pa.ArrowInvalid as exc:
+        match = re.search(r"[Rr]ow #?(\d+)", str(exc))
+        where = f" at row {int(match.group(1)) + 1}" if match else ""
+        raise Unprocessable(f"unparsable JSON Lines{where}: every line must be one JSON object "
+                            "with scalar values") from None
+    if table.num_columns > limits.max_columns:
+        raise Unprocessable(f"the file has {table.num_columns} columns; the limit is {limits.max_columns}")
+    for name in table.column_names:
+        t = table.schema.field(name).type
+        if pa.types.is_nested(t):
+            raise Unprocessable(f"column {name!r} holds nested values; only scalars are supported")
+    return table
+
+
+# ---------------------------------------------------------------------------- transactions
+def _read_transactions(path: Path, limits: Limits) -> TransactionData:
+    """One transaction per line, items separated by white space (FIMI .dat)."""
+    text = path.read_bytes()
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Unprocessable("a transaction file must be UTF-8 text") from None
+    lines = pa.array(text.decode("utf-8").splitlines(), type=pa.string())
+    if len(lines) > limits.max_rows:
+        raise Unprocessable(f"the file has {len(lines)} transactions; the limit is {limits.max_rows}")
+    tokens = pc.split_pattern_regex(pc.utf8_trim_whitespace(lines), r"\s+")
+    lengths = pc.list_value_length(tokens).to_numpy(zero_copy_only=False)
+    flat = pc.list_flatten(tokens)
+    row_of = np.repeat(np.arange(len(lines)), lengths)
+    keep = pc.not_equal(flat, "").to_numpy(zero_copy_only=False)
+    flat = flat.filter(pa.array(keep))
+    row_of = row_of[keep]
+    if len(flat) == 0:
+        raise Unprocessable("the transaction file holds no items")
+    if pc.max(pc.utf8_length(flat)).as_py() > limits.max_cell_length:
+        raise Unprocessable(f"an item name is longer than {limits.max_cell_length} characters")
+    encoded = pc.dictionary_encode(flat).combine_chunks() if isinstance(flat, pa.ChunkedArray) \
+        else pc.dictionary_encode(flat)
+    labels = encoded.dictionary.to_pylist()
+    if len(labels) > limits.max_items:
+        raise Unprocessable(f"the file has {len(labels)} distinct items; the limit is {limits.max_items}")
+    # Order items naturally (numerically when every label is an integer).
+    order = _natural_order(labels)
+    rank = np.empty(len(labels), dtype=np.int32)
+    rank[order] = np.arange(len(labels), dtype=np.int32)
+    codes = rank[encoded.indices.to_numpy(zero_copy_only=False)]
+    # Drop repeated items inside a transaction; sort items within each transaction.
+    key = np.unique(row_of.astype(np.int64) * len(labels) + codes)
+    rows, codes = np.divmod(key, len(labels))
+    indptr = np.zeros(len(lines) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=len(lines)), out=indptr[1:])
+    return TransactionData(indptr=indptr, indices=codes.astype(np.int32),
+                           labels=tuple(labels[i] for i in order))
+
+
+def _natural_order(labels: list[str]) -> np.ndarray:
+    try:
+        return np.argsort(np.array([int(x) for x in labels]), kind="stable")
+    except ValueError:
+        return np.argsort(np.array(labels, dtype=object), kind="stable")
+
+
+# ------------------------------------------------------------------------ common finishing
+def _finish_table(table: pa.Table, limits: Limits) -> pd.DataFrame:
+    if table.num_columns == 0:
+        raise Unprocessable("the file has no columns")
+    if table.num_rows == 0:
+        raise Unprocessable("the file has a header but no rows")
+    if table.num_rows > limits.max_rows:
+        raise Unprocessable(f"the file has {table.num_rows} rows; the limit is {limits.max_rows}")
+    names = table.column_names
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise Unprocessable(f"column {dup!r} appears more than once in the header")
+    if any(not str(n).strip() for n in names):
+        raise Unprocessable("a column has an empty name")
+    columns = {}
+    for name in names:
+        col = table.column(name)
+        t = col.type
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            lengths = pc.utf8_length(col)
+            longest = pc.max(lengths).as_py()
+            if longest is not None and longest > limits.max_cell_length:
+                row = int(np.argmax(lengths.to_numpy(zero_copy_only=False) > limits.max_cell_length))
+                raise Unprocessable(f"column {name!r}, row {row + 1}: a value is longer than "
+                                    f"{limits.max_cell_length} characters")
+            columns[name] = col.to_pandas().astype("category")
+        elif pa.types.is_boolean(t):
+            columns[name] = col.to_pandas().astype("boolean")
+        elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+            columns[name] = pd.to_numeric(col.to_pandas()).astype("float64") \
+                if col.null_count or not pa.types.is_integer(t) else col.to_pandas()
+        elif pa.types.is_dictionary(t):
+            columns[name] = col.to_pandas().astype(str).astype("category")
+        else:  # dates, times, binary: kept as text categories
+            columns[name] = pc.cast(col, pa.string()).to_pandas().astype("category")
+    return pd.DataFrame(columns)

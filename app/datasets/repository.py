@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.orm import Session
+
+from app.tables import datasets, hierarchies
+
+
+def insert_dataset(session: Session, **values: Any) -> None:
+    session.execute(insert(datasets).values(**values))
+
+
+def get(session: Session, tenant: str, dataset_id: uuid.UUID, *, for_update: bool = False):
+    q = select(datasets).where(datasets.c.id == dataset_id, datasets.c.tenant == tenant)
+    if for_update:
+        q = q.with_for_update()
+    return session.execute(q).mappings().first()
+
+
+def by_idempotency_key(session: Session, tenant: str, key: str):
+    return session.execute(select(datasets).where(datasets.c.tenant == tenant,
+                                                  datasets.c.idempotency_key == key)).mappings().first()
+
+
+def list_page(session: Session, tenant: str, *, after: tuple[datetime, uuid.UUID] | None,
+              limit: int) -> list[dict[str, Any]]:
+    q = (select(datasets).where(datasets.c.tenant == tenant, datasets.c.deleted_at.is_(None))
+         .order_by(datasets.c.created_at.desc(), datasets.c.id.desc()).limit(limit))
+    if after is not None:
+        q = q.where((datasets.c.created_at, datasets.c.id) < after)
+    return [dict(r) for r in session.execute(q).mappings()]
+
+
+def set_columns(session: Session, dataset_id: uuid.UUID, columns: list[dict], blob_id=None) -> None:
+    values: dict[str, Any] = {"columns": columns}
+    if blob_id is not None:
+        values["blob_id"] = blob_id
+    session.execute(update(datasets).where(datasets.c.id == dataset_id).values(**values))
+
+
+def mark_deleted(session: Session, dataset_id: uuid.UUID) -> None:
+    session.execute(update(datasets).where(datasets.c.id == dataset_id)
+                    .values(blob_id=None, deleted_at=func.now()))
+
+
+def upsert_hierarchy(session: Session, dataset_id: uuid.UUID, column: str, text: str, levels: int) -> None:
+    from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+    stmt = pg_insert(hierarchies).values(dataset_id=dataset_id, column_name=column, text=text,
+                                         levels=levels)
+    session.execute(stmt.on_conflict_do_update(
+        index_elements=[hierarchies.c.dataset_id, hierarchies.c.column_name],
+        set_={"text": text, "levels": levels, "created_at": func.now()}))
+
+
+def hierarchy_texts(session: Session, dataset_id: uuid.UUID) -> dict[str, str]:
+    rows = session.execute(select(hierarchies.c.column_name, hierarchies.c.text)
+                           .where(hierarchies.c.dataset_id == dataset_id)).all()
+    return {r[0]: r[1] for r in rows}
+
+
+def hierarchy_columns(session: Session, dataset_ids: list[uuid.UUID]) -> dict[uuid.UUID, list[str]]:
+    rows = session.execute(select(hierarchies.c.dataset_id, hierarchies.c.column_name)
+                           .where(hierarchies.c.dataset_id.in_(dataset_ids))).all()
+    out: dict[uuid.UUID, list[str]] = {}
+    for ds, col in rows:
+        out.setdefault(ds, []).append(col)
+    return out
+
+
+def delete_hierarchies(session: Session, dataset_id: uuid.UUID) -> None:
+    from sqlalchemy import delete
+
+    session.execute(delete(hierarchies).where(hierarchies.c.dataset_id == dataset_id))

@@ -1,0 +1,122 @@
+from __future__ import annotations
+
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Header, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+
+from app.auth.dependencies import OwnerPrincipal
+from app.datasets import service
+from app.datasets.schema import SchemaUpdate
+from app.datasets.schemas import Dataset, DatasetPage, Hierarchy, Profile
+from app.deps import SessionDep
+from app.errors import Unprocessable, UnsupportedMediaType, problem_responses
+
+router = APIRouter(prefix="/v1/datasets", tags=["datasets"])
+
+_UPLOAD_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"multipart/form-data": {"schema": {
+            "type": "object", "required": ["file"],
+            "properties": {
+                "file": {"type": "string", "format": "binary",
+                         "description": "CSV, TSV, Parquet, JSON Lines, or a transaction file "
+                                        "(one transaction of item ids per line)"},
+                "schema": {"type": "string", "description": "JSON: {column: {type, role, bounds, "
+                           "categories, integer}}, optionally wrapped in {\"columns\": …}"},
+                "format": {"type": "string", "enum": ["csv", "tsv", "parquet", "jsonl", "transactions"]},
+                "name": {"type": "string"},
+            }}}},
+    }
+}
+
+
+@router.post("", status_code=201, response_model=Dataset, openapi_extra=_UPLOAD_BODY,
+             responses=problem_responses(401, 403, 409, 413, 415, 422, 503))
+async def upload(request: Request, response: Response, principal: OwnerPrincipal,
+                 session: SessionDep,
+                 idempotency_key: Annotated[str | None, Header(max_length=200)] = None) -> Dataset:
+    """Upload a dataset (multipart field `file`; optional `schema`, `format`, `name`).
+    The size limit is enforced while the body streams in; nothing is kept on a 4xx."""
+    content_type = request.headers.get("content-type", "")
+    if not content_type.startswith("multipart/form-data"):
+        raise UnsupportedMediaType("upload the file as multipart/form-data with a field named 'file'")
+    with tempfile.TemporaryDirectory(prefix="veil-upload-") as tmp:
+        async with request.form(max_files=1, max_fields=10) as form:
+            upload_file = form.get("file")
+            if not isinstance(upload_file, UploadFile):
+                raise Unprocessable("the multipart body has no file field named 'file'")
+            path = Path(tmp) / "upload"
+            with open(path, "wb") as out:
+                while chunk := await upload_file.read(1 << 20):
+                    out.write(chunk)
+            fields = {k: form.get(k) for k in ("schema", "format", "name")}
+            for k, v in fields.items():
+                if v is not None and not isinstance(v, str):
+                    raise Unprocessable(f"the field {k!r} must be text")
+        dataset, created = await run_in_threadpool(
+            service.create, session, principal, path=path, filename=upload_file.filename,
+            name=fields["name"], declared_format=fields["format"], schema_raw=fields["schema"],
+            idempotency_key=idempotency_key)
+    response.status_code = 201 if created else 200
+    return Dataset(**dataset)
+
+
+@router.get("", response_model=DatasetPage, responses=problem_responses(401, 403, 422, 503))
+def list_datasets(principal: OwnerPrincipal, session: SessionDep,
+                  cursor: str | None = None,
+                  limit: Annotated[int, Query(ge=1, le=200)] = 50) -> DatasetPage:
+    """The tenant's datasets, newest first (paginated by `next`)."""
+    return DatasetPage(**service.list_page(session, principal, cursor, limit))
+
+
+@router.get("/{dataset_id}", response_model=Dataset, responses=problem_responses(401, 403, 404, 422, 503))
+def get_dataset(dataset_id: uuid.UUID, principal: OwnerPrincipal, session: SessionDep) -> Dataset:
+    return Dataset(**service.get(session, principal, dataset_id))
+
+
+@router.get("/{dataset_id}/profile", response_model=Profile,
+            responses=problem_responses(401, 403, 404, 422, 503))
+def get_profile(dataset_id: uuid.UUID, principal: OwnerPrincipal, session: SessionDep) -> Profile:
+    """Per-column statistics of the raw data (owners only)."""
+    return Profile(**service.profile(session, principal, dataset_id))
+
+
+@router.put("/{dataset_id}/schema", response_model=Dataset,
+            responses=problem_responses(401, 403, 404, 422, 503))
+def put_schema(dataset_id: uuid.UUID, body: SchemaUpdate, principal: OwnerPrincipal,
+               session: SessionDep) -> Dataset:
+    """Override column types, roles, numeric bounds or declared categories."""
+    return Dataset(**service.update_schema(session, principal, dataset_id, body))
+
+
+@router.put("/{dataset_id}/hierarchies/{column}", response_model=Hierarchy,
+            responses=problem_responses(401, 403, 404, 413, 422, 503),
+            openapi_extra={"requestBody": {"required": True, "content": {
+                "text/csv": {"schema": {"type": "string"}},
+                "text/plain": {"schema": {"type": "string"}}}}})
+async def put_hierarchy(dataset_id: uuid.UUID, column: str, request: Request,
+                        principal: OwnerPrincipal, session: SessionDep) -> Hierarchy:
+    """Upload a generalization hierarchy for a column in ARX's CSV format
+    (`value;level1;…;*`, one row per value). Every data value must appear exactly once."""
+    raw = await request.body()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise Unprocessable("the hierarchy must be UTF-8 text") from None
+    if not text.strip():
+        raise Unprocessable("the hierarchy is empty")
+    return Hierarchy(**await run_in_threadpool(service.put_hierarchy, session, principal,
+                                               dataset_id, column, text))
+
+
+@router.delete("/{dataset_id}", status_code=204, responses=problem_responses(401, 403, 404, 422, 503))
+def delete_dataset(dataset_id: uuid.UUID, principal: OwnerPrincipal, session: SessionDep) -> Response:
+    """Delete a dataset: its data is purged; releases made from it and the audit trail stay."""
+    service.delete(session, principal, dataset_id)
+    return Response(status_code=204)

@@ -1,0 +1,173 @@
+"""Column schema: inferred types and profile, and the owner's overrides (types, roles,
+numeric bounds, declared categories)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from app.errors import Unprocessable
+from app.privacy.data import ColumnInfo
+
+ColumnType = Literal["numeric", "categorical", "boolean"]
+ColumnRole = Literal["identifier", "quasi_identifier", "sensitive", "insensitive", "label"]
+_TRUE = {"true", "1", "yes", "y", "t"}
+_FALSE = {"false", "0", "no", "n", "f"}
+
+
+class ColumnOverride(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: ColumnType | None = None
+    role: ColumnRole | None = None
+    bounds: tuple[float, float] | None = Field(None, description="[lo, hi] of a numeric column")
+    categories: list[str] | None = Field(None, description="the declared domain of a categorical column")
+    integer: bool | None = None
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.bounds is not None and not (np.isfinite(self.bounds).all() and self.bounds[0] < self.bounds[1]):
+            raise ValueError("bounds must be two finite numbers [lo, hi] with lo < hi")
+        if self.categories is not None and len(set(self.categories)) != len(self.categories):
+            raise ValueError("categories must not repeat")
+        return self
+
+
+class SchemaUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    columns: dict[str, ColumnOverride] = Field(..., description="column name → overrides")
+
+
+def infer_type(series: pd.Series) -> ColumnType:
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return "categorical"
+    if pd.api.types.is_bool_dtype(series.dtype):
+        return "boolean"
+    return "numeric"
+
+
+def profile_column(name: str, series: pd.Series, type_: str, previous: dict[str, Any] | None = None
+                   ) -> dict[str, Any]:
+    previous = previous or {}
+    missing = int(series.isna().sum())
+    entry: dict[str, Any] = {
+        "name": name, "type": type_, "role": previous.get("role", "insensitive"),
+        "missing": missing, "distinct": int(series.nunique(dropna=True)),
+        "bounds": previous.get("bounds"), "categories": previous.get("categories"),
+        "integer": False,
+    }
+    values = series.dropna()
+    if type_ == "numeric":
+        arr = values.to_numpy(dtype=float)
+        entry["integer"] = bool(len(arr) and np.all(arr == np.round(arr)))
+        entry["profile"] = {"min": float(arr.min()) if len(arr) else None,
+                            "max": float(arr.max()) if len(arr) else None,
+                            "mean": float(arr.mean()) if len(arr) else None,
+                            "std": float(arr.std(ddof=1)) if len(arr) > 1 else None}
+    else:
+        top = values.astype(str).value_counts().head(20)
+        entry["profile"] = {"top": [{"value": k, "count": int(v)} for k, v in top.items()]}
+    return entry
+
+
+def infer_columns(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    return [profile_column(str(n), frame[n], infer_type(frame[n])) for n in frame.columns]
+
+
+def _first_bad_row(mask: np.ndarray) -> int:
+    return int(np.argmax(mask)) + 1
+
+
+def convert(series: pd.Series, name: str, to: str) -> pd.Series:
+    """Re-code a column to another type; a value that does not fit names its row."""
+    current = infer_type(series)
+    if current == to:
+        return series
+    if to == "categorical":
+        if current == "numeric":
+            arr = series.to_numpy(dtype=float, na_value=np.nan)
+            integral = np.all(np.isnan(arr) | (arr == np.round(arr)))
+            text = pd.Series(np.where(np.isnan(arr), None,
+                                      arr.astype(np.int64).astype(str) if integral else arr.astype(str)),
+                             index=series.index)
+            return text.astype("category")
+        return series.astype("string").astype("category")
+    if to == "numeric":
+        numbers = pd.to_numeric(series.astype("string"), errors="coerce").astype("float64")
+        bad = numbers.isna().to_numpy() & series.notna().to_numpy()
+        if bad.any():
+            raise Unprocessable(f"column {name!r}: row {_first_bad_row(bad)} is not a number")
+        return numbers
+    text = series.astype("string").str.strip().str.lower()
+    out = pd.Series(pd.NA, index=series.index, dtype="boolean")
+    out[text.isin(_TRUE).fillna(False).to_numpy()] = True
+    out[text.isin(_FALSE).fillna(False).to_numpy()] = False
+    bad = out.isna().to_numpy() & series.notna().to_numpy()
+    if bad.any():
+        raise Unprocessable(f"column {name!r}: row {_first_bad_row(bad)} is not a boolean "
+                            "(true/false, yes/no, 1/0)")
+    return out
+
+
+def apply_overrides(frame: pd.DataFrame, columns: list[dict[str, Any]],
+                    update: SchemaUpdate) -> tuple[pd.DataFrame, list[dict[str, Any]], bool]:
+    """Apply the owner's overrides. Returns the (possibly re-coded) frame, the new column
+    entries, and whether the data changed."""
+    by_name = {c["name"]: c for c in columns}
+    unknown = [n for n in update.columns if n not in by_name]
+    if unknown:
+        raise Unprocessable(f"unknown column {unknown[0]!r}")
+    changed = False
+    out = []
+    for entry in columns:
+        name = entry["name"]
+        o = update.columns.get(name)
+        if o is None:
+            out.append(entry)
+            continue
+        new = dict(entry)
+        if o.type is not None and o.type != entry["type"]:
+            frame[name] = convert(frame[name], name, o.type)
+            new = profile_column(name, frame[name], o.type, entry)
+            changed = True
+        for field in ("role", "bounds", "categories", "integer"):
+            value = getattr(o, field)
+            if value is not None:
+                new[field] = list(value) if field == "bounds" else value
+        if new.get("bounds") is not None and new["type"] != "numeric":
+            raise Unprocessable(f"column {name!r}: bounds apply to numeric columns only")
+        if new.get("categories") is not None:
+            if new["type"] != "categorical":
+                raise Unprocessable(f"column {name!r}: categories apply to categorical columns only")
+            present = frame[name].dropna().astype(str)
+            outside = ~present.isin(new["categories"]).to_numpy()
+            if outside.any():
+                row = int(np.flatnonzero(frame[name].notna().to_numpy())[np.argmax(outside)]) + 1
+                raise Unprocessable(f"column {name!r}: row {row} holds a value outside the declared "
+                                    "categories")
+        out.append(new)
+    labels = [c["name"] for c in out if c.get("role") == "label"]
+    if len(labels) > 1:
+        raise Unprocessable(f"only one column may have the role label; got {labels}")
+    return frame, out, changed
+
+
+def public_columns(columns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The schema without the profile (profiles are for owners only)."""
+    return [{k: v for k, v in c.items() if k != "profile"} for c in columns]
+
+
+def column_infos(columns: list[dict[str, Any]]) -> list[ColumnInfo]:
+    return [ColumnInfo(name=c["name"], type=c["type"], role=c.get("role", "insensitive"),
+                       bounds=tuple(c["bounds"]) if c.get("bounds") else None,
+                       categories=tuple(c["categories"]) if c.get("categories") else None,
+                       integer=bool(c.get("integer")), distinct=c.get("distinct"),
+                       missing=int(c.get("missing") or 0))
+            for c in columns]
+
+
+def transaction_columns(n_items: int, n_transactions: int) -> list[dict[str, Any]]:
+    return [{"name": "items", "type": "categorical", "role": "insensitive", "missing": 0,
+             "distinct": n_items, "bounds": None, "categories": None, "integer": False}]

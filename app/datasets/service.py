@@ -1,0 +1,241 @@
+"""Datasets: upload (parse, infer, override, store), read, update schema, hierarchies, delete."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pydantic import ValidationError
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app import codec
+from app.audit.service import record
+from app.auth.schemas import Principal
+from app.blobs import repository as blobs
+from app.config import get_settings
+from app.datasets import parsing, repository
+from app.datasets.schema import (
+    SchemaUpdate, apply_overrides, infer_columns, public_columns, transaction_columns,
+)
+from app.errors import Conflict, NotFound, Unprocessable
+from app.privacy.data import TransactionData
+
+
+def limits() -> parsing.Limits:
+    s = get_settings()
+    return parsing.Limits(max_rows=s.max_rows, max_columns=s.max_columns,
+                          max_cell_length=s.max_cell_length)
+
+
+def parse_schema_field(raw: str | None) -> SchemaUpdate | None:
+    if raw is None or not raw.strip():
+        return None
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise Unprocessable(f"the schema field is not valid JSON (line {exc.lineno}, column {exc.colno})")
+    if isinstance(data, dict) and "columns" not in data:
+        data = {"columns": data}
+    try:
+        return SchemaUpdate.model_validate(data)
+    except ValidationError as exc:
+        raise Unprocessable("the schema field is invalid", errors=_errors(exc)) from None
+
+
+def _errors(exc: ValidationError) -> list[dict[str, Any]]:
+    return [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
+
+
+def to_response(row, hierarchy_columns: list[str] | None = None) -> dict[str, Any]:
+    return {"id": row["id"], "name": row["name"], "format": row["format"], "shape": row["shape"],
+            "rows": row["rows"], "columns": public_columns(row["columns"]), "sha256": row["sha256"],
+            "size_bytes": row["size_bytes"], "hierarchies": sorted(hierarchy_columns or []),
+            "deleted": row["deleted_at"] is not None, "created_at": row["created_at"]}
+
+
+def create(session: Session, principal: Principal, *, path: Path, filename: str | None,
+           name: str | None, declared_format: str | None, schema_raw: str | None,
+           idempotency_key: str | None) -> tuple[dict[str, Any], bool]:
+    """Store an upload. Returns (dataset, created): created is False for an idempotent replay."""
+    sha = _sha256(path)
+    request_hash = hashlib.sha256(json.dumps([sha, name, filename, declared_format, schema_raw]).encode()).hexdigest()
+    if idempotency_key:
+        existing = repository.by_idempotency_key(session, principal.tenant, idempotency_key)
+        if existing is not None:
+            return _replay(session, existing, request_hash), False
+    fmt = parsing.detect_format(path, filename, declared_format)
+    update = parse_schema_field(schema_raw)
+    parsed = parsing.parse(path, fmt, limits())
+    if parsed.frame is not None:
+        frame = parsed.frame
+        columns = infer_columns(frame)
+        if update is not None:
+            frame, columns, _ = apply_overrides(frame, columns, update)
+        payload, shape = codec.table_to_parquet(frame), "table"
+    else:
+        if update is not None:
+            raise Unprocessable("a transaction file has no columns to describe; omit the schema field")
+        tx = parsed.transactions
+        columns = transaction_columns(tx.n_items, tx.n_transactions)
+        payload, shape = codec.transactions_to_parquet(tx), "transactions"
+    dataset_id = uuid.uuid4()
+    values = dict(id=dataset_id, tenant=principal.tenant, name=name or filename or str(dataset_id),
+                  format=fmt, shape=shape, rows=parsed.rows, columns=columns, sha256=sha,
+                  size_bytes=path.stat().st_size, created_by=principal.key_id,
+                  idempotency_key=idempotency_key, request_hash=request_hash)
+    try:
+        with session.begin_nested():
+            values["blob_id"] = blobs.write(session, payload)
+            repository.insert_dataset(session, **values)
+    except IntegrityError:
+        # A concurrent request with the same Idempotency-Key won the race.
+        existing = repository.by_idempotency_key(session, principal.tenant, idempotency_key or "")
+        if existing is None:
+            raise
+        return _replay(session, existing, request_hash), False
+    record(session, tenant=principal.tenant, actor=principal.actor, action="dataset.uploaded",
+           subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id,
+           details={"sha256": sha, "format": fmt, "rows": parsed.rows, "columns": len(columns)})
+    row = repository.get(session, principal.tenant, dataset_id)
+    return to_response(row), True
+
+
+def _replay(session: Session, existing, request_hash: str) -> dict[str, Any]:
+    if existing["request_hash"] != request_hash:
+        raise Conflict("this Idempotency-Key was used for a different upload")
+    return to_response(existing, _hierarchy_columns(session, existing["id"]))
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _hierarchy_columns(session: Session, dataset_id: uuid.UUID) -> list[str]:
+    return repository.hierarchy_columns(session, [dataset_id]).get(dataset_id, [])
+
+
+def get_row(session: Session, principal: Principal, dataset_id: uuid.UUID, *, live: bool = False,
+            for_update: bool = False):
+    row = repository.get(session, principal.tenant, dataset_id, for_update=for_update)
+    if row is None:
+        raise NotFound(f"dataset {dataset_id} not found")
+    if live and row["deleted_at"] is not None:
+        raise NotFound(f"dataset {dataset_id} was deleted; its data is purged")
+    return row
+
+
+def get(session: Session, principal: Principal, dataset_id: uuid.UUID) -> dict[str, Any]:
+    return to_response(get_row(session, principal, dataset_id), _hierarchy_columns(session, dataset_id))
+
+
+def list_page(session: Session, principal: Principal, cursor: str | None, limit: int) -> dict[str, Any]:
+    after = None
+    if cursor:
+        try:
+            ts, ident = cursor.split("_", 1)
+            after = (pd.Timestamp(ts).to_pydatetime(), uuid.UUID(ident))
+        except ValueError:
+            raise Unprocessable("cursor must be the `next` value of a previous page") from None
+    rows = repository.list_page(session, principal.tenant, after=after, limit=limit)
+    hier = repository.hierarchy_columns(session, [r["id"] for r in rows]) if rows else {}
+    nxt = f"{rows[-1]['created_at'].isoformat()}_{rows[-1]['id']}" if len(rows) == limit else None
+    return {"items": [to_response(r, hier.get(r["id"], [])) for r in rows], "next": nxt}
+
+
+def profile(session: Session, principal: Principal, dataset_id: uuid.UUID) -> dict[str, Any]:
+    row = get_row(session, principal, dataset_id, live=True)
+    record(session, tenant=principal.tenant, actor=principal.actor, action="dataset.profile_read",
+           subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id)
+    return {"id": row["id"], "rows": row["rows"], "columns": row["columns"]}
+
+
+def load(session: Session, row) -> pd.DataFrame | TransactionData:
+    data = blobs.read(session, row["blob_id"])
+    if row["shape"] == "transactions":
+        return codec.parquet_to_transactions(data)
+    return codec.parquet_to_table(data)
+
+
+def update_schema(session: Session, principal: Principal, dataset_id: uuid.UUID,
+                  update: SchemaUpdate) -> dict[str, Any]:
+    row = get_row(session, principal, dataset_id, live=True, for_update=True)
+    if row["shape"] != "table":
+        raise Unprocessable("a transaction dataset has no columns to describe")
+    frame = load(session, row)
+    frame, columns, changed = apply_overrides(frame, row["columns"], update)
+    blob_id = None
+    if changed:  # types changed: store the re-coded data, drop the old copy
+        blob_id = blobs.write(session, codec.table_to_parquet(frame))
+        blobs.remove(session, row["blob_id"])
+    repository.set_columns(session, dataset_id, columns, blob_id)
+    record(session, tenant=principal.tenant, actor=principal.actor, action="dataset.schema_updated",
+           subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id,
+           details={"columns": sorted(update.columns)})
+    return get(session, principal, dataset_id)
+
+
+def put_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID, column: str,
+                  text: str) -> dict[str, Any]:
+    from app.privacy.anonymity.hierarchies import hierarchy_problems, parse_arx_hierarchy
+    from app.privacy.registry import MethodInputError
+
+    row = get_row(session, principal, dataset_id, live=True)
+    names = [c["name"] for c in row["columns"]]
+    if row["shape"] != "table" or column not in names:
+        raise NotFound(f"dataset {dataset_id} has no column {column!r}")
+    try:
+        hierarchy = parse_arx_hierarchy(text)
+    except MethodInputError as exc:
+        raise Unprocessable(f"hierarchy for {column!r}: {exc}") from None
+    frame = load(session, row)
+    problems = hierarchy_problems(hierarchy, _value_strings(frame[column]))
+    if problems:
+        raise Unprocessable(f"hierarchy for {column!r} does not fit the data: " + "; ".join(problems),
+                            errors=[{"loc": ["hierarchy"], "msg": p, "type": "hierarchy"} for p in problems])
+    repository.upsert_hierarchy(session, dataset_id, column, text, levels=int(hierarchy.shape[1]))
+    record(session, tenant=principal.tenant, actor=principal.actor, action="dataset.hierarchy_set",
+           subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id,
+           details={"column": column, "levels": int(hierarchy.shape[1]),
+                    "sha256": hashlib.sha256(text.encode()).hexdigest()})
+    return {"dataset_id": dataset_id, "column": column, "levels": int(hierarchy.shape[1]),
+            "values": int(hierarchy.shape[0])}
+
+
+def _value_strings(series: pd.Series) -> list[str]:
+    values = series.dropna().unique()
+    if pd.api.types.is_numeric_dtype(series.dtype):
+        arr = pd.Series(values, dtype=float)
+        if (arr == arr.round()).all():
+            return [str(int(v)) for v in arr]
+    return [str(v) for v in values]
+
+
+def load_hierarchies(session: Session, dataset_id: uuid.UUID) -> dict[str, pd.DataFrame]:
+    texts = repository.hierarchy_texts(session, dataset_id)
+    if not texts:
+        return {}
+    from app.privacy.anonymity.hierarchies import parse_arx_hierarchy
+
+    return {col: parse_arx_hierarchy(text) for col, text in texts.items()}
+
+
+def delete(session: Session, principal: Principal, dataset_id: uuid.UUID) -> None:
+    row = get_row(session, principal, dataset_id, for_update=True)
+    if row["deleted_at"] is not None:
+        return
+    if row["blob_id"] is not None:
+        blobs.remove(session, row["blob_id"])
+    repository.delete_hierarchies(session, dataset_id)
+    repository.mark_deleted(session, dataset_id)
+    record(session, tenant=principal.tenant, actor=principal.actor, action="dataset.deleted",
+           subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id,
+           details={"sha256": row["sha256"]})

@@ -1,0 +1,102 @@
+"""Database connection: the engine, sessions, and the embedded PostgreSQL (pgserver).
+
+Embedded mode (no DATABASE_URL): a real PostgreSQL 16 from the ``pgserver`` wheel runs in
+``$VEIL_DATA_DIR/pg``, reached through its unix socket. Any process pointed at the same data
+folder (the API, the workers, the CLI) connects to that one server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from functools import lru_cache
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.config import get_settings
+
+log = logging.getLogger("veil.db")
+
+
+def embedded_server(data_dir: Path, *, owner: bool = False):
+    """Start (or join) the embedded PostgreSQL under data_dir. The owner (`veil serve`) stops
+    it when it exits; every other process (workers, the CLI) only joins it."""
+    import os
+    import warnings
+
+    os.environ.setdefault("XDG_RUNTIME_DIR", str(Path(data_dir).resolve() / "run"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver  # only embedded mode needs it
+
+    pgdata = (data_dir / "pg").resolve()
+    pgdata.mkdir(parents=True, exist_ok=True)
+    return pgserver.get_server(pgdata, cleanup_mode="stop" if owner else None)
+
+
+def embedded_url(data_dir: Path) -> str:
+    return to_sqlalchemy_url(embedded_server(data_dir).get_uri())
+
+
+def to_sqlalchemy_url(url: str) -> str:
+    for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    raise ValueError("DATABASE_URL must be a postgresql:// URL")
+
+
+def to_libpq_url(url: str) -> str:
+    return "postgresql://" + url.split("://", 1)[1]
+
+
+@lru_cache
+def database_url() -> str:
+    settings = get_settings()
+    if settings.database_url:
+        return to_sqlalchemy_url(settings.database_url)
+    return embedded_url(settings.data_dir)
+
+
+@lru_cache
+def get_engine() -> Engine:
+    engine = create_engine(database_url(), pool_size=10, max_overflow=20, pool_pre_ping=True,
+                           pool_recycle=300)
+
+    @event.listens_for(engine, "connect")
+    def _set_timeouts(dbapi_conn, _record):  # a stuck query must not hang a request forever
+        with dbapi_conn.cursor() as cur:
+            cur.execute("SET statement_timeout = '120s'")
+        dbapi_conn.commit()
+
+    return engine
+
+
+@lru_cache
+def _sessionmaker() -> sessionmaker[Session]:
+    return sessionmaker(bind=get_engine(), expire_on_commit=False)
+
+
+@contextlib.contextmanager
+def transaction() -> Iterator[Session]:
+    """One unit of work: commits when the block ends normally, rolls back otherwise."""
+    session = _sessionmaker()()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+def reset_caches() -> None:
+    """Forget the engine and URL (tests and the CLI switch databases)."""
+    if get_engine.cache_info().currsize:
+        get_engine().dispose()
+    get_engine.cache_clear()
+    _sessionmaker.cache_clear()
+    database_url.cache_clear()

@@ -1,0 +1,170 @@
+"""All SQL about jobs, including the worker's fenced state transitions."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, insert, select, text, update
+from sqlalchemy.orm import Session
+
+from app.tables import jobs, models, releases, reports
+
+ACTIVE = ("queued", "running")
+
+
+def insert_job(session: Session, **values: Any) -> None:
+    session.execute(insert(jobs).values(**values))
+
+
+def get(session: Session, job_id: uuid.UUID, tenant: str | None = None, *, for_update: bool = False):
+    q = select(jobs).where(jobs.c.id == job_id)
+    if tenant is not None:
+        q = q.where(jobs.c.tenant == tenant)
+    if for_update:
+        q = q.with_for_update()
+    return session.execute(q).mappings().first()
+
+
+def by_idempotency_key(session: Session, tenant: str, key: str):
+    return session.execute(select(jobs).where(jobs.c.tenant == tenant,
+                                              jobs.c.idempotency_key == key)).mappings().first()
+
+
+def count_active(session: Session, tenant: str) -> int:
+    return session.execute(select(func.count()).select_from(jobs).where(
+        jobs.c.tenant == tenant, jobs.c.status.in_(ACTIVE))).scalar_one()
+
+
+def list_page(session: Session, *, tenant: str | None, status: str | None, method: str | None,
+              dataset_id: uuid.UUID | None, after: tuple[datetime, uuid.UUID] | None, limit: int):
+    q = select(jobs).order_by(jobs.c.created_at.desc(), jobs.c.id.desc()).limit(limit)
+    for value, cond in ((tenant, jobs.c.tenant == tenant), (status, jobs.c.status == status),
+                        (method, jobs.c.method == method), (dataset_id, jobs.c.dataset_id == dataset_id)):
+        if value is not None:
+            q = q.where(cond)
+    if after is not None:
+        q = q.where((jobs.c.created_at, jobs.c.id) < after)
+    return [dict(r) for r in session.execute(q).mappings()]
+
+
+def results_of(session: Session, job_ids: list[uuid.UUID]) -> dict[uuid.UUID, dict[str, Any]]:
+    out: dict[uuid.UUID, dict[str, Any]] = {j: {"release_ids": [], "report_id": None, "model_id": None}
+                                            for j in job_ids}
+    if not job_ids:
+        return out
+    for job_id, rid in session.execute(select(releases.c.job_id, releases.c.id)
+                                       .where(releases.c.job_id.in_(job_ids))):
+        out[job_id]["release_ids"].append(rid)
+    for job_id, rid in session.execute(select(reports.c.job_id, reports.c.id)
+                                       .where(reports.c.job_id.in_(job_ids))):
+        out[job_id]["report_id"] = rid
+    for job_id, mid in session.execute(select(models.c.job_id, models.c.id)
+                                       .where(models.c.job_id.in_(job_ids))):
+        out[job_id]["model_id"] = mid
+    return out
+
+
+def set_queue_job_id(session: Session, job_id: uuid.UUID, queue_job_id: int) -> None:
+    session.execute(update(jobs).where(jobs.c.id == job_id).values(queue_job_id=queue_job_id))
+
+
+# ------------------------------------------------------------------ worker transitions
+def claim(session: Session, job_id: uuid.UUID, worker_id: str):
+    """queued → running, starting a new attempt. None if the job is not queued (cancelled,
+    already taken, finished): the delivery is then a no-op."""
+    return session.execute(
+        update(jobs).where(jobs.c.id == job_id, jobs.c.status == "queued")
+        .values(status="running", attempt=jobs.c.attempt + 1, worker_id=worker_id,
+                heartbeat_at=func.now(), started_at=func.coalesce(jobs.c.started_at, func.now()),
+                stage="starting", progress=0.0)
+        .returning(jobs)).mappings().first()
+
+
+def heartbeat(session: Session, job_id: uuid.UUID, attempt: int, progress: float, stage: str | None):
+    """Refresh this attempt's heartbeat; returns cancel_requested, or None when the attempt
+    has been fenced off (requeued or finished by someone else)."""
+    row = session.execute(
+        update(jobs).where(jobs.c.id == job_id, jobs.c.attempt == attempt, jobs.c.status == "running")
+        .values(heartbeat_at=func.now(), progress=progress, stage=stage)
+        .returning(jobs.c.cancel_requested)).first()
+    return None if row is None else bool(row[0])
+
+
+def lock_attempt(session: Session, job_id: uuid.UUID, attempt: int):
+    """Lock the job row if this attempt still owns it (the fence for the final commit)."""
+    return session.execute(
+        select(jobs).where(jobs.c.id == job_id, jobs.c.attempt == attempt, jobs.c.status == "running")
+        .with_for_update()).mappings().first()
+
+
+def finish(session: Session, job_id: uuid.UUID, status: str, *, error: dict | None = None,
+           stage: str | None = None) -> None:
+    values: dict[str, Any] = {"status": status, "finished_at": func.now(), "error": error,
+                              "heartbeat_at": None}
+    if status == "succeeded":
+        values["progress"] = 1.0
+    if stage is not None:
+        values["stage"] = stage
+    session.execute(update(jobs).where(jobs.c.id == job_id).values(**values))
+
+
+def requeue(session: Session, job_id: uuid.UUID, stage: str) -> None:
+    session.execute(update(jobs).where(jobs.c.id == job_id)
+                    .values(status="queued", worker_id=None, heartbeat_at=None, stage=stage))
+
+
+def cancel_if_queued(session: Session, job_id: uuid.UUID):
+    return session.execute(
+        update(jobs).where(jobs.c.id == job_id, jobs.c.status == "queued")
+        .values(status="cancelled", finished_at=func.now(), stage="cancelled before it ran",
+                error={"type": "cancelled", "message": "cancelled before it ran"})
+        .returning(jobs)).mappings().first()
+
+
+def request_cancel(session: Session, job_id: uuid.UUID) -> bool:
+    row = session.execute(update(jobs).where(jobs.c.id == job_id, jobs.c.status == "running")
+                          .values(cancel_requested=True).returning(jobs.c.id)).first()
+    return row is not None
+
+
+def requeue_for_retry(session: Session, job_id: uuid.UUID):
+    """An admin's retry of a failed job: back to queued with a fresh attempt budget."""
+    return session.execute(
+        update(jobs).where(jobs.c.id == job_id, jobs.c.status == "failed")
+        .values(status="queued", error=None, finished_at=None, stage="retry requested",
+                max_attempts=jobs.c.attempt + jobs.c.max_attempts, cancel_requested=False)
+        .returning(jobs)).mappings().first()
+
+
+def requeue_stalled(session: Session, stall_seconds: float) -> list[dict[str, Any]]:
+    """Running jobs whose heartbeat stopped: back to queued while attempts remain."""
+    return [dict(r) for r in session.execute(text(
+        "UPDATE jobs SET status = 'queued', worker_id = NULL, heartbeat_at = NULL, "
+        "stage = 'requeued: attempt ' || attempt || ' stalled' "
+        "WHERE status = 'running' AND heartbeat_at < now() - make_interval(secs => :s) "
+        "AND attempt < max_attempts RETURNING id, tenant, attempt, dataset_id"),
+        {"s": stall_seconds}).mappings()]
+
+
+def fail_stalled(session: Session, stall_seconds: float) -> list[dict[str, Any]]:
+    return [dict(r) for r in session.execute(text(
+        "UPDATE jobs SET status = 'failed', finished_at = now(), heartbeat_at = NULL, "
+        "error = jsonb_build_object('type', 'stalled', 'message', "
+        "  'the worker stopped responding on attempt ' || attempt || ' of ' || max_attempts) "
+        "WHERE status = 'running' AND heartbeat_at < now() - make_interval(secs => :s) "
+        "AND attempt >= max_attempts RETURNING id, tenant, attempt, dataset_id"),
+        {"s": stall_seconds}).mappings()]
+
+
+def counts_by_status(session: Session) -> dict[str, int]:
+    return {s: n for s, n in session.execute(select(jobs.c.status, func.count()).group_by(jobs.c.status))}
+
+
+def durations(session: Session, limit: int = 1000) -> list[tuple[str, float]]:
+    rows = session.execute(text(
+        "SELECT method, EXTRACT(EPOCH FROM finished_at - started_at) FROM jobs "
+        "WHERE status = 'succeeded' AND finished_at IS NOT NULL AND started_at IS NOT NULL "
+        "ORDER BY finished_at DESC LIMIT :n"), {"n": limit}).all()
+    return [(m, float(d)) for m, d in rows]

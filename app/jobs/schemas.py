@@ -1,0 +1,74 @@
+"""Job request and response models. The request is a discriminated union on ``method``,
+built from the registry: each method's params model validates its ``params``."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from app.privacy import registry
+
+
+class JobRequestBase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    dataset_id: uuid.UUID | None = Field(None, description="the input dataset")
+    release_id: uuid.UUID | None = Field(None, description="the input release (instead of a dataset)")
+    seed: int | None = Field(None, description="only in the reproducible test mode; such releases "
+                             "are marked not private")
+
+
+def _request_model(spec: registry.MethodSpec) -> type[JobRequestBase]:
+    title = "".join(part.capitalize() for part in spec.name.split("_")) + "JobRequest"
+    return create_model(
+        title, __base__=JobRequestBase,
+        method=(Literal[spec.name], Field(..., description=spec.summary)),
+        params=(spec.params, Field(default_factory=spec.params)),
+    )
+
+
+def build_request_union() -> Any:
+    models = [_request_model(s) for s in registry.all_methods()]
+    return Annotated[Union[tuple(models)], Field(discriminator="method")]
+
+
+JobRequest = build_request_union()
+
+JobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+
+
+class JobError(BaseModel):
+    type: str
+    message: str
+
+
+class JobResult(BaseModel):
+    release_ids: list[uuid.UUID] = Field(default_factory=list)
+    report_id: uuid.UUID | None = None
+    model_id: uuid.UUID | None = None
+
+
+class Job(BaseModel):
+    id: uuid.UUID
+    method: str
+    status: JobStatus
+    progress: float
+    stage: str | None
+    error: JobError | None
+    result: JobResult
+    dataset_id: uuid.UUID | None
+    release_id: uuid.UUID | None
+    params: dict[str, Any]
+    epsilon: float | None = Field(None, description="ε debited from the dataset's budget")
+    attempt: int
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    links: dict[str, str] = Field(default_factory=dict)
+
+
+class JobPage(BaseModel):
+    items: list[Job]
+    next: str | None

@@ -1,0 +1,212 @@
+"""Jobs: accept (validate, price, debit, queue — one transaction), read, list, cancel, retry."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import pandas as pd
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.audit.service import record
+from app.auth.schemas import Principal, Role
+from app.budgets import service as budgets
+from app.config import get_settings
+from app.datasets import service as datasets
+from app.datasets.schema import column_infos
+from app.errors import Conflict, Forbidden, NotFound, TooManyRequests, Unprocessable
+from app.jobs import repository
+from app.privacy import registry
+from app.privacy.data import SourceRelease
+from app.releases import repository as releases
+from app.worker import queue
+
+
+@dataclass
+class ResolvedInput:
+    dataset_id: uuid.UUID | None  # the root dataset (also for a release input)
+    release_id: uuid.UUID | None
+    shape: str | None
+    columns: list[dict[str, Any]]
+    source: SourceRelease | None
+
+
+def source_of(release_row) -> SourceRelease:
+    return SourceRelease(release_id=str(release_row["id"]), method=release_row["method"],
+                         params=release_row["params"], guarantees=release_row["guarantees"],
+                         metadata=release_row["metadata"], chain=tuple(release_row["chain"]))
+
+
+def _resolve(session: Session, principal: Principal, spec: registry.MethodSpec, req) -> ResolvedInput:
+    given = [x for x in (req.dataset_id, req.release_id) if x is not None]
+    if len(given) > 1:
+        raise Unprocessable("give dataset_id or release_id, not both")
+    if not given:
+        if registry.Source.none not in spec.sources:
+            raise Unprocessable(f"method {spec.name!r} needs a dataset_id or a release_id")
+        return ResolvedInput(None, None, None, [], None)
+    if req.dataset_id is not None:
+        if registry.Source.dataset not in spec.sources:
+            raise Unprocessable(f"method {spec.name!r} runs on a release: give release_id")
+        if principal.role != Role.owner:
+            raise Forbidden("only owners may run jobs on raw datasets")
+        row = datasets.get_row(session, principal, req.dataset_id, live=True)
+        return ResolvedInput(row["id"], None, row["shape"], row["columns"], None)
+    if registry.Source.release not in spec.sources:
+        raise Unprocessable(f"method {spec.name!r} runs on a dataset: give dataset_id")
+    row = releases.get(session, req.release_id, principal.tenant)
+    if row is None:
+        raise NotFound(f"release {req.release_id} not found")
+    return ResolvedInput(row["dataset_id"], row["id"], row["shape"], row["columns"], source_of(row))
+
+
+def _request_hash(req) -> str:
+    return hashlib.sha256(json.dumps(req.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
+
+
+def submit(session: Session, principal: Principal, req, idempotency_key: str | None
+           ) -> tuple[dict[str, Any], bool]:
+    request_hash = _request_hash(req)
+    if idempotency_key:
+        existing = repository.by_idempotency_key(session, principal.tenant, idempotency_key)
+        if existing is not None:
+            if existing["request_hash"] != request_hash:
+                raise Conflict("this Idempotency-Key was used for a different job request")
+            return to_response(session, existing), False
+    spec = registry.get(req.method)
+    assert spec is not None  # the request union only admits registered methods
+    if principal.role == Role.admin:
+        raise Forbidden("admin keys operate the service; submit jobs with an owner or analyst key")
+    settings = get_settings()
+    if req.seed is not None and not settings.test_mode:
+        raise Unprocessable("seed is accepted only when the service runs in the reproducible test "
+                            "mode (VEIL_TEST_MODE); privacy-producing jobs draw from the OS CSPRNG",
+                            errors=[{"loc": ["body", "seed"], "msg": "seed not accepted", "type": "seed"}])
+    resolved = _resolve(session, principal, spec, req)
+    if principal.role == Role.analyst and spec.kind == registry.Kind.release:
+        raise Forbidden("analysts may run analyses on releases and experiments, not release methods")
+    if resolved.shape is not None and resolved.shape not in {s.value for s in spec.shapes}:
+        raise Unprocessable(f"method {spec.name!r} does not accept {resolved.shape} input")
+    infos = column_infos(resolved.columns) if resolved.shape == "table" else column_infos(resolved.columns)
+    try:
+        spec.validate_against(req.params, infos, resolved.source)
+        epsilon = spec.epsilon_cost(req.params, infos) if resolved.dataset_id else None
+    except registry.MethodInputError as exc:
+        raise Unprocessable(str(exc), errors=[{"loc": ["body", "params"], "msg": str(exc),
+                                               "type": "method_input"}]) from None
+    if repository.count_active(session, principal.tenant) >= settings.tenant_max_active_jobs:
+        raise TooManyRequests(f"the tenant already has {settings.tenant_max_active_jobs} queued or "
+                              "running jobs; wait for some to finish")
+    job_id = uuid.uuid4()
+    if epsilon is not None:
+        budgets.debit(session, dataset_id=resolved.dataset_id, job_id=job_id, method=spec.name,
+                      epsilon=epsilon, actor=principal.key_id)
+    values = dict(id=job_id, tenant=principal.tenant, created_by=principal.key_id, method=spec.name,
+                  kind=spec.kind.value, dataset_id=resolved.dataset_id, release_id=resolved.release_id,
+                  params=req.params.model_dump(mode="json"), seed=req.seed,
+                  epsilon=None if epsilon is None else Decimal(repr(epsilon)), status="queued",
+                  max_attempts=settings.max_attempts, idempotency_key=idempotency_key,
+                  request_hash=request_hash)
+    try:
+        with session.begin_nested():
+            repository.insert_job(session, **values)
+    except IntegrityError:
+        existing = repository.by_idempotency_key(session, principal.tenant, idempotency_key or "")
+        if existing is None:
+            raise
+        raise Conflict("a concurrent request with the same Idempotency-Key is being processed; "
+                       "retry to read its job") from None
+    repository.set_queue_job_id(session, job_id, queue.defer(session, job_id))
+    record(session, tenant=principal.tenant, actor=principal.actor, action="job.submitted",
+           subject_type="job", subject_id=job_id, dataset_id=resolved.dataset_id,
+           release_id=resolved.release_id,
+           details={"method": spec.name, "epsilon": epsilon, "seed_given": req.seed is not None})
+    return to_response(session, repository.get(session, job_id)), True
+
+
+def to_response(session: Session, row, results: dict[str, Any] | None = None) -> dict[str, Any]:
+    if results is None:
+        results = repository.results_of(session, [row["id"]])[row["id"]]
+    links = {"self": f"/v1/jobs/{row['id']}"}
+    if results["release_ids"]:
+        links["release"] = f"/v1/releases/{results['release_ids'][0]}"
+    if results["report_id"]:
+        links["report"] = f"/v1/reports/{results['report_id']}"
+    if results["model_id"]:
+        links["model"] = f"/v1/models/{results['model_id']}"
+    return {"id": row["id"], "method": row["method"], "status": row["status"],
+            "progress": row["progress"], "stage": row["stage"], "error": row["error"],
+            "result": results, "dataset_id": row["dataset_id"], "release_id": row["release_id"],
+            "params": row["params"], "epsilon": None if row["epsilon"] is None else float(row["epsilon"]),
+            "attempt": row["attempt"], "created_at": row["created_at"],
+            "started_at": row["started_at"], "finished_at": row["finished_at"], "links": links}
+
+
+def _visible(session: Session, principal: Principal, job_id: uuid.UUID, *, for_update: bool = False):
+    tenant = None if principal.role == Role.admin else principal.tenant
+    row = repository.get(session, job_id, tenant, for_update=for_update)
+    if row is None:
+        raise NotFound(f"job {job_id} not found")
+    return row
+
+
+def get(session: Session, principal: Principal, job_id: uuid.UUID) -> dict[str, Any]:
+    return to_response(session, _visible(session, principal, job_id))
+
+
+def list_page(session: Session, principal: Principal, *, status: str | None, method: str | None,
+              dataset_id: uuid.UUID | None, tenant: str | None, cursor: str | None,
+              limit: int) -> dict[str, Any]:
+    if principal.role != Role.admin:
+        tenant = principal.tenant
+    after = None
+    if cursor:
+        try:
+            ts, ident = cursor.split("_", 1)
+            after = (pd.Timestamp(ts).to_pydatetime(), uuid.UUID(ident))
+        except ValueError:
+            raise Unprocessable("cursor must be the `next` value of a previous page") from None
+    rows = repository.list_page(session, tenant=tenant, status=status, method=method,
+                                dataset_id=dataset_id, after=after, limit=limit)
+    results = repository.results_of(session, [r["id"] for r in rows])
+    nxt = f"{rows[-1]['created_at'].isoformat()}_{rows[-1]['id']}" if len(rows) == limit else None
+    return {"items": [to_response(session, r, results[r["id"]]) for r in rows], "next": nxt}
+
+
+def cancel(session: Session, principal: Principal, job_id: uuid.UUID) -> dict[str, Any]:
+    row = _visible(session, principal, job_id, for_update=True)
+    if principal.role == Role.analyst and row["created_by"] != principal.key_id:
+        raise Forbidden("analysts may cancel only their own jobs")
+    if row["status"] == "queued":
+        repository.cancel_if_queued(session, job_id)
+        if row["queue_job_id"] is not None:
+            queue.cancel_queued(session, row["queue_job_id"])
+        if row["epsilon"] is not None:  # nothing ran, no noise was drawn: refund
+            budgets.refund(session, dataset_id=row["dataset_id"], job_id=job_id, method=row["method"],
+                           epsilon=row["epsilon"], actor=principal.key_id)
+        record(session, tenant=row["tenant"], actor=principal.actor, action="job.cancelled",
+               subject_type="job", subject_id=job_id, dataset_id=row["dataset_id"],
+               details={"while": "queued"})
+    elif row["status"] == "running":
+        repository.request_cancel(session, job_id)
+        record(session, tenant=row["tenant"], actor=principal.actor, action="job.cancel_requested",
+               subject_type="job", subject_id=job_id, dataset_id=row["dataset_id"])
+    else:
+        raise Conflict(f"job {job_id} has already finished ({row['status']})")
+    return to_response(session, repository.get(session, job_id))
+
+
+def retry(session: Session, principal: Principal, job_id: uuid.UUID) -> dict[str, Any]:
+    row = _visible(session, principal, job_id, for_update=True)
+    if row["status"] != "failed":
+        raise Conflict(f"only failed jobs can be retried; job {job_id} is {row['status']}")
+    repository.requeue_for_retry(session, job_id)
+    repository.set_queue_job_id(session, job_id, queue.defer(session, job_id))
+    record(session, tenant=row["tenant"], actor=principal.actor, action="job.retried",
+           subject_type="job", subject_id=job_id, dataset_id=row["dataset_id"])
+    return to_response(session, repository.get(session, job_id))

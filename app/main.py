@@ -1,0 +1,99 @@
+"""The FastAPI application: routers by domain, one problem+json error handler."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.audit.router import router as audit_router
+from app.auth.router import router as keys_router
+from app.budgets.router import router as budgets_router
+from app.config import get_settings
+from app.datasets.router import router as datasets_router
+from app.errors import ServiceUnavailable, VeilError
+from app.jobs.router import router as jobs_router
+from app.methods.router import router as methods_router
+from app.middleware import BodyLimit, RequestContext
+from app.models.router import router as models_router
+from app.ops.router import router as ops_router
+from app.releases.router import router as releases_router
+from app.reports.router import router as reports_router
+from app.version import code_version
+
+log = logging.getLogger("veil.api")
+PROBLEM = "application/problem+json"
+
+DESCRIPTION = """Privacy transforms as a service: randomized response, differentially private
+release, k-anonymity and itemset randomization, with reconstruction, mining, an ε budget per
+dataset and an append-only audit trail. Authenticate with `Authorization: Bearer <key>`.
+Every error is RFC 9457 problem+json."""
+
+
+def _problem(status: int, title: str, detail: str, instance: str, errors=None, headers=None) -> JSONResponse:
+    body = {"type": f"https://veil.dev/problems/{title.lower().replace(' ', '-')}", "title": title,
+            "status": status, "detail": detail, "instance": instance}
+    if errors:
+        body["errors"] = errors
+    return JSONResponse(body, status_code=status, media_type=PROBLEM, headers=headers)
+
+
+def _validation_errors(exc: RequestValidationError) -> list[dict]:
+    # loc, msg and type only: pydantic's "input" would echo the caller's data back.
+    return [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+            for e in exc.errors()]
+
+
+def create_app() -> FastAPI:
+    settings = get_settings()
+    app = FastAPI(title="Veil", version=code_version().split("+")[0], description=DESCRIPTION,
+                  openapi_url="/openapi.json")
+
+    @app.exception_handler(VeilError)
+    async def veil_error(request: Request, exc: VeilError):
+        body = exc.problem(request.url.path).model_dump(exclude_none=True)
+        return JSONResponse(body, status_code=exc.status, media_type=PROBLEM, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError):
+        errors = _validation_errors(exc)
+        first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+        where = ".".join(str(p) for p in first["loc"] if p != "body") or "request"
+        return _problem(422, "Unprocessable content", f"{where}: {first['msg']}", request.url.path,
+                        errors=errors)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException):
+        titles = {404: "Not found", 405: "Method not allowed", 400: "Bad request"}
+        detail = exc.detail if isinstance(exc.detail, str) else "request refused"
+        if exc.status_code == 404 and detail == "Not Found":
+            detail = f"no resource at {request.url.path}"
+        return _problem(exc.status_code, titles.get(exc.status_code, "Error"), detail,
+                        request.url.path, headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(OperationalError)
+    @app.exception_handler(InterfaceError)
+    async def database_down(request: Request, exc: DBAPIError):
+        return JSONResponse(ServiceUnavailable("the database is unavailable; retry later")
+                            .problem(request.url.path).model_dump(exclude_none=True),
+                            status_code=503, media_type=PROBLEM, headers={"Retry-After": "2"})
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception):
+        log.error("unhandled %s", type(exc).__name__, exc_info=exc)
+        return _problem(500, "Internal server error", "an unexpected error occurred; it has been logged",
+                        request.url.path)
+
+    for router in (ops_router, methods_router, datasets_router, budgets_router, jobs_router,
+                   releases_router, reports_router, models_router, audit_router, keys_router):
+        app.include_router(router)
+
+    app.add_middleware(BodyLimit, upload_limit=settings.max_upload_bytes,
+                       default_limit=max(settings.max_hierarchy_bytes, 32 * 1024 * 1024),
+                       upload_paths=("/v1/datasets",))
+    app.add_middleware(RequestContext)
+    return app

@@ -1,0 +1,106 @@
+"""Pure ASGI middleware: request id + access log + latency metric, and the body size limit
+(enforced while the body streams in, so an oversized upload is refused early)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+
+from app.errors import PayloadTooLarge
+from app.logging_setup import request_id_var
+from app.ops.metrics import REQUEST_LATENCY
+
+log = logging.getLogger("veil.http")
+
+
+class RequestContext:
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = dict(scope.get("headers") or [])
+        rid = headers.get(b"x-request-id", b"").decode("latin-1")[:100] or uuid.uuid4().hex
+        token = request_id_var.set(rid)
+        scope.setdefault("state", {})["request_id"] = rid
+        started = time.perf_counter()
+        status = {"code": 500}
+
+        async def send_with_id(message):
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+                message["headers"] = list(message.get("headers", [])) + [(b"x-request-id", rid.encode())]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            elapsed = time.perf_counter() - started
+            route = scope.get("route")
+            template = getattr(route, "path", "unmatched")
+            REQUEST_LATENCY.labels(scope["method"], template, str(status["code"])).observe(elapsed)
+            log.info("request", extra={"method": scope["method"], "path": template,
+                                       "status": status["code"], "duration_ms": round(elapsed * 1000, 2)})
+            request_id_var.reset(token)
+
+
+class BodyLimit:
+    """Refuse bodies over the limit: at once from Content-Length, or as soon as the streamed
+    body passes the limit (the client gets 413 problem+json; the app sees a disconnect)."""
+
+    def __init__(self, app, upload_limit: int, default_limit: int, upload_paths: tuple[str, ...]) -> None:
+        self.app = app
+        self.upload_limit = upload_limit
+        self.default_limit = default_limit
+        self.upload_paths = upload_paths
+
+    def _limit(self, scope) -> int:
+        path = scope["path"]
+        if scope["method"] == "POST" and path.rstrip("/") in self.upload_paths:
+            return self.upload_limit
+        return self.default_limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
+            return await self.app(scope, receive, send)
+        limit = self._limit(scope)
+        headers = dict(scope.get("headers") or [])
+        declared = headers.get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            return await _send_413(send, scope, limit)
+        state = {"received": 0, "refused": False, "started": False}
+
+        async def limited_receive():
+            if state["refused"]:
+                return {"type": "http.disconnect"}
+            message = await receive()
+            if message["type"] == "http.request":
+                state["received"] += len(message.get("body", b""))
+                if state["received"] > limit:
+                    state["refused"] = True
+                    if not state["started"]:
+                        await _send_413(send, scope, limit)
+                        state["started"] = True
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def guarded_send(message):
+            if state["refused"]:
+                return  # the 413 has been sent; drop whatever the app answers
+            if message["type"] == "http.response.start":
+                state["started"] = True
+            await send(message)
+
+        await self.app(scope, limited_receive, guarded_send)
+
+
+async def _send_413(send, scope, limit: int) -> None:
+    problem = PayloadTooLarge(f"the request body is larger than the limit of {limit} bytes").problem(scope["path"])
+    body = json.dumps(problem.model_dump(exclude_none=True)).encode()
+    await send({"type": "http.response.start", "status": 413,
+                "headers": [(b"content-type", b"application/problem+json"),
+                            (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})

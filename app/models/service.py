@@ -1,0 +1,73 @@
+"""Models trained on releases (PPNB, DTPD): stored pickled by the worker (only our own code
+writes these blobs), loaded once per process for prediction on raw records."""
+
+from __future__ import annotations
+
+import pickle
+import uuid
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sqlalchemy.orm import Session
+
+from app.audit.service import record
+from app.auth.schemas import Principal
+from app.blobs import repository as blobs
+from app.errors import NotFound, Unprocessable
+from app.jsonsafe import jsonable
+from app.models import repository
+
+
+def store(session: Session, *, job, encoded: dict[str, Any]) -> uuid.UUID:
+    model_id = uuid.uuid4()
+    repository.insert_model(session, id=model_id, tenant=job["tenant"], job_id=job["id"],
+                            method=job["method"], release_id=job["release_id"],
+                            metadata=encoded["metadata"], metrics=encoded["metrics"],
+                            blob_id=blobs.write(session, encoded["model"]))
+    record(session, tenant=job["tenant"], actor="worker", action="model.created",
+           subject_type="model", subject_id=model_id, dataset_id=job["dataset_id"],
+           release_id=job["release_id"], details={"job_id": str(job["id"]), "method": job["method"]})
+    return model_id
+
+
+def get_row(session: Session, principal: Principal, model_id: uuid.UUID):
+    row = repository.get(session, model_id, principal.tenant)
+    if row is None:
+        raise NotFound(f"model {model_id} not found")
+    return row
+
+
+def to_response(row) -> dict[str, Any]:
+    return {"id": row["id"], "job_id": row["job_id"], "method": row["method"],
+            "release_id": row["release_id"], "metadata": row["metadata"], "metrics": row["metrics"],
+            "created_at": row["created_at"],
+            "links": {"predict": f"/v1/models/{row['id']}/predict"}}
+
+
+@lru_cache(maxsize=32)
+def _load(blob_id: uuid.UUID, payload: bytes):
+    return pickle.loads(payload)
+
+
+def predict(session: Session, principal: Principal, model_id: uuid.UUID,
+            records: list[dict[str, Any]]) -> dict[str, Any]:
+    row = get_row(session, principal, model_id)
+    model = _load(row["blob_id"], blobs.read(session, row["blob_id"]))
+    frame = pd.DataFrame.from_records(records)
+    needed = list(row["metadata"].get("features") or [])
+    missing = [c for c in needed if c not in frame.columns]
+    if missing:
+        raise Unprocessable(f"records lack the feature column {missing[0]!r}")
+    try:
+        labels = model.predict(frame)
+        proba = model.predict_proba(frame) if hasattr(model, "predict_proba") else None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise Unprocessable(f"the records do not fit the model: {type(exc).__name__}") from None
+    classes = [str(c) for c in getattr(model, "classes_", [])]
+    out = {"predictions": jsonable(np.asarray(labels).tolist()), "classes": classes,
+           "probabilities": None if proba is None else jsonable(np.asarray(proba).tolist())}
+    record(session, tenant=principal.tenant, actor=principal.actor, action="model.predicted",
+           subject_type="model", subject_id=model_id, details={"records": len(records)})
+    return out

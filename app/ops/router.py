@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from sqlalchemy import text
+
+from app.config import get_settings
+from app.db import get_engine, transaction
+from app.migrate import current_revision, head_revision
+from app.ops.metrics import render
+
+router = APIRouter(tags=["operations"])
+
+
+class Health(BaseModel):
+    status: str
+
+
+class Readiness(BaseModel):
+    status: str
+    checks: dict[str, str]
+
+
+@router.get("/healthz", response_model=Health)
+def healthz() -> Health:
+    """Alive (the process answers)."""
+    return Health(status="ok")
+
+
+@router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
+def readyz():
+    """Ready: the database answers, migrations are at head, a worker heartbeat is recent."""
+    checks: dict[str, str] = {}
+    try:
+        with transaction() as session:
+            session.execute(text("SELECT 1"))
+            checks["database"] = "ok"
+            recent = session.execute(text(
+                "SELECT count(*) FROM worker_heartbeats WHERE seen_at > now() - make_interval(secs => :s)"),
+                {"s": max(3 * get_settings().heartbeat_interval_s, 10)}).scalar_one()
+            checks["workers"] = f"ok ({recent} alive)" if recent else "no worker heartbeat"
+        current = current_revision(get_engine())
+        checks["migrations"] = "ok" if current == head_revision() else f"at {current}, head is {head_revision()}"
+    except Exception as exc:
+        checks.setdefault("database", f"unavailable ({type(exc).__name__})")
+    ready = all(v.startswith("ok") for v in checks.values()) and len(checks) == 3
+    body = Readiness(status="ready" if ready else "not ready", checks=checks)
+    return body if ready else JSONResponse(body.model_dump(), status_code=503)
+
+
+@router.get("/metrics", response_class=Response,
+            responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format"}})
+def metrics() -> Response:
+    return Response(render(), media_type="text/plain; version=0.0.4; charset=utf-8")

@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query
+from fastapi.responses import StreamingResponse
+
+from app.auth.dependencies import ReaderPrincipal
+from app.deps import SessionDep
+from app.errors import problem_responses
+from app.releases import service
+from app.releases.schemas import Release
+
+router = APIRouter(prefix="/v1/releases", tags=["releases"])
+
+_MEDIA = {"csv": "text/csv", "jsonl": "application/x-ndjson", "parquet": "application/vnd.apache.parquet"}
+
+
+@router.get("", response_model=list[Release], responses=problem_responses(401, 403, 422, 503))
+def list_releases(principal: ReaderPrincipal, session: SessionDep, dataset_id: uuid.UUID | None = None,
+                  limit: Annotated[int, Query(ge=1, le=200)] = 50,
+                  offset: Annotated[int, Query(ge=0)] = 0) -> list[Release]:
+    return [Release(**r) for r in service.list_releases(session, principal, dataset_id, limit, offset)]
+
+
+@router.get("/{release_id}", response_model=Release, responses=problem_responses(401, 403, 404, 422, 503))
+def get_release(release_id: uuid.UUID, principal: ReaderPrincipal, session: SessionDep) -> Release:
+    """A release's guarantees, metrics, published metadata, chain and provenance."""
+    return Release(**service.get(session, principal, release_id))
+
+
+@router.get("/{release_id}/data", response_class=StreamingResponse,
+            responses={200: {"description": "the release's rows", "content": {
+                "text/csv": {}, "application/x-ndjson": {}, "application/vnd.apache.parquet": {}}},
+                **problem_responses(401, 403, 404, 422, 503)})
+def download(release_id: uuid.UUID, principal: ReaderPrincipal, session: SessionDep,
+             format: Literal["csv", "jsonl", "parquet"] = "csv") -> StreamingResponse:
+    """Stream the release's rows as CSV, JSON Lines or Parquet."""
+    body = service.download(session, principal, release_id, format)
+    return StreamingResponse(body, media_type=_MEDIA[format], headers={
+        "Content-Disposition": f'attachment; filename="release-{release_id}.{format}"'})

@@ -1,0 +1,133 @@
+"""Releases: stored by the worker (once per job), read and downloaded by owners and analysts."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+from sqlalchemy.orm import Session
+
+from app import codec
+from app.audit.service import record
+from app.auth.schemas import Principal
+from app.blobs import repository as blobs
+from app.errors import NotFound
+from app.releases import repository
+from app.version import code_version
+
+
+def store(session: Session, *, job, encoded: dict[str, Any], input_sha256: str,
+          source_release) -> uuid.UUID:
+    """Store a release in the caller's transaction (the worker's final commit)."""
+    release_id = uuid.uuid4()
+    payload = encoded["payload"]
+    chain: list[dict[str, Any]] = []
+    if source_release is not None:
+        chain = list(source_release["chain"]) + [{
+            "release_id": str(source_release["id"]), "method": source_release["method"],
+            "params": source_release["params"], "guarantees": source_release["guarantees"],
+            "metadata": source_release["metadata"], "output_sha256": source_release["output_sha256"]}]
+    repository.insert_release(
+        session, id=release_id, tenant=job["tenant"], job_id=job["id"], dataset_id=job["dataset_id"],
+        source_release_id=job["release_id"], method=job["method"], params=job["params"],
+        guarantees=encoded["guarantees"], metrics=encoded["metrics"], metadata=encoded["metadata"],
+        chain=chain, shape=encoded["shape"], columns=encoded["columns"], rows=encoded["rows"],
+        blob_id=blobs.write(session, payload), input_sha256=input_sha256,
+        output_sha256=hashlib.sha256(payload).hexdigest(), code_version=code_version(),
+        created_by=job["created_by"])
+    record(session, tenant=job["tenant"], actor="worker", action="release.created",
+           subject_type="release", subject_id=release_id, dataset_id=job["dataset_id"],
+           release_id=release_id,
+           details={"job_id": str(job["id"]), "method": job["method"],
+                    "output_sha256": hashlib.sha256(payload).hexdigest(),
+                    "epsilon": encoded["guarantees"].get("epsilon"),
+                    "private": encoded["guarantees"].get("private")})
+    return release_id
+
+
+def get_row(session: Session, principal: Principal, release_id: uuid.UUID):
+    row = repository.get(session, release_id, principal.tenant)
+    if row is None:
+        raise NotFound(f"release {release_id} not found")
+    return row
+
+
+def to_response(row) -> dict[str, Any]:
+    return {"id": row["id"], "job_id": row["job_id"], "dataset_id": row["dataset_id"],
+            "source_release_id": row["source_release_id"], "method": row["method"],
+            "params": row["params"], "guarantees": row["guarantees"], "metrics": row["metrics"],
+            "metadata": row["metadata"], "chain": row["chain"], "shape": row["shape"],
+            "rows": row["rows"], "columns": row["columns"],
+            "provenance": {"input_sha256": row["input_sha256"], "output_sha256": row["output_sha256"],
+                           "code_version": row["code_version"], "created_by": str(row["created_by"]),
+                           "created_at": row["created_at"], "job_id": str(row["job_id"])},
+            "links": {"self": f"/v1/releases/{row['id']}",
+                      "data": f"/v1/releases/{row['id']}/data?format=csv"}}
+
+
+def get(session: Session, principal: Principal, release_id: uuid.UUID) -> dict[str, Any]:
+    return to_response(get_row(session, principal, release_id))
+
+
+def list_releases(session: Session, principal: Principal, dataset_id: uuid.UUID | None,
+                  limit: int, offset: int) -> list[dict[str, Any]]:
+    return [to_response(r) for r in repository.list_for_dataset(session, principal.tenant,
+                                                                dataset_id, limit, offset)]
+
+
+def download(session: Session, principal: Principal, release_id: uuid.UUID, fmt: str
+             ) -> Iterator[bytes]:
+    """Load the release (in the request's transaction) and return a generator that encodes
+    it in record batches, so a large release streams without a second full copy."""
+    row = get_row(session, principal, release_id)
+    payload = blobs.read(session, row["blob_id"])
+    record(session, tenant=principal.tenant, actor=principal.actor, action="release.downloaded",
+           subject_type="release", subject_id=release_id, dataset_id=row["dataset_id"],
+           release_id=release_id, details={"format": fmt})
+    if fmt == "parquet":
+        return iter([payload])
+    if row["shape"] == "transactions":
+        table = pa.Table.from_pandas(codec.transactions_to_frame(codec.parquet_to_transactions(payload)),
+                                     preserve_index=False)
+    else:
+        table = pq.read_table(io.BytesIO(payload))
+    return _csv_batches(table) if fmt == "csv" else _jsonl_batches(table)
+
+
+def _csv_batches(table: pa.Table) -> Iterator[bytes]:
+    table = _plain_columns(table)
+    first = True
+    for batch in table.to_batches(max_chunksize=50_000):
+        buf = io.BytesIO()
+        pacsv.write_csv(batch, buf, write_options=pacsv.WriteOptions(include_header=first))
+        first = False
+        yield buf.getvalue()
+    if first:  # no rows: still send the header
+        buf = io.BytesIO()
+        pacsv.write_csv(table, buf)
+        yield buf.getvalue()
+
+
+def _jsonl_batches(table: pa.Table) -> Iterator[bytes]:
+    for batch in table.to_batches(max_chunksize=50_000):
+        frame = batch.to_pandas()
+        yield frame.to_json(orient="records", lines=True, force_ascii=False).encode() + b"\n" \
+            if len(frame) else b""
+
+
+def _plain_columns(table: pa.Table) -> pa.Table:
+    """Dictionary (categorical) columns as plain text, which the CSV writer needs."""
+    cols = [pa.compute.cast(c, c.type.value_type) if pa.types.is_dictionary(c.type) else c
+            for c in table.columns]
+    return pa.table(cols, names=table.column_names)
+
+
+def metadata_json(row) -> str:
+    return json.dumps(to_response(row), default=str)

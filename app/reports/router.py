@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from fastapi import APIRouter, Response
+from pydantic import BaseModel
+
+from app.auth.dependencies import ReaderPrincipal
+from app.deps import SessionDep
+from app.errors import NotFound, problem_responses
+from app.reports import service
+
+router = APIRouter(prefix="/v1/reports", tags=["reports"])
+
+
+class Report(BaseModel):
+    id: uuid.UUID
+    kind: str
+    job_id: uuid.UUID
+    dataset_id: uuid.UUID | None
+    release_id: uuid.UUID | None
+    data: dict[str, Any]
+    plots: dict[str, dict[str, str]]
+    created_at: datetime
+
+
+@router.get("/{report_id}", response_model=Report, responses=problem_responses(401, 403, 404, 422, 503))
+def get_report(report_id: uuid.UUID, principal: ReaderPrincipal, session: SessionDep) -> Report:
+    """A report's data (tables as lists of records) and the addresses of its plots."""
+    return Report(**service.to_response(service.get_row(session, principal, report_id)))
+
+
+@router.get("/{report_id}/plots/{filename}",
+            responses={200: {"content": {"image/png": {}, "image/svg+xml": {}}},
+                       **problem_responses(401, 403, 404, 422, 503)})
+def get_plot(report_id: uuid.UUID, filename: str, principal: ReaderPrincipal,
+             session: SessionDep) -> Response:
+    """A plot as PNG or SVG: `{name}.png` or `{name}.svg`."""
+    name, _, fmt = filename.rpartition(".")
+    if fmt not in ("png", "svg") or not name:
+        raise NotFound("plots are served as {name}.png or {name}.svg")
+    data = service.plot(session, principal, report_id, name, fmt)
+    return Response(data, media_type="image/png" if fmt == "png" else "image/svg+xml")

@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.audit.service import record
+from app.auth.schemas import Principal
+from app.blobs import repository as blobs
+from app.errors import NotFound
+from app.reports import repository
+
+
+def store(session: Session, *, job, encoded: dict[str, Any]) -> uuid.UUID:
+    report_id = uuid.uuid4()
+    plots = {name: {fmt: str(blobs.write(session, data)) for fmt, data in files.items()}
+             for name, files in encoded["plots"].items()}
+    repository.insert_report(session, id=report_id, tenant=job["tenant"], job_id=job["id"],
+                             kind=encoded["report_kind"], dataset_id=job["dataset_id"],
+                             release_id=job["release_id"], data=encoded["data"], plots=plots)
+    record(session, tenant=job["tenant"], actor="worker", action="report.created",
+           subject_type="report", subject_id=report_id, dataset_id=job["dataset_id"],
+           release_id=job["release_id"], details={"job_id": str(job["id"]), "kind": encoded["report_kind"]})
+    return report_id
+
+
+def get_row(session: Session, principal: Principal, report_id: uuid.UUID):
+    row = repository.get(session, report_id, principal.tenant)
+    if row is None:
+        raise NotFound(f"report {report_id} not found")
+    return row
+
+
+def to_response(row) -> dict[str, Any]:
+    base = f"/v1/reports/{row['id']}/plots"
+    return {"id": row["id"], "kind": row["kind"], "job_id": row["job_id"],
+            "dataset_id": row["dataset_id"], "release_id": row["release_id"], "data": row["data"],
+            "plots": {name: {fmt: f"{base}/{name}.{fmt}" for fmt in files}
+                      for name, files in row["plots"].items()},
+            "created_at": row["created_at"]}
+
+
+def plot(session: Session, principal: Principal, report_id: uuid.UUID, name: str, fmt: str) -> bytes:
+    row = get_row(session, principal, report_id)
+    files = row["plots"].get(name)
+    if not files or fmt not in files:
+        raise NotFound(f"report {report_id} has no plot {name}.{fmt}")
+    return blobs.read(session, uuid.UUID(files[fmt]))

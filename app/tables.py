@@ -1,0 +1,198 @@
+"""The database schema (SQLAlchemy Core). Alembic migrations are generated from it; all SQL
+that uses it lives in the domains' repositories."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger, Boolean, Column, DateTime, Float, ForeignKey, Index, Integer, LargeBinary,
+    MetaData, Numeric, String, Table, Text, UniqueConstraint, func, text,
+)
+from sqlalchemy.dialects.postgresql import JSONB, UUID
+
+metadata = MetaData(naming_convention={
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+})
+
+
+def _id() -> Column:
+    return Column("id", UUID(as_uuid=True), primary_key=True)
+
+
+def _created_at() -> Column:
+    return Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now())
+
+
+api_keys = Table(
+    "api_keys", metadata, _id(),
+    Column("tenant", String(64), nullable=False),
+    Column("role", String(16), nullable=False),
+    Column("prefix", String(16), nullable=False, unique=True),
+    Column("key_hash", String(64), nullable=False),  # sha256 hex of the whole key
+    Column("label", String(200)),
+    _created_at(),
+    Column("revoked_at", DateTime(timezone=True)),
+)
+
+# Large payloads (uploaded data, releases, plots, models) in 4 MiB chunks.
+blob_chunks = Table(
+    "blob_chunks", metadata,
+    Column("blob_id", UUID(as_uuid=True), primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("data", LargeBinary, nullable=False),
+)
+
+datasets = Table(
+    "datasets", metadata, _id(),
+    Column("tenant", String(64), nullable=False, index=True),
+    Column("name", String(300), nullable=False),
+    Column("format", String(20), nullable=False),
+    Column("shape", String(20), nullable=False),  # table | transactions
+    Column("rows", BigInteger, nullable=False),
+    Column("columns", JSONB, nullable=False),  # schema + profile, one entry per column
+    Column("sha256", String(64), nullable=False),
+    Column("size_bytes", BigInteger, nullable=False),
+    Column("blob_id", UUID(as_uuid=True)),  # NULL once deleted (data purged)
+    Column("created_by", UUID(as_uuid=True), nullable=False),
+    _created_at(),
+    Column("deleted_at", DateTime(timezone=True)),
+    Column("idempotency_key", String(200)),
+    Column("request_hash", String(64)),
+    UniqueConstraint("tenant", "idempotency_key", name="uq_datasets_idempotency"),
+)
+
+hierarchies = Table(
+    "hierarchies", metadata,
+    Column("dataset_id", UUID(as_uuid=True), ForeignKey("datasets.id"), primary_key=True),
+    Column("column_name", String(300), primary_key=True),
+    Column("text", Text, nullable=False),
+    Column("levels", Integer, nullable=False),
+    _created_at(),
+)
+
+jobs = Table(
+    "jobs", metadata, _id(),
+    Column("tenant", String(64), nullable=False),
+    Column("created_by", UUID(as_uuid=True), nullable=False),
+    Column("method", String(64), nullable=False),
+    Column("kind", String(20), nullable=False),
+    Column("dataset_id", UUID(as_uuid=True)),  # the input dataset, or the root of the input release
+    Column("release_id", UUID(as_uuid=True)),  # the input release, if any
+    Column("params", JSONB, nullable=False),
+    Column("seed", BigInteger),
+    Column("epsilon", Numeric),  # debited from the dataset's budget at acceptance
+    Column("status", String(16), nullable=False),
+    Column("progress", Float, nullable=False, server_default=text("0")),
+    Column("stage", String(200)),
+    Column("error", JSONB),
+    Column("attempt", Integer, nullable=False, server_default=text("0")),
+    Column("max_attempts", Integer, nullable=False),
+    Column("worker_id", String(100)),
+    Column("heartbeat_at", DateTime(timezone=True)),
+    Column("cancel_requested", Boolean, nullable=False, server_default=text("false")),
+    Column("queue_job_id", BigInteger),  # procrastinate's job id of the current attempt
+    _created_at(),
+    Column("started_at", DateTime(timezone=True)),
+    Column("finished_at", DateTime(timezone=True)),
+    Column("idempotency_key", String(200)),
+    Column("request_hash", String(64)),
+    UniqueConstraint("tenant", "idempotency_key", name="uq_jobs_idempotency"),
+    Index("ix_jobs_tenant_created", "tenant", "created_at"),
+    Index("ix_jobs_status_heartbeat", "status", "heartbeat_at"),
+)
+
+releases = Table(
+    "releases", metadata, _id(),
+    Column("tenant", String(64), nullable=False, index=True),
+    Column("job_id", UUID(as_uuid=True), ForeignKey("jobs.id"), nullable=False, unique=True),
+    Column("dataset_id", UUID(as_uuid=True), nullable=False, index=True),  # the root dataset
+    Column("source_release_id", UUID(as_uuid=True)),
+    Column("method", String(64), nullable=False),
+    Column("params", JSONB, nullable=False),
+    Column("guarantees", JSONB, nullable=False),
+    Column("metrics", JSONB, nullable=False),
+    Column("metadata", JSONB, nullable=False),
+    Column("chain", JSONB, nullable=False),  # earlier steps, oldest first
+    Column("shape", String(20), nullable=False),
+    Column("columns", JSONB, nullable=False),
+    Column("rows", BigInteger, nullable=False),
+    Column("blob_id", UUID(as_uuid=True), nullable=False),
+    Column("input_sha256", String(64), nullable=False),
+    Column("output_sha256", String(64), nullable=False),
+    Column("code_version", String(64), nullable=False),
+    Column("created_by", UUID(as_uuid=True), nullable=False),
+    _created_at(),
+)
+
+reports = Table(
+    "reports", metadata, _id(),
+    Column("tenant", String(64), nullable=False, index=True),
+    Column("job_id", UUID(as_uuid=True), ForeignKey("jobs.id"), nullable=False, unique=True),
+    Column("kind", String(64), nullable=False),
+    Column("dataset_id", UUID(as_uuid=True)),
+    Column("release_id", UUID(as_uuid=True)),
+    Column("data", JSONB, nullable=False),
+    Column("plots", JSONB, nullable=False),  # name -> {png: blob_id, svg: blob_id}
+    _created_at(),
+)
+
+models = Table(
+    "models", metadata, _id(),
+    Column("tenant", String(64), nullable=False, index=True),
+    Column("job_id", UUID(as_uuid=True), ForeignKey("jobs.id"), nullable=False, unique=True),
+    Column("method", String(64), nullable=False),
+    Column("release_id", UUID(as_uuid=True)),
+    Column("metadata", JSONB, nullable=False),
+    Column("metrics", JSONB, nullable=False),
+    Column("blob_id", UUID(as_uuid=True), nullable=False),
+    _created_at(),
+)
+
+budgets = Table(
+    "budgets", metadata,
+    Column("dataset_id", UUID(as_uuid=True), ForeignKey("datasets.id"), primary_key=True),
+    Column("epsilon_total", Numeric),  # NULL: no cap set (spending is still recorded)
+    Column("epsilon_spent", Numeric, nullable=False, server_default=text("0")),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+budget_entries = Table(
+    "budget_entries", metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=True),
+    Column("dataset_id", UUID(as_uuid=True), nullable=False, index=True),
+    Column("job_id", UUID(as_uuid=True), nullable=False),
+    Column("method", String(64), nullable=False),
+    Column("kind", String(16), nullable=False),  # debit | refund
+    Column("epsilon", Numeric, nullable=False),  # negative for a refund
+    Column("actor", UUID(as_uuid=True), nullable=False),
+    Column("at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+audit_events = Table(
+    "audit_events", metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=True),
+    Column("at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("tenant", String(64), nullable=False),
+    Column("actor", String(100), nullable=False),  # an API key id, or "worker"/"system"
+    Column("action", String(64), nullable=False),
+    Column("subject_type", String(32), nullable=False),
+    Column("subject_id", String(64), nullable=False),
+    Column("dataset_id", UUID(as_uuid=True)),
+    Column("release_id", UUID(as_uuid=True)),
+    Column("details", JSONB, nullable=False),
+    Index("ix_audit_tenant_at", "tenant", "at"),
+    Index("ix_audit_dataset", "dataset_id"),
+    Index("ix_audit_release", "release_id"),
+)
+
+worker_heartbeats = Table(
+    "worker_heartbeats", metadata,
+    Column("worker_id", String(100), primary_key=True),
+    Column("host", String(200), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("started_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("seen_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)

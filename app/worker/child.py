@@ -1,0 +1,146 @@
+"""The child process that runs one method. It never touches the database: it reads its
+input from a file, runs the registered method, and writes an encoded result to a file.
+
+It runs under the forkserver (preloaded with the whole library, so a job starts in
+milliseconds) and kills itself if the worker that started it disappears.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import threading
+import time
+import traceback
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from app import codec
+from app.jsonsafe import jsonable
+from app.privacy import registry
+from app.privacy.context import Cancelled, RunContext
+from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
+from app.privacy.results import ModelResult, ReleaseResult, ReportResult
+from app.privacy.rng import SecureRandom
+
+registry.load_all()  # preloaded once in the forkserver
+log = logging.getLogger("veil.child")
+
+
+def _watch_parent(worker_pid: int) -> None:
+    """Exit when the worker that owns this job is gone (e.g. SIGKILLed)."""
+    while True:
+        try:
+            os.kill(worker_pid, 0)
+        except ProcessLookupError:
+            os._exit(70)
+        time.sleep(0.5)
+
+
+def main(job: dict[str, Any], progress_queue, stop_event) -> None:
+    threading.Thread(target=_watch_parent, args=(job["worker_pid"],), daemon=True).start()
+    try:
+        out = {"ok": _run(job, progress_queue, stop_event)}
+    except registry.MethodInputError as exc:
+        out = {"error": {"type": "invalid_input", "message": str(exc)}}
+    except Cancelled:
+        out = {"error": {"type": "cancelled", "message": "cancelled while running"}}
+    except MemoryError:
+        out = {"error": {"type": "memory_limit", "message": "the job ran out of memory"}}
+    except Exception as exc:  # never leak data values: report the type and where, not the text
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        where = f"{os.path.basename(frame.filename)}:{frame.lineno}"
+        log.error("method %s failed with %s at %s", job["method"], type(exc).__name__, where)
+        out = {"error": {"type": "internal", "message": f"the method failed ({type(exc).__name__} "
+                                                        f"at {where})"}}
+    tmp = job["result_path"] + ".tmp"
+    with open(tmp, "wb") as f:
+        pickle.dump(out, f, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, job["result_path"])
+
+
+def _run(job: dict[str, Any], progress_queue, stop_event) -> dict[str, Any]:
+    spec = registry.get(job["method"])
+    params = spec.params.model_validate(job["params"])
+    data = _load_input(job)
+
+    def report(fraction: float, stage: str) -> None:
+        progress_queue.put((fraction, stage))
+
+    ctx = RunContext(rng=SecureRandom(job["seed"]), on_progress=report, should_stop=stop_event.is_set)
+    result = spec.run(data, params, ctx)
+    return encode(result, job)
+
+
+def _load_input(job: dict[str, Any]) -> MethodInput:
+    columns = [ColumnInfo(**c) for c in job["column_infos"]]
+    source = SourceRelease(**job["source"]) if job["source"] else None
+    hierarchies = {}
+    if job["hierarchies"]:
+        from app.privacy.anonymity.hierarchies import parse_arx_hierarchy
+
+        hierarchies = {c: parse_arx_hierarchy(t) for c, t in job["hierarchies"].items()}
+    if job["input_path"] is None:
+        return MethodInput(columns=columns, source=source)
+    with open(job["input_path"], "rb") as f:
+        payload = f.read()
+    if job["shape"] == "transactions":
+        return MethodInput(columns=columns, transactions=codec.parquet_to_transactions(payload),
+                           hierarchies=hierarchies, source=source)
+    return MethodInput(columns=columns, frame=codec.parquet_to_table(payload),
+                       hierarchies=hierarchies, source=source)
+
+
+def encode(result, job: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(result, ReleaseResult):
+        if result.transactions is not None:
+            payload, shape, rows = codec.transactions_to_parquet(result.transactions), "transactions", \
+                result.transactions.n_transactions
+            columns = [{"name": "items", "type": "categorical", "role": "insensitive", "missing": 0,
+                        "distinct": result.transactions.n_items, "bounds": None, "categories": None,
+                        "integer": False}]
+        else:
+            frame = result.frame
+            payload, shape, rows = codec.table_to_parquet(frame), "table", len(frame)
+            columns = _output_columns(frame, result.columns, job["columns"])
+        return {"kind": "release", "payload": payload, "shape": shape, "rows": rows,
+                "columns": jsonable(columns), "guarantees": jsonable(result.guarantees),
+                "metrics": jsonable(result.metrics), "metadata": jsonable(result.metadata)}
+    if isinstance(result, ReportResult):
+        data = dict(result.data)
+        if result.tables:
+            data["tables"] = {name: table.to_dict(orient="records") for name, table in result.tables.items()}
+        return {"kind": "report", "report_kind": result.kind, "data": jsonable(data),
+                "plots": {name: {"png": p.png, "svg": p.svg} for name, p in result.plots.items()}}
+    if isinstance(result, ModelResult):
+        return {"kind": "model", "model": pickle.dumps(result.model, protocol=pickle.HIGHEST_PROTOCOL),
+                "metadata": jsonable(result.metadata), "metrics": jsonable(result.metrics)}
+    raise TypeError(f"method returned {type(result).__name__}, not a result object")
+
+
+def _output_columns(frame: pd.DataFrame, declared: list[ColumnInfo] | None,
+                    input_columns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The release's schema: the method's declared columns, else the input's entries for
+    columns that kept their name, re-counted on the release (never on the raw data)."""
+    from app.datasets.schema import infer_type
+
+    by_name = {c["name"]: c for c in input_columns}
+    if declared is not None:
+        by_name.update({c.name: {"name": c.name, "type": c.type, "role": c.role,
+                                 "bounds": list(c.bounds) if c.bounds else None,
+                                 "categories": list(c.categories) if c.categories else None,
+                                 "integer": c.integer} for c in declared})
+    out = []
+    for name in frame.columns:
+        series = frame[name]
+        base = dict(by_name.get(name) or {"name": str(name), "type": infer_type(series),
+                                           "role": "insensitive", "bounds": None,
+                                           "categories": None, "integer": False})
+        base.pop("profile", None)
+        base["missing"] = int(series.isna().sum())
+        base["distinct"] = int(series.nunique(dropna=True))
+        out.append(base)
+    return out

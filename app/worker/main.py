@@ -1,0 +1,64 @@
+"""A worker process: takes jobs from the queue one at a time (concurrency 1; run more
+processes to scale), heartbeats, and reaps stalled jobs of dead workers."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+
+from sqlalchemy import func
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+from app.audit.service import record
+from app.config import get_settings
+from app.db import transaction
+from app.jobs import repository as jobs_repo
+from app.tables import worker_heartbeats
+from app.worker import queue, runner
+
+log = logging.getLogger("veil.worker")
+
+
+def beat_and_reap(stop: threading.Event) -> None:
+    settings = get_settings()
+    while not stop.is_set():
+        try:
+            with transaction() as session:
+                session.execute(pg_insert(worker_heartbeats).values(
+                    worker_id=runner.WORKER_ID, host=socket.gethostname(), pid=os.getpid())
+                    .on_conflict_do_update(index_elements=[worker_heartbeats.c.worker_id],
+                                           set_={"seen_at": func.now()}))
+            reap_stalled(settings.stall_timeout_s)
+        except Exception as exc:  # the database may be briefly away; keep beating
+            log.warning("heartbeat failed: %s", type(exc).__name__)
+        stop.wait(settings.heartbeat_interval_s)
+
+
+def reap_stalled(stall_timeout_s: float) -> None:
+    """Jobs whose attempt stopped heartbeating: requeue (a new, fenced attempt) while
+    attempts remain, else fail them. Safe to run in every worker at once."""
+    with transaction() as session:
+        for job in jobs_repo.requeue_stalled(session, stall_timeout_s):
+            jobs_repo.set_queue_job_id(session, job["id"], queue.defer(session, job["id"]))
+            record(session, tenant=job["tenant"], actor="worker", action="job.requeued",
+                   subject_type="job", subject_id=job["id"], dataset_id=job["dataset_id"],
+                   details={"attempt": job["attempt"], "reason": "stalled"})
+        for job in jobs_repo.fail_stalled(session, stall_timeout_s):
+            record(session, tenant=job["tenant"], actor="worker", action="job.failed",
+                   subject_type="job", subject_id=job["id"], dataset_id=job["dataset_id"],
+                   details={"attempt": job["attempt"], "error": "stalled"})
+
+
+def run() -> None:
+    stop = threading.Event()
+    threading.Thread(target=beat_and_reap, args=(stop,), daemon=True, name="heartbeat").start()
+    runner.warm_up()
+    app = queue.worker_app()
+    log.info("worker %s starting", runner.WORKER_ID)
+    try:
+        app.run_worker(queues=[queue.QUEUE], concurrency=1, install_signal_handlers=True,
+                       name=runner.WORKER_ID)
+    finally:
+        stop.set()

@@ -1,0 +1,53 @@
+"""The job queue: procrastinate on the same PostgreSQL.
+
+The API defers a task inside the request's own transaction (the psycopg connection under the
+SQLAlchemy session), so a rolled-back submission leaves no queue entry behind.
+"""
+
+from __future__ import annotations
+
+import uuid
+from functools import lru_cache
+
+import procrastinate
+from sqlalchemy.orm import Session
+
+from app.db import database_url, to_libpq_url
+
+TASK_NAME = "veil.run_job"
+QUEUE = "jobs"
+
+
+def _register(app: procrastinate.App) -> procrastinate.App:
+    @app.task(name=TASK_NAME, queue=QUEUE)
+    def run_job(job_id: str) -> None:
+        from app.worker.runner import execute  # the heavy imports happen in the worker only
+
+        execute(uuid.UUID(job_id))
+
+    return app
+
+
+@lru_cache
+def defer_app() -> procrastinate.App:
+    return _register(procrastinate.App(
+        connector=procrastinate.SyncPsycopgConnector(conninfo=to_libpq_url(database_url()))))
+
+
+def worker_app() -> procrastinate.App:
+    return _register(procrastinate.App(
+        connector=procrastinate.PsycopgConnector(conninfo=to_libpq_url(database_url()))))
+
+
+def _driver_connection(session: Session):
+    return session.connection().connection.driver_connection
+
+
+def defer(session: Session, job_id: uuid.UUID) -> int:
+    """Queue a run of the job in the session's transaction; returns the queue's job id."""
+    task = defer_app().tasks[TASK_NAME]
+    return task.configure(connection=_driver_connection(session)).defer(job_id=str(job_id))
+
+
+def cancel_queued(session: Session, queue_job_id: int) -> None:
+    defer_app().job_manager.cancel_job_by_id(queue_job_id, connection=_driver_connection(session))

@@ -1,0 +1,226 @@
+"""Runs one job attempt: claim it (fencing), run the method in a child process with a time
+and a memory limit, relay progress and cancellation, and store the outcome in ONE
+transaction that only commits if this attempt still owns the job."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import multiprocessing as mp
+import os
+import pickle
+import queue as queue_module
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from app.audit.service import record
+from app.blobs import repository as blobs
+from app.config import get_settings
+from app.datasets import repository as datasets_repo
+from app.datasets.schema import column_infos
+from app.db import transaction
+from app.jobs import repository as jobs_repo
+from app.jobs.service import source_of
+from app.models import service as models_service
+from app.releases import repository as releases_repo
+from app.releases import service as releases_service
+from app.reports import service as reports_service
+
+log = logging.getLogger("veil.runner")
+WORKER_ID = f"{os.uname().nodename}:{os.getpid()}"
+_CANCEL_GRACE_S = 2.0
+_RETRYABLE = {"crashed"}  # a child that died unexpectedly may succeed on another attempt
+
+_mp = mp.get_context("forkserver")
+_mp.set_forkserver_preload(["app.worker.child"])
+
+
+def warm_up() -> None:
+    """Start the forkserver now (it imports the whole library once), so the first job does
+    not pay for it."""
+    proc = _mp.Process(target=_noop)
+    proc.start()
+    proc.join()
+
+
+def _noop() -> None:
+    pass
+
+
+class Fenced(Exception):
+    """This attempt no longer owns the job (requeued after a stall, or finished elsewhere)."""
+
+
+def execute(job_id: uuid.UUID) -> None:
+    with transaction() as session:
+        job = jobs_repo.claim(session, job_id, WORKER_ID)
+        if job is None:
+            log.info("job %s is not queued; delivery ignored", job_id)
+            return
+        record(session, tenant=job["tenant"], actor="worker", action="job.started",
+               subject_type="job", subject_id=job_id, dataset_id=job["dataset_id"],
+               details={"attempt": job["attempt"], "worker": WORKER_ID})
+        inputs = _load_inputs(session, job)
+    with tempfile.TemporaryDirectory(prefix="veil-job-") as tmp:
+        outcome = _run_child(job, inputs, Path(tmp))
+        try:
+            _finish(job, inputs, outcome)
+        except Fenced:
+            log.warning("job %s attempt %s was fenced off; its result is discarded",
+                        job_id, job["attempt"])
+
+
+def _load_inputs(session, job) -> dict[str, Any]:
+    source_release = None
+    if job["release_id"] is not None:
+        source_release = releases_repo.get(session, job["release_id"], job["tenant"])
+        payload = blobs.read(session, source_release["blob_id"])
+        columns, shape = source_release["columns"], source_release["shape"]
+    elif job["dataset_id"] is not None:
+        ds = datasets_repo.get(session, job["tenant"], job["dataset_id"])
+        if ds["blob_id"] is None:
+            return {"error": {"type": "input_deleted", "message": "the dataset was deleted before the job ran"}}
+        payload = blobs.read(session, ds["blob_id"])
+        columns, shape = ds["columns"], ds["shape"]
+    else:
+        payload, columns, shape = None, [], None
+    root_sha = None
+    hierarchies: dict[str, str] = {}
+    if job["dataset_id"] is not None:
+        root = datasets_repo.get(session, job["tenant"], job["dataset_id"])
+        root_sha = root["sha256"]
+        if shape == "table":
+            hierarchies = datasets_repo.hierarchy_texts(session, job["dataset_id"])
+    return {"payload": payload, "columns": columns, "shape": shape, "hierarchies": hierarchies,
+            "source_release": source_release, "input_sha256": root_sha or "",
+            "source": dataclasses.asdict(source_of(source_release)) if source_release else None}
+
+
+def _run_child(job, inputs: dict[str, Any], tmp: Path) -> dict[str, Any]:
+    if "error" in inputs:
+        return inputs
+    settings = get_settings()
+    input_path = None
+    if inputs["payload"] is not None:
+        input_path = str(tmp / "input.parquet")
+        Path(input_path).write_bytes(inputs["payload"])
+    spec = {
+        "method": job["method"], "params": job["params"], "seed": job["seed"],
+        "input_path": input_path, "shape": inputs["shape"], "columns": inputs["columns"],
+        "column_infos": [dataclasses.asdict(c) for c in column_infos(inputs["columns"])],
+        "hierarchies": inputs["hierarchies"], "source": inputs["source"],
+        "result_path": str(tmp / "result.pickle"), "worker_pid": os.getpid(),
+    }
+    progress_q = _mp.Queue()
+    stop = _mp.Event()
+    from app.worker import child
+
+    proc = _mp.Process(target=child.main, args=(spec, progress_q, stop), daemon=True)
+    started = time.monotonic()
+    proc.start()
+    progress, stage = 0.0, "running"
+    next_beat = 0.0
+    cancel_deadline = None
+    limit_bytes = settings.job_memory_limit_mb * 1024 * 1024
+    failure: dict[str, str] | None = None
+    try:
+        while proc.is_alive():
+            proc.join(0.02)
+            progress, stage = _drain(progress_q, progress, stage)
+            now = time.monotonic()
+            if now >= next_beat:
+                next_beat = now + settings.heartbeat_interval_s / 2
+                with transaction() as session:
+                    cancel = jobs_repo.heartbeat(session, job["id"], job["attempt"], progress, stage)
+                if cancel is None:
+                    failure = {"type": "fenced", "message": "attempt fenced off"}
+                    break
+                if cancel and cancel_deadline is None:
+                    stop.set()
+                    cancel_deadline = now + _CANCEL_GRACE_S
+            if cancel_deadline is not None and now > cancel_deadline:
+                failure = {"type": "cancelled", "message": "cancelled while running"}
+                break
+            if now - started > settings.job_time_limit_s:
+                failure = {"type": "time_limit", "message":
+                           f"the job exceeded its time limit of {settings.job_time_limit_s:g} s"}
+                break
+            rss = _rss_bytes(proc.pid)
+            if rss > limit_bytes:
+                failure = {"type": "memory_limit", "message":
+                           f"the job exceeded its memory limit of {settings.job_memory_limit_mb} MiB"}
+                break
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join(5)
+        progress_q.close()
+    if failure is not None:
+        return {"error": failure}
+    result_path = Path(spec["result_path"])
+    if not result_path.exists():
+        return {"error": {"type": "crashed", "message":
+                          f"the job's process ended without a result (exit code {proc.exitcode})"}}
+    with open(result_path, "rb") as f:
+        out = pickle.load(f)
+    return out if "error" in out else out["ok"]
+
+
+def _drain(q, progress: float, stage: str) -> tuple[float, str]:
+    while True:
+        try:
+            progress, stage = q.get_nowait()
+        except (queue_module.Empty, EOFError, OSError):
+            return progress, stage
+
+
+def _rss_bytes(pid: int | None) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _finish(job, inputs: dict[str, Any], outcome: dict[str, Any]) -> None:
+    error = outcome.get("error") if isinstance(outcome, dict) else None
+    if error and error["type"] == "fenced":
+        raise Fenced()
+    with transaction() as session:
+        row = jobs_repo.lock_attempt(session, job["id"], job["attempt"])
+        if row is None:
+            raise Fenced()
+        if error is None:
+            _store(session, row, inputs, outcome)
+            jobs_repo.finish(session, job["id"], "succeeded", stage="done")
+            action, details = "job.succeeded", {"attempt": job["attempt"]}
+        elif error["type"] == "cancelled" or row["cancel_requested"]:
+            jobs_repo.finish(session, job["id"], "cancelled",
+                             error={"type": "cancelled", "message": "cancelled while running"},
+                             stage="cancelled")
+            action, details = "job.cancelled", {"while": "running"}
+        elif error["type"] in _RETRYABLE and row["attempt"] < row["max_attempts"]:
+            from app.worker import queue
+
+            jobs_repo.requeue(session, job["id"], stage=f"requeued: attempt {job['attempt']} {error['type']}")
+            jobs_repo.set_queue_job_id(session, job["id"], queue.defer(session, job["id"]))
+            action, details = "job.requeued", {"attempt": job["attempt"], "reason": error["type"]}
+        else:
+            jobs_repo.finish(session, job["id"], "failed", error=error, stage="failed")
+            action, details = "job.failed", {"attempt": job["attempt"], "error": error["type"]}
+        record(session, tenant=job["tenant"], actor="worker", action=action, subject_type="job",
+               subject_id=job["id"], dataset_id=job["dataset_id"], release_id=job["release_id"],
+               details=details)
+
+
+def _store(session, job, inputs: dict[str, Any], encoded: dict[str, Any]) -> None:
+    if encoded["kind"] == "release":
+        releases_service.store(session, job=job, encoded=encoded, input_sha256=inputs["input_sha256"],
+                               source_release=inputs["source_release"])
+    elif encoded["kind"] == "report":
+        reports_service.store(session, job=job, encoded=encoded)
+    else:
+        models_service.store(session, job=job, encoded=encoded)
