@@ -1,0 +1,134 @@
+"""Apriori and rules against brute force, mining accuracy on mushroom releases, caps."""
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from pydantic import ValidationError
+
+from app.privacy import registry
+from app.privacy.context import RunContext
+from app.privacy.data import ColumnInfo, MethodInput
+from app.privacy.experiments import datasets_dir
+from app.privacy.itemsets.encoding import read_fimi
+from app.privacy.itemsets.mining import (
+    HARD_MAX_CANDIDATES, FrequentItemsetsParams, apriori, association_rules, exact_oracle, next_candidates,
+)
+from app.privacy.registry import MethodInputError
+from app.privacy.rng import SecureRandom
+from tests.privacy.test_itemsets_reconstruction import as_release, correlated
+from tests.privacy.test_itemsets_release import csr_of, run
+
+
+def mine(data: MethodInput, **params):
+    spec = registry.get("frequent_itemsets")
+    return spec.run(data, FrequentItemsetsParams(**params), RunContext(rng=SecureRandom(seed=0)))
+
+
+def brute_force(dense: np.ndarray, minsup: float) -> dict[tuple[int, ...], float]:
+    out = {}
+    for k in range(1, dense.shape[1] + 1):
+        for s in itertools.combinations(range(dense.shape[1]), k):
+            support = dense[:, list(s)].all(axis=1).mean()
+            if support >= minsup:
+                out[s] = support
+    return out
+
+
+def test_apriori_on_raw_data_equals_brute_force():
+    dense = correlated(400, 9, seed=5)
+    expected = brute_force(dense, 0.12)
+    levels = apriori(exact_oracle(csr_of(dense)), 0.12, None)
+    found = {tuple(int(i) for i in row): s for lv in levels for row, s in zip(lv.itemsets, lv.support)}
+    assert len(expected) > 60 and max(len(s) for s in expected) >= 4  # a non-trivial lattice
+    assert found.keys() == expected.keys()
+    assert all(found[s] == pytest.approx(expected[s]) for s in expected)
+    # Rules: confidence and lift from brute-force supports.
+    rules, truncated = association_rules(levels, 0.6, 10_000)
+    assert not truncated and len(rules)
+    n_expected = 0
+    for z in expected:
+        for r in range(1, len(z)):
+            for x in itertools.combinations(z, r):
+                y = tuple(i for i in z if i not in x)
+                n_expected += expected[z] / expected[x] >= 0.6
+    assert len(rules) == n_expected
+    for _, rule in rules.iterrows():
+        x, y = tuple(rule["antecedent"]), tuple(rule["consequent"])
+        z = tuple(sorted(x + y))
+        assert rule["confidence"] == pytest.approx(expected[z] / expected[x])
+        assert rule["lift"] == pytest.approx(expected[z] / expected[x] / expected[y])
+    assert rules["lift"].is_monotonic_decreasing
+
+
+def test_candidate_generation_joins_and_prunes():
+    frequent = np.array([[0, 1], [0, 2], [0, 3], [1, 2], [2, 3]])
+    # {0,1,2}: all subsets frequent; {0,1,3}: {1,3} missing; {0,2,3}: all frequent.
+    assert next_candidates(frequent, 100).tolist() == [[0, 1, 2], [0, 2, 3]]
+    singles = np.array([[1], [4], [6]])
+    assert next_candidates(singles, 100).tolist() == [[1, 4], [1, 6], [4, 6]]
+
+
+@pytest.fixture(scope="module")
+def mushroom():
+    return read_fimi(datasets_dir() / "itemsets" / "mushroom.dat")
+
+
+def test_mushroom_mask_09_frequent_itemsets_precision_recall(mushroom):
+    truth_levels = apriori(exact_oracle(mushroom), 0.4, 3)
+    truth = {tuple(r) for lv in truth_levels for r in lv.itemsets.tolist()}
+    assert len(truth) > 250
+    precision, recall = [], []
+    for seed in range(5):
+        release = run("mask", MethodInput(columns=[], transactions=mushroom), seed=seed, p=0.9)
+        report = mine(as_release(release, "mask", {"p": 0.9}), minsup=0.4, max_len=3)
+        labels = {label: i for i, label in enumerate(mushroom.labels)}
+        found = {tuple(sorted(labels[x] for x in row["items"])) for row in report.data["itemsets"]}
+        precision.append(len(found & truth) / len(found))
+        recall.append(len(found & truth) / len(truth))
+    assert np.median(precision) >= 0.9 and np.median(recall) >= 0.9, (precision, recall)
+    assert "reconstructed" in report.data["supports"] and report.data["notes"]
+    assert set(report.tables) == {"itemsets", "rules"} and len(report.tables["rules"])
+
+
+def test_candidate_cap_is_a_clear_error(mushroom):
+    release = run("mask", MethodInput(columns=[], transactions=mushroom), p=0.9)
+    with pytest.raises(MethodInputError, match="max_candidates=50"):
+        mine(as_release(release, "mask", {"p": 0.9}), minsup=0.2, max_len=None, max_candidates=50)
+    for bad in ({"max_len": 1000}, {"max_candidates": HARD_MAX_CANDIDATES + 1}, {"minsup": 0.0},
+                {"min_confidence": 1.5}):
+        with pytest.raises(ValidationError):
+            FrequentItemsetsParams(**bad)
+
+
+def test_frequent_itemsets_on_a_table_and_on_png():
+    g = np.random.default_rng(1)
+    n = 2000
+    edu = g.choice(["Bachelors", "HS-grad"], n)
+    income = np.where((edu == "Bachelors") & (g.random(n) < 0.8), ">50K", "<=50K")
+    frame = pd.DataFrame({"education": edu, "income": income})
+    columns = [ColumnInfo("education", "categorical"), ColumnInfo("income", "categorical", role="label")]
+    report = mine(MethodInput(columns=columns, frame=frame), minsup=0.2, min_confidence=0.7)
+    assert report.data["supports"].startswith("exact")
+    rules = report.data["rules"]
+    top = [r for r in rules if r["antecedent"] == ["income=>50K"]]
+    assert top and top[0]["consequent"] == ["education=Bachelors"] and top[0]["confidence"] == 1.0
+    params = {"ps": [1.0, 0.9, 0.8], "group_size": 10, "columns": ["education", "income"]}
+    release = run("png", MethodInput(columns=columns, frame=frame), **params)
+    for estimator in ("pooled", "stratified"):
+        report = mine(as_release(release, "png", params), minsup=0.2, estimator=estimator)
+        found = {tuple(r["items"]) for r in report.data["itemsets"]}
+        assert ("education=Bachelors", "income=>50K") in found
+        assert estimator in report.data["supports"]
+
+
+def test_mining_a_release_derived_from_a_mask_release_is_refused(mushroom):
+    release = run("mask", MethodInput(columns=[], transactions=mushroom), p=0.9)
+    data = as_release(release, "mask", {"p": 0.9})
+    from dataclasses import replace
+    later = replace(data.source, method="something_else", chain=(data.source.steps()[0],))
+    with pytest.raises(MethodInputError, match="mine the mask/png release itself"):
+        mine(MethodInput(columns=[], transactions=release.transactions, source=later), minsup=0.4)
+    assert Path(registry.get("frequent_itemsets").docs).name == "frequent_itemsets.md"

@@ -1,0 +1,263 @@
+"""mask / png releases: flip rates, groups, privacy figures, one-hot tables, FIMI parsing."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from pydantic import ValidationError
+
+from app.privacy import registry
+from app.privacy.context import RunContext
+from app.privacy.data import ColumnInfo, MethodInput, TransactionData
+from app.privacy.itemsets.encoding import read_fimi
+from app.privacy.itemsets.release import MaskParams, PngParams, row_keep_probabilities
+from app.privacy.registry import MethodInputError
+from app.privacy.rng import SecureRandom
+
+Z = 4.0  # two-sided z threshold of the statistical checks (false alarm ~6e-5)
+
+
+def dense_of(td: TransactionData) -> np.ndarray:
+    out = np.zeros((td.n_transactions, td.n_items), dtype=bool)
+    out[np.repeat(np.arange(td.n_transactions), np.diff(td.indptr)), td.indices] = True
+    return out
+
+
+def csr_of(dense: np.ndarray, labels=None) -> TransactionData:
+    dense = np.asarray(dense, dtype=bool)
+    return TransactionData(indptr=np.concatenate([[0], np.cumsum(dense.sum(1))]).astype(np.int64),
+                           indices=np.nonzero(dense)[1].astype(np.int32),
+                           labels=tuple(labels or (str(i) for i in range(dense.shape[1]))))
+
+
+def run(method, data, seed=1, **params):
+    spec = registry.get(method)
+    return spec.run(data, spec.params(**params), RunContext(rng=SecureRandom(seed=seed)))
+
+
+@pytest.fixture(scope="module")
+def synthetic():
+    g = np.random.default_rng(7)
+    return g.random((4000, 50)) < g.uniform(0.05, 0.7, 50)
+
+
+def assert_rate(flips: int, trials: int, rate: float, shift: float = 0.02):
+    """z-test of a binomial count, with a power check: the test must detect a rate off by
+    ``shift`` with probability > 97.7% (the shift lies > Z + 2 standard deviations out)."""
+    sd = math.sqrt(trials * rate * (1 - rate))
+    assert abs(flips - trials * rate) < Z * sd, (flips / trials, rate)
+    assert shift * trials / sd - Z > 2.0
+
+
+@pytest.mark.parametrize("p", [0.6, 0.9])
+def test_mask_flip_rate_matches_p_for_ones_and_zeros(synthetic, p):
+    result = run("mask", MethodInput(columns=[], transactions=csr_of(synthetic)), p=p)
+    released = dense_of(result.transactions)
+    flipped = released != synthetic
+    ones, zeros = synthetic, ~synthetic
+    assert_rate(int(flipped[ones].sum()), int(ones.sum()), 1 - p, shift=0.015)
+    assert_rate(int(flipped[zeros].sum()), int(zeros.sum()), 1 - p, shift=0.015)
+    assert result.metrics["flipped_bits"] == int(flipped.sum())
+    # Flips are independent of the row: per-row flip counts have the binomial variance.
+    per_row = flipped.sum(axis=1)
+    assert per_row.var() == pytest.approx(50 * p * (1 - p), rel=0.15)
+
+
+def test_mask_privacy_figures(synthetic):
+    result = run("mask", MethodInput(columns=[], transactions=csr_of(synthetic)), p=0.8)
+    g = result.guarantees
+    eps_bit = math.log(0.8 / 0.2)
+    assert g["notion"] == "local_dp" and g["private"] is False  # seeded: test mode
+    assert g["epsilon_bit"] == pytest.approx(eps_bit)
+    assert g["epsilon"] == pytest.approx(50 * eps_bit)  # transactions: every item can differ
+    assert g["share_unprotected_rows"] == 0.0
+    meta = result.metadata["itemsets"]
+    assert meta["groups"] == {"kind": "single", "ps": [0.8], "assignment": "all rows"}
+    assert meta["items"] == [str(i) for i in range(50)]
+    private = registry.get("mask").run(MethodInput(columns=[], transactions=csr_of(synthetic)),
+                                       MaskParams(p=0.8), RunContext())
+    assert private.guarantees["private"] is True
+
+
+def test_mask_p_one_publishes_exactly_and_says_unprotected(synthetic):
+    result = run("mask", MethodInput(columns=[], transactions=csr_of(synthetic)), p=1.0)
+    assert (dense_of(result.transactions) == synthetic).all()
+    assert math.isinf(result.guarantees["epsilon"])
+    assert result.guarantees["share_unprotected_rows"] == 1.0
+    assert any("no protection" in w for w in result.guarantees["warnings"])
+
+
+def test_png_flip_rate_per_group(synthetic):
+    ps = [1.0, 0.9, 0.8, 0.7, 0.6]
+    result = run("png", MethodInput(columns=[], transactions=csr_of(synthetic)), seed=3,
+                 ps=ps, group_size=100, shuffle=False)
+    meta = result.metadata["itemsets"]
+    row_p = row_keep_probabilities(meta["groups"], 4000)
+    assert meta["groups"]["n_groups"] == 40 and meta["groups"]["ps_recycled"]
+    assert (row_p[:100] == 1.0).all() and (row_p[100:200] == 0.9).all() and (row_p[500:600] == 1.0).all()
+    released = dense_of(result.transactions)
+    for p in ps:
+        rows = row_p == p
+        flipped = released[rows] != synthetic[rows]
+        if p == 1.0:
+            assert not flipped.any()
+        else:
+            assert_rate(int(flipped.sum()), flipped.size, 1 - p)
+    figures = meta["privacy"]
+    assert figures["share_unprotected_rows"] == pytest.approx(0.2)
+    assert figures["mean_keep_probability"] == pytest.approx(0.8)
+    assert math.isinf(result.guarantees["epsilon"]) and result.guarantees["private"] is False
+    assert any("no protection" in w for w in result.guarantees["warnings"])
+    assert any("consecutive rows" in w for w in result.guarantees["warnings"])
+    assert figures["epsilon_record_mean_over_protected_rows"] == pytest.approx(
+        50 * np.mean([math.log(p / (1 - p)) for p in ps[1:]]))
+    assert [g["p"] for g in figures["groups"]] == ps
+
+
+def test_png_shuffle_assigns_rows_to_groups_at_random():
+    # Sorted input: the first quarter of the rows hold every item, the rest none.
+    data = np.zeros((4000, 20), dtype=bool)
+    data[:1000] = True
+    ps = [1.0, 0.7]
+    shuffled = run("png", MethodInput(columns=[], transactions=csr_of(data)), ps=ps, group_size=2000)
+    consecutive = run("png", MethodInput(columns=[], transactions=csr_of(data)), ps=ps,
+                      group_size=2000, shuffle=False)
+    for result, first_group_density in ((shuffled, 0.25), (consecutive, 0.5)):
+        released = dense_of(result.transactions)
+        assert released[:2000].mean() == pytest.approx(first_group_density, abs=0.02)
+        # The p = 1 group is published exactly: every one of its rows is all-ones or all-zeros.
+        assert np.isin(released[:2000].sum(axis=1), [0, 20]).all()
+    second = dense_of(shuffled.transactions)[2000:]
+    assert second.mean() == pytest.approx(0.25 * 0.7 + 0.75 * 0.3, abs=0.02)
+    assert shuffled.metadata["itemsets"]["row_order"] == "random"
+
+
+def test_png_default_groups_and_validation():
+    params = PngParams(ps=[0.9, 0.7])
+    assert params.shuffle is True and params.group_size is None
+    result = run("png", MethodInput(columns=[], transactions=csr_of(np.eye(10, dtype=bool))), ps=[0.9, 0.7])
+    groups = result.metadata["itemsets"]["groups"]
+    assert groups["group_size"] == 5 and groups["n_groups"] == 2 and not groups["ps_recycled"]
+    for bad in ({"ps": [0.4]}, {"ps": [1.1]}, {"ps": []}, {"ps": {"a": 0.9}},
+                {"ps": [0.9], "group_size": 2, "group_column": "x"}, {"ps": [0.9], "group_size": 0}):
+        with pytest.raises(ValidationError):
+            PngParams(**bad)
+    for bad in ({"p": 0.5}, {"p": 1.01}, {"p": 0.9, "bins": 1000}, {"p": 0.9, "unknown": 1}):
+        with pytest.raises(ValidationError):
+            MaskParams(**bad)
+
+
+# ------------------------------------------------------------------------ tabular input
+@pytest.fixture(scope="module")
+def table():
+    g = np.random.default_rng(3)
+    n = 3000
+    frame = pd.DataFrame({
+        "education": g.choice(["Bachelors", "HS-grad", "Masters"], n, p=[0.3, 0.5, 0.2]),
+        "sex": g.choice(["Female", "Male"], n),
+        "age": g.integers(18, 80, n).astype(float),
+        "region": g.choice(["north", "south"], n),
+        "id": np.arange(n).astype(str),
+        "score": g.random(n),
+    })
+    frame.loc[:9, "education"] = None
+    columns = [ColumnInfo("education", "categorical"), ColumnInfo("sex", "categorical"),
+               ColumnInfo("age", "numeric", bounds=(18.0, 80.0)),
+               ColumnInfo("region", "categorical", categories=("north", "south", "west")),
+               ColumnInfo("id", "categorical", role="identifier"), ColumnInfo("score", "numeric")]
+    return frame, columns
+
+
+def test_one_hot_items_are_readable_and_exact_at_p_one(table):
+    frame, columns = table
+    result = run("mask", MethodInput(columns=columns, frame=frame), p=1.0,
+                 columns=["education", "sex", "age", "region"], bins=2)
+    td = result.transactions
+    assert td.labels == ("education=Bachelors", "education=HS-grad", "education=Masters",
+                         "sex=Female", "sex=Male", "age=[18,49)", "age=[49,80]",
+                         "region=north", "region=south", "region=west")
+    dense = dense_of(td)
+    assert (dense[:, 0] == (frame["education"] == "Bachelors").to_numpy()).all()
+    assert not dense[:10, :3].any()  # a missing cell is no item
+    assert (dense[:, 6] == (frame["age"] >= 49).to_numpy()).all()
+    assert not dense[:, 9].any()  # declared value that never occurs is still an item
+    assert (dense[:, 3:5].sum(axis=1) == 1).all()
+    g = result.guarantees
+    assert g["protected_columns"] == ["education", "sex", "age", "region"]
+    assert any("values were read from the data" in w for w in g["warnings"])
+    assert result.metadata["itemsets"]["privacy"]["bits_in_which_two_records_can_differ"] == 8
+
+
+def test_one_hot_epsilon_counts_two_bits_per_column(table):
+    frame, columns = table
+    result = run("mask", MethodInput(columns=columns, frame=frame), p=0.75, columns=["education", "sex"])
+    assert result.guarantees["epsilon"] == pytest.approx(4 * math.log(3))
+    default = run("mask", MethodInput(columns=columns, frame=frame), p=0.75)
+    assert default.guarantees["protected_columns"] == ["education", "sex", "region"]  # no id, no numeric
+
+
+def test_one_hot_errors_name_the_problem(table):
+    frame, columns = table
+    spec = registry.get("mask")
+    with pytest.raises(MethodInputError, match="unknown column 'nope'"):
+        spec.validate_against(MaskParams(columns=["nope"]), columns, None)
+    with pytest.raises(MethodInputError, match="identifier"):
+        run("mask", MethodInput(columns=columns, frame=frame), columns=["id"])
+    with pytest.raises(MethodInputError, match="transaction file"):
+        run("mask", MethodInput(columns=[], transactions=csr_of(np.eye(3, dtype=bool))), columns=["a"])
+    with pytest.raises(MethodInputError, match="declare its bounds"):
+        run("mask", MethodInput(columns=columns, frame=frame), columns=["score"])
+
+
+def test_png_group_column(table):
+    frame, columns = table
+    result = run("png", MethodInput(columns=columns, frame=frame), columns=["education", "sex"],
+                 group_column="region", ps={"north": 1.0, "*": 0.8})
+    groups = result.metadata["itemsets"]["groups"]
+    assert groups["kind"] == "blocks" and groups["labels"] == ["north", "south"]
+    assert groups["sizes"] == [int((frame["region"] == "north").sum()), int((frame["region"] == "south").sum())]
+    assert groups["ps"] == [1.0, 0.8]
+    g = result.guarantees
+    assert g["unprotected_columns"] == ["region"]
+    assert any("group column" in w for w in g["warnings"])
+    # The north rows come first and are published exactly (as a multiset of rows).
+    north = dense_of(result.transactions)[: groups["sizes"][0]]
+    truth = run("mask", MethodInput(columns=columns, frame=frame[frame["region"] == "north"]),
+                p=1.0, columns=["education", "sex"])
+    assert sorted(map(bytes, north)) == sorted(map(bytes, dense_of(truth.transactions)))
+    with pytest.raises(MethodInputError, match="no keep probability"):
+        run("png", MethodInput(columns=columns, frame=frame), group_column="region", ps={"north": 0.9})
+    with pytest.raises(MethodInputError, match="does not hold"):
+        run("png", MethodInput(columns=columns, frame=frame), group_column="region",
+            ps={"east": 0.9, "*": 0.8})
+
+
+def test_items_restriction_and_cell_limit(synthetic):
+    td = csr_of(synthetic)
+    result = run("mask", MethodInput(columns=[], transactions=td), p=1.0, items=["3", "1"])
+    assert result.transactions.labels == ("1", "3")
+    assert (dense_of(result.transactions) == synthetic[:, [1, 3]]).all()
+    top = run("mask", MethodInput(columns=[], transactions=td), p=1.0, top_items=5)
+    freq = synthetic.sum(axis=0)
+    assert set(top.transactions.labels) == {str(i) for i in np.argsort(-freq, kind="stable")[:5]}
+    assert any("most frequent" in w for w in top.guarantees["warnings"])
+    with pytest.raises(MethodInputError, match=r"items\[1\] is not an item"):
+        run("mask", MethodInput(columns=[], transactions=td), items=["1", "x"])
+    from app.privacy.itemsets import release
+    limit = release.MAX_RELEASE_CELLS
+    try:
+        release.MAX_RELEASE_CELLS = 1000
+        with pytest.raises(MethodInputError, match="top_items"):
+            run("mask", MethodInput(columns=[], transactions=td))
+    finally:
+        release.MAX_RELEASE_CELLS = limit
+
+
+def test_read_fimi():
+    td = read_fimi(b"3 1 7\n\n7 7 10\n1\n")
+    assert td.labels == ("1", "3", "7", "10")
+    assert td.indptr.tolist() == [0, 3, 3, 5, 6]
+    assert td.indices.tolist() == [0, 1, 2, 2, 3, 0]
+    with pytest.raises(MethodInputError, match="line 2"):
+        read_fimi(b"1 2\n3 x\n")
