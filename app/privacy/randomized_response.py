@@ -1,12 +1,19 @@
-"""Randomized response on categorical columns: ERRPH (spec 01 §2).
+"""Randomized response on categorical and binary columns: ERRPH and Warner (spec 01 §1, §2, §5).
 
 ERRPH publishes, independently per record and per attribute, the true value with probability
-p0 and value a_j with probability p_j (Σ p_j = 1 - p0). Everything here works on whole
-columns: one uint32 of CSPRNG output per cell, compared against integer thresholds.
+p0 and value a_j with probability p_j (Σ p_j = 1 - p0). Warner publishes a binary attribute
+as is with probability p and flipped otherwise, per attribute or — DTPD's randomization
+(spec §5) — with one coin for the whole record. Everything works on whole columns, in
+cache-sized chunks: one uint32 of CSPRNG output per cell (per record for the whole-record
+flip), compared against integer thresholds.
+
+Reconstruction (the ``reconstruct`` analysis) inverts the published channels, also through
+later steps of a chain: see rr_channels.py.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, Literal
 
@@ -17,36 +24,68 @@ from pydantic import Field, field_validator, model_validator
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.guarantees import guarantee
-from app.privacy.registry import Kind, MethodInputError, MethodSpec, Params, register
+from app.privacy.registry import (
+    Kind, MethodInputError, MethodSpec, Params, register, register_reconstructor,
+)
 from app.privacy.results import ReleaseResult
 from app.privacy.rng import SecureRandom
+from app.privacy.rr_channels import (
+    MISSING, CategoricalChannel, columns_to_reconstruct, count_labels, label_of,
+    project_to_simplex, unique_names,
+)
 
-MISSING_LABEL = None  # a missing cell published as missing
 _SCALE = 2.0**32
+_CHUNK = 1 << 18  # cells per chunk: keeps the random words and the codes in cache
+MAX_DOMAIN = 10_000  # categories per column; a larger domain is an identifier, not a category
+PAPER = ("Zhang & Tang, Privacy Preserving Naive Bayes Classification, Chinese Journal of "
+         "Computers 30(8), 2007 (seed 000)")
 
 
 # ----------------------------------------------------------------------------------- core
+def _threshold(prob: float) -> np.uint32:
+    return np.uint32(min(max(round(prob * _SCALE), 0), _SCALE - 1))
+
+
 def randomize_codes(codes: np.ndarray, p0: float, p: np.ndarray, rng: SecureRandom) -> np.ndarray:
     """ERRPH on integer codes in [0, k): keep with probability p0, else publish j w.p. p[j].
 
-    The [0, 1) interval is cut into [0, p0) (keep) followed by one segment per value; one
-    uint32 per cell picks the segment. Probabilities are realized to within 2**-32.
+    [0, 2^32) is cut into [0, T0) (keep) followed by one segment per value; one uint32 per
+    cell picks the segment. Probabilities are realized to within 2^-32. p0 = 1 keeps every
+    cell. Codes < 0 (missing cells left out) are passed through unchanged by the caller.
     """
     k = len(p)
     dtype = np.int8 if k < 127 else (np.int16 if k < 32767 else np.int32)
     codes = codes.astype(dtype, copy=False)
-    edges = np.round((p0 + np.concatenate([[0.0], np.cumsum(p)[:-1]])) * _SCALE)
-    edges = np.clip(edges, 0, _SCALE - 1).astype(np.uint32)
-    u = rng.uint32(len(codes))
-    if k <= 16:
-        # k comparisons over the column beat a binary search per cell for small domains.
-        segment = np.zeros(len(codes), dtype=dtype)
-        for edge in edges:
-            segment += u >= edge
-    else:
-        segment = np.searchsorted(edges, u, side="right").astype(dtype)
-    segment -= 1  # -1 = keep, j = publish value j
-    return np.where(segment < 0, codes, segment)
+    if p0 >= 1.0:
+        return codes.copy()
+    edges = np.array([_threshold(p0 + s) for s in np.concatenate([[0.0], np.cumsum(p)[:-1]])],
+                     dtype=np.uint32)
+    out = np.empty(len(codes), dtype=dtype)
+    for start in range(0, len(codes), _CHUNK):
+        stop = min(start + _CHUNK, len(codes))
+        u = rng.uint32(stop - start)
+        if k <= 16:
+            # k comparisons over the chunk beat a binary search per cell for small domains.
+            segment = (u >= edges[0]).astype(dtype)
+            for edge in edges[1:]:
+                segment += u >= edge
+        else:
+            segment = np.searchsorted(edges, u, side="right").astype(dtype)
+        segment -= 1  # -1 = keep, j = publish value j
+        np.copyto(out[start:stop], np.where(segment < 0, codes[start:stop], segment))
+    return out
+
+
+def flip_mask(n: int, p: float, rng: SecureRandom) -> np.ndarray:
+    """n independent coins that are True (flip) with probability 1 - p, to within 2^-32."""
+    if p >= 1.0:
+        return np.zeros(n, dtype=bool)
+    threshold = _threshold(1.0 - p)
+    out = np.empty(n, dtype=bool)
+    for start in range(0, n, _CHUNK):
+        stop = min(start + _CHUNK, n)
+        np.less(rng.uint32(stop - start), threshold, out=out[start:stop])
+    return out
 
 
 def local_epsilon(p0: float, p: np.ndarray) -> float:
@@ -57,22 +96,18 @@ def local_epsilon(p0: float, p: np.ndarray) -> float:
     return float(np.max(np.log((p0 + p) / p)))
 
 
+def warner_epsilon(p: float) -> float:
+    """|ln(p / (1-p))|: the local-DP level of one Warner attribute (∞ for p ∈ {0, 1})."""
+    if p <= 0.0 or p >= 1.0:
+        return math.inf
+    return abs(math.log(p / (1.0 - p)))
+
+
 def estimate_distribution(published_counts: np.ndarray, p0: float, p: np.ndarray) -> np.ndarray:
     """Unbiased π̂_j = (λ̂_j - p_j) / p0 (paper eq. 1); may leave [0, 1]."""
     n = published_counts.sum()
     lam = published_counts / n if n else np.zeros_like(published_counts, dtype=float)
     return (lam - p) / p0
-
-
-def project_to_simplex(v: np.ndarray) -> np.ndarray:
-    """Euclidean projection onto the probability simplex (Duchi et al. 2008)."""
-    v = np.asarray(v, dtype=float)
-    u = np.sort(v)[::-1]
-    css = np.cumsum(u) - 1.0
-    idx = np.arange(1, len(v) + 1)
-    rho = np.nonzero(u - css / idx > 0)[0][-1]
-    theta = css[rho] / (rho + 1.0)
-    return np.maximum(v - theta, 0.0)
 
 
 def breach(p0: float, p: np.ndarray, pi: np.ndarray) -> np.ndarray:
@@ -81,10 +116,85 @@ def breach(p0: float, p: np.ndarray, pi: np.ndarray) -> np.ndarray:
     p = np.asarray(p, dtype=float)
     denom = p0 * pi + p
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(denom > 0, p0 * p0 * pi / denom, 0.0)
+        return np.where(denom > 0, p0 * p0 * pi / np.where(denom > 0, denom, 1.0), 0.0)
 
 
-# ----------------------------------------------------------------------------- the method
+# ------------------------------------------------------------------------- column coding
+def _sorted_values(values: list[Any]) -> list[Any]:
+    try:
+        return sorted(values)
+    except TypeError:  # mixed types: order by label
+        return sorted(values, key=label_of)
+
+
+def encode_column(series: pd.Series, info: ColumnInfo, missing: str) -> tuple[list[Any], np.ndarray, bool]:
+    """The column's domain (declared categories, else the sorted distinct values, then the
+    missing category when asked for and present) and each cell's code in it (-1 = a missing
+    cell left out). Also whether the domain was read from the data."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        uniques, codes = list(series.cat.categories), series.cat.codes.to_numpy()
+        if info.categories is None:  # only the categories that occur, as for any other dtype
+            present = np.bincount(codes[codes >= 0], minlength=len(uniques)) > 0
+            uniques = [u if keep else None for u, keep in zip(uniques, present)]
+    else:
+        codes, arr = pd.factorize(series, use_na_sentinel=True)
+        uniques = list(arr)
+    if info.categories is not None:
+        domain: list[Any] = list(info.categories)
+        from_data = False
+    else:
+        domain = _sorted_values([u for u in uniques if u is not None])
+        from_data = True
+    pos = {label_of(v): i for i, v in enumerate(domain)}
+    lut = np.array([pos.get(label_of(u), -2) if u is not None else -2 for u in uniques] + [-1],
+                   dtype=np.int32)
+    if (lut[:-1] == -2).any() and (lut[codes] == -2).any():
+        raise MethodInputError(f"column {info.name!r} holds values outside its declared categories")
+    mapped = lut[codes]  # a missing cell (code -1) takes the last entry, -1
+    if missing == "category" and (mapped < 0).any():
+        mapped = np.where(mapped < 0, len(domain), mapped).astype(np.int32)
+        domain.append(None)
+    return domain, mapped, from_data
+
+
+def domain_labels(domain: list[Any]) -> list[str]:
+    return [label_of(v) for v in domain]
+
+
+def publish_codes(codes: np.ndarray, domain: list[Any]) -> pd.Categorical:
+    """The published column: codes into the domain; the missing category and left-out
+    missing cells are published as missing."""
+    values = [v for v in domain if v is not None]
+    codes = np.where(codes >= len(values), -1, codes)
+    return pd.Categorical.from_codes(codes, categories=values)
+
+
+def planned_k(info: ColumnInfo, missing: str) -> int | None:
+    """The domain size a run will use, from the schema and profile alone (no data read)."""
+    if info.categories is not None:
+        k = len(info.categories)
+    elif info.distinct is not None:
+        k = int(info.distinct)
+    else:
+        return None
+    return k + (1 if missing == "category" and info.missing > 0 else 0)
+
+
+def _check_planned_k(info: ColumnInfo, missing: str, actual: int) -> None:
+    planned = planned_k(info, missing)
+    if planned is not None and planned != actual:
+        raise MethodInputError(
+            f"column {info.name!r}: the data has {actual} values (counting the missing category) "
+            f"but its profile says {planned}; the job's ε was priced from the profile, so the "
+            "dataset must be re-profiled (or its categories declared) first")
+
+
+def _binary_columns(columns: list[ColumnInfo]) -> list[str]:
+    return [c.name for c in columns if c.role not in ("label", "identifier") and (
+        c.type == "boolean" or (c.type == "categorical" and planned_k(c, "preserve") == 2))]
+
+
+# ---------------------------------------------------------------------------------- ERRPH
 Probabilities = list[float] | dict[str, float]
 
 
@@ -97,12 +207,12 @@ class ColumnOverride(Params):
 
 class ErrphParams(Params):
     columns: list[str] | None = Field(
-        None, description="categorical columns to randomize; default: every categorical column "
-        "that is not the label or an identifier")
+        None, description="categorical columns to randomize; default: every categorical or boolean "
+        "column that is not the label or an identifier")
     p0: float = Field(0.5, gt=0.0, le=1.0, description="probability of publishing the true value")
     p: dict[str, Probabilities] | None = Field(
-        None, description="explicit p_j per column (list in domain order or value→p map); "
-        "default uniform p_j = (1 - p0)/k")
+        None, description="explicit p_j per column (list in domain order or value→p map; the "
+        "missing category is '<missing>'); default uniform p_j = (1 - p0)/k")
     per_column: dict[str, ColumnOverride] = Field(
         default_factory=dict, description="per-column overrides of p0 and p")
     missing: Literal["category", "preserve"] = Field(
@@ -110,14 +220,9 @@ class ErrphParams(Params):
         "randomized like the others; 'preserve': missing cells stay missing and are not "
         "randomized (whether a cell is missing is then unprotected)")
     allow_zero_probabilities: bool = Field(
-        False, description="permit some p_j = 0, which makes ε infinite")
+        False, description="permit some p_j = 0 (or p0 = 1), which makes ε infinite")
 
-    @field_validator("columns")
-    @classmethod
-    def _distinct(cls, v):
-        if v is not None and len(set(v)) != len(v):
-            raise ValueError("columns must not repeat")
-        return v
+    _distinct = field_validator("columns")(classmethod(lambda cls, v: unique_names(v)))
 
 
 def _selected_columns(params: ErrphParams, columns: list[ColumnInfo]) -> list[str]:
@@ -141,80 +246,94 @@ def _selected_columns(params: ErrphParams, columns: list[ColumnInfo]) -> list[st
     return chosen
 
 
-def _column_probabilities(name: str, domain: list[Any], params: ErrphParams) -> tuple[float, np.ndarray]:
+def _given_probabilities(name: str, params: ErrphParams) -> tuple[float, Probabilities | None]:
     override = params.per_column.get(name)
     p0 = override.p0 if override and override.p0 is not None else params.p0
     given = override.p if override and override.p is not None else (params.p or {}).get(name)
-    k = len(domain)
+    return p0, given
+
+
+def _validated(name: str, p0: float, p: np.ndarray, params: ErrphParams) -> np.ndarray:
+    if np.any(p < 0):
+        raise MethodInputError(f"column {name!r}: p_j must be ≥ 0")
+    if abs(p.sum() - (1.0 - p0)) > 1e-9:
+        raise MethodInputError(f"column {name!r}: p_j add up to {p.sum():.6g}, must be 1 - p0 = {1 - p0:.6g}")
+    if (np.any(p == 0) or p0 >= 1.0) and not params.allow_zero_probabilities:
+        raise MethodInputError(f"column {name!r}: some p_j = 0 makes ε infinite; "
+                               "set allow_zero_probabilities to accept that")
+    return p
+
+
+def _column_probabilities(name: str, labels: list[str], params: ErrphParams) -> tuple[float, np.ndarray]:
+    p0, given = _given_probabilities(name, params)
+    k = len(labels)
     if given is None:
-        return p0, np.full(k, (1.0 - p0) / k)
+        return p0, _validated(name, p0, np.full(k, (1.0 - p0) / k), params)
     if isinstance(given, dict):
-        labels = [_label(v) for v in domain]
         unknown = sorted(set(given) - set(labels))
         if unknown:
-            raise MethodInputError(f"column {name!r}: p names values outside the domain: {unknown[:5]}")
+            raise MethodInputError(f"column {name!r}: p names {len(unknown)} value(s) outside the domain")
         p = np.array([float(given.get(label, 0.0)) for label in labels])
     else:
         if len(given) != k:
             raise MethodInputError(f"column {name!r}: p has {len(given)} entries, the domain has {k}")
         p = np.asarray(given, dtype=float)
-    if np.any(p < 0):
-        raise MethodInputError(f"column {name!r}: p_j must be ≥ 0")
-    if abs(p.sum() - (1.0 - p0)) > 1e-9:
-        raise MethodInputError(f"column {name!r}: p_j add up to {p.sum():.6g}, must be 1 - p0 = {1 - p0:.6g}")
-    if np.any(p == 0) and not params.allow_zero_probabilities:
-        raise MethodInputError(f"column {name!r}: some p_j = 0 makes ε infinite; "
-                               "set allow_zero_probabilities to accept that")
-    return p0, p
+    return p0, _validated(name, p0, p, params)
 
 
-def _label(value: Any) -> str:
-    return "<missing>" if value is MISSING_LABEL else str(value)
+def _planned_probabilities(name: str, k: int, params: ErrphParams) -> tuple[float, np.ndarray]:
+    """The same p vector as the run will use, up to the order of values (which ε ignores)."""
+    p0, given = _given_probabilities(name, params)
+    if isinstance(given, dict):
+        if len(given) > k:
+            raise MethodInputError(f"column {name!r}: p names {len(given)} values, the domain has {k}")
+        p = np.array([*map(float, given.values()), *[0.0] * (k - len(given))])
+        return p0, _validated(name, p0, p, params)
+    labels = [str(i) for i in range(k)]  # stand-ins: a list is positional
+    return _column_probabilities(name, labels, params)
 
 
-def _domain(series: pd.Series, info: ColumnInfo, missing: str) -> tuple[list[Any], bool]:
-    """The column's domain and whether it was read from the data (which discloses which
-    values occur) rather than declared in the schema."""
-    if info.categories is not None:
-        domain: list[Any] = list(info.categories)
-        from_data = False
-    else:
-        domain = sorted(pd.unique(series.dropna()).tolist(), key=str)
-        from_data = True
-    if missing == "category" and series.isna().any():
-        domain.append(MISSING_LABEL)
-    return domain, from_data
+def errph_column_epsilons(params: ErrphParams, columns: list[ColumnInfo]) -> dict[str, float]:
+    """Per randomized column, the local ε the run will report, from the schema and profile."""
+    by_name = {c.name: c for c in columns}
+    out: dict[str, float] = {}
+    for name in _selected_columns(params, columns):
+        k = planned_k(by_name[name], params.missing)
+        if k is None:
+            raise MethodInputError(f"column {name!r}: its number of distinct values is unknown, so "
+                                   "ε cannot be priced; declare its categories or profile the dataset")
+        if k > MAX_DOMAIN:
+            raise MethodInputError(f"column {name!r} has {k} distinct values; errph allows at most "
+                                   f"{MAX_DOMAIN} (is it an identifier?)")
+        out[name] = local_epsilon(*_planned_probabilities(name, k, params))
+    return out
 
 
 def run_errph(data: MethodInput, params: ErrphParams, ctx: RunContext) -> ReleaseResult:
     frame = data.frame
-    assert frame is not None
+    if frame is None:
+        raise MethodInputError("errph needs a table")
     chosen = _selected_columns(params, data.columns)
-    out = frame.copy()
+    out = frame.copy(deep=False)
     per_column: dict[str, Any] = {}
     warnings: list[str] = []
     for i, name in enumerate(chosen):
         ctx.progress(i / len(chosen), f"randomizing {name}")
-        series = frame[name]
-        domain, from_data = _domain(series, data.column(name), params.missing)
+        info = data.column(name)
+        domain, codes, from_data = encode_column(frame[name], info, params.missing)
         if len(domain) < 2:
             raise MethodInputError(f"column {name!r} has fewer than 2 values; nothing to randomize")
-        p0, p = _column_probabilities(name, domain, params)
-        values = [v for v in domain if v is not MISSING_LABEL]
-        codes = pd.Categorical(series, categories=values).codes.astype(np.int32)
-        missing_mask = codes < 0
-        if params.missing == "category" and MISSING_LABEL in domain:
-            codes[missing_mask] = len(values)
-        elif missing_mask.any() and info_has_unknown(series, missing_mask):
-            raise MethodInputError(f"column {name!r} holds values outside its declared categories")
-        published = randomize_codes(codes, p0, p, ctx.rng)
-        if params.missing == "preserve":
-            published = np.where(missing_mask, -1, published)
-        published = np.where(published >= len(values), -1, published)  # the missing category
-        out[name] = pd.Categorical.from_codes(published, categories=values)
-        counts = np.bincount(np.where(published < 0, len(values), published)[
-            ~missing_mask if params.missing == "preserve" else slice(None)], minlength=len(domain))
-        counts = counts[: len(domain)]
+        if len(domain) > MAX_DOMAIN:
+            raise MethodInputError(f"column {name!r} has {len(domain)} distinct values; errph allows "
+                                   f"at most {MAX_DOMAIN} (is it an identifier?)")
+        _check_planned_k(info, params.missing, len(domain))
+        labels = domain_labels(domain)
+        p0, p = _column_probabilities(name, labels, params)
+        left_out = codes < 0  # missing cells under missing="preserve"
+        published = randomize_codes(np.maximum(codes, 0), p0, p, ctx.rng).astype(np.int32)
+        published[left_out] = -1
+        out[name] = publish_codes(published, domain)
+        counts = np.bincount(published[published >= 0], minlength=len(domain)).astype(float)
         pi_hat = project_to_simplex(estimate_distribution(counts, p0, p))
         eps = local_epsilon(p0, p)
         if math.isinf(eps):
@@ -223,28 +342,31 @@ def run_errph(data: MethodInput, params: ErrphParams, ctx: RunContext) -> Releas
         if from_data:
             warnings.append(f"column {name!r}: domain read from the data (not declared), so the "
                             "set of values that occur is disclosed")
-        uniform_k = len(domain)
+        k = len(domain)
         per_column[name] = {
-            "k": uniform_k,
-            "domain": [_label(v) for v in domain],
+            "k": k,
+            "domain": labels,
             "domain_from_data": from_data,
             "p0": p0,
             "p": p.tolist(),
             "uniform": bool(np.allclose(p, p[0])),
+            "keep_probability": p0 + float(p.mean()) if np.allclose(p, p[0]) else None,
             "local_epsilon": eps,
             "breach_at_reconstructed": float(breach(p0, p, pi_hat).max()),
-            "breach_at_uniform_prior": float(breach(p0, p, np.full(uniform_k, 1.0 / uniform_k)).max()),
+            "breach_at_uniform_prior": float(breach(p0, p, np.full(k, 1.0 / k)).max()),
             "missing": params.missing,
+            "missing_cells_left_out": int(left_out.sum()),
         }
     record_eps = float(sum(c["local_epsilon"] for c in per_column.values()))
     unprotected = [c for c in frame.columns if c not in per_column]
-    if params.missing == "preserve" and any(frame[c].isna().any() for c in chosen):
+    if params.missing == "preserve" and any(c["missing_cells_left_out"] for c in per_column.values()):
         warnings.append("missing cells were preserved: whether a cell is missing is unprotected")
     statements = [
-        f"each randomized attribute is local ε-DP at its 'local_epsilon'; a record's randomized "
-        f"attributes together are {record_eps:.4g}-local-DP (sequential composition)",
+        "each randomized attribute is local ε-DP at its 'local_epsilon' = max_j ln((p0+p_j)/p_j); "
+        f"a record's randomized attributes together are {record_eps:.4g}-local-DP (sequential "
+        "composition)",
         "with uniform p_j, ERRPH equals k-ary randomized response with keep probability "
-        "p0 + (1-p0)/k and (1-p0)/k for each other value",
+        "p0 + (1-p0)/k and (1-p0)/k for each other value, and ε = ln(1 + k·p0/(1-p0))",
         "selection probabilities are realized to within 2^-32",
     ]
     if unprotected:
@@ -266,20 +388,257 @@ def run_errph(data: MethodInput, params: ErrphParams, ctx: RunContext) -> Releas
     )
 
 
-def info_has_unknown(series: pd.Series, missing_mask: np.ndarray) -> bool:
-    """True when some cell is not missing yet fell outside the declared categories."""
-    return bool((missing_mask & series.notna().to_numpy()).any())
+def _errph_epsilon(params: ErrphParams, columns: list[ColumnInfo]) -> float:
+    """ε debited at acceptance: exactly the record-level ε the run reports. The run uses the
+    same k (declared categories, else the profile's distinct count, + the missing category)
+    or fails before publishing anything."""
+    return float(sum(errph_column_epsilons(params, columns).values()))
 
 
-def _errph_epsilon(params: ErrphParams, columns: list[ColumnInfo]) -> float | None:
-    """ε debited at acceptance. Domains are not known without reading data, so the cost is
-    the uniform-case bound with k taken from declared categories; with undeclared domains
-    the exact figure is settled when the job runs (see docs/methods/errph.md)."""
-    return None
+def _check_errph(params: ErrphParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
+    by_name = {c.name: c for c in columns}
+    for name in _selected_columns(params, columns):
+        k = planned_k(by_name[name], params.missing)
+        if k is not None:
+            _planned_probabilities(name, k, params)  # list lengths, sums, zeros
 
 
-def _check(params: ErrphParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
-    _selected_columns(params, columns)
+# --------------------------------------------------------------------------------- Warner
+class WarnerParams(Params):
+    columns: list[str] | None = Field(
+        None, description="binary columns to randomize (boolean, or categorical with two values, or "
+        "any column named in cut_points); default: every binary column that is not the label or an "
+        "identifier, plus the columns in cut_points")
+    p: float = Field(0.75, ge=0.0, le=1.0,
+                     description="probability of publishing the true value (else its complement)")
+    whole_record: bool = Field(
+        False, description="one coin per record flips all the selected columns together (the "
+        "randomization of DTPD, Du & Zhan 2003); default: one coin per cell")
+    cut_points: dict[str, float | list[str]] = Field(
+        default_factory=dict, description="binarize a column before randomizing: a number for a "
+        "numeric column (True when value > cut), a list of values for a categorical one (True when "
+        "the value is in the list)")
+    missing: Literal["error", "preserve"] = Field(
+        "error", description="'preserve': missing cells stay missing (whether a cell is missing is "
+        "then unprotected); 'error': a missing cell is an input error")
+    allow_zero_probabilities: bool = Field(
+        False, description="permit p = 0 or p = 1 (one answer never happens), which makes ε infinite")
+
+    _distinct = field_validator("columns")(classmethod(lambda cls, v: unique_names(v)))
+
+    @model_validator(mode="after")
+    def _p_informative(self):
+        if self.p == 0.5:
+            raise ValueError("p = 0.5 publishes pure noise: nothing could be reconstructed")
+        if self.p in (0.0, 1.0) and not self.allow_zero_probabilities:
+            raise ValueError("p = 0 or 1 makes ε infinite; set allow_zero_probabilities to accept that")
+        return self
+
+
+def _warner_columns(params: WarnerParams, columns: list[ColumnInfo]) -> list[str]:
+    by_name = {c.name: c for c in columns}
+    for name in params.cut_points:
+        if name not in by_name:
+            raise MethodInputError(f"unknown column {name!r} in cut_points")
+    binary = _binary_columns(columns)
+    if params.columns is None:
+        chosen = [c.name for c in columns if c.name in binary or c.name in params.cut_points]
+    else:
+        chosen = list(params.columns)
+    for name in chosen:
+        info = by_name.get(name)
+        if info is None:
+            raise MethodInputError(f"unknown column {name!r}")
+        cut = params.cut_points.get(name)
+        if cut is None:
+            if info.type != "boolean" and not (info.type == "categorical" and planned_k(info, "preserve") == 2):
+                raise MethodInputError(f"column {name!r} is not binary; give a cut point in "
+                                       "cut_points to binarize it")
+        elif info.type == "numeric" and not isinstance(cut, (int, float)):
+            raise MethodInputError(f"cut point of numeric column {name!r} must be a number")
+        elif info.type != "numeric" and not isinstance(cut, list):
+            raise MethodInputError(f"cut point of column {name!r} must be a list of its values")
+        elif isinstance(cut, list) and info.categories is not None:
+            unknown = set(cut) - set(map(str, info.categories))
+            if unknown:
+                raise MethodInputError(f"cut point of column {name!r} names {len(unknown)} value(s) "
+                                       "outside its declared categories")
+    for name in params.cut_points:
+        if name not in chosen:
+            raise MethodInputError(f"cut point given for column {name!r}, which is not randomized")
+    if not chosen:
+        raise MethodInputError("no binary column to randomize (give cut_points to binarize columns)")
+    return chosen
+
+
+def binarize(series: pd.Series, cut: float | list[str]) -> pd.Series:
+    """True when value > cut (numeric) or the value is in the list (categorical); missing stays
+    missing. This is how raw records are binarized again when a model trained on the release
+    predicts."""
+    missing = series.isna().to_numpy()
+    if isinstance(cut, list):
+        wanted = set(map(str, cut))
+        codes, values = pd.factorize(series, use_na_sentinel=True)
+        bits = np.array([label_of(v) in wanted for v in values] + [False])[codes]
+    else:
+        bits = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float) > float(cut)
+    out = pd.array(bits, dtype="boolean")
+    out[missing] = pd.NA
+    return pd.Series(out, index=series.index, name=series.name)
+
+
+def _binary_codes(series: pd.Series, info: ColumnInfo, cut) -> tuple[list[Any], np.ndarray]:
+    if cut is not None:
+        series = binarize(series, cut)
+        domain: list[Any] = [False, True]
+        codes = np.where(series.isna().to_numpy(), -1,
+                         series.fillna(False).to_numpy(dtype=bool).astype(np.int32))
+        return domain, codes
+    if info.categories is None and series.dtype == np.bool_:
+        return [False, True], series.to_numpy(dtype=bool).astype(np.int32)
+    domain, codes, _ = encode_column(series, info, "preserve")
+    if len(domain) != 2:
+        raise MethodInputError(f"column {info.name!r} has {len(domain)} distinct values; warner needs "
+                               "exactly 2 (give a cut point to binarize it)")
+    return domain, codes
+
+
+def run_warner(data: MethodInput, params: WarnerParams, ctx: RunContext) -> ReleaseResult:
+    frame = data.frame
+    if frame is None:
+        raise MethodInputError("warner needs a table")
+    chosen = _warner_columns(params, data.columns)
+    out = frame.copy(deep=False)
+    out_columns = list(data.columns)
+    shared_flip = flip_mask(len(frame), params.p, ctx.rng) if params.whole_record else None
+    eps1 = warner_epsilon(params.p)
+    per_column: dict[str, Any] = {}
+    for i, name in enumerate(chosen):
+        ctx.progress(i / len(chosen), f"randomizing {name}")
+        info = data.column(name)
+        cut = params.cut_points.get(name)
+        domain, codes = _binary_codes(frame[name], info, cut)
+        missing = codes < 0
+        if missing.any() and params.missing == "error":
+            raise MethodInputError(f"column {name!r} has missing cells; set missing='preserve' to "
+                                   "leave them missing")
+        flip = shared_flip if shared_flip is not None else flip_mask(len(frame), params.p, ctx.rng)
+        published = np.where(missing, -1, codes ^ flip.astype(np.int32))
+        if cut is not None or pd.api.types.is_bool_dtype(frame[name].dtype):
+            column = pd.array(published == 1, dtype="boolean")
+            column[published < 0] = pd.NA
+            out[name] = column if missing.any() else column.astype(bool)
+        else:
+            out[name] = pd.Categorical.from_codes(published, categories=domain)
+        if cut is not None:
+            idx = next(j for j, c in enumerate(out_columns) if c.name == name)
+            out_columns[idx] = dataclasses.replace(info, type="boolean", bounds=None, categories=None,
+                                                   integer=False, distinct=2)
+        counts = np.bincount(published[published >= 0], minlength=2).astype(float)
+        n = counts.sum()
+        pi1 = ((counts[1] / n) - (1.0 - params.p)) / (2.0 * params.p - 1.0) if n else float("nan")
+        per_column[name] = {
+            "domain": domain_labels(domain),
+            "binarize": None if cut is None else (
+                {"in": list(map(str, cut))} if isinstance(cut, list) else {"threshold": float(cut)}),
+            "local_epsilon": eps1,
+            "breach": max(params.p, 1.0 - params.p),
+            "pi_hat_at_release": float(min(max(pi1, 0.0), 1.0)) if n else None,
+            "missing_cells_left_out": int(missing.sum()),
+        }
+    m = len(chosen)
+    record_eps = math.inf if params.whole_record and m > 1 else m * eps1
+    unprotected = [c for c in frame.columns if c not in per_column]
+    statements = [
+        f"each randomized attribute, taken alone, is local ε-DP with ε = |ln(p/(1-p))| = {eps1:.4g}",
+        "Breach (paper §6.1) of a Warner attribute is max(p, 1-p)",
+        "flip probabilities are realized to within 2^-32",
+    ]
+    warnings: list[str] = []
+    if params.whole_record:
+        statements.append(
+            "whole-record flip (DTPD): one coin per record flips all randomized attributes together, "
+            "so which attributes are equal to which is published exactly; the record as a whole is "
+            "NOT differentially private" + (" (ε = ∞)" if m > 1 else ""))
+    else:
+        statements.append(f"one coin per cell: a record's randomized attributes together are "
+                          f"{record_eps:.4g}-local-DP (sequential composition)")
+    if any(c["missing_cells_left_out"] for c in per_column.values()):
+        warnings.append("missing cells were preserved: whether a cell is missing is unprotected")
+    if any(c["binarize"] for c in per_column.values()):
+        statements.append("columns with a cut point were binarized before randomizing; the cut "
+                          "points are published")
+    if unprotected:
+        statements.append("columns not randomized are released exactly as in the input and carry "
+                          "no guarantee: " + ", ".join(map(str, unprotected)))
+    ctx.progress(1.0, "done")
+    return ReleaseResult(
+        frame=out,
+        columns=out_columns,
+        guarantees=guarantee(
+            "local_dp", rng=ctx.rng.name,
+            private=ctx.rng.is_private and not unprotected and not math.isinf(record_eps),
+            epsilon=record_eps, protected_columns=chosen, unprotected_columns=unprotected,
+            statements=statements, warnings=warnings,
+            columns={name: {"local_epsilon": c["local_epsilon"], "breach": c["breach"]}
+                     for name, c in per_column.items()},
+        ),
+        metadata={"warner": {"p": params.p, "whole_record": params.whole_record, "columns": per_column}},
+    )
+
+
+def _warner_epsilon(params: WarnerParams, columns: list[ColumnInfo]) -> float:
+    m = len(_warner_columns(params, columns))
+    if params.whole_record and m > 1:
+        return math.inf
+    return m * warner_epsilon(params.p)
+
+
+def _check_warner(params: WarnerParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
+    _warner_columns(params, columns)
+
+
+# ------------------------------------------------------------------------- reconstruction
+def reconstruct_categorical(data: MethodInput, step: dict[str, Any], params: Any, ctx: RunContext) -> dict[str, Any]:
+    """Per categorical column of ``step``: the unbiased π̂, its standard errors, the
+    simplex-consistent estimate, inverted through every later step of the chain that
+    randomized the same column again. Reads only the final release."""
+    if data.frame is None or data.source is None:
+        raise MethodInputError("reconstruct needs a table release")
+    found, notes = columns_to_reconstruct(data, step, getattr(params, "columns", None), CategoricalChannel)
+    out: dict[str, Any] = {}
+    for name, channel in found:
+        try:
+            est = channel.estimate(count_labels(data.frame[name], channel.labels, name))
+        except ValueError as exc:
+            raise MethodInputError(str(exc)) from None
+        missing_cells = int(data.frame[name].isna().sum()) if MISSING not in channel.labels else 0
+        out[name] = _describe_estimate(name, step, channel, est, missing_cells)
+    return {"columns": out, "notes": notes,
+            "projection": "Euclidean projection of the unbiased vector onto the probability simplex",
+            "standard_errors": "sqrt(λ̂_j(1-λ̂_j)/n) / |scale| (scale = p0 for ERRPH, 2p-1 for Warner; "
+                               "the product over chained steps)"}
+
+
+def _describe_estimate(name: str, step: dict[str, Any], channel: CategoricalChannel,
+                       est: dict[str, Any], missing_cells: int) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "kind": "categorical", "n": est["n"], "domain": list(channel.domain),
+        "estimate": est["estimate"].tolist(), "consistent": est["consistent"].tolist(),
+        "standard_error": est["standard_error"].tolist(),
+        "published_share": est["published_share"].tolist(), "through_steps": list(channel.steps),
+    }
+    if channel.preserve_missing and missing_cells:
+        entry["population"] = "cells that were not missing (missing cells were left out)"
+        entry["missing_cells"] = missing_cells
+    if step["method"] == "errph" and len(channel.steps) == 1:
+        meta = step["metadata"]["errph"][name]
+        entry["breach_at_reconstructed"] = float(
+            breach(meta["p0"], np.asarray(meta["p"]), est["consistent"]).max())
+    if step["method"] == "warner":
+        entry.update(kind="binary", positive_value=channel.domain[1],
+                     pi_hat=float(est["estimate"][1]), pi_hat_standard_error=float(est["standard_error"][1]))
+    return entry
 
 
 register(MethodSpec(
@@ -290,9 +649,32 @@ register(MethodSpec(
             "value with probability p0, else takes value a_j with probability p_j.",
     params=ErrphParams,
     guarantee="local ε-DP per attribute, ε = max_j ln((p0+p_j)/p_j); summed over a record's attributes",
-    paper="Zhang & Tang, Privacy Preserving Naive Bayes Classification, Chinese Journal of "
-          "Computers 30(8), 2007 (seed 000)",
+    paper=PAPER,
     run=run_errph,
-    check=_check,
+    epsilon=_errph_epsilon,
+    check=_check_errph,
     docs="docs/methods/errph.md",
 ))
+
+register(MethodSpec(
+    name="warner",
+    family="randomized_response",
+    kind=Kind.release,
+    summary="Warner's randomized response on binary columns: each cell (or, for DTPD, each whole "
+            "record) is published as is with probability p, flipped otherwise; optional cut points "
+            "binarize columns first.",
+    params=WarnerParams,
+    guarantee="local ε-DP per attribute, ε = |ln(p/(1-p))|; per-cell coins compose over a record, "
+              "the whole-record flip is not DP for more than one column",
+    paper="Warner 1965 (JASA 60); Du & Zhan 2003 (DTPD), as the baseline of seed 000",
+    run=run_warner,
+    epsilon=_warner_epsilon,
+    check=_check_warner,
+    docs="docs/methods/warner.md",
+))
+
+register_reconstructor("errph", reconstruct_categorical)
+register_reconstructor("warner", reconstruct_categorical)
+
+__all__ = ["MISSING", "randomize_codes", "flip_mask", "local_epsilon", "warner_epsilon",
+           "estimate_distribution", "project_to_simplex", "breach", "binarize", "encode_column"]

@@ -1,0 +1,522 @@
+"""Classifiers trained on randomized releases (spec 01 §4, §5).
+
+- ``PPNBClassifier``: naive Bayes whose class-conditional distributions are reconstructed from
+  the release with the published randomization parameters (ERRPH/Warner: eq. 4, projected to
+  the simplex and smoothed; TRR: eq. 5, Gaussian with the reconstructed moments). It predicts
+  on raw records. ``ppnb_train`` fits it on a release.
+- ``DTPDClassifier``: Du & Zhan's ID3 tree on a whole-record-flipped binary release, whose
+  counts at every node are reconstructed from a conjunction and its complement.
+  ``dtpd_train`` fits it on a release made by ``warner`` with ``whole_record=true``.
+
+Both follow scikit-learn's conventions (``__init__`` stores params, fitted attributes end in
+``_``), so ``cross_val_score``, ``clone`` and the metrics work on them unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import Field, field_validator
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
+
+from app.privacy.context import RunContext
+from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
+from app.privacy.randomized_response import binarize
+from app.privacy.registry import Kind, MethodInputError, MethodSpec, Params, Source, register
+from app.privacy.results import ModelResult
+from app.privacy.rr_channels import (
+    CategoricalChannel, NumericChannel, Opaque, chain_channels, label_codes, label_of,
+    project_to_simplex, unique_names,
+)
+from app.privacy.transforming_rr import sample_moments
+
+PAPER = ("Zhang & Tang, Privacy Preserving Naive Bayes Classification, Chinese Journal of "
+         "Computers 30(8), 2007 (seed 000), §5")
+
+
+def _frame(X: Any) -> pd.DataFrame:
+    if isinstance(X, pd.DataFrame):
+        return X
+    arr = np.asarray(X)
+    return pd.DataFrame(arr, columns=[f"x{i}" for i in range(arr.shape[1])])
+
+
+def _raw_labels(series: pd.Series, channel: CategoricalChannel, labels) -> np.ndarray:
+    """Codes of raw values in ``labels``, binarizing first when the release binarized."""
+    if channel.binarize is not None:
+        cut = channel.binarize.get("in", channel.binarize.get("threshold"))
+        series = binarize(series, cut)
+    return label_codes(series, labels)
+
+
+# ------------------------------------------------------------------------------------ PPNB
+class PPNBClassifier(ClassifierMixin, BaseEstimator):
+    """Naive Bayes on a randomized release, predicting on raw records.
+
+    Parameters
+    ----------
+    randomization : dict column → CategoricalChannel | NumericChannel, optional
+        What the release did to each column (``release_randomization`` reads it from a
+        release's chain). A column not named is taken as released unchanged: categorical unless
+        its dtype is numeric.
+    alpha : float
+        Additive smoothing of the categorical likelihoods: (s_i·π̂ + α) / (s_i + α·k).
+    var_smoothing : float
+        Added to every variance, times the largest reconstructed variance (as GaussianNB).
+    """
+
+    def __init__(self, randomization: dict[str, Any] | None = None, alpha: float = 1.0,
+                 var_smoothing: float = 1e-9):
+        self.randomization = randomization
+        self.alpha = alpha
+        self.var_smoothing = var_smoothing
+
+    # -- fitting ------------------------------------------------------------------------
+    def fit(self, X, y):
+        X = _frame(X)
+        y = np.asarray(y)
+        if len(X) != len(y) or len(X) == 0:
+            raise ValueError("X and y must be non-empty and of the same length")
+        if self.alpha < 0:
+            raise ValueError("alpha must be ≥ 0")
+        keep = pd.notna(y)
+        X, y = X.loc[keep], y[keep]
+        self.classes_, y_idx = np.unique(y.astype(str) if y.dtype == object else y, return_inverse=True)
+        n_classes = len(self.classes_)
+        self.class_count_ = np.bincount(y_idx, minlength=n_classes).astype(float)
+        self.class_log_prior_ = np.log(self.class_count_ / self.class_count_.sum())
+        self.feature_names_in_ = np.asarray(X.columns, dtype=object)
+        self.n_features_in_ = X.shape[1]
+        randomization = self.randomization or {}
+        self.features_: list[dict[str, Any]] = []
+        self.variance_fallbacks_: list[dict[str, Any]] = []
+        for name in X.columns:
+            channel = randomization.get(name)
+            if isinstance(channel, Opaque):
+                raise ValueError(f"column {name!r} was changed by {channel.method}, which PPNB cannot invert")
+            series = X[name]
+            if channel is None:
+                numeric = pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype)
+                channel = NumericChannel() if numeric else CategoricalChannel.identity(
+                    sorted({label_of(v) for v in pd.unique(series.dropna())}))
+            if isinstance(channel, CategoricalChannel):
+                self.features_.append(self._fit_categorical(name, series, y_idx, channel))
+            else:
+                self.features_.append(self._fit_numeric(name, series, y_idx, channel))
+        numeric = [f for f in self.features_ if f["kind"] == "numeric"]
+        if numeric:
+            floor = self.var_smoothing * max(max(f["pooled_variance"], 0.0) for f in numeric)
+            for f in numeric:
+                f["var"] = f["var"] + floor
+        return self
+
+    def _fit_categorical(self, name, series, y_idx, channel: CategoricalChannel) -> dict[str, Any]:
+        """P(a_j | C_i) = (λ_{j|i} - offset_j)/scale (eq. 4), projected to the simplex and
+        smoothed; λ counted over the published labels of the class's non-missing cells."""
+        codes = label_codes(series, channel.labels)
+        if (codes == -2).any():
+            raise ValueError(f"column {name!r} holds values outside its published domain")
+        ok = codes >= 0
+        n_labels, n_classes = len(channel.labels), len(self.classes_)
+        counts = np.bincount(y_idx[ok] * n_labels + codes[ok],
+                             minlength=n_classes * n_labels).reshape(n_classes, n_labels).astype(float)
+        pick = [channel.labels.index(lab) for lab in channel.domain]
+        k = len(pick)
+        log_prob = np.empty((n_classes, k))
+        for i in range(n_classes):
+            s_i = counts[i].sum()
+            if s_i == 0:
+                log_prob[i] = -math.log(k)
+                continue
+            pi = (counts[i] / s_i - np.asarray(channel.offset)) / channel.scale
+            pi = project_to_simplex(pi[pick])
+            smoothed = (s_i * pi + self.alpha) / (s_i + self.alpha * k)
+            with np.errstate(divide="ignore"):
+                log_prob[i] = np.log(smoothed)
+        return {"name": name, "kind": "categorical", "channel": channel, "log_prob": log_prob}
+
+    def _fit_numeric(self, name, series, y_idx, channel: NumericChannel) -> dict[str, Any]:
+        """Per class x̂̄ and Ŝ_x² (eq. 5 with §3's moments). A class whose variance estimate is
+        ≤ 0 takes the estimate of the whole column instead (a near-zero variance would turn the
+        likelihood into a spike); if that is ≤ 0 too the feature is left out."""
+        y = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        n_all, mean_all, var_all = sample_moments(y)
+        pooled = channel.invert(mean_all, var_all)[1] if n_all > 1 else -1.0
+        means = np.zeros(len(self.classes_))
+        variances = np.zeros(len(self.classes_))
+        for i in range(len(self.classes_)):
+            n_i, mean_i, var_i = sample_moments(y[y_idx == i])
+            if n_i == 0:
+                means[i], var_est = channel.invert(mean_all, var_all)[0], -1.0
+            else:
+                means[i], var_est = channel.invert(mean_i, var_i)
+            if n_i < 2 or not var_est > 0:
+                self.variance_fallbacks_.append({"feature": name, "class": str(self.classes_[i]),
+                                                 "estimate": float(var_est) if n_i >= 2 else None,
+                                                 "used": "pooled" if pooled > 0 else "feature left out"})
+                var_est = pooled
+            variances[i] = var_est
+        usable = bool(np.all(variances > 0))
+        return {"name": name, "kind": "numeric", "channel": channel, "mean": means,
+                "var": np.where(variances > 0, variances, 1.0), "pooled_variance": pooled,
+                "used": usable}
+
+    # -- prediction ---------------------------------------------------------------------
+    def _joint_log_likelihood(self, X) -> np.ndarray:
+        check_is_fitted(self, "features_")
+        X = _frame(X)
+        missing = [f["name"] for f in self.features_ if f["name"] not in X.columns]
+        if missing:
+            raise ValueError(f"records lack the feature(s): {', '.join(map(str, missing[:5]))}")
+        jll = np.tile(self.class_log_prior_, (len(X), 1))
+        for f in self.features_:
+            series = X[f["name"]]
+            if f["kind"] == "categorical":
+                codes = _raw_labels(series, f["channel"], f["channel"].domain)
+                known = codes >= 0  # unseen or missing raw values leave the feature out
+                jll[known] += f["log_prob"][:, codes[known]].T
+            elif f["used"]:
+                x = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+                known = ~np.isnan(x)
+                diff = x[known, None] - f["mean"][None, :]
+                jll[known] += -0.5 * (np.log(2 * np.pi * f["var"])[None, :] + diff * diff / f["var"][None, :])
+        return jll
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        jll = self._joint_log_likelihood(X)
+        top = jll.max(axis=1, keepdims=True)
+        return jll - (top + np.log(np.exp(jll - top).sum(axis=1, keepdims=True)))
+
+    def predict_proba(self, X) -> np.ndarray:
+        return np.exp(self.predict_log_proba(X))
+
+    def predict(self, X) -> np.ndarray:
+        return self.classes_[np.argmax(self._joint_log_likelihood(X), axis=1)]
+
+
+# ------------------------------------------------------------------------------------ DTPD
+def _bits(series: pd.Series, domain: tuple[str, ...] | list[str], binarize_spec, name: str) -> np.ndarray:
+    """0/1 per cell (-1 missing or outside the domain) of a binary column."""
+    channel = CategoricalChannel(tuple(domain), 1.0, (0.0, 0.0), tuple(domain), binarize=binarize_spec)
+    codes = _raw_labels(series, channel, channel.domain)
+    return np.where(codes < 0, -1, codes).astype(np.int8)
+
+
+class DTPDClassifier(ClassifierMixin, BaseEstimator):
+    """ID3 on a whole-record-flipped binary release (Du & Zhan 2003, spec §5).
+
+    Parameters
+    ----------
+    randomization : dict, optional
+        The ``warner`` step's metadata: ``p`` (θ, the probability a record is published as
+        is) and per flipped column its two-label ``domain`` (label 1 = the second) and
+        ``binarize`` cut. Columns of X not named are binary columns published unchanged.
+        None: nothing was flipped (θ = 1), a plain ID3 tree.
+    max_depth : int, optional
+        Depth limit; default: as deep as the attributes allow.
+    min_count : float
+        A node is split only when its reconstructed record count is at least this (a number
+        < 1 is a fraction of the training records).
+    """
+
+    def __init__(self, randomization: dict[str, Any] | None = None, max_depth: int | None = None,
+                 min_count: float = 0.002):
+        self.randomization = randomization
+        self.max_depth = max_depth
+        self.min_count = min_count
+
+    def fit(self, X, y):
+        X = _frame(X)
+        y = np.asarray(y)
+        keep = pd.notna(y)
+        X, y = X.loc[keep], y[keep]
+        self.classes_, y_idx = np.unique(y.astype(str) if y.dtype == object else y, return_inverse=True)
+        rand = self.randomization or {"p": 1.0, "columns": {}}
+        self.theta_ = float(rand.get("p", 1.0))
+        if abs(2 * self.theta_ - 1) < 1e-12:
+            raise ValueError("θ = 0.5: nothing can be reconstructed")
+        flipped_cols = rand.get("columns", {})
+        self.feature_names_in_ = np.asarray(X.columns, dtype=object)
+        self.n_features_in_ = X.shape[1]
+        self.domains_, self.binarize_ = [], []
+        bits = np.empty((len(X), X.shape[1]), dtype=np.int8)
+        for j, name in enumerate(X.columns):
+            spec = flipped_cols.get(name)
+            domain = tuple(spec["domain"]) if spec else tuple(sorted({label_of(v) for v in pd.unique(X[name].dropna())}))
+            if len(domain) != 2:
+                raise ValueError(f"column {name!r} is not binary")
+            self.domains_.append(domain)
+            self.binarize_.append(spec.get("binarize") if spec else None)
+            bits[:, j] = _bits(X[name], domain, None, name)  # the release is already binary
+        if (bits < 0).any():
+            raise ValueError("DTPD needs complete binary records: some cells are missing")
+        self.flipped_ = np.array([name in flipped_cols for name in X.columns])
+        n = len(X)
+        min_count = self.min_count * n if self.min_count < 1 else self.min_count
+        onehot = np.eye(len(self.classes_))[y_idx]
+        self._grow(bits, onehot, min_count)
+        return self
+
+    def _grow(self, bits: np.ndarray, onehot: np.ndarray, min_count: float) -> None:
+        """Breadth-first ID3. A node holds the rows whose published bits match its path E and
+        the rows that match the complement Ē (flipped attributes inverted); the estimated
+        count of E ∧ A=v ∧ c is (θ·N*(E∧A=v∧c) − (1−θ)·N*(Ē∧A=v'∧c)) / (2θ−1), clipped at 0."""
+        theta, m = self.theta_, bits.shape[1]
+        depth_limit = m if self.max_depth is None else min(self.max_depth, m)
+        all_rows = np.arange(len(bits))
+        root_counts = onehot.sum(axis=0)
+        feature, children, dist = [-1], [[-1, -1]], [root_counts / root_counts.sum()]
+        queue = deque([(0, all_rows, all_rows, root_counts, frozenset(), 0)])
+        while queue:
+            node, rows_e, rows_c, counts, used, depth = queue.popleft()
+            total = counts.sum()
+            if depth >= depth_limit or total < min_count or np.count_nonzero(counts) <= 1:
+                continue
+            split = self._best_split(bits, onehot, rows_e, rows_c, counts, used, theta)
+            if split is None:
+                continue
+            a, child_counts = split
+            feature[node] = a
+            for v in (0, 1):
+                v_c = v ^ int(self.flipped_[a])
+                child = len(feature)
+                feature.append(-1)
+                children.append([-1, -1])
+                c = child_counts[v]
+                dist.append(c / c.sum() if c.sum() > 0 else dist[node])
+                children[node][v] = child
+                queue.append((child, rows_e[bits[rows_e, a] == v], rows_c[bits[rows_c, a] == v_c],
+                              c, used | {a}, depth + 1))
+        self.tree_feature_ = np.array(feature)
+        self.tree_children_ = np.array(children)
+        self.tree_distribution_ = np.array(dist)
+
+    def _best_split(self, bits, onehot, rows_e, rows_c, counts, used, theta):
+        def table(rows):
+            ones = bits[rows].T.astype(np.float64) @ onehot[rows]  # (m, C): A=1 ∧ c
+            return np.stack([onehot[rows].sum(axis=0)[None, :] - ones, ones])  # (2, m, C)
+        t_e = table(rows_e)
+        t_c = t_e if rows_c is rows_e else table(rows_c)
+        flip = self.flipped_.astype(int)
+        est = np.empty_like(t_e)
+        for v in (0, 1):
+            comp = np.where(flip[:, None] == 1, t_c[1 - v], t_c[v])
+            est[v] = np.maximum((theta * t_e[v] - (1 - theta) * comp) / (2 * theta - 1), 0.0)
+        parent = _entropy(counts)
+        sizes = est.sum(axis=2)  # (2, m)
+        weights = sizes / np.maximum(sizes.sum(axis=0, keepdims=True), 1e-300)
+        gain = parent - (weights * _entropy(est)).sum(axis=0)
+        gain[list(used)] = -np.inf
+        a = int(np.argmax(gain))
+        if not gain[a] > 1e-12:
+            return None
+        return a, (est[0, a], est[1, a])
+
+    def _leaves(self, X) -> np.ndarray:
+        check_is_fitted(self, "tree_feature_")
+        X = _frame(X)
+        bits = np.column_stack([
+            _bits(X[name], dom, spec, name)
+            for name, dom, spec in zip(self.feature_names_in_, self.domains_, self.binarize_)])
+        node = np.zeros(len(X), dtype=np.intp)
+        rows = np.arange(len(X))
+        while True:
+            f = self.tree_feature_[node]
+            b = np.where(f >= 0, bits[rows, np.maximum(f, 0)], -1)
+            move = (f >= 0) & (b >= 0)  # a missing bit stops at the node it reached
+            if not move.any():
+                return node
+            node = np.where(move, self.tree_children_[node, np.maximum(b, 0)], node)
+
+    def predict_proba(self, X) -> np.ndarray:
+        return self.tree_distribution_[self._leaves(X)]
+
+    def predict(self, X) -> np.ndarray:
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    @property
+    def n_nodes_(self) -> int:
+        return len(self.tree_feature_)
+
+
+def _entropy(counts: np.ndarray) -> np.ndarray:
+    """Entropy (bits) of class counts along the last axis."""
+    total = counts.sum(axis=-1, keepdims=True)
+    p = np.divide(counts, total, out=np.zeros_like(counts, dtype=float), where=total > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(p > 0, -p * np.log2(np.where(p > 0, p, 1.0)), 0.0)
+    return terms.sum(axis=-1)
+
+
+# ---------------------------------------------------------------------- analysis methods
+def release_randomization(source: SourceRelease | None) -> dict[str, Any]:
+    """Per column, the composed channel of every step of the release's chain."""
+    return {} if source is None else chain_channels(source.steps())
+
+
+class TrainParams(Params):
+    label: str | None = Field(None, description="the class column; default: the column whose role is "
+                              "'label'")
+    features: list[str] | None = Field(
+        None, description="columns to learn from; default: every other column except identifiers")
+
+    _distinct = field_validator("features")(classmethod(lambda cls, v: unique_names(v)))
+
+
+class PPNBParams(TrainParams):
+    alpha: float = Field(1.0, ge=0.0, le=1e6, description="additive smoothing of categorical likelihoods")
+
+
+class DTPDParams(TrainParams):
+    max_depth: int | None = Field(None, ge=1, le=64, description="depth limit of the tree")
+    min_count: float = Field(0.002, ge=0.0, le=1e9, description="smallest reconstructed record count "
+                             "a node needs to be split (< 1: a fraction of the records)")
+
+
+def _label_and_features(params: TrainParams, columns: list[ColumnInfo],
+                        default_features: list[str] | None = None) -> tuple[str, list[str]]:
+    names = [c.name for c in columns]
+    label = params.label
+    if label is None:
+        labels = [c.name for c in columns if c.role == "label"]
+        if len(labels) != 1:
+            raise MethodInputError("name the class column in 'label' (the schema declares "
+                                   f"{len(labels)} label column(s))")
+        label = labels[0]
+    if label not in names:
+        raise MethodInputError(f"unknown label column {label!r}")
+    if params.features is not None:
+        features = list(params.features)
+    elif default_features is not None:
+        features = list(default_features)
+    else:
+        features = [c.name for c in columns if c.name != label and c.role != "identifier"]
+    unknown = [f for f in features if f not in names]
+    if unknown:
+        raise MethodInputError(f"unknown feature column {unknown[0]!r}")
+    if label in features:
+        raise MethodInputError(f"the label {label!r} cannot also be a feature")
+    if not features:
+        raise MethodInputError("no feature columns")
+    return label, features
+
+
+def _model_metadata(model, label: str, features: list[str], source: SourceRelease | None) -> dict[str, Any]:
+    return {"label": label, "classes_": [str(c) for c in model.classes_], "features": features,
+            "trained_on_release": None if source is None else source.release_id,
+            "predicts_on": "raw records: a table with the original feature columns"}
+
+
+def run_ppnb_train(data: MethodInput, params: PPNBParams, ctx: RunContext) -> ModelResult:
+    if data.frame is None:
+        raise MethodInputError("ppnb_train needs a table release")
+    label, features = _label_and_features(params, data.columns)
+    randomization = release_randomization(data.source)
+    opaque = [f for f in features if isinstance(randomization.get(f), Opaque)]
+    if opaque:
+        raise MethodInputError(f"column {opaque[0]!r} was changed by {randomization[opaque[0]].method}, "
+                               "which PPNB cannot invert; leave it out of 'features'")
+    if label in randomization:
+        raise MethodInputError(f"the label {label!r} was randomized; PPNB needs the class untouched")
+    ctx.progress(0.1, "fitting")
+    try:
+        model = PPNBClassifier(randomization={f: randomization[f] for f in features if f in randomization},
+                               alpha=params.alpha).fit(data.frame[features], data.frame[label])
+    except ValueError as exc:
+        raise MethodInputError(str(exc)) from None
+    meta = _model_metadata(model, label, features, data.source)
+    meta.update(
+        kind="ppnb",
+        feature_kinds={f["name"]: f["kind"] for f in model.features_},
+        randomized_by={f: list(randomization[f].steps) for f in features if f in randomization},
+        variance_fallbacks=model.variance_fallbacks_,
+        class_counts=model.class_count_.tolist(),
+    )
+    ctx.progress(1.0, "done")
+    return ModelResult(model=model, metadata=meta, metrics={"train_rows": int(len(data.frame))})
+
+
+def _whole_record_step(source: SourceRelease | None) -> dict[str, Any]:
+    steps = [] if source is None else [s for s in source.steps() if s.get("method") == "warner"
+                                      and (s.get("metadata") or {}).get("warner", {}).get("whole_record")]
+    if len(steps) != 1:
+        raise MethodInputError("dtpd_train needs a release made by warner with whole_record=true "
+                               f"(found {len(steps)} such step(s) in the chain)")
+    return steps[0]
+
+
+def run_dtpd_train(data: MethodInput, params: DTPDParams, ctx: RunContext) -> ModelResult:
+    if data.frame is None:
+        raise MethodInputError("dtpd_train needs a table release")
+    step = _whole_record_step(data.source)
+    warner = step["metadata"]["warner"]
+    label, features = _label_and_features(params, data.columns, list(warner["columns"]))
+    channels = release_randomization(data.source)
+    for f in features:
+        ch = channels.get(f)
+        if ch is not None and (not isinstance(ch, CategoricalChannel) or ch.steps != ("warner",)):
+            raise MethodInputError(f"column {f!r} was randomized by another step too; DTPD's "
+                                   "reconstruction needs the whole-record flip alone")
+    ctx.progress(0.1, "growing the tree")
+    try:
+        model = DTPDClassifier(randomization=warner, max_depth=params.max_depth,
+                               min_count=params.min_count).fit(data.frame[features], data.frame[label])
+    except ValueError as exc:
+        raise MethodInputError(str(exc)) from None
+    meta = _model_metadata(model, label, features, data.source)
+    meta.update(kind="dtpd", theta=model.theta_, flipped=[f for f in features if f in warner["columns"]],
+                binarize={f: warner["columns"][f].get("binarize") for f in features if f in warner["columns"]},
+                n_nodes=model.n_nodes_)
+    ctx.progress(1.0, "done")
+    return ModelResult(model=model, metadata=meta, metrics={"train_rows": int(len(data.frame))})
+
+
+def _check_train(params: TrainParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
+    _label_and_features(params, columns, None)
+
+
+def _check_dtpd(params: DTPDParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
+    if source is not None:
+        step = _whole_record_step(source)
+        _label_and_features(params, columns, list(step["metadata"]["warner"]["columns"]))
+    else:
+        _label_and_features(params, columns, None)
+
+
+register(MethodSpec(
+    name="ppnb_train",
+    family="randomized_response",
+    kind=Kind.analysis,
+    summary="Train privacy-preserving naive Bayes on a randomized release (ERRPH/Warner categorical, "
+            "TRR numeric, class untouched); the model predicts on raw records.",
+    params=PPNBParams,
+    guarantee="post-processing of the release: no further privacy cost",
+    paper=PAPER,
+    run=run_ppnb_train,
+    sources=frozenset({Source.release}),
+    check=_check_train,
+    produces_randomness=False,
+    docs="docs/methods/ppnb_train.md",
+))
+
+register(MethodSpec(
+    name="dtpd_train",
+    family="randomized_response",
+    kind=Kind.analysis,
+    summary="Train the DTPD baseline (ID3 on reconstructed counts, Du & Zhan 2003) on a binary "
+            "release made by warner with whole_record=true.",
+    params=DTPDParams,
+    guarantee="post-processing of the release: no further privacy cost",
+    paper="Du & Zhan, Using randomized response techniques for privacy-preserving data mining, "
+          "KDD 2003; the baseline of seed 000",
+    run=run_dtpd_train,
+    sources=frozenset({Source.release}),
+    check=_check_dtpd,
+    produces_randomness=False,
+    docs="docs/methods/dtpd_train.md",
+))

@@ -1,0 +1,287 @@
+"""What a randomized-response release did to each column, read back from its published
+metadata, and how to undo it on the statistics (spec 01 §1–§4).
+
+Every categorical randomizer of this family is an *affine channel*: for the true distribution
+π over the column's labels, the published distribution is λ = scale·π + offset (ERRPH:
+scale p0, offset p_j; Warner: scale 2p-1, offset 1-p for both values). Chained steps compose
+(scales multiply, offsets carry through), so one inversion π̂ = (λ̂ - offset)/scale undoes a
+whole chain, and since each channel acts on zero-sum vectors as a plain scaling, the
+covariance of π̂ is the multinomial covariance of λ̂ divided by scale².
+
+TRR is a numeric channel y = a·x + b whose moments invert step by step (spec §3).
+
+Used by the reconstructors (reconstruction of one step, through the later steps of a chain)
+and by the PPNB/DTPD estimators (the whole chain of a release).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from app.privacy.data import MethodInput, SourceRelease
+
+MISSING = "<missing>"  # the label of the missing category in published domains
+
+
+def label_of(value: Any) -> str:
+    """The label a published or raw value is known by in the metadata's domains."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+        return MISSING
+    return str(value)
+
+
+# --------------------------------------------------------------------------- categorical
+@dataclass(frozen=True)
+class CategoricalChannel:
+    """λ = scale·π + offset over ``labels``; ``domain`` are the labels of the original values
+    (a subset of ``labels`` once a later step widened the label space)."""
+
+    labels: tuple[str, ...]
+    scale: float
+    offset: tuple[float, ...]
+    domain: tuple[str, ...]
+    preserve_missing: bool = False  # missing cells were left out of the randomization
+    binarize: dict[str, Any] | None = None  # how a raw value becomes a label (warner cut points)
+    steps: tuple[str, ...] = ()
+
+    @staticmethod
+    def identity(labels: list[str]) -> CategoricalChannel:
+        return CategoricalChannel(tuple(labels), 1.0, (0.0,) * len(labels), tuple(labels))
+
+    def then(self, later: CategoricalChannel) -> CategoricalChannel:
+        """This channel followed by ``later`` (a later step on the published column). A label
+        this channel can publish but ``later`` never saw joins ``later``'s space with
+        probability 0 of being drawn, which is what happened to it."""
+        if later.binarize is not None:
+            raise ValueError("a later step binarized the column again")
+        if later.preserve_missing and MISSING in self.labels:
+            raise ValueError("a later step left missing cells out of its randomization")
+        labels = list(later.labels) + [lab for lab in self.labels if lab not in later.labels]
+        pos = {lab: i for i, lab in enumerate(labels)}
+        mine = np.zeros(len(labels))
+        mine[[pos[lab] for lab in self.labels]] = self.offset
+        theirs = np.zeros(len(labels))
+        theirs[: len(later.labels)] = later.offset
+        return CategoricalChannel(
+            labels=tuple(labels), scale=self.scale * later.scale,
+            offset=tuple((later.scale * mine + theirs).tolist()), domain=self.domain,
+            preserve_missing=self.preserve_missing or later.preserve_missing,
+            binarize=self.binarize, steps=self.steps + later.steps)
+
+    def estimate(self, counts: np.ndarray) -> dict[str, Any]:
+        """Unbiased π̂ over ``domain``, its standard errors, and the simplex-consistent π̃."""
+        n = float(counts.sum())
+        if n == 0:
+            raise ValueError("no published values to reconstruct from")
+        lam = counts / n
+        full = (lam - np.asarray(self.offset)) / self.scale
+        se = np.sqrt(lam * (1.0 - lam) / n) / abs(self.scale)
+        pick = [self.labels.index(lab) for lab in self.domain]
+        pi_hat = full[pick]
+        return {"n": int(n), "published_share": lam[pick], "estimate": pi_hat,
+                "standard_error": se[pick], "consistent": project_to_simplex(pi_hat)}
+
+
+def project_to_simplex(v: np.ndarray) -> np.ndarray:
+    """Euclidean projection onto the probability simplex (Duchi et al. 2008): the closest
+    distribution to the unbiased vector in L2."""
+    v = np.asarray(v, dtype=float)
+    u = np.sort(v)[::-1]
+    css = np.cumsum(u) - 1.0
+    idx = np.arange(1, len(v) + 1)
+    rho = np.nonzero(u - css / idx > 0)[0][-1]
+    theta = css[rho] / (rho + 1.0)
+    return np.maximum(v - theta, 0.0)
+
+
+def _distinct_with_codes(series: pd.Series) -> tuple[list[Any], np.ndarray]:
+    """The distinct non-missing values and each cell's index among them (-1 = missing)."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return list(series.cat.categories), series.cat.codes.to_numpy()
+    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    return list(uniques), codes
+
+
+def _label_table(values: list[Any], labels: tuple[str, ...] | list[str]) -> np.ndarray:
+    """Position in ``labels`` of each distinct value, then of the missing cell (last entry);
+    -1 for a missing cell whose label is not in ``labels``, -2 for a value outside them."""
+    pos = {lab: i for i, lab in enumerate(labels)}
+    return np.array([_lookup(pos, v) for v in values] + [pos.get(MISSING, -1)], dtype=np.int64)
+
+
+def label_codes(series: pd.Series, labels: tuple[str, ...] | list[str]) -> np.ndarray:
+    """Index of each cell's label in ``labels`` (-1: missing and not a label, -2: unknown)."""
+    values, codes = _distinct_with_codes(series)
+    return _label_table(values, labels)[codes]  # code -1 (missing) takes the last entry
+
+
+def _lookup(pos: dict[str, int], value: Any) -> int:
+    found = pos.get(label_of(value))
+    if found is None and isinstance(value, (float, np.floating)) and float(value).is_integer():
+        found = pos.get(str(int(value)))  # an integer category read back as a float
+    return -2 if found is None else found
+
+
+def count_labels(series: pd.Series, labels: tuple[str, ...], column: str) -> np.ndarray:
+    """How many cells carry each label (missing cells count only if missing is a label).
+    Counts the distinct values first, so a 10^7-cell categorical column takes a few ms."""
+    values, codes = _distinct_with_codes(series)
+    per_value = np.bincount(codes.astype(np.intp) + 1, minlength=len(values) + 1)
+    table = _label_table(values, labels)
+    where = np.concatenate([table[-1:], table[:-1]])  # bincount put the missing cells first
+    if ((where == -2) & (per_value > 0)).any():
+        raise ValueError(f"column {column!r} of the release holds values outside its published domain")
+    keep = where >= 0
+    return np.bincount(where[keep], weights=per_value[keep], minlength=len(labels)).astype(float)
+
+
+# ------------------------------------------------------------------------------- numeric
+@dataclass(frozen=True)
+class NumericChannel:
+    """y = a·x + b per step, a and b drawn from published sets with these moments
+    (population formulas, spec §3): (Ā, S_A², B̄, S_B²) per step, oldest first."""
+
+    moments: tuple[tuple[float, float, float, float], ...] = ()
+    steps: tuple[str, ...] = field(default=())
+
+    def then(self, later: NumericChannel) -> NumericChannel:
+        return NumericChannel(self.moments + later.moments, self.steps + later.steps)
+
+    def invert(self, mean_y: float, var_y: float) -> tuple[float, float]:
+        """Moments of x from those of y (paper eqs. 2, 3), undoing the newest step first:
+        x̄ = (ȳ - B̄)/Ā,  S_x² = (S_y² - S_A²·x̄² - S_B²) / (Ā² + S_A²). May return S_x² ≤ 0."""
+        mean, var = mean_y, var_y
+        for a_mean, a_var, b_mean, b_var in reversed(self.moments):
+            mean = (mean - b_mean) / a_mean
+            var = (var - a_var * mean * mean - b_var) / (a_mean * a_mean + a_var)
+        return mean, var
+
+    @property
+    def mean_gain(self) -> float:
+        """∂x̂̄/∂ȳ: the product of 1/Ā over the steps (for the mean's standard error)."""
+        return float(np.prod([1.0 / m[0] for m in self.moments])) if self.moments else 1.0
+
+    @property
+    def variance_gain(self) -> float:
+        return float(np.prod([1.0 / (m[0] ** 2 + m[1]) for m in self.moments])) if self.moments else 1.0
+
+
+# ----------------------------------------------------------------------------- the chain
+class Opaque:
+    """A later step changed the column in a way no channel here inverts."""
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+
+
+Channel = CategoricalChannel | NumericChannel | Opaque
+
+
+def step_channels(step: dict[str, Any]) -> dict[str, Channel]:
+    """The channel a published step applied to each column it protected."""
+    method, meta = step.get("method"), step.get("metadata") or {}
+    out: dict[str, Channel] = {}
+    if method == "errph":
+        for name, c in meta.get("errph", {}).items():
+            out[name] = CategoricalChannel(
+                labels=tuple(c["domain"]), scale=float(c["p0"]), offset=tuple(c["p"]),
+                domain=tuple(c["domain"]), preserve_missing=c.get("missing") == "preserve",
+                steps=("errph",))
+    elif method == "warner":
+        w = meta.get("warner", {})
+        p = float(w.get("p", 1.0))
+        for name, c in w.get("columns", {}).items():
+            out[name] = CategoricalChannel(
+                labels=tuple(c["domain"]), scale=2.0 * p - 1.0, offset=(1.0 - p, 1.0 - p),
+                domain=tuple(c["domain"]), preserve_missing=True,
+                binarize=c.get("binarize"), steps=("warner",))
+    elif method == "trr":
+        for name, c in meta.get("trr", {}).get("columns", {}).items():
+            out[name] = NumericChannel(((float(c["a_mean"]), float(c["a_var"]),
+                                         float(c["b_mean"]), float(c["b_var"])),), ("trr",))
+    for name in (step.get("guarantees") or {}).get("protected_columns", []) or []:
+        out.setdefault(name, Opaque(str(method)))
+    return out
+
+
+def compose(channels: list[Channel]) -> Channel | None:
+    """One channel for a column's successive steps (None when there are none)."""
+    result: Channel | None = None
+    for ch in channels:
+        if isinstance(ch, Opaque):
+            return ch
+        if result is None:
+            result = ch
+        elif type(result) is not type(ch):
+            return Opaque("mixed categorical and numeric randomization")
+        else:
+            try:
+                result = result.then(ch)  # type: ignore[arg-type]
+            except ValueError:
+                return Opaque(ch.steps[0] if ch.steps else "a later step")
+    return result
+
+
+def chain_channels(steps: list[dict[str, Any]] | tuple[dict[str, Any], ...]) -> dict[str, Channel]:
+    """Per column, the composition of every step of a release's chain that touched it."""
+    per_column: dict[str, list[Channel]] = {}
+    for step in steps:
+        for name, ch in step_channels(step).items():
+            per_column.setdefault(name, []).append(ch)
+    return {name: c for name, chs in per_column.items() if (c := compose(chs)) is not None}
+
+
+def step_index(steps: tuple[dict[str, Any], ...], step: dict[str, Any]) -> int:
+    for i in range(len(steps) - 1, -1, -1):
+        if steps[i] is step or steps[i] == step:
+            return i
+    raise ValueError("step is not part of the release's chain")
+
+
+def columns_to_reconstruct(data: MethodInput, step: dict[str, Any], wanted: list[str] | None,
+                           kind: type) -> tuple[list[tuple[str, Any]], list[str]]:
+    """For the reconstructor of ``step``: each of its columns of channel type ``kind`` (among
+    ``wanted``) with the channel composed through every later step of the chain, and notes on
+    the columns that cannot be reconstructed from the final release."""
+    steps = data.source.steps() if data.source is not None else (step,)
+    later = [step_channels(s) for s in steps[step_index(steps, step) + 1:]]
+    found: list[tuple[str, Any]] = []
+    notes: list[str] = []
+    for name, first in step_channels(step).items():
+        if not isinstance(first, kind) or (wanted is not None and name not in wanted):
+            continue
+        channel = compose([first, *[chs[name] for chs in later if name in chs]])
+        if isinstance(channel, Opaque):
+            notes.append(f"column {name!r}: changed again by a later step ({channel.method}) in a way "
+                         "that cannot be inverted; not reconstructed")
+        elif data.frame is None or name not in data.frame.columns:
+            notes.append(f"column {name!r} is not in the release; not reconstructed")
+        else:
+            found.append((name, channel))
+    return found, notes
+
+
+def unique_names(names: list[str] | None) -> list[str] | None:
+    """Pydantic validator body: a list of column names must not repeat."""
+    if names is not None and len(set(names)) != len(names):
+        raise ValueError("column names must not repeat")
+    return names
+
+
+def as_release_input(previous: MethodInput, result: Any, method: str, params: Any,
+                     release_id: str | None = None) -> MethodInput:
+    """The input a method sees when it runs on ``result`` (a ReleaseResult of ``method`` run
+    on ``previous``): the release's frame and schema, with the chain extended by this step.
+    The service builds the same from stored releases; experiments and tests chain in memory."""
+    chain = previous.source.steps() if previous.source is not None else ()
+    dumped = params.model_dump(mode="json") if hasattr(params, "model_dump") else dict(params)
+    source = SourceRelease(release_id=release_id or f"{method}-{len(chain)}", method=method,
+                           params=dumped, guarantees=result.guarantees, metadata=result.metadata,
+                           chain=tuple(chain))
+    return MethodInput(columns=list(result.columns or previous.columns), frame=result.frame,
+                       source=source)

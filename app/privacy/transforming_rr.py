@@ -1,0 +1,305 @@
+"""TRR — transforming randomized response on numeric columns (spec 01 §3).
+
+Two finite sets A = {a_1..a_m} and B = {b_1..b_m} are drawn from Gaussians; every numeric cell
+x is published as y = a·x + b with a and b drawn uniformly from the sets, independently per
+cell. The sets and their moments are published with the release, so the column's mean and
+variance can be reconstructed (paper eqs. 2, 3). TRR gives no differential-privacy
+guarantee: its only privacy figure is the paper's breach-interval width.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import Field, field_validator, model_validator
+from scipy.stats import norm
+
+from app.privacy.context import RunContext
+from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
+from app.privacy.guarantees import guarantee
+from app.privacy.registry import (
+    Kind, MethodInputError, MethodSpec, Params, register, register_reconstructor,
+)
+from app.privacy.results import ReleaseResult
+from app.privacy.rng import SecureRandom
+from app.privacy.rr_channels import NumericChannel, columns_to_reconstruct, unique_names
+
+_CHUNK = 1 << 18
+BREACH_CONFIDENCES = (0.5, 0.9, 0.999)
+PAPER = ("Zhang & Tang, Privacy Preserving Naive Bayes Classification, Chinese Journal of "
+         "Computers 30(8), 2007 (seed 000), §4 and Table 2")
+
+
+# ----------------------------------------------------------------------------------- core
+@dataclasses.dataclass(frozen=True)
+class TrrSets:
+    a: np.ndarray
+    b: np.ndarray
+
+    @property
+    def moments(self) -> tuple[float, float, float, float]:
+        """(Ā, S_A², B̄, S_B²) with the paper's population formulas (divisor m)."""
+        return float(self.a.mean()), float(self.a.var()), float(self.b.mean()), float(self.b.var())
+
+
+def draw_sets(m: int, a_mean: float, a_var: float, b_mean: float, b_var: float,
+              rng: SecureRandom) -> TrrSets:
+    return TrrSets(a=rng.normal(m, loc=a_mean, scale=math.sqrt(a_var)),
+                   b=rng.normal(m, loc=b_mean, scale=math.sqrt(b_var)))
+
+
+def _uniform_index(u: np.ndarray, m: int) -> np.ndarray:
+    """floor(u·m / 2^32): uniform on [0, m) to within m/2^32."""
+    return ((u.astype(np.uint64) * np.uint64(m)) >> np.uint64(32)).astype(np.intp)
+
+
+def transform(x: np.ndarray, sets: TrrSets, rng: SecureRandom) -> np.ndarray:
+    """y = a·x + b, a and b drawn uniformly and independently from the sets per cell.
+    NaN (a missing cell) stays NaN. Works in cache-sized chunks."""
+    x = np.asarray(x, dtype=np.float64)
+    out = np.empty_like(x)
+    m_a, m_b = len(sets.a), len(sets.b)
+    for start in range(0, len(x), _CHUNK):
+        stop = min(start + _CHUNK, len(x))
+        u = rng.uint32(2 * (stop - start))
+        block = out[start:stop]
+        np.multiply(sets.a[_uniform_index(u[: stop - start], m_a)], x[start:stop], out=block)
+        block += sets.b[_uniform_index(u[stop - start:], m_b)]
+    return out
+
+
+def sample_moments(y: np.ndarray) -> tuple[int, float, float]:
+    """n, ȳ and the sample variance S_y² (divisor n-1) of the non-missing values."""
+    y = y[~np.isnan(y)]
+    n = len(y)
+    if n == 0:
+        return 0, math.nan, math.nan
+    return n, float(y.mean()), float(y.var(ddof=1)) if n > 1 else 0.0
+
+
+def reconstruct_moments(y: np.ndarray, channel: NumericChannel) -> dict[str, Any]:
+    """x̂̄ and Ŝ_x² of the original column from its published values (paper eqs. 2, 3), with
+    standard errors by the delta method on (ȳ, S_y²). The variance estimate can come out ≤ 0
+    (the S_A²·x̄² term dominates when x̄² ≫ Var(x)): then it is clipped to 0 and flagged."""
+    y = np.asarray(y, dtype=np.float64)
+    y = y[~np.isnan(y)]
+    n, mean_y, var_y = sample_moments(y)
+    if n < 2:
+        raise ValueError("fewer than 2 published values")
+    mean, var = channel.invert(mean_y, var_y)
+    centered = y - mean_y
+    mu3 = float(np.mean(centered**3))
+    mu4 = float(np.mean(centered**4))
+    cov = np.array([[var_y, mu3], [mu3, max(mu4 - var_y * var_y, 0.0)]]) / n
+    grad = _gradient(channel, mean_y, var_y)
+    se_var = float(np.sqrt(max(grad[1] @ cov @ grad[1], 0.0)))
+    return {
+        "n": n, "published_mean": mean_y, "published_variance": var_y,
+        "mean": mean, "mean_standard_error": float(np.sqrt(var_y / n) * abs(channel.mean_gain)),
+        "variance_raw": var, "variance": max(var, 0.0), "variance_clipped": var <= 0.0,
+        "variance_standard_error": se_var,
+    }
+
+
+def _gradient(channel: NumericChannel, mean_y: float, var_y: float) -> np.ndarray:
+    """∂(x̄, S_x²)/∂(ȳ, S_y²) by central differences (invert is a low-degree polynomial)."""
+    rows = np.zeros((2, 2))
+    for j, (dm, dv) in enumerate(((1.0, 0.0), (0.0, 1.0))):
+        h = 1e-6 * max(abs(mean_y) if j == 0 else abs(var_y), 1.0)
+        hi = channel.invert(mean_y + h * dm, var_y + h * dv)
+        lo = channel.invert(mean_y - h * dm, var_y - h * dv)
+        rows[:, j] = (np.asarray(hi) - np.asarray(lo)) / (2 * h)
+    return rows
+
+
+def breach_widths(variance: float) -> dict[str, float]:
+    """BreachWidth(C) = 2·z_{(1+C)/2}·Ŝ_x (paper Table 2) for C = 0.5, 0.9, 0.999."""
+    sd = math.sqrt(max(variance, 0.0))
+    return {str(c): float(2.0 * norm.ppf((1.0 + c) / 2.0) * sd) for c in BREACH_CONFIDENCES}
+
+
+# ----------------------------------------------------------------------------- the method
+class TrrOverride(Params):
+    a_mean: float | None = Field(None, description="mean of the Gaussian the set A is drawn from")
+    a_var: float | None = Field(None, ge=0.0, le=1e6, description="variance of A's Gaussian")
+    b_mean: float | None = Field(None, description="mean of B's Gaussian")
+    b_var: float | None = Field(None, ge=0.0, le=1e12, description="variance of B's Gaussian")
+
+    @field_validator("a_mean")
+    @classmethod
+    def _nonzero(cls, v):
+        if v == 0.0:
+            raise ValueError("a_mean must not be 0: the mean could not be reconstructed")
+        return v
+
+
+class TrrParams(Params):
+    columns: list[str] | None = Field(
+        None, description="numeric columns to transform; default: every numeric column that is not "
+        "the label or an identifier")
+    a_mean: float = Field(1.0, description="mean of the Gaussian the set A is drawn from (Ā ≠ 0)")
+    a_var: float = Field(1.0, ge=0.0, le=1e6, description="variance of A's Gaussian")
+    b_mean: float = Field(0.0, description="mean of B's Gaussian (the paper designs B̄ = 0)")
+    b_var: float = Field(1.0, ge=0.0, le=1e12, description="variance of B's Gaussian")
+    set_size: int = Field(256, ge=1, le=65_536,
+                          description="m, the number of elements of each set (published in full)")
+    per_column: dict[str, TrrOverride] = Field(
+        default_factory=dict, description="per-column overrides of the Gaussians' parameters")
+
+    _distinct = field_validator("columns")(classmethod(lambda cls, v: unique_names(v)))
+
+    @model_validator(mode="after")
+    def _nonzero(self):
+        if self.a_mean == 0.0:
+            raise ValueError("a_mean must not be 0: the mean could not be reconstructed")
+        return self
+
+
+def _trr_columns(params: TrrParams, columns: list[ColumnInfo]) -> list[str]:
+    by_name = {c.name: c for c in columns}
+    if params.columns is None:
+        chosen = [c.name for c in columns if c.type == "numeric" and c.role not in ("label", "identifier")]
+    else:
+        chosen = list(params.columns)
+    for name in chosen:
+        if name not in by_name:
+            raise MethodInputError(f"unknown column {name!r}")
+        if by_name[name].type != "numeric":
+            raise MethodInputError(f"column {name!r} is {by_name[name].type}; trr transforms numeric "
+                                   "columns only")
+    for name in params.per_column:
+        if name not in chosen:
+            raise MethodInputError(f"parameters given for column {name!r}, which is not transformed")
+    if not chosen:
+        raise MethodInputError("no numeric column to transform")
+    return chosen
+
+
+def _gaussians(name: str, params: TrrParams) -> dict[str, float]:
+    o = params.per_column.get(name)
+    pick = lambda key: getattr(o, key) if o is not None and getattr(o, key) is not None else getattr(params, key)  # noqa: E731
+    return {key: float(pick(key)) for key in ("a_mean", "a_var", "b_mean", "b_var")}
+
+
+def run_trr(data: MethodInput, params: TrrParams, ctx: RunContext) -> ReleaseResult:
+    frame = data.frame
+    if frame is None:
+        raise MethodInputError("trr needs a table")
+    chosen = _trr_columns(params, data.columns)
+    out = frame.copy(deep=False)
+    out_columns = list(data.columns)
+    per_column: dict[str, Any] = {}
+    for i, name in enumerate(chosen):
+        ctx.progress(i / len(chosen), f"transforming {name}")
+        try:
+            x = pd.to_numeric(frame[name], errors="raise").to_numpy(dtype=np.float64, na_value=np.nan)
+        except (ValueError, TypeError):
+            raise MethodInputError(f"column {name!r} holds non-numeric values") from None
+        g = _gaussians(name, params)
+        sets = draw_sets(params.set_size, g["a_mean"], g["a_var"], g["b_mean"], g["b_var"], ctx.rng)
+        a_bar, a_var, b_bar, b_var = sets.moments
+        if abs(a_bar) < 1e-9:
+            raise MethodInputError(f"column {name!r}: the drawn set A has mean ≈ 0, so the mean "
+                                   "could not be reconstructed; choose a_mean further from 0")
+        y = transform(x, sets, ctx.rng)
+        out[name] = y
+        idx = next(j for j, c in enumerate(out_columns) if c.name == name)
+        out_columns[idx] = dataclasses.replace(out_columns[idx], bounds=None, integer=False,
+                                               distinct=None)
+        channel = NumericChannel(((a_bar, a_var, b_bar, b_var),), ("trr",))
+        try:
+            rec = reconstruct_moments(y, channel)
+        except ValueError:
+            rec = {"mean": math.nan, "variance": 0.0, "variance_clipped": True}
+        per_column[name] = {
+            "set_size": params.set_size, "gaussians": g,
+            "a_set": sets.a.tolist(), "b_set": sets.b.tolist(),
+            "a_mean": a_bar, "a_var": a_var, "b_mean": b_bar, "b_var": b_var,
+            "missing_cells_left_out": int(np.isnan(x).sum()),
+            "reconstructed_mean": _finite(rec["mean"]), "reconstructed_variance": rec["variance"],
+            "variance_clipped": bool(rec["variance_clipped"]),
+            "breach_width": breach_widths(rec["variance"]),
+        }
+    unprotected = [c for c in frame.columns if c not in per_column]
+    statements = [
+        "TRR gives NO differential-privacy guarantee: y = a·x + b with a, b from published finite "
+        "sets bounds no likelihood ratio; its only privacy figure is the breach-interval width",
+        "breach_width[C] = 2·z_{(1+C)/2}·Ŝ_x, the width of the interval that holds the original "
+        "value with confidence C under the reconstructed Gaussian (paper Table 2)",
+        "the sets A and B (and their moments, population formulas) are published in the metadata",
+    ]
+    warnings: list[str] = []
+    if any(c["missing_cells_left_out"] for c in per_column.values()):
+        warnings.append("missing cells stay missing: whether a cell is missing is unprotected")
+    clipped = [n for n, c in per_column.items() if c["variance_clipped"]]
+    if clipped:
+        warnings.append("reconstructed variance ≤ 0 (clipped to 0) for: " + ", ".join(clipped))
+    if unprotected:
+        statements.append("columns not transformed are released exactly as in the input: "
+                          + ", ".join(map(str, unprotected)))
+    ctx.progress(1.0, "done")
+    return ReleaseResult(
+        frame=out,
+        columns=out_columns,
+        guarantees=guarantee(
+            "none", rng=ctx.rng.name, private=False, epsilon=None, protected_columns=chosen,
+            unprotected_columns=unprotected, statements=statements, warnings=warnings,
+            columns={name: {"breach_width": c["breach_width"], "variance_clipped": c["variance_clipped"]}
+                     for name, c in per_column.items()},
+        ),
+        metadata={"trr": {"columns": per_column}},
+    )
+
+
+def _finite(x: float) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+def reconstruct_numeric(data: MethodInput, step: dict[str, Any], params: Any, ctx: RunContext) -> dict[str, Any]:
+    """Per numeric column of ``step``: reconstructed mean and variance (with standard errors and
+    a flag when the variance was clipped), inverted through later TRR steps on the column."""
+    if data.frame is None or data.source is None:
+        raise MethodInputError("reconstruct needs a table release")
+    found, notes = columns_to_reconstruct(data, step, getattr(params, "columns", None), NumericChannel)
+    out: dict[str, Any] = {}
+    for name, channel in found:
+        y = pd.to_numeric(data.frame[name], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        try:
+            rec = reconstruct_moments(y, channel)
+        except ValueError:
+            notes.append(f"column {name!r}: fewer than 2 published values; not reconstructed")
+            continue
+        out[name] = {"kind": "numeric", **{k: _finite(v) if isinstance(v, float) else v
+                                           for k, v in rec.items()},
+                     "breach_width": breach_widths(rec["variance"]), "through_steps": list(channel.steps)}
+        if rec["variance_clipped"]:
+            notes.append(f"column {name!r}: the variance estimate came out ≤ 0 (x̄² large next to "
+                         "Var(x)); reported as 0 and flagged")
+    return {"columns": out, "notes": notes,
+            "standard_errors": "delta method on (ȳ, S_y²) with their large-sample covariance; they "
+                               "cover sampling and randomization"}
+
+
+def _check_trr(params: TrrParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
+    _trr_columns(params, columns)
+
+
+register(MethodSpec(
+    name="trr",
+    family="randomized_response",
+    kind=Kind.release,
+    summary="Transforming randomized response: each numeric cell x is published as a·x + b, with a "
+            "and b drawn from two published finite sets of Gaussian draws.",
+    params=TrrParams,
+    guarantee="none: no differential privacy; breach-interval widths at C = 0.5, 0.9, 0.999",
+    paper=PAPER,
+    run=run_trr,
+    check=_check_trr,
+    docs="docs/methods/trr.md",
+))
+
+register_reconstructor("trr", reconstruct_numeric)
