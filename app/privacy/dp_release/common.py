@@ -1,0 +1,96 @@
+"""Parameters and steps shared by icahdp and dppro."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from pydantic import Field, field_validator
+
+from app.privacy.context import RunContext
+from app.privacy.data import ColumnInfo, MethodInput
+from app.privacy.dp_release.encoding import ColumnPlan, released_columns
+from app.privacy.registry import MethodInputError, Params
+
+MAX_ENCODED_WIDTH = 1000  # one-hot width cap: the covariance is width², its eigensystem width³
+NEIGHBOURING = ("neighbouring tables differ in the values of one record (replace one); the "
+                "number of records n is public")
+
+Category = str | int | float | bool
+
+
+class TableParams(Params):
+    """Parameters every DP table release shares."""
+
+    epsilon: float = Field(..., gt=0.0, le=100.0, description="privacy budget ε of the release")
+    bounds: dict[str, tuple[float, float]] | None = Field(
+        None, description="declared [lo, hi] per numeric column (overrides the dataset schema); "
+        "values are clipped to them")
+    categories: dict[str, list[Category]] | None = Field(
+        None, description="declared domain per categorical column (overrides the dataset schema)")
+    columns: list[str] | None = Field(
+        None, description="columns to release; default every column that is not an identifier. "
+        "Columns left out are not published at all")
+
+    @field_validator("columns")
+    @classmethod
+    def _distinct(cls, v):
+        if v is not None and len(set(v)) != len(v):
+            raise ValueError("columns must not repeat")
+        return v
+
+    @field_validator("bounds")
+    @classmethod
+    def _ordered(cls, v):
+        for name, (lo, hi) in (v or {}).items():
+            if not lo < hi:
+                raise ValueError(f"bounds of {name!r}: lo must be < hi")
+        return v
+
+
+def check_references(params: TableParams, columns: list[ColumnInfo]) -> list[ColumnInfo]:
+    """The released columns; every column named in bounds/categories must be one of them."""
+    chosen = released_columns(columns, params.columns)
+    names = {c.name for c in chosen}
+    types = {c.name: c.type for c in chosen}
+    for name in params.bounds or {}:
+        if name not in names:
+            raise MethodInputError(f"bounds given for column {name!r}, which is not released")
+        if types[name] != "numeric":
+            raise MethodInputError(f"bounds given for column {name!r}, which is not numeric")
+    for name in params.categories or {}:
+        if name not in names:
+            raise MethodInputError(f"categories given for column {name!r}, which is not released")
+        if types[name] == "numeric":
+            raise MethodInputError(f"categories given for column {name!r}, which is numeric")
+    if not chosen:
+        raise MethodInputError("no column to release")
+    return chosen
+
+
+def check_width(plans: list[ColumnPlan]) -> None:
+    width = sum(p.width for p in plans)
+    if width > MAX_ENCODED_WIDTH:
+        raise MethodInputError(f"the one-hot encoding is {width} wide (limit {MAX_ENCODED_WIDTH}): "
+                               "release fewer columns or columns with fewer categories")
+
+
+def require_rows(data: MethodInput) -> pd.DataFrame:
+    frame = data.frame
+    if frame is None:
+        raise MethodInputError("this method releases a table")
+    if len(frame) < 2:
+        raise MethodInputError("the table needs at least 2 records")
+    return frame
+
+
+def assemble(frame: pd.DataFrame, parts: dict[str, Any]) -> pd.DataFrame:
+    """The released columns in the input's order."""
+    order = [c for c in frame.columns if c in parts]
+    return pd.DataFrame({c: parts[c] for c in order}, index=frame.index).reset_index(drop=True)
+
+
+def rng_statements(ctx: RunContext) -> list[str]:
+    if ctx.rng.is_private:
+        return [f"noise drawn from {ctx.rng.name}; no seed is accepted"]
+    return ["SEEDED RNG (reproducible test mode): the noise is predictable, the release is NOT private"]

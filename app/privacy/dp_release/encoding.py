@@ -1,0 +1,243 @@
+"""Columns ↔ a matrix in [0, 1]^p.
+
+A numeric column is clipped to its bounds [lo, hi] and scaled to [0, 1]; a categorical column
+becomes a one-hot block (a missing cell is an all-zero block). So one record is a vector x with
+every coordinate in [0, 1], at most one 1 per block, and two records differ by at most
+``l1_diameter`` = n_numeric + 2·n_categorical in L1 and √l1_diameter in L2 — the sensitivities
+every mechanism of this package is calibrated to.
+
+Decoding is post-processing: clip to [0, 1], map back to [lo, hi], snap to the column's output
+grid (a power of two; 1 for integer columns) inside the bounds, and argmax for a one-hot block.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from app.privacy.data import ColumnInfo
+from app.privacy.registry import MethodInputError
+
+OUTPUT_GRID_STEPS = 4096  # a non-integer column's output grid: ≤ 1/4096 of its range
+DECLARED = ("params", "schema", "type")
+
+
+@dataclass
+class ColumnPlan:
+    name: str
+    kind: Literal["numeric", "categorical"]
+    lo: float = 0.0
+    hi: float = 1.0
+    integer: bool = False
+    categories: tuple[Any, ...] = ()
+    source: str = "params"  # where the bounds or categories came from
+    info: ColumnInfo | None = None
+    start: int = 0
+
+    @property
+    def width(self) -> int:
+        return 1 if self.kind == "numeric" else len(self.categories)
+
+    @property
+    def declared(self) -> bool:
+        return self.source in DECLARED
+
+    @property
+    def grid(self) -> float | None:
+        """Step of the released values (numeric columns): 1 for integers, else the largest
+        power of two ≤ (hi - lo) / 4096."""
+        if self.kind != "numeric":
+            return None
+        if self.integer:
+            return 1.0
+        return 2.0 ** math.floor(math.log2((self.hi - self.lo) / OUTPUT_GRID_STEPS))
+
+    @property
+    def grid_bounds(self) -> tuple[float, float]:
+        g = self.grid
+        return g * math.ceil(self.lo / g), g * math.floor(self.hi / g)
+
+    def encode(self, series: pd.Series, fill: float | None) -> np.ndarray:
+        """n × width block in [0, 1]. ``fill``: scaled value for a missing numeric cell."""
+        if self.kind == "numeric":
+            values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64)
+            if np.isnan(values).any() and not series.isna().all():
+                bad = np.isnan(values) & series.notna().to_numpy()
+                if bad.any():
+                    raise MethodInputError(f"column {self.name!r} holds non-numeric values")
+            scaled = (np.clip(values, self.lo, self.hi) - self.lo) / (self.hi - self.lo)
+            scaled[np.isnan(scaled)] = 0.5 if fill is None else fill
+            return scaled[:, None]
+        labels = [str(c) for c in self.categories]
+        missing = series.isna().to_numpy()
+        codes = pd.Categorical(series.astype(str), categories=labels).codes.astype(np.int64)
+        codes[missing] = -1
+        if np.any((codes < 0) & ~missing):
+            raise MethodInputError(f"column {self.name!r} holds values outside its declared categories")
+        block = np.zeros((len(series), self.width), dtype=np.float64)
+        rows = np.flatnonzero(codes >= 0)
+        block[rows, codes[rows]] = 1.0
+        return block
+
+    def decode(self, block: np.ndarray) -> pd.Series | pd.Categorical:
+        if self.kind == "numeric":
+            values = self.lo + np.clip(block[:, 0], 0.0, 1.0) * (self.hi - self.lo)
+            g = self.grid
+            lo_g, hi_g = self.grid_bounds
+            values = np.clip(g * np.rint(values / g), lo_g, hi_g)
+            return values.astype(np.int64) if self.integer else values
+        codes = np.argmax(block, axis=1)
+        return pd.Categorical.from_codes(codes, categories=list(self.categories))
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.kind, "source": self.source}
+        if self.kind == "numeric":
+            out.update(bounds=[self.lo, self.hi], grid=self.grid, grid_bounds=list(self.grid_bounds),
+                       integer=self.integer)
+        else:
+            out.update(categories=[_plain(c) for c in self.categories],
+                       decoding="one-hot block, argmax")
+        return out
+
+    def output_info(self) -> ColumnInfo:
+        base = self.info or ColumnInfo(name=self.name, type=self.kind)
+        if self.kind == "numeric":
+            return ColumnInfo(name=self.name, type="numeric", role=base.role,
+                              bounds=(self.lo, self.hi), integer=self.integer)
+        return ColumnInfo(name=self.name, type=base.type if base.type != "numeric" else "categorical",
+                          role=base.role, categories=tuple(str(c) for c in self.categories))
+
+
+def _plain(v: Any) -> Any:
+    return v.item() if isinstance(v, np.generic) else v
+
+
+@dataclass
+class Encoding:
+    plans: list[ColumnPlan]
+    width: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        start = 0
+        for plan in self.plans:
+            plan.start = start
+            start += plan.width
+        self.width = start
+
+    @property
+    def n_numeric(self) -> int:
+        return sum(p.kind == "numeric" for p in self.plans)
+
+    @property
+    def n_categorical(self) -> int:
+        return sum(p.kind == "categorical" for p in self.plans)
+
+    @property
+    def l1_diameter(self) -> float:
+        """max ‖x - x'‖₁ over two encoded records."""
+        return float(self.n_numeric + 2 * self.n_categorical)
+
+    @property
+    def l2_diameter(self) -> float:
+        """max ‖x - x'‖₂ over two encoded records."""
+        return math.sqrt(self.l1_diameter)
+
+    @property
+    def max_l1_norm(self) -> float:
+        """max ‖x‖₁ of an encoded record (every coordinate ≥ 0)."""
+        return float(self.n_numeric + self.n_categorical)
+
+    def names(self) -> list[str]:
+        out: list[str] = []
+        for p in self.plans:
+            out += [p.name] if p.kind == "numeric" else [f"{p.name}={c}" for c in p.categories]
+        return out
+
+    def encode(self, frame: pd.DataFrame, fill: dict[str, float] | None = None) -> np.ndarray:
+        fill = fill or {}
+        blocks = [p.encode(frame[p.name], fill.get(p.name)) for p in self.plans]
+        if not blocks:
+            return np.zeros((len(frame), 0))
+        return np.hstack(blocks)
+
+    def decode(self, matrix: np.ndarray, index: pd.Index) -> pd.DataFrame:
+        cols = {p.name: p.decode(matrix[:, p.start:p.start + p.width]) for p in self.plans}
+        return pd.DataFrame(cols, index=index)
+
+    def subset(self, names: set[str]) -> Encoding:
+        return Encoding([_copy(p) for p in self.plans if p.name in names])
+
+
+def _copy(plan: ColumnPlan) -> ColumnPlan:
+    return ColumnPlan(plan.name, plan.kind, plan.lo, plan.hi, plan.integer, plan.categories,
+                      plan.source, plan.info)
+
+
+# ---------------------------------------------------------------------------- planning
+def released_columns(columns: list[ColumnInfo], chosen: list[str] | None) -> list[ColumnInfo]:
+    """The columns a release covers: ``chosen`` or every column that is not an identifier."""
+    by_name = {c.name: c for c in columns}
+    if chosen is None:
+        return [c for c in columns if c.role != "identifier"]
+    for name in chosen:
+        if name not in by_name:
+            raise MethodInputError(f"unknown column {name!r}")
+    return [by_name[n] for n in chosen]
+
+
+def plan_column(info: ColumnInfo, bounds: dict[str, tuple[float, float]] | None,
+                categories: dict[str, list[Any]] | None, frame: pd.DataFrame | None,
+                *, require_declared: bool) -> ColumnPlan:
+    """Bounds/categories from the params, else the schema, else (only when
+    ``require_declared`` is False and a frame is given) read from the data."""
+    name = info.name
+    if info.type == "numeric":
+        given = (bounds or {}).get(name)
+        source = "params" if given is not None else "schema" if info.bounds is not None else None
+        lohi = given if given is not None else info.bounds
+        if lohi is None:
+            if require_declared or frame is None:
+                raise MethodInputError(
+                    f"column {name!r} has no declared bounds: give them in the 'bounds' parameter "
+                    "or in the dataset schema (bounds read from the data are not private)")
+            values = pd.to_numeric(frame[name], errors="coerce")
+            lohi = (float(values.min()), float(values.max())) if values.notna().any() else (0.0, 1.0)
+            if lohi[1] <= lohi[0]:
+                lohi = (lohi[0], lohi[0] + 1.0)
+            source = "data"
+        lo, hi = float(lohi[0]), float(lohi[1])
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise MethodInputError(f"column {name!r}: bounds must be finite with lo < hi")
+        if info.integer and math.ceil(lo) > math.floor(hi):
+            raise MethodInputError(f"column {name!r} is integer but its bounds hold no integer")
+        return ColumnPlan(name, "numeric", lo, hi, info.integer, source=source, info=info)
+    given_c = (categories or {}).get(name)
+    if given_c is not None:
+        cats, source = tuple(given_c), "params"
+    elif info.categories is not None:
+        cats, source = tuple(info.categories), "schema"
+    elif info.type == "boolean" and frame is not None and pd.api.types.is_bool_dtype(frame[name]):
+        cats, source = (False, True), "type"
+    elif require_declared or frame is None:
+        raise MethodInputError(
+            f"column {name!r} has no declared categories: give them in the 'categories' parameter "
+            "or in the dataset schema (a domain read from the data is not private)")
+    else:
+        cats = tuple(sorted(pd.unique(frame[name].dropna()).tolist(), key=str))
+        source = "data"
+    if len(cats) < 1 or len({str(c) for c in cats}) != len(cats):
+        raise MethodInputError(f"column {name!r}: categories must be non-empty and distinct")
+    return ColumnPlan(name, "categorical", categories=cats, source=source, info=info)
+
+
+def check_declared(columns: list[ColumnInfo], bounds: dict | None, categories: dict | None) -> None:
+    """Raise the MethodInputError of the first column without declared bounds/categories
+    (booleans excepted: their domain is known when the data is boolean-typed)."""
+    for info in columns:
+        if info.type == "boolean" and info.categories is None and (categories or {}).get(info.name) is None:
+            continue
+        plan_column(info, bounds, categories, None, require_declared=True)
