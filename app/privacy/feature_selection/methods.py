@@ -1,0 +1,321 @@
+"""The ``rfka`` and ``hamdist`` release methods: k-anonymous feature subset selection.
+
+Both one-hot encode the candidate attributes (numeric ones binned, see encoding.py), rank the
+indicators (RFKA: out-of-bag permutation importance of a random forest; Greedy_Hamdist: Hamming
+distance to the label), walk the ranking keeping an indicator while the projection stays
+k-anonymous, and release the projection on the kept indicators plus the label.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import Field, field_validator
+
+from app.privacy.context import RunContext
+from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
+from app.privacy.feature_selection.encoding import MAX_INDICATORS, BinaryFeatures, encode
+from app.privacy.feature_selection.importance import OOBPermutationImportance
+from app.privacy.feature_selection.selection import (
+    class_sizes, greedy_k_anonymous, hamming_scores, label_homogeneous_share,
+)
+from app.privacy.guarantees import guarantee
+from app.privacy.registry import Kind, MethodInputError, MethodSpec, Params, register
+from app.privacy.results import ReleaseResult
+
+SEED_004 = ("Huang Mei & Zhu Yan, K-anonymous feature selection based on random forest feature "
+            "importance, Computer Applications and Software 37(3), 2020 (seed 004)")
+GREEDY_HAMDIST = ("Zhang, Mohammed, Dave & Al Hasan, Feature selection for classification under "
+                  "anonymity constraint, Transactions on Data Privacy 10, 2017 — as spec 04 §3 reads it")
+
+
+# ------------------------------------------------------------------------------ parameters
+class FeatureSelectionParams(Params):
+    label: str | None = Field(
+        None, description="the class column (RFKA's forest target; the released sensitive "
+        "column); default: the column whose role is label")
+    k: int = Field(5, ge=1, le=1_000_000, description="every combination of released feature "
+                   "values is shared by at least k records")
+    bins: int = Field(5, ge=2, le=100, description="numeric columns with more than `bins` "
+                      "distinct values are cut into `bins` equal-width bins (over the declared "
+                      "bounds, else the data's min..max) before one-hot encoding")
+    quasi_identifiers: list[str] | None = Field(
+        None, min_length=1, description="candidate attributes; default: the columns whose role "
+        "is quasi_identifier, else every column that is not the label, an identifier or sensitive")
+
+    @field_validator("quasi_identifiers")
+    @classmethod
+    def _distinct(cls, v):
+        if v is not None and len(set(v)) != len(v):
+            raise ValueError("quasi_identifiers must not repeat")
+        return v
+
+
+class RfkaParams(FeatureSelectionParams):
+    n_estimators: int = Field(1000, ge=1, le=5000, description="trees of the random forest "
+                              "(paper: 1000)")
+    max_oob_rows: int = Field(2000, ge=50, le=1_000_000, description="OOB rows evaluated per "
+                              "tree (a uniform subset when a tree has more); bounds the cost "
+                              "on large tables")
+
+
+class HamdistParams(FeatureSelectionParams):
+    n_estimators: int | None = Field(
+        None, ge=1, le=5000, description="not used: Greedy_Hamdist grows no forest; accepted so "
+        "that rfka and hamdist take the same parameters")
+
+
+# ------------------------------------------------------------------------------ validation
+def _roles(params: FeatureSelectionParams, columns: list[ColumnInfo]) -> tuple[str, list[str]]:
+    """The label and the candidate attributes, or MethodInputError naming the problem."""
+    by_name = {c.name: c for c in columns}
+    if params.label is not None:
+        if params.label not in by_name:
+            raise MethodInputError(f"unknown label column {params.label!r}")
+        label = params.label
+    else:
+        labels = [c.name for c in columns if c.role == "label"]
+        if len(labels) != 1:
+            raise MethodInputError("no label given and the schema declares "
+                                   f"{len(labels)} label columns; set 'label'")
+        label = labels[0]
+    if params.quasi_identifiers is not None:
+        candidates = list(params.quasi_identifiers)
+        for name in candidates:
+            if name not in by_name:
+                raise MethodInputError(f"unknown column {name!r} in quasi_identifiers")
+            if name == label:
+                raise MethodInputError(f"column {name!r} is the label; it cannot also be a "
+                                       "quasi-identifier")
+            if by_name[name].role == "identifier":
+                raise MethodInputError(f"column {name!r} is an identifier; identifiers are "
+                                       "never released")
+    else:
+        candidates = [c.name for c in columns if c.role == "quasi_identifier" and c.name != label]
+        if not candidates:
+            candidates = [c.name for c in columns if c.name != label
+                          and c.role not in ("identifier", "sensitive", "label")]
+    if not candidates:
+        raise MethodInputError("no candidate attribute: declare quasi-identifiers or pass "
+                               "quasi_identifiers")
+    return label, candidates
+
+
+def _check(params: FeatureSelectionParams, columns: list[ColumnInfo],
+           source: SourceRelease | None) -> None:
+    label, candidates = _roles(params, columns)
+    by_name = {c.name: c for c in columns}
+    # Indicators per attribute are at most its distinct values (numeric: at most bins).
+    bound = sum(min(params.bins, by_name[c].distinct or 0) if by_name[c].type == "numeric"
+                else (by_name[c].distinct or 0) for c in candidates)
+    if bound > MAX_INDICATORS + len(candidates):
+        raise MethodInputError(f"the candidates have about {bound} distinct values in all; the "
+                               f"one-hot encoding allows {MAX_INDICATORS} indicators")
+
+
+def _check_hamdist(params: HamdistParams, columns: list[ColumnInfo],
+                   source: SourceRelease | None) -> None:
+    _check(params, columns, source)
+    label, _ = _roles(params, columns)
+    info = next(c for c in columns if c.name == label)
+    if info.distinct is not None and info.distinct != 2:
+        raise MethodInputError(f"hamdist needs a binary label; column {label!r} has "
+                               f"{info.distinct} values")
+
+
+# ------------------------------------------------------------------------------ the runs
+# A ranker returns the visiting order, the score of every feature and how it scored them.
+Ranker = Callable[[BinaryFeatures, np.ndarray, RunContext],
+                  tuple[np.ndarray, np.ndarray, dict[str, Any]]]
+
+
+def _rank_by_importance(params: RfkaParams) -> Ranker:
+    def rank(features: BinaryFeatures, y: np.ndarray, ctx: RunContext):
+        # The forest's randomness protects nobody (k-anonymity is checked on the output,
+        # whatever was drawn); it is seeded from ctx.rng so the seeded test mode reproduces.
+        seed = int(ctx.rng.uint64(1)[0])
+        model = OOBPermutationImportance(
+            n_estimators=params.n_estimators, max_oob_rows=params.max_oob_rows, random_state=seed,
+            progress=lambda f: ctx.progress(0.1 + 0.8 * f, "OOB permutation importance"))
+        model.fit(features.matrix, y)
+        scores = model.importances_
+        order = np.argsort(-scores, kind="stable")  # descending; ties keep column order
+        return order, scores, {
+            "criterion": "out-of-bag permutation importance (seed 004 eq. 3): mean over trees "
+                         "of (R_k - R_k^a) / |OOB_k|; higher = more important",
+            "n_estimators": params.n_estimators, "max_oob_rows": params.max_oob_rows,
+            "max_features": "sqrt", "oob_accuracy": model.oob_accuracy_,
+            "trees_splitting_on": dict(zip(features.names, model.used_by_trees_.tolist())),
+        }
+    return rank
+
+
+def _rank_by_hamming(features: BinaryFeatures, y: np.ndarray, ctx: RunContext):
+    if len(np.unique(y)) != 2:
+        raise MethodInputError("hamdist needs a binary label; the label column has "
+                               f"{len(np.unique(y))} classes")
+    scores = hamming_scores(features.matrix, y)
+    order = np.argsort(scores, kind="stable")  # ascending; ties keep column order
+    return order, scores, {
+        "criterion": "Hamming distance to the label, min(d(f,y), d(not f,y)) / n; lower = "
+                     "closer to the label (Greedy_Hamdist as spec 04 reads it)"}
+
+
+def _select(method: str, data: MethodInput, params: FeatureSelectionParams, ctx: RunContext,
+            rank: Ranker) -> ReleaseResult:
+    frame = data.frame
+    if frame is None:
+        raise MethodInputError(f"{method} needs a table")
+    label, candidates = _roles(params, data.columns)
+    n = len(frame)
+    if frame[label].isna().any():
+        raise MethodInputError(f"label column {label!r} has missing values")
+    if params.k > n:
+        raise MethodInputError(f"k = {params.k} exceeds the number of records ({n})")
+    ctx.progress(0.0, "encoding")
+    started = time.perf_counter()
+    features = encode(frame, data.columns, candidates, params.bins)
+    if label in features.names:
+        raise MethodInputError(f"an indicator is named like the label column {label!r}")
+    y = pd.factorize(frame[label], sort=True)[0]
+    if len(np.unique(y)) < 2:
+        raise MethodInputError(f"label column {label!r} has a single class")
+    ctx.progress(0.1, "ranking")
+    order, scores, ranking = rank(features, y, ctx)
+    ranked = time.perf_counter()
+    ctx.progress(0.9, "greedy k-anonymity test")
+    decisions = greedy_k_anonymous(features.matrix, order, params.k)
+    selected = [features.names[d.feature] for d in decisions if d.kept]
+    columns = [features.names.index(s) for s in selected]
+    out = pd.DataFrame(features.matrix[:, columns], columns=selected, index=frame.index)
+    out[label] = frame[label]
+    sizes = class_sizes(out, selected)
+    if sizes.min() < params.k:  # an independent group-by, not the greedy loop's bookkeeping
+        raise RuntimeError(f"{method}: the projection failed its k-anonymity verification")
+    finished = time.perf_counter()
+    ctx.progress(1.0, "done")
+    return _release(method, params, label, candidates, features, order, scores, ranking,
+                    decisions, out, sizes, timings={"ranking": ranked - started,
+                                                     "selection": finished - ranked},
+                    columns=data.columns)
+
+
+def _release(method, params, label, candidates, features, order, scores, ranking, decisions,
+             out, sizes, timings, columns) -> ReleaseResult:
+    selected = [c for c in out.columns if c != label]
+    kept_attrs = sorted({features.attributes[features.names.index(s)] for s in selected})
+    removed = [a for a in candidates if a not in kept_attrs]
+    homogeneous = label_homogeneous_share(out, selected, label)
+    log = [{"rank": r + 1, "feature": features.names[d.feature],
+            "attribute": features.attributes[d.feature], "score": float(scores[d.feature]),
+            "decision": "kept" if d.kept else "dropped",
+            # A dropped feature's class sizes are not published: they would describe records
+            # that the release itself keeps hidden.
+            "classes_after": d.classes if d.kept else None,
+            "min_class_size_after": d.min_class_size if d.kept else None}
+           for r, d in enumerate(decisions)]
+    warnings = []
+    edges_from_data = [a for a, e in features.encoding.items()
+                       if e.get("edges_from") == "data min and max"]
+    if edges_from_data:
+        warnings.append("bin edges read from the data (no declared bounds) disclose the min and "
+                        "max of: " + ", ".join(edges_from_data))
+    if not selected:
+        warnings.append("no feature could be kept at this k: the release holds the label only")
+    if homogeneous > 0:
+        warnings.append(f"{homogeneous:.1%} of records are in classes with a single label value: "
+                        "their label is disclosed to anyone who can place them in their class")
+    label_info = next(c for c in columns if c.name == label)
+    out_columns = [ColumnInfo(name=s, type="numeric", role="quasi_identifier", bounds=(0.0, 1.0),
+                              integer=True) for s in selected]
+    out_columns.append(ColumnInfo(name=label, type=label_info.type, role="label",
+                                  categories=label_info.categories, integer=label_info.integer))
+    return ReleaseResult(
+        frame=out,
+        columns=out_columns,
+        guarantees=guarantee(
+            "k_anonymity", rng="none: the guarantee does not depend on randomness", private=True,
+            protected_columns=selected, unprotected_columns=[label],
+            statements=[
+                f"k-anonymity on the projection: every combination of the released feature "
+                f"values is shared by at least k = {params.k} records (smallest class: "
+                f"{int(sizes.min())}), verified on the output by an independent group-by",
+                "feature selection only: released cells are exact one-hot indicators of the "
+                "(binned) attributes; nothing is perturbed. This is a syntactic guarantee, not "
+                "differential privacy, and it assumes the attacker's background knowledge is "
+                "limited to the candidate attributes",
+                f"the label {label!r} is released as is (the sensitive attribute): k-anonymity "
+                "does not stop attribute disclosure in classes whose records share one label",
+                "the selection read every record and the label; the ranking and each keep/drop "
+                "decision are published in the metadata",
+            ],
+            warnings=warnings, k=params.k),
+        metrics={"records": int(len(out)), "candidate_attributes": len(candidates),
+                 "candidate_features": len(features.names), "selected_features": len(selected),
+                 "removed_attributes": len(removed), "equivalence_classes": int(len(sizes)),
+                 "min_class_size": int(sizes.min()), "average_class_size": float(sizes.mean()),
+                 "discernibility": float(np.sum(sizes.astype(float) ** 2)),
+                 "label_homogeneous_share": homogeneous,
+                 "seconds": {key: float(v) for key, v in timings.items()},
+                 **({"oob_accuracy": ranking["oob_accuracy"]} if "oob_accuracy" in ranking else {})},
+        metadata={"feature_selection": {
+            "method": method, "label": label, "k": params.k, "bins": params.bins,
+            "candidates": candidates,
+            "encoding": {"kind": "one-hot of the attributes, numeric ones binned first; an "
+                                 "attribute with two values gives one indicator; missing is a "
+                                 "value of its own", "attributes": features.encoding},
+            "ranking": ranking,
+            "order": [features.names[j] for j in order],
+            "decisions": log,
+            "selected": selected,
+            "attributes_kept": kept_attrs,
+            "attributes_removed": removed,
+        }},
+    )
+
+
+def run_rfka(data: MethodInput, params: RfkaParams, ctx: RunContext) -> ReleaseResult:
+    return _select("rfka", data, params, ctx, _rank_by_importance(params))
+
+
+def run_hamdist(data: MethodInput, params: HamdistParams, ctx: RunContext) -> ReleaseResult:
+    return _select("hamdist", data, params, ctx, _rank_by_hamming)
+
+
+_GUARANTEE = "k-anonymity of the projection on the selected features (not differential privacy)"
+
+register(MethodSpec(
+    name="rfka",
+    family="feature_selection",
+    kind=Kind.release,
+    summary="k-anonymous feature subset selection: rank one-hot features by random-forest "
+            "out-of-bag permutation importance, keep each in turn while the projection stays "
+            "k-anonymous, release the projection and the label.",
+    params=RfkaParams,
+    guarantee=_GUARANTEE,
+    paper=SEED_004,
+    run=run_rfka,
+    check=_check,
+    produces_randomness=False,  # the forest's randomness is not what protects anyone
+    docs="docs/methods/rfka.md",
+))
+
+register(MethodSpec(
+    name="hamdist",
+    family="feature_selection",
+    kind=Kind.release,
+    summary="Baseline of RFKA (Greedy_Hamdist as spec 04 reads it): rank one-hot features by "
+            "Hamming distance to a binary label, keep each in turn while the projection stays "
+            "k-anonymous.",
+    params=HamdistParams,
+    guarantee=_GUARANTEE,
+    paper=GREEDY_HAMDIST,
+    run=run_hamdist,
+    check=_check_hamdist,
+    produces_randomness=False,
+    docs="docs/methods/hamdist.md",
+))

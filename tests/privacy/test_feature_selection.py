@@ -1,0 +1,291 @@
+"""rfka and hamdist (spec 04 §3): k-anonymity of the projection checked independently,
+OOB permutation importance against a planted signal and a naive reference, the decision log
+replayed, Greedy_Hamdist on a hand-made table, and bad parameters."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from pydantic import ValidationError
+from sklearn.tree import DecisionTreeClassifier
+
+from app.privacy import registry
+from app.privacy.context import RunContext
+from app.privacy.data import ColumnInfo, MethodInput
+from app.privacy.experiments import datasets_dir
+from app.privacy.feature_selection import HamdistParams, RfkaParams, run_hamdist, run_rfka
+from app.privacy.feature_selection.encoding import encode
+from app.privacy.feature_selection.importance import OOBPermutationImportance
+from app.privacy.feature_selection.selection import hamming_scores
+from app.privacy.registry import MethodInputError
+from app.privacy.rng import SecureRandom
+
+
+def _ctx(seed: int = 7) -> RunContext:
+    return RunContext(rng=SecureRandom(seed=seed))
+
+
+@pytest.fixture(scope="module")
+def breast_cancer() -> MethodInput:
+    frame = pd.read_csv(datasets_dir() / "breast_cancer" / "breast_cancer_wisconsin.csv")
+    columns = [ColumnInfo(c, "numeric", role="label" if c == "class" else "quasi_identifier",
+                          integer=True) for c in frame.columns]
+    return MethodInput(columns=columns, frame=frame)
+
+
+@pytest.fixture(scope="module")
+def rfka_releases(breast_cancer):
+    """rfka at several k on Breast Cancer (raw 1..10 scores: bins=10 keeps the values)."""
+    return {k: run_rfka(breast_cancer, RfkaParams(label="class", k=k, bins=10, n_estimators=60),
+                        _ctx()) for k in (2, 5, 20)}
+
+
+def _independent_min_class(frame: pd.DataFrame, label: str) -> int:
+    """Smallest number of records sharing one combination of the released features."""
+    features = [c for c in frame.columns if c != label]
+    if not features:
+        return len(frame)
+    keys = frame[features].astype(str).agg("|".join, axis=1)
+    return int(keys.value_counts().min())
+
+
+# ------------------------------------------------------------------------- k-anonymity
+@pytest.mark.parametrize("k", [2, 5, 20])
+def test_rfka_projection_is_k_anonymous_and_exact(rfka_releases, breast_cancer, k):
+    release = rfka_releases[k]
+    out = release.frame
+    selected = release.metadata["feature_selection"]["selected"]
+    assert list(out.columns) == [*selected, "class"]
+    assert len(out) == len(breast_cancer.frame)
+    assert _independent_min_class(out, "class") >= k
+    assert release.metrics["min_class_size"] == _independent_min_class(out, "class")
+    # The projection is exact: each released indicator is attribute == value in the input.
+    for name in selected:
+        attr, value = name.split("=")
+        np.testing.assert_array_equal(out[name].to_numpy(),
+                                      (breast_cancer.frame[attr] == int(value)).to_numpy())
+    pd.testing.assert_series_equal(out["class"], breast_cancer.frame["class"])
+    g = release.guarantees
+    assert g["notion"] == "k_anonymity" and g["k"] == k and g["epsilon"] is None
+    assert g["protected_columns"] == selected and g["unprotected_columns"] == ["class"]
+    json.dumps(release.metadata)  # publishable as JSON
+    json.dumps(release.guarantees)
+
+
+@pytest.mark.parametrize("k", [3, 25])
+def test_hamdist_projection_is_k_anonymous(breast_cancer, k):
+    release = run_hamdist(breast_cancer, HamdistParams(label="class", k=k, bins=5), _ctx())
+    assert _independent_min_class(release.frame, "class") >= k
+    assert release.metrics["selected_features"] >= 1
+
+
+# ------------------------------------------------------------------------- decision log
+@pytest.mark.parametrize("k", [2, 20])
+def test_decision_log_replays(rfka_releases, breast_cancer, k):
+    meta = rfka_releases[k].metadata["feature_selection"]
+    decisions = meta["decisions"]
+    features = encode(breast_cancer.frame, breast_cancer.columns,
+                      [c for c in breast_cancer.frame.columns if c != "class"], 10)
+    table = pd.DataFrame(features.matrix, columns=features.names)
+    assert [d["feature"] for d in decisions] == meta["order"]
+    assert sorted(meta["order"]) == sorted(features.names)  # every candidate judged once
+    assert [d["rank"] for d in decisions] == list(range(1, len(decisions) + 1))
+    scores = [d["score"] for d in decisions]
+    assert scores == sorted(scores, reverse=True)  # importance, descending
+    kept: list[str] = []
+    for d in decisions:
+        sizes = table.groupby([*kept, d["feature"]]).size()
+        assert (d["decision"] == "kept") == bool(sizes.min() >= k), d["feature"]
+        if d["decision"] == "kept":
+            kept.append(d["feature"])
+            assert d["classes_after"] == len(sizes)
+            assert d["min_class_size_after"] == sizes.min()
+        else:
+            assert d["classes_after"] is None and d["min_class_size_after"] is None
+    assert kept == meta["selected"]
+
+
+# ------------------------------------------------------------------------- importance
+def _planted(n: int = 800, noise: int = 10, seed: int = 3):
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 2, size=(n, noise + 1)).astype(float)
+    flip = rng.random(n) < 0.1
+    y = (X[:, 4].astype(bool) ^ flip).astype(int)  # column 4 carries the label
+    return X, y
+
+
+def test_oob_importance_finds_the_planted_feature():
+    X, y = _planted()
+    model = OOBPermutationImportance(n_estimators=150, random_state=11).fit(X, y)
+    imp = model.importances_
+    assert np.argmax(imp) == 4
+    # Permuting a balanced feature that decides 90% of labels costs about 0.4 of accuracy
+    # in the trees that split on it first; noise features cost about nothing.
+    assert imp[4] > 0.15
+    noise = np.delete(imp, 4)
+    assert np.abs(noise).max() < 0.02
+    assert model.oob_accuracy_ > 0.85
+
+
+def _naive_importance(X, y, n_estimators, seed):
+    """Eq. 3 by brute force, drawing the same randomness as the vectorized estimator: every
+    OOB row of every used feature is re-predicted, changed or not."""
+    X = X.astype(np.float32)
+    _, y = np.unique(y, return_inverse=True)
+    y = y.astype(float)
+    n, f = X.shape
+    rng = np.random.default_rng(seed)
+    drops = np.zeros(f)
+    for _ in range(n_estimators):
+        counts = np.bincount(rng.integers(n, size=n), minlength=n)
+        tree = DecisionTreeClassifier(max_features="sqrt", random_state=int(rng.integers(2**31 - 1)))
+        tree.fit(X, y, sample_weight=counts.astype(float))
+        oob = np.flatnonzero(counts == 0)
+        x_oob, y_oob = X[oob], y[oob]
+        r_k = np.sum(tree.predict(x_oob) == y_oob)
+        used = np.unique(tree.tree_.feature[tree.tree_.feature >= 0])
+        perms = rng.permuted(np.broadcast_to(np.arange(len(oob)), (len(used), len(oob))), axis=1)
+        for j, a in enumerate(used):
+            shuffled = x_oob.copy()
+            shuffled[:, a] = x_oob[perms[j], a]
+            drops[a] += (r_k - np.sum(tree.predict(shuffled) == y_oob)) / len(oob)
+    return drops / n_estimators
+
+
+def test_oob_importance_equals_the_brute_force_formula():
+    rng = np.random.default_rng(5)
+    X = np.column_stack([rng.integers(0, 2, 300), rng.integers(0, 4, 300), rng.normal(size=300),
+                         rng.integers(0, 2, 300)]).astype(float)
+    y = ((X[:, 0] + (X[:, 2] > 0.3) + (rng.random(300) < 0.2)) >= 2).astype(int)
+    fast = OOBPermutationImportance(n_estimators=25, random_state=9).fit(X, y).importances_
+    np.testing.assert_allclose(fast, _naive_importance(X, y, 25, 9), atol=1e-12)
+
+
+def test_rfka_ranks_the_planted_indicator_first():
+    X, y = _planted(n=600)
+    frame = pd.DataFrame(X.astype(int), columns=[f"f{i}" for i in range(X.shape[1])])
+    frame["y"] = y
+    columns = [ColumnInfo(c, "numeric", role="label" if c == "y" else "quasi_identifier")
+               for c in frame.columns]
+    release = run_rfka(MethodInput(columns, frame), RfkaParams(k=2, n_estimators=80), _ctx())
+    meta = release.metadata["feature_selection"]
+    assert meta["order"][0] == "f4=1"
+    assert meta["decisions"][0]["decision"] == "kept"
+    ranks = {d["feature"]: d["score"] for d in meta["decisions"]}
+    assert max(v for name, v in ranks.items() if name != "f4=1") < 0.25 * ranks["f4=1"]
+
+
+# ------------------------------------------------------------------------- hamdist
+def _hand_made() -> MethodInput:
+    frame = pd.DataFrame({
+        "a": [0, 0, 0, 0, 1, 1, 1, 1],  # the label's complement: distance 0
+        "b": [1, 1, 1, 0, 0, 0, 0, 0],  # one record off: distance 1
+        "c": [1, 0, 1, 0, 1, 0, 1, 0],  # distance 4
+        "d": [1, 1, 0, 0, 1, 1, 0, 0],  # distance 4 (ties with c; c comes first)
+        "y": [1, 1, 1, 1, 0, 0, 0, 0],
+    })
+    columns = [ColumnInfo(c, "numeric", role="label" if c == "y" else "quasi_identifier")
+               for c in frame.columns]
+    return MethodInput(columns, frame)
+
+
+def test_hamming_scores_by_hand():
+    data = _hand_made()
+    binary = data.frame[["a", "b", "c", "d"]].to_numpy()
+    np.testing.assert_allclose(hamming_scores(binary, data.frame["y"].to_numpy()),
+                               [0.0, 1 / 8, 4 / 8, 4 / 8])
+
+
+def test_hamdist_greedy_by_hand():
+    release = run_hamdist(_hand_made(), HamdistParams(k=2), _ctx())
+    meta = release.metadata["feature_selection"]
+    assert meta["order"] == ["a=1", "b=1", "c=1", "d=1"]
+    # a splits 4|4: kept. b with a leaves a class of 1: dropped. c with a: four classes of 2:
+    # kept. d with a, c: singletons: dropped.
+    assert [d["decision"] for d in meta["decisions"]] == ["kept", "dropped", "kept", "dropped"]
+    assert meta["selected"] == ["a=1", "c=1"]
+    assert release.metrics["equivalence_classes"] == 4
+    # k = 1 keeps everything; k = 5 keeps nothing (a's 4|4 split already fails).
+    assert run_hamdist(_hand_made(), HamdistParams(k=1), _ctx()).metrics["selected_features"] == 4
+    empty = run_hamdist(_hand_made(), HamdistParams(k=5), _ctx())
+    assert list(empty.frame.columns) == ["y"] and empty.guarantees["warnings"]
+
+
+def test_hamdist_needs_a_binary_label():
+    data = _hand_made()
+    data.frame.loc[0, "y"] = 2
+    with pytest.raises(MethodInputError, match="binary label"):
+        run_hamdist(data, HamdistParams(k=2), _ctx())
+
+
+# ------------------------------------------------------------------------- encoding
+def test_encoding_bins_values_and_missing():
+    frame = pd.DataFrame({"x": [0.0, 1.0, 2.5, 9.9, 10.0, np.nan], "c": ["u", "v", "u", "w", None, "u"],
+                          "s": [1, 2, 1, 2, 1, 2]})
+    columns = [ColumnInfo("x", "numeric", bounds=(0.0, 10.0)), ColumnInfo("c", "categorical"),
+               ColumnInfo("s", "numeric")]
+    enc = encode(frame, columns, ["x", "c", "s"], bins=4)
+    assert enc.encoding["x"]["edges"] == [0.0, 2.5, 5.0, 7.5, 10.0]
+    assert enc.encoding["x"]["edges_from"] == "declared bounds"
+    # Empty bin [5, 7.5) gives no indicator; missing is its own value; s has two values: one.
+    assert enc.names == ["x=[0, 2.5)", "x=[2.5, 5)", "x=[7.5, 10]", "x=<missing>",
+                         "c=u", "c=v", "c=w", "c=<missing>", "s=2"]
+    table = pd.DataFrame(enc.matrix, columns=enc.names)
+    assert table["x=[7.5, 10]"].tolist() == [0, 0, 0, 1, 1, 0]
+    assert table["c=<missing>"].tolist() == [0, 0, 0, 0, 1, 0]
+    assert (table.filter(like="x=").sum(axis=1) == 1).all()  # one bin per record
+
+
+# ------------------------------------------------------------------------- parameters
+def test_bad_parameters(breast_cancer):
+    spec = registry.get("rfka")
+    with pytest.raises(ValidationError):
+        RfkaParams(label="class", k=0)
+    with pytest.raises(ValidationError):
+        HamdistParams(label="class", k=-1)
+    with pytest.raises(ValidationError):
+        RfkaParams(label="class", bins=1)
+    with pytest.raises(ValidationError):
+        RfkaParams(label="class", n_estimators=0)
+    with pytest.raises(ValidationError):
+        RfkaParams(label="class", colour="blue")
+    with pytest.raises(MethodInputError, match="unknown label column 'nope'"):
+        spec.validate_against(RfkaParams(label="nope"), breast_cancer.columns, None)
+    with pytest.raises(MethodInputError, match="unknown label column"):
+        run_rfka(breast_cancer, RfkaParams(label="nope", n_estimators=5), _ctx())
+    with pytest.raises(MethodInputError, match="unknown column 'zzz'"):
+        spec.validate_against(RfkaParams(label="class", quasi_identifiers=["zzz"]),
+                              breast_cancer.columns, None)
+    with pytest.raises(MethodInputError, match="is the label"):
+        spec.validate_against(RfkaParams(label="class", quasi_identifiers=["class"]),
+                              breast_cancer.columns, None)
+    with pytest.raises(MethodInputError, match="exceeds the number of records"):
+        run_hamdist(breast_cancer, HamdistParams(label="class", k=10_000), _ctx())
+    # The schema's label role is the default label; hamdist accepts rfka's parameters.
+    spec.validate_against(RfkaParams(), breast_cancer.columns, None)
+    registry.get("hamdist").validate_against(
+        HamdistParams(label="class", k=5, n_estimators=100, bins=5), breast_cancer.columns, None)
+
+
+def test_missing_labels_are_rejected():
+    data = _hand_made()
+    data.frame["y"] = data.frame["y"].astype(float)
+    data.frame.loc[3, "y"] = np.nan
+    with pytest.raises(MethodInputError, match="missing values"):
+        run_rfka(data, RfkaParams(k=2, n_estimators=5), _ctx())
+
+
+def test_registered():
+    assert registry.get("rfka").kind == "release"
+    assert registry.get("hamdist").kind == "release"
+    assert registry.get("experiment_rfka").kind == "experiment"
+
+
+def test_seeded_runs_reproduce(breast_cancer):
+    params = RfkaParams(label="class", k=5, bins=5, n_estimators=30)
+    a = run_rfka(breast_cancer, params, _ctx(3)).metadata["feature_selection"]
+    b = run_rfka(breast_cancer, params, _ctx(3)).metadata["feature_selection"]
+    assert a["decisions"] == b["decisions"]
