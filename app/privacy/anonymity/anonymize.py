@@ -1,0 +1,163 @@
+"""One k-anonymization from a table to a verified release: axes, algorithm, labels, the
+independent check, metrics. Used by the ``kanonymity`` method, by RFK-anonymity and by the
+experiments."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from app.privacy.anonymity.axes import NumericAxis, build_axes
+from app.privacy.anonymity.lattice import lattice_search
+from app.privacy.anonymity.metrics import anonymity_metrics
+from app.privacy.anonymity.models import Constraints, Sensitive, class_stats
+from app.privacy.anonymity.mondrian import mondrian_partition
+from app.privacy.anonymity.release import generalize, generalize_levels
+from app.privacy.anonymity.risk import prosecutor_risk
+from app.privacy.anonymity.verify import Achieved, equivalence_classes, verify_release
+from app.privacy.data import ColumnInfo
+from app.privacy.registry import MethodInputError
+
+T_DISTANCE = {True: "EMD with ordered distance over the sorted distinct values (numeric column)",
+              False: "EMD with equal distance, i.e. total variation (categorical column)"}
+
+
+@dataclass
+class Options:
+    algorithm: Literal["mondrian", "lattice"] = "mondrian"
+    suppression: float = 0.0
+    time_budget: float = 30.0
+    categorical_release: Literal["ancestor", "children"] = "ancestor"
+    categorical_coding: Literal["hierarchy", "ordered"] = "hierarchy"
+    numeric_generalization: Literal["interval", "hierarchy"] = "interval"
+    auto_levels: int = 4
+    max_lattice_nodes: int = 200_000
+    risk_threshold: int = 5
+
+
+@dataclass
+class Anonymized:
+    frame: pd.DataFrame  # every input column; QIs generalized; suppressed records removed
+    achieved: Achieved
+    metrics: dict
+    metadata: dict
+    warnings: list[str] = field(default_factory=list)
+    ncp: np.ndarray | None = None
+
+
+def _feasible(constraints: Constraints, sensitive: Sensitive | None, n: int) -> None:
+    """The whole table must meet l/α/t (generalizing cannot do better than one class)."""
+    if n < constraints.k:
+        raise MethodInputError(f"the table has {n} records, fewer than k = {constraints.k}")
+    if not constraints.needs_sensitive:
+        return
+    stats = class_stats(np.zeros(n, dtype=np.int64), 1, constraints, sensitive)
+    if constraints.l is not None and stats.distinct[0] < constraints.l:
+        raise MethodInputError(f"sensitive column {sensitive.column!r} has {stats.distinct[0]} "
+                               f"distinct values in the whole table: l = {constraints.l} is impossible")
+    if constraints.alpha is not None and stats.max_share[0] > constraints.alpha + 1e-12:
+        raise MethodInputError(f"a value of {sensitive.column!r} holds {stats.max_share[0]:.4f} of the "
+                               f"whole table: alpha = {constraints.alpha} is impossible")
+
+
+def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: dict[str, pd.DataFrame],
+              quasi_identifiers: list[str], constraints: Constraints, sensitive: str | None,
+              options: Options, progress: Callable[[float, str], None] | None = None) -> Anonymized:
+    n = len(frame)
+    qi_infos = [infos[q] for q in quasi_identifiers]
+    sens = None
+    if sensitive is not None:
+        sens = Sensitive.from_series(sensitive, frame[sensitive], infos[sensitive].type == "numeric")
+    _feasible(constraints, sens, n)
+    lattice = options.algorithm == "lattice"
+    axes, notes = build_axes(
+        frame, qi_infos, hierarchies,
+        numeric="hierarchy" if lattice else options.numeric_generalization,
+        categorical="hierarchy" if lattice else options.categorical_coding,
+        auto_levels=options.auto_levels)
+    step = (lambda f, s: progress(0.1 + 0.7 * f, s)) if progress else None
+    metadata: dict = {"algorithm": options.algorithm, "quasi_identifiers": quasi_identifiers,
+                      "sensitive": sensitive, "constraints": constraints.describe()}
+    warnings: list[str] = []
+    suppressed = np.zeros(n, dtype=bool)
+    if lattice:
+        result = lattice_search(axes, constraints, sens, options.suppression, options.time_budget,
+                                options.max_lattice_nodes, step)
+        suppressed = result.suppressed
+        gen = generalize_levels(axes, result.levels)
+        metadata["lattice"] = {
+            "levels": dict(zip(quasi_identifiers, result.levels)), "optimal": result.optimal,
+            "timed_out": result.timed_out, "heuristic": result.heuristic,
+            "nodes_evaluated": result.evaluated, "lattice_size": result.lattice_size,
+            "nodes_pruned_by_projection": result.pruned_by_projection,
+            "search_seconds": round(result.seconds, 4), "loss": result.loss,
+            "suppression_limit": options.suppression,
+        }
+        if result.timed_out:
+            warnings.append(f"time budget of {options.time_budget:g} s reached: the best generalization "
+                            "found so far is released and may not be optimal")
+        if result.heuristic:
+            warnings.append(f"lattice of {result.lattice_size} nodes exceeds max_lattice_nodes: a greedy "
+                            "climb chose the levels; the result is not proven optimal")
+    else:
+        class_ids = mondrian_partition(axes, constraints, sens, step)
+        if progress:
+            progress(0.85, "labelling")
+        gen = generalize(axes, class_ids, int(class_ids.max()) + 1,
+                         child_sets=options.categorical_release == "children")
+    out = frame.copy()
+    for q in quasi_identifiers:
+        out[q] = pd.Series(gen.labels[q], index=frame.index, dtype=object).astype(str)
+    keep = ~suppressed
+    out = out[keep]
+    ncp = gen.ncp[keep]
+    if progress:
+        progress(0.9, "verifying")
+    achieved = verify_release(
+        out, quasi_identifiers, k=constraints.k, sensitive=sensitive, l=constraints.l,
+        alpha=constraints.alpha, t=constraints.t,
+        table_values=sens.values if sens is not None else None,
+        table_dist=sens.table_dist if sens is not None else None,
+        ordered=bool(sens is not None and sens.ordered))
+    released_ids = equivalence_classes(out, quasi_identifiers)
+    metrics = anonymity_metrics(quasi_identifiers, ncp, n, int(suppressed.sum()), released_ids,
+                                constraints.k)
+    metrics["risk"] = prosecutor_risk(released_ids, options.risk_threshold)
+    metadata["generalization"] = _describe_axes(axes, gen, options, lattice)
+    if notes.range_from_data:
+        metadata["range_from_data"] = notes.range_from_data
+        warnings.append("numeric range read from the data (no declared bounds) for "
+                        + ", ".join(notes.range_from_data) + ": NCP is relative to the observed range")
+    if notes.flat:
+        metadata["flat_hierarchies"] = notes.flat
+    if notes.automatic:
+        metadata["automatic_hierarchies"] = notes.automatic
+    if sens is not None and constraints.t is not None:
+        metadata["t_distance"] = T_DISTANCE[sens.ordered]
+    return Anonymized(frame=out, achieved=achieved, metrics=metrics, metadata=metadata,
+                      warnings=warnings, ncp=ncp)
+
+
+def _describe_axes(axes, gen, options: Options, lattice: bool) -> dict:
+    """How each quasi-identifier was released, enough to recompute NCP from the labels."""
+    described = {}
+    for axis in axes:
+        name = axis.column
+        if isinstance(axis, NumericAxis):
+            entry = {"kind": "ordered" if axis.categories is not None else "interval",
+                     "range": [axis.lo, axis.hi]}
+            if axis.categories is not None:
+                entry["order"] = axis.categories
+        else:
+            entry = {"kind": "hierarchy", "leaves_in_data": int(axis.n_leaves),
+                     "height": int(axis.height)}
+            if axis.value_range is not None:
+                entry["range_width"] = axis.value_range
+            entry["label_leaves"] = gen.label_leaves.get(name, {})
+        entry["label_ncp"] = gen.label_ncp[name]
+        described[name] = entry
+    return described

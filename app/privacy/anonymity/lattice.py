@@ -1,0 +1,190 @@
+"""Optimal full-domain generalization over the lattice of hierarchy levels (the ARX / Flash /
+OLA family), with a suppression limit and a time budget.
+
+A lattice node is a vector of levels, one per quasi-identifier; generalizing every value of
+column q to level L_q gives the node's table. A node satisfies the constraints when the records
+of the classes that violate them (then suppressed) are at most the suppression limit.
+
+Information loss of a node (what is minimized): the average NCP over records and QIs with a
+suppressed record counting 1 on every QI (spec 04). Without suppression this is a sum of
+per-column terms known before reading classes, which gives a lower bound for every node; the
+search is best-first on that bound (branch and bound): it stops when the next bound is no
+better than the best loss found, which makes the result optimal.
+
+Pruning by monotonicity (generalizing merges classes; k-anonymity and distinct l-diversity are
+monotone with or without suppression, α and t without suppression — with suppression only their
+k and l part is used to prune): a class of the projection onto two columns is a union of the
+node's classes, so when the 2-column projection at the node's levels already suppresses more
+than the limit, so does the node, and so does every node below it. All pairs are tabulated
+once (cheap), which rules most nodes out without a look at the full table. Nodes above a
+passing node pass too, but with no suppression their bound already ends the search.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from app.privacy.anonymity.hierarchies import Tree
+from app.privacy.anonymity.models import Constraints, Sensitive, class_stats
+
+
+@dataclass
+class LatticeResult:
+    levels: tuple[int, ...]
+    suppressed: np.ndarray  # bool per record
+    loss: float
+    optimal: bool
+    timed_out: bool
+    evaluated: int
+    lattice_size: int
+    pruned_by_projection: int
+    seconds: float
+    heuristic: bool = False
+
+
+class _Columns:
+    """Per quasi-identifier and level: each record's node as a small integer, and its NCP."""
+
+    def __init__(self, trees: list[Tree]) -> None:
+        self.trees = trees
+        self.codes: list[list[np.ndarray]] = []
+        self.cards: list[list[int]] = []
+        self.ncp: list[list[np.ndarray]] = []
+        for tree in trees:
+            node_ncp = tree.node_ncp()
+            codes, cards, ncps = [], [], []
+            for level in range(tree.height + 1):
+                nodes = tree.level_codes(level)
+                first = int(tree.anc[tree.height - level].min())
+                codes.append((nodes - first).astype(np.int64))
+                cards.append(int(tree.anc[tree.height - level].max()) - first + 1)
+                ncps.append(node_ncp[nodes])
+            self.codes.append(codes)
+            self.cards.append(cards)
+            self.ncp.append(ncps)
+        self.mean_ncp = [np.array([x.mean() for x in col]) for col in self.ncp]
+
+    def classes(self, levels, columns: list[int] | None = None) -> tuple[np.ndarray, int]:
+        """Class id per record with column ``columns[i]`` (default: all) at ``levels[i]``."""
+        columns = list(range(len(self.trees))) if columns is None else columns
+        key = np.zeros(len(self.codes[0][0]), dtype=np.int64)
+        radix = 1
+        for q, level in zip(columns, levels):
+            card = self.cards[q][level]
+            if radix * card >= 2**62:  # compress the key before it overflows
+                key, uniques = pd.factorize(key)
+                radix = len(uniques)
+            key = key * card + self.codes[q][level]
+            radix *= card
+        if radix <= 4 * len(key) + 1024:
+            counts = np.bincount(key, minlength=radix)
+            used = np.flatnonzero(counts)
+            dense = np.zeros(radix, dtype=np.int64)
+            dense[used] = np.arange(len(used))
+            return dense[key], len(used)
+        ids, uniques = pd.factorize(key)
+        return ids.astype(np.int64), len(uniques)
+
+
+def _suppressed(cols: _Columns, levels, c: Constraints, sensitive: Sensitive | None,
+                columns: list[int] | None = None) -> np.ndarray:
+    ids, n_classes = cols.classes(levels, columns)
+    stats = class_stats(ids, n_classes, c, sensitive)
+    return ~stats.satisfied(c)[ids]
+
+
+def _loss(cols: _Columns, levels, suppressed: np.ndarray) -> float:
+    total = 0.0
+    n = len(suppressed)
+    for q, level in enumerate(levels):
+        total += cols.ncp[q][level][~suppressed].sum() + suppressed.sum()
+    return total / (n * len(levels))
+
+
+def lattice_search(trees: list[Tree], constraints: Constraints, sensitive: Sensitive | None = None,
+                   suppression: float = 0.0, time_budget: float = 10.0, max_nodes: int = 200_000,
+                   progress: Callable[[float, str], None] | None = None) -> LatticeResult:
+    """The node of least information loss whose table meets the constraints with at most
+    ``suppression`` (a fraction) of the records suppressed. After ``time_budget`` seconds the
+    best node found so far is returned with ``optimal=False`` and ``timed_out=True``."""
+    began = time.perf_counter()
+    cols = _Columns(trees)
+    n = len(trees[0].leaf_codes)
+    limit = int(np.floor(suppression * n + 1e-9))
+    heights = [t.height for t in trees]
+    size = int(np.prod([h + 1 for h in heights]))
+    monotone = suppression == 0 or (constraints.alpha is None and constraints.t is None)
+    if size > max_nodes:
+        return _greedy(cols, constraints, sensitive, limit, began, size)
+    nodes = np.array(list(itertools.product(*[range(h + 1) for h in heights])), dtype=np.int64)
+    bound = sum(cols.mean_ncp[q][nodes[:, q]] for q in range(len(trees))) / len(trees)
+    candidate = _projection_filter(cols, nodes, constraints, sensitive, limit, monotone)
+    pruned = int((~candidate).sum())
+    order = np.lexsort((nodes.sum(axis=1), bound))
+    best_levels, best_mask, best_loss = None, None, np.inf
+    evaluated, timed_out, optimal = 0, False, True
+    for rank, i in enumerate(order):
+        if bound[i] >= best_loss - 1e-12:
+            break  # no later node can do better: best is optimal
+        if not candidate[i]:
+            continue
+        if time.perf_counter() - began > time_budget:
+            timed_out, optimal = True, False
+            break
+        node = nodes[i]
+        if progress is not None and evaluated % 64 == 0:
+            progress(min(rank / len(order), 0.99), f"lattice: {evaluated} nodes checked")
+        evaluated += 1
+        mask = _suppressed(cols, tuple(node), constraints, sensitive)
+        if mask.sum() > limit:
+            continue
+        loss = _loss(cols, node, mask)
+        if loss < best_loss:
+            best_levels, best_mask, best_loss = tuple(int(x) for x in node), mask, loss
+    if best_levels is None:  # out of time before any pass: the top node (checked by the caller)
+        top = tuple(heights)
+        best_mask = _suppressed(cols, top, constraints, sensitive)
+        best_levels, best_loss = top, _loss(cols, top, best_mask)
+    return LatticeResult(best_levels, best_mask, float(best_loss), optimal and not timed_out,
+                         timed_out, evaluated, size, pruned, time.perf_counter() - began)
+
+
+def _projection_filter(cols: _Columns, nodes: np.ndarray, c: Constraints, sensitive: Sensitive | None,
+                       limit: int, monotone: bool) -> np.ndarray:
+    """False for nodes ruled out by a single column or a pair of columns (see module doc)."""
+    q_count = len(cols.trees)
+    # α and t with suppression are not monotone: project only k and l then
+    proj = c if monotone else Constraints(k=c.k, l=c.l)
+    ok = np.ones(len(nodes), dtype=bool)
+    for pair in list(itertools.combinations(range(q_count), 2)) or [(0,)]:
+        pair = list(pair)
+        grid = [range(len(cols.codes[q])) for q in pair]
+        table = np.zeros([len(g) for g in grid], dtype=bool)
+        for levels in itertools.product(*grid):
+            table[levels] = _suppressed(cols, list(levels), proj, sensitive, pair).sum() <= limit
+        ok &= table[tuple(nodes[:, q] for q in pair)]
+    return ok
+
+
+def _greedy(cols: _Columns, c: Constraints, sensitive: Sensitive | None, limit: int, began: float,
+            size: int) -> LatticeResult:
+    """Lattice too large to search: climb from the bottom, each step raising the column whose
+    next level adds the least loss, until the table passes. Not optimal (flagged)."""
+    levels = [0] * len(cols.trees)
+    evaluated = 0
+    while True:
+        evaluated += 1
+        mask = _suppressed(cols, tuple(levels), c, sensitive)
+        if mask.sum() <= limit or all(lv == len(cols.codes[q]) - 1 for q, lv in enumerate(levels)):
+            break
+        steps = [(cols.mean_ncp[q][lv + 1] - cols.mean_ncp[q][lv], q)
+                 for q, lv in enumerate(levels) if lv + 1 < len(cols.codes[q])]
+        levels[min(steps)[1]] += 1
+    return LatticeResult(tuple(levels), mask, _loss(cols, levels, mask), False, False, evaluated,
+                         size, 0, time.perf_counter() - began, heuristic=True)

@@ -1,0 +1,166 @@
+"""Strict multidimensional Mondrian (LeFevre, DeWitt & Ramakrishnan 2006), breadth-first and
+vectorized over all partitions of a round.
+
+Each round, for every partition and every quasi-identifier, the candidate cut is the value
+boundary nearest the partition's median: between distinct values for a numeric axis; between
+children of the partition's lowest common ancestor for a hierarchy, the children kept in
+their depth-first order, so children too small on their own are *grouped* with their
+neighbours instead of forcing the whole partition up to the ancestor. A cut is allowed when
+both sides satisfy every constraint (k, and l/α/t when given); each partition takes the allowed
+cut on the axis with the widest normalized range (numeric (max−min)/R, hierarchy the NCP of
+the LCA). Partitions with no allowed cut become equivalence classes.
+
+Records are kept, per axis, in an order sorted by (partition, code); a round splits each
+partition's run of that order into its two sides, stably, so a round costs O(n) per axis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from app.privacy.anonymity.axes import Axis, NumericAxis
+from app.privacy.anonymity.models import Constraints, Sensitive, class_stats
+
+
+class _AxisView:
+    """Per-axis helpers: the split unit (value or child of the LCA) and the width."""
+
+    def __init__(self, axis: Axis) -> None:
+        self.axis = axis
+        if isinstance(axis, NumericAxis):
+            self.keys = axis.codes
+            r = axis.value_range
+            self.scale = axis.values / r if r > 0 else np.zeros_like(axis.values)
+        else:
+            self.keys = axis.leaf_codes
+            self.node_ncp = axis.node_ncp()
+            self.flat_anc = axis.anc.ravel()
+
+    def width_and_unit(self, kv: np.ndarray, part: np.ndarray, first: np.ndarray,
+                       last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lo, hi = kv[first], kv[last]
+        if isinstance(self.axis, NumericAxis):
+            return self.scale[hi] - self.scale[lo], kv
+        tree = self.axis
+        lca = tree.lca(lo, hi)
+        # the record's child of its partition's LCA (the leaf itself below a leaf LCA)
+        child_row = (np.minimum(tree.depth[lca] + 1, tree.height) * tree.n_leaves)[part]
+        unit = self.flat_anc[child_row + kv]
+        width = np.where(lo == hi, 0.0, self.node_ncp[lca])
+        return width, unit
+
+
+def mondrian_partition(axes: list[Axis], constraints: Constraints, sensitive: Sensitive | None = None,
+                       progress: Callable[[float, str], None] | None = None) -> np.ndarray:
+    """Class id of every record (0..C-1) of a strict Mondrian partition satisfying the constraints.
+
+    The whole table must satisfy them (else there is no partition at all): the caller checks.
+
+    State of a round: per axis, the ids of the records still being split, ordered by
+    (partition, code); partition p occupies the same positions [start_p, start_p + size_p) in
+    every axis's order, so a cut is a position and the next round's orders come from a stable
+    partition of each run into its two sides (no sort)."""
+    n = len(axes[0].codes if isinstance(axes[0], NumericAxis) else axes[0].leaf_codes)
+    views = [_AxisView(a) for a in axes]
+    k = constraints.k
+    extra = constraints.needs_sensitive
+    sens_all = sensitive.codes if sensitive is not None else None
+
+    orders = [np.argsort(v.keys, kind="stable").astype(np.int32) for v in views]
+    sizes = np.array([n], dtype=np.int64)
+    final = np.full(n, -1, dtype=np.int64)
+    side_of = np.zeros(n, dtype=np.int8)  # side of the cut, by record id (rewritten each round)
+    n_final = 0
+    round_no = 0
+    while len(sizes):
+        round_no += 1
+        if progress is not None:
+            progress(1.0 - sizes.sum() / n, f"mondrian round {round_no}")
+        n_part = len(sizes)
+        starts = np.cumsum(sizes) - sizes
+        part = np.repeat(np.arange(n_part), sizes)
+        best_width = np.full(n_part, -1.0)
+        best_dim = np.full(n_part, -1, dtype=np.int64)
+        best_cut = np.zeros(n_part, dtype=np.int64)
+        for d, view in enumerate(views):
+            o = orders[d]
+            kv = view.keys[o]
+            width, unit = view.width_and_unit(kv, part, starts, starts + sizes - 1)
+            cut, ok = _nearest_cut(unit, part, starts, sizes, k, extra and (
+                lambda cand, valid: _cut_satisfies(cand, valid, part, o, sens_all, n_part,
+                                                   constraints, sensitive)))
+            take = ok & (width > 0) & (width > best_width)
+            best_width[take], best_dim[take], best_cut[take] = width[take], d, cut[take]
+        split = best_dim >= 0
+        done = ~split
+        if done.any():  # partitions with no allowed cut are final classes
+            in_done = done[part]
+            final[orders[0][in_done]] = n_final + (np.cumsum(done) - 1)[part[in_done]]
+            n_final += int(done.sum())
+        if not split.any():
+            break
+        position = np.arange(len(part))
+        for d in np.unique(best_dim[split]):
+            mine = best_dim[part] == d
+            side_of[orders[d][mine]] = (position >= best_cut[part])[mine]
+        lhs = (best_cut - starts)[split]
+        rhs = sizes[split] - lhs
+        keep = split[part]
+        kept_part = (np.cumsum(split) - 1)[part[keep]]  # old partition, renumbered over the kept
+        kept_starts = np.cumsum(sizes[split]) - sizes[split]
+        sizes = np.column_stack([lhs, rhs]).ravel()
+        new_starts = np.cumsum(sizes) - sizes
+        index = np.arange(len(kept_part))
+        for d in range(len(views)):
+            o = orders[d][keep]
+            side = side_of[o].astype(np.int64)
+            ones = np.cumsum(side)
+            ones_before = ones[kept_starts] - side[kept_starts]  # side-1 records before each run
+            ones_in_run = ones - ones_before[kept_part]
+            rank = np.where(side == 1, ones_in_run - 1,
+                            index - kept_starts[kept_part] - ones_in_run)
+            target = new_starts[2 * kept_part + side] + rank
+            reordered = np.empty_like(o)
+            reordered[target] = o
+            orders[d] = reordered
+    return final
+
+
+def _nearest_cut(unit: np.ndarray, part: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
+                 k: int, check=None) -> tuple[np.ndarray, np.ndarray]:
+    """Per partition, the unit boundary nearest its median leaving ≥ k records on both sides
+    (and passing ``check``, the l/α/t test of both sides, when given).
+
+    Boundaries farther from the middle only make the smaller side smaller, so the nearest
+    boundary on each side of the middle are the only candidates for k."""
+    b = np.flatnonzero((unit[1:] != unit[:-1]) & (part[1:] == part[:-1])) + 1
+    mid = starts + sizes / 2.0
+    j = np.searchsorted(b, mid)
+    best = np.zeros(len(starts), dtype=np.int64)
+    ok = np.zeros(len(starts), dtype=bool)
+    best_gap = np.full(len(starts), np.inf)
+    for cand_index in (j - 1, j):
+        inside = (cand_index >= 0) & (cand_index < len(b))
+        cand = np.where(inside, b[np.clip(cand_index, 0, max(len(b) - 1, 0))] if len(b) else 0, 0)
+        lhs = cand - starts
+        valid = inside & (lhs >= k) & (sizes - lhs >= k)
+        if check:
+            valid = check(cand, valid)
+        gap = np.abs(cand - mid)
+        better = valid & (gap < best_gap)
+        best[better], best_gap[better], ok[better] = cand[better], gap[better], True
+    return best, ok
+
+
+def _cut_satisfies(cut: np.ndarray, ok: np.ndarray, part: np.ndarray, order: np.ndarray,
+                   sens_all: np.ndarray, n_part: int, c: Constraints,
+                   sensitive: Sensitive) -> np.ndarray:
+    """Whether both sides of each partition's cut satisfy l/α/t (k is already checked)."""
+    side = np.arange(len(order)) >= cut[part]
+    group = 2 * part + side
+    sub = Sensitive(sensitive.column, sens_all[order], sensitive.ordered, sensitive.table_dist)
+    stats = class_stats(group, 2 * n_part, c, sub)
+    good = stats.satisfied(c).reshape(n_part, 2).all(axis=1)
+    return ok & good

@@ -1,0 +1,57 @@
+"""Which columns are quasi-identifiers and which one is sensitive: from the job's parameters,
+else from the dataset's schema (ColumnInfo.role)."""
+
+from __future__ import annotations
+
+from app.privacy.data import ColumnInfo
+from app.privacy.registry import MethodInputError
+
+MAX_QUASI_IDENTIFIERS = 32
+
+
+def resolve_quasi_identifiers(columns: list[ColumnInfo], given: list[str] | None,
+                              declared: list[str] | None = None) -> list[str]:
+    by_name = {c.name: c for c in columns}
+    if given is not None:
+        chosen = list(given)
+    elif declared:
+        chosen = [q for q in declared if q in by_name]
+    else:
+        chosen = [c.name for c in columns if c.role == "quasi_identifier"]
+    if not chosen:
+        raise MethodInputError("no quasi-identifiers: declare column roles in the schema or pass "
+                               "quasi_identifiers")
+    if len(set(chosen)) != len(chosen):
+        raise MethodInputError("quasi_identifiers must not repeat")
+    if len(chosen) > MAX_QUASI_IDENTIFIERS:
+        raise MethodInputError(f"{len(chosen)} quasi-identifiers; at most {MAX_QUASI_IDENTIFIERS}")
+    for name in chosen:
+        if name not in by_name:
+            raise MethodInputError(f"unknown column {name!r} in quasi_identifiers")
+        if by_name[name].role == "identifier":
+            raise MethodInputError(f"column {name!r} is an identifier: identifiers are dropped, "
+                                   "not generalized")
+    return chosen
+
+
+def resolve_sensitive(columns: list[ColumnInfo], given: str | None, quasi_identifiers: list[str],
+                      needed: bool) -> str | None:
+    by_name = {c.name: c for c in columns}
+    if given is not None:
+        name = given
+    elif needed:
+        declared = [c.name for c in columns if c.role == "sensitive"]
+        if len(declared) != 1:
+            raise MethodInputError(
+                "l, alpha or t need a sensitive column: pass sensitive" if not declared else
+                f"{len(declared)} columns are declared sensitive: pass sensitive to name one")
+        name = declared[0]
+    else:
+        return None
+    if name not in by_name:
+        raise MethodInputError(f"unknown sensitive column {name!r}")
+    if name in quasi_identifiers:
+        raise MethodInputError(f"column {name!r} cannot be both sensitive and a quasi-identifier")
+    if by_name[name].role == "identifier":
+        raise MethodInputError(f"column {name!r} is an identifier and is dropped")
+    return name
