@@ -23,14 +23,15 @@ Accounting (all of it is in each mechanism's record, see ``NoiseRecord``):
   docs/epsilon.md); the calibration reserves room for it, so the ε *delivered*, bound
   included, never exceeds the ε asked for.
 
-Sampler. A geometric G with P(G = g) ∝ q^g, q = e^{-1/t}, is split as G = L·V + R with
-L = ⌊t⌋: V (blocks) and R (remainder in [0, L)) are independent (a geometric's quotient and
-remainder are). V has ratio Q = q^L ∈ [e^{-1}, e^{-1/2}) and is drawn by comparing one
-64-bit word against the exact thresholds Q^v·2^64 (v < 4; V ≥ 4 restarts, memoryless);
-R by the inverse CDF from a 53-bit uniform. The discrete Laplace is ±G with a fair sign bit,
-rejecting "−0" (Canonne, Kamath & Steinke 2020, Alg. 2, vectorized). The discrete Gaussian
-is CKS Alg. 3: a discrete Laplace draw Y with t = ⌊σ⌋ + 1, accepted with probability
-exp(-(|Y| - σ²/t)² / 2σ²).
+Sampler. A geometric G with P(G = g) ∝ q^g, q = e^{-1/t}, is split as G = D + B·H with
+B ≈ √t (B = 1 for t < 1024): D ∈ [0, B) and H ~ Geo(q^B) are independent (a geometric's
+remainder and quotient are). Each digit comes from one 64-bit CSPRNG word by the inverse
+CDF on its top 53 bits; H is drawn below ⌈4·t/B⌉ and restarts beyond (memoryless). Keeping
+each digit's range near √t keeps the floating-point error of every probability near
+√t·2^-48 instead of t·2^-48. The discrete Laplace is ±G with a fair sign bit (a spare bit of
+the first word), rejecting "−0" (Canonne, Kamath & Steinke 2020, Alg. 2, vectorized). The
+discrete Gaussian is CKS Alg. 3: a discrete Laplace draw Y with t = ⌊σ⌋ + 1, accepted with
+probability exp(-(|Y| - σ²/t)² / 2σ²).
 """
 
 from __future__ import annotations
@@ -47,62 +48,71 @@ from app.privacy.rng import SecureRandom
 # Relative error we assume for one numpy elementwise float64 operation (exp, expm1, log1p,
 # multiply): 16 ulp, generous against glibc's < 1 ulp and SIMD kernels' ≤ 4 ulp.
 FLOAT_REL_ERR = 2.0**-48
-_BLOCKS = 4  # V is drawn by comparisons for v < 4; V ≥ 4 restarts (memoryless)
+_RESTART = 4.0  # the high digit is drawn on [0, ⌈4τ⌉) and restarts beyond (P ≈ e^-4)
 _CHUNK = 1 << 20  # values per pass: keeps the working arrays in cache
 _MAX_T = 2.0**50  # keeps L·V + R far inside int64
 _GAUSS_TAIL_BITS = 30  # Gaussian acceptance probabilities below 2^-30 count towards δ
-LAPLACE_SAMPLER = ("discrete Laplace ±G (Canonne-Kamath-Steinke 2020 Alg. 2, vectorized): "
-                   "G = L·V + R, V by 64-bit threshold comparisons, R by inverse CDF")
+LAPLACE_SAMPLER = ("discrete Laplace ±G (Canonne-Kamath-Steinke 2020 Alg. 2, vectorized); "
+                   "G = D + B·H, two independent digits by inverse CDF from 53-bit uniforms")
 GAUSSIAN_SAMPLER = ("discrete Gaussian by rejection from the discrete Laplace "
                     "(Canonne-Kamath-Steinke 2020 Alg. 3, vectorized)")
 
 
 # ------------------------------------------------------------------------------- samplers
-def _split(t: float) -> tuple[int, float, float]:
-    """L = ⌊t⌋, q = e^{-1/t} and Q = q^L for the quotient/remainder split of Geo(q)."""
-    L = max(1, int(math.floor(t)))
-    return L, math.exp(-1.0 / t), math.exp(-L / t)
+def _digits(t: float) -> tuple[int, float, int]:
+    """(B, τ_H, S) of the split G = D + B·H.
+
+    D ∈ [0, B) with P ∝ q^D and H ~ Geo(q^B) are independent (q^{D + BH} = q^D · (q^B)^H).
+    The inverse CDF of a digit errs by about its range times 2^-48 relative, so for large t
+    two digits (B ≈ 11·√t, which balances their error bounds) keep the error ∝ √t instead of
+    ∝ t. H is drawn on [0, S), S = ⌈4τ_H⌉, and restarts (adding S) when it lands beyond:
+    memoryless, P ≈ e^{-4}."""
+    B = 1 if t < 2.0**12 else 2 ** int(round(math.log2(t) / 2 + 3.5))
+    tau_h = t / B
+    return B, tau_h, int(math.ceil(_RESTART * tau_h))
 
 
-def _block_thresholds(t: float) -> np.ndarray:
-    """uint64 thresholds fl(Q^v)·2^64, v = 1.._BLOCKS: P(word < thr_v) = fl(Q^v) exactly."""
-    L, _, _ = _split(t)
-    q_v = np.exp(-np.arange(1, _BLOCKS + 1) * (L / t))
-    return (q_v * 2.0**64).astype(np.uint64)
+def _uniform53(words: np.ndarray) -> np.ndarray:
+    w = (words >> np.uint64(11)).astype(np.float64)
+    w *= 2.0**-53
+    return w
+
+
+def _low_digit(words: np.ndarray, t: float, size: int) -> np.ndarray:
+    """D on [0, size) with P(D = x) ∝ e^{-x/t}: inverse CDF from the top 53 bits."""
+    y = _uniform53(words)
+    y *= math.expm1(-size / t)  # -w·(1 - e^{-size/t})
+    np.log1p(y, out=y)
+    y *= -t
+    np.floor(y, out=y)
+    np.minimum(y, size - 1, out=y)
+    return y.astype(np.int64)
+
+
+def _high_digit(words: np.ndarray, tau: float, size: int, rng: SecureRandom) -> np.ndarray:
+    """H ~ Geo(e^{-1/τ}): x = ⌊-τ·log1p(-w)⌋; x ≥ size restarts with size added."""
+    y = _uniform53(words)
+    np.negative(y, out=y)
+    np.log1p(y, out=y)
+    y *= -tau
+    np.floor(y, out=y)
+    out = y.astype(np.int64)
+    over = np.flatnonzero(out >= size)
+    if over.size:  # rare (P ≈ e^-4): add one block and draw those again, recursively
+        out[over] = size + _high_digit(rng.uint64(over.size), tau, size, rng)
+    return out
 
 
 def _geometric(t: float, m: int, rng: SecureRandom) -> tuple[np.ndarray, np.ndarray]:
     """m draws of G ~ Geo(e^{-1/t}) (int64) and m independent fair sign bits."""
-    L, _, Q = _split(t)
-    words = rng.uint64(2 * m)
-    r_words, v_words = words[:m], words[m:]
-    negative = (r_words & np.uint64(1)).astype(bool)  # a bit the 53-bit uniform does not use
-    g = np.zeros(m, dtype=np.int64)
-    if L > 1:  # remainder R in [0, L) by the inverse CDF of the truncated geometric
-        w = (r_words >> np.uint64(11)).astype(np.float64) * 2.0**-53
-        one_minus_q = -math.expm1(-L / t)
-        y = np.log1p(w * -one_minus_q)
-        y *= -t
-        np.floor(y, out=y)
-        np.minimum(y, L - 1, out=y)
-        g += y.astype(np.int64)
-    thresholds = _block_thresholds(t)
-    blocks = _count_below(v_words, thresholds)
-    full = np.flatnonzero(blocks == _BLOCKS)
-    while full.size:  # V ≥ 4: add 4 and draw again (P = Q^4 ≤ e^{-2}); memoryless
-        again = _count_below(rng.uint64(full.size), thresholds)
-        blocks[full] += again
-        full = full[again == _BLOCKS]
-    g += blocks * L
+    B, tau_h, size = _digits(t)
+    words = rng.uint64((2 if B > 1 else 1) * m).reshape(-1, m)
+    negative = (words[0] & np.uint64(1)) == 1  # a bit the 53-bit uniform does not use
+    g = _high_digit(words[-1], tau_h, size, rng)
+    if B > 1:
+        g *= B
+        g += _low_digit(words[0], t, B)
     return g, negative
-
-
-def _count_below(words: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
-    """#{v : word < thr_v}; thresholds decrease, so this is V* = min(V, _BLOCKS)."""
-    out = np.zeros(words.shape, dtype=np.int64)
-    for thr in thresholds:
-        out += words < thr
-    return out
 
 
 def discrete_laplace(t: float, size, rng: SecureRandom) -> np.ndarray:
@@ -114,14 +124,19 @@ def discrete_laplace(t: float, size, rng: SecureRandom) -> np.ndarray:
     n = int(np.prod(shape))
     out = np.empty(n, dtype=np.int64)
     for start in range(0, n, _CHUNK):
-        todo = np.arange(start, min(n, start + _CHUNK))
-        while todo.size:
-            g, negative = _geometric(t, todo.size, rng)
-            # "-0" would give 0 twice the mass of the other values: redraw it (P ≈ 1/2t)
-            keep = ~(negative & (g == 0))
-            out[todo[keep]] = np.where(negative, -g, g)[keep]
-            todo = todo[~keep]
+        stop = min(n, start + _CHUNK)
+        out[start:stop] = _signed(t, stop - start, rng)
     return out.reshape(shape)
+
+
+def _signed(t: float, m: int, rng: SecureRandom) -> np.ndarray:
+    """±G, redrawing "−0" (which would give 0 twice the mass of the other values; P ≈ 1/2t)."""
+    g, negative = _geometric(t, m, rng)
+    bad = np.flatnonzero(negative & (g == 0))
+    np.negative(g, out=g, where=negative)
+    if bad.size:
+        g[bad] = _signed(t, bad.size, rng)
+    return g
 
 
 def discrete_gaussian(sigma: float, size, rng: SecureRandom) -> np.ndarray:
@@ -149,34 +164,46 @@ def _log_err(rel: float) -> float:
     return math.inf if rel >= 1.0 else -math.log1p(-rel)
 
 
+def _low_digit_error(t: float, size: int) -> float:
+    """Relative error bound of each mass of ``_low_digit(·, t, size)``.
+
+    y = -t·log1p(-w(1-ρ^S)) (ρ = e^{-1/t}) is computed with relative error
+    ≤ (3 + 1/ρ^S)·FLOAT_REL_ERR, so a boundary y = x moves by ≤ that·S; in w by ≤ that over
+    t(1-ρ^S); plus the 2^-53 grid of w. Two boundaries per mass; the smallest mass is
+    ρ^{S-1}(1-ρ)/(1-ρ^S)."""
+    if size <= 1:
+        return 0.0
+    top = math.exp(-size / t)
+    one_minus_top = -math.expm1(-size / t)
+    shift = (3.0 + 1.0 / top) * FLOAT_REL_ERR * size / (t * one_minus_top) + 2.0**-53
+    min_mass = math.exp(-(size - 1) / t) * (-math.expm1(-1.0 / t)) / one_minus_top
+    return 2.0 * shift / min_mass
+
+
 def sampler_errors(t: float) -> dict[str, float]:
     """Bounds on the realized-vs-ideal log-probability errors of the geometric sampler.
 
-    tau: the restart probability fl(Q^4) vs Q^4; zeta_v: each block mass fl(Q^v) - fl(Q^{v+1});
-    zeta_r: each remainder mass, whose inverse-CDF boundaries move by the float error of
-    -t·log1p(-w(1-Q)) (≤ 5 FLOAT_REL_ERR relative) and by the 2^-53 grid of w.
-    """
-    L, q, Q = _split(t)
-    tau = FLOAT_REL_ERR
-    zeta_v = FLOAT_REL_ERR * (1.0 + Q) / (1.0 - Q)
-    if L == 1:
-        zeta_r = 0.0
-    else:
-        boundary = 5.0 * FLOAT_REL_ERR / (1.0 - Q) + 2.0**-53
-        min_mass = Q * (-math.expm1(-1.0 / t)) / (1.0 - Q)
-        zeta_r = 2.0 * boundary / min_mass
-    return {"tau": _log_err(tau), "zeta_v": _log_err(zeta_v), "zeta_r": _log_err(zeta_r),
-            "block": float(L * _BLOCKS)}
+    For H (y = -τ·log1p(-w), relative error ≤ 3·FLOAT_REL_ERR, so a boundary x ≤ S moves in
+    w by ≤ 3·FLOAT_REL_ERR·S/τ, plus the 2^-53 grid): ``tau`` bounds the restart probability's
+    error (one boundary, mass ρ^S), ``zeta_h`` each mass below S (two boundaries, smallest
+    mass ρ^{S-1}(1-ρ)); ``zeta_d`` each mass of the low digit; ``block`` = B·S."""
+    B, tau_h, size = _digits(t)
+    rho = math.exp(-1.0 / tau_h)
+    shift = 3.0 * FLOAT_REL_ERR * size / tau_h + 2.0**-53
+    return {"tau": _log_err(shift / rho**size),
+            "zeta_h": _log_err(2.0 * shift / (rho ** (size - 1) * -math.expm1(-1.0 / tau_h))),
+            "zeta_d": _log_err(_low_digit_error(t, B)), "block": float(B * size)}
 
 
 def laplace_slack(t: float, shift: float, coords: int) -> float:
     """Extra privacy loss of the realized discrete Laplace over the ideal one, for two means
     at L1 distance ≤ ``shift`` steps spread over ≤ ``coords`` coordinates.
 
-    Per coordinate shifted by s: (s / (L·4) + 1)·tau + 2·zeta_v + 2·zeta_r (the sign and the
-    "−0" rejection are exact and the normalization is common to both inputs)."""
+    A realized mass is P(g)·(1+τ̃)^j·(1+ζ_h)(1+ζ_d) with j = ⌊g/block⌋ restarts, so for a
+    coordinate shifted by s the log-ratio errs by ≤ (s/block + 1)·tau + 2·zeta_h + 2·zeta_d
+    (the sign and the "−0" rejection are exact; the normalization is common to both inputs)."""
     e = sampler_errors(t)
-    return (shift / e["block"] + coords) * e["tau"] + 2.0 * coords * (e["zeta_v"] + e["zeta_r"])
+    return (shift / e["block"] + coords) * e["tau"] + 2.0 * coords * (e["zeta_h"] + e["zeta_d"])
 
 
 def gaussian_slack(sigma: float, coords: int) -> tuple[float, float]:
@@ -189,7 +216,7 @@ def gaussian_slack(sigma: float, coords: int) -> tuple[float, float]:
     y0 = sigma * sigma / t + sigma * math.sqrt(2.0 * _GAUSS_TAIL_BITS * math.log(2.0))
     blocks = y0 / e["block"] + 1.0
     kappa = _log_err(200.0 * FLOAT_REL_ERR + 2.0**-53 * 2.0**_GAUSS_TAIL_BITS)
-    lam = 2.0 * (blocks * e["tau"] + e["zeta_v"] + e["zeta_r"] + kappa) + 2.0**-50
+    lam = 2.0 * (blocks * e["tau"] + e["zeta_h"] + e["zeta_d"] + kappa) + 2.0**-50
     tail = 2.0 * (float(special.ndtr(-(y0 - 1.0) / sigma)) / 0.99 * 1.01 + 2.0**-52)
     return 2.0 * coords * lam, coords * tail * math.exp(coords * lam)
 
@@ -282,11 +309,9 @@ def laplace_mechanism(values: np.ndarray, sensitivity: float, coords: int, epsil
 def zcdp_delta(rho: float, epsilon: float) -> float:
     """δ of a ρ-zCDP mechanism at ε: min over α > 1 of
     exp((α-1)(αρ-ε)) / (α-1) · (1-1/α)^α (Canonne, Kamath & Steinke 2020, Cor. 13),
-    never above Bun & Steinke's exp(-(ε-ρ)²/4ρ) (2016, Prop. 1.3)."""
+    never above Bun & Steinke's exp(-(ε-ρ)²/4ρ) for ε > ρ (2016, Prop. 1.3)."""
     if rho <= 0:
         return 0.0
-    if epsilon <= rho:
-        return 1.0
 
     def log_delta(log_a1: float) -> float:
         a = 1.0 + math.exp(log_a1)
@@ -294,7 +319,7 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
 
     res = optimize.minimize_scalar(log_delta, bounds=(-20.0, 20.0), method="bounded")
     cks = math.exp(min(0.0, res.fun))
-    bun_steinke = math.exp(-((epsilon - rho) ** 2) / (4.0 * rho))
+    bun_steinke = math.exp(-((epsilon - rho) ** 2) / (4.0 * rho)) if epsilon > rho else 1.0
     return min(cks, bun_steinke, 1.0)
 
 
