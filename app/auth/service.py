@@ -21,10 +21,10 @@ def hash_key(key: str) -> str:
 
 
 def _prefix_of(key: str) -> str | None:
-    parts = key.split("_")
-    if len(parts) != 3 or parts[0] != "veil" or not parts[1] or not parts[2]:
+    if not key.startswith("veil_"):
         return None
-    return parts[1]
+    prefix, _, secret = key[5:].partition("_")
+    return prefix if prefix and secret and len(prefix) <= 16 else None
 
 
 def create_key(session: Session, *, tenant: str, role: Role, label: str | None = None,

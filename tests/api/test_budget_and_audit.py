@@ -1,0 +1,90 @@
+"""The ε budget ledger and the append-only audit trail."""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+
+from app.db import transaction
+from tests.support.api import assert_problem, auth, submit, upload
+
+# errph on one binary column: ε = ln(1 + 2·p0/(1-p0)); p0 chosen so that ε = 0.6.
+P0_FOR_06 = (math.exp(0.6) - 1) / (math.exp(0.6) + 1)
+
+
+def _binary_dataset(client, headers):
+    return upload(client, headers, b"b,n\nx,1\ny,2\nx,3\n", "b.csv").json()
+
+
+def test_debit_at_acceptance_and_409_when_exhausted(client, owner):
+    ds = _binary_dataset(client, owner)
+    r = client.put(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner), json={"epsilon_total": 1.0})
+    assert r.json()["epsilon_remaining"] == 1.0
+    job = submit(client, owner, "errph", {"p0": P0_FOR_06, "columns": ["b"]}, dataset_id=ds["id"])
+    assert job.status_code == 202
+    assert job.json()["epsilon"] == pytest.approx(0.6, abs=1e-9)
+    budget = client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner)).json()
+    assert budget["epsilon_spent"] == pytest.approx(0.6) and budget["epsilon_remaining"] == pytest.approx(0.4)
+    assert [e["kind"] for e in budget["entries"]] == ["debit"]
+    assert budget["entries"][0]["job_id"] == job.json()["id"]
+    second = submit(client, owner, "errph", {"p0": P0_FOR_06, "columns": ["b"]}, dataset_id=ds["id"])
+    assert_problem(second, 409, "budget")
+    assert_problem(client.put(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner),
+                              json={"epsilon_total": 0.5}), 409, "already spent")
+    # cancelling the queued job refunds it: nothing ran, no noise was drawn
+    client.post(f"/v1/jobs/{job.json()['id']}/cancel", headers=auth(owner))
+    budget = client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner)).json()
+    assert budget["epsilon_spent"] == pytest.approx(0.0)
+    assert [e["kind"] for e in budget["entries"]] == ["debit", "refund"]
+
+
+def test_concurrent_submissions_never_overspend(client, owner):
+    from app.auth.service import authenticate
+    from app.jobs import service
+    from app.jobs.schemas import JobRequest
+    from pydantic import TypeAdapter
+
+    adapter = TypeAdapter(JobRequest)
+    with transaction() as s:
+        principal = authenticate(s, owner["Authorization"])
+    for trial in range(20):
+        ds = _binary_dataset(client, owner)
+        client.put(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner), json={"epsilon_total": 1.0})
+        req = adapter.validate_python({"method": "errph", "dataset_id": ds["id"],
+                                       "params": {"p0": P0_FOR_06, "columns": ["b"]}})
+        outcomes: list[str] = []
+        barrier = threading.Barrier(2)
+
+        def attempt():
+            barrier.wait()
+            try:
+                with transaction() as s:
+                    service.submit(s, principal, req, None)
+                outcomes.append("accepted")
+            except Exception as exc:
+                outcomes.append(type(exc).__name__)
+
+        threads = [threading.Thread(target=attempt) for _ in range(2)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        assert sorted(outcomes) == ["BudgetExhausted", "accepted"], (trial, outcomes)
+        spent = client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner)).json()["epsilon_spent"]
+        assert spent == pytest.approx(0.6)
+
+
+def test_audit_trail_records_and_is_append_only(client, owner):
+    ds = upload(client, owner, b"a,b\n1,x\n2,y\n", "a.csv").json()
+    submit(client, owner, "errph", {}, dataset_id=ds["id"])
+    items = client.get("/v1/audit", headers=auth(owner), params={"dataset_id": ds["id"]}).json()["items"]
+    actions = [e["action"] for e in items]
+    assert actions[:2] == ["dataset.uploaded", "job.submitted"]
+    assert items[0]["details"]["sha256"] == ds["sha256"]
+    for statement in ("UPDATE audit_events SET action = 'x'", "DELETE FROM audit_events",
+                      "TRUNCATE audit_events"):
+        with pytest.raises(DBAPIError, match="append-only"):
+            with transaction() as s:
+                s.execute(text(statement))

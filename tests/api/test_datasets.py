@@ -1,0 +1,188 @@
+"""Datasets through the HTTP API: every format, schema overrides, limits and bad input."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+
+import pandas as pd
+import pytest
+
+from tests.support.api import assert_problem, auth, upload
+
+
+def test_upload_adult_csv_infers_schema_and_hashes_the_bytes(client, owner, adult_path):
+    r = upload(client, owner, adult_path, "adult_train.csv")
+    assert r.status_code == 201, r.text
+    body = r.json()
+    assert body["rows"] == 32561 and body["shape"] == "table" and body["format"] == "csv"
+    assert body["sha256"] == hashlib.sha256(adult_path.read_bytes()).hexdigest()
+    cols = {c["name"]: c for c in body["columns"]}
+    assert len(cols) == 15
+    assert cols["age"]["type"] == "numeric" and cols["age"]["integer"] is True
+    assert cols["workclass"]["type"] == "categorical"
+    assert cols["workclass"]["missing"] == 1836  # '?' is read as missing
+    assert cols["sex"]["distinct"] == 2
+    assert "profile" not in cols["age"]
+    again = client.get(f"/v1/datasets/{body['id']}", headers=auth(owner)).json()
+    assert again["sha256"] == body["sha256"] and again["rows"] == 32561
+
+
+def test_tsv_jsonl_parquet_give_the_same_table(client, owner):
+    frame = pd.DataFrame({"a": [1, 2, 3], "b": ["x", "y", None], "c": [0.5, 1.5, 2.5]})
+    tsv = frame.to_csv(sep="\t", index=False).encode()
+    jsonl = frame.to_json(orient="records", lines=True).encode()
+    buf = io.BytesIO()
+    frame.to_parquet(buf, index=False)
+    for data, name in ((tsv, "d.tsv"), (jsonl, "d.jsonl"), (buf.getvalue(), "d.parquet")):
+        r = upload(client, owner, data, name)
+        assert r.status_code == 201, (name, r.text)
+        cols = {c["name"]: c for c in r.json()["columns"]}
+        assert r.json()["rows"] == 3
+        assert cols["a"]["type"] == "numeric" and cols["b"]["type"] == "categorical"
+        assert cols["b"]["missing"] == 1
+
+
+def test_transaction_file(client, owner):
+    data = b"1 2 3\n2 3\n\n5 1 1\n"
+    r = upload(client, owner, data, "t.dat")
+    assert r.status_code == 201, r.text
+    body = r.json()
+    assert body["shape"] == "transactions" and body["rows"] == 4
+    assert body["columns"][0]["distinct"] == 4  # items 1, 2, 3, 5
+
+
+def test_schema_override_at_upload(client, owner):
+    data = b"age,zip,flag,label\n30,123,yes,a\n40,456,no,b\n"
+    schema = {"age": {"role": "quasi_identifier", "bounds": [0, 120]},
+              "zip": {"type": "categorical", "role": "quasi_identifier"},
+              "flag": {"type": "boolean"}, "label": {"role": "label"}}
+    r = upload(client, owner, data, "s.csv", schema=schema)
+    assert r.status_code == 201, r.text
+    cols = {c["name"]: c for c in r.json()["columns"]}
+    assert cols["age"]["bounds"] == [0, 120] and cols["age"]["role"] == "quasi_identifier"
+    assert cols["zip"]["type"] == "categorical" and cols["zip"]["distinct"] == 2
+    assert cols["flag"]["type"] == "boolean" and cols["label"]["role"] == "label"
+
+
+@pytest.mark.parametrize("schema, fragment", [
+    ({"nope": {"role": "label"}}, "unknown column 'nope'"),
+    ({"name": {"type": "numeric"}}, "column 'name': row 1 is not a number"),
+    ({"n": {"bounds": [5, 1]}}, "schema field is invalid"),
+    ({"name": {"categories": ["x"]}}, "row 2 holds a value outside the declared categories"),
+    ({"n": {"role": "label"}, "name": {"role": "label"}}, "only one column may have the role label"),
+])
+def test_bad_schema_is_422_naming_the_problem(client, owner, schema, fragment):
+    r = upload(client, owner, b"n,name\n1,x\n2,y\n", "b.csv", schema=schema)
+    assert_problem(r, 422, fragment)
+
+
+def test_schema_field_not_json(client, owner):
+    r = client.post("/v1/datasets", headers=auth(owner), files={"file": ("a.csv", b"a\n1\n")},
+                    data={"schema": "{not json"})
+    assert_problem(r, 422, "not valid JSON")
+
+
+@pytest.mark.parametrize("data, name, status, fragment", [
+    (b"a,b\n1,2\n3,4,5\n6,7\n", "r.csv", 422, "unparsable row 2: expected 2 fields, found 3"),
+    (b"", "e.csv", 422, "empty"),
+    (b"a,b\n", "h.csv", 422, "no rows"),
+    (b"a,a\n1,2\n", "d.csv", 422, "column 'a' appears more than once"),
+    (gzip.compress(b"a\n1\n"), "z.csv.gz", 415, "compressed uploads are not accepted"),
+    (b"a\n1\n", "noext", 415, "cannot tell the file's format"),
+    (b"{\"a\": [1]}\n{\"a\": [1, 2]}\n", "n.jsonl", 422, "nested values"),
+    (b"{\"a\": 1}\nnot json\n", "n.jsonl", 422, "unparsable JSON Lines"),
+    (b"PAR1garbage", "x.parquet", 422, "not a readable Parquet file"),
+])
+def test_bad_files_are_4xx_naming_the_problem(client, owner, data, name, status, fragment):
+    assert_problem(upload(client, owner, data, name), status, fragment)
+
+
+def test_error_messages_never_echo_data(client, owner):
+    secret = "SSN-123-45-6789"
+    r = upload(client, owner, f"a,b\n1,2\n{secret},x,y\n".encode(), "s.csv")
+    assert r.status_code == 422 and secret not in r.text
+
+
+def test_column_and_cell_limits(client, owner, monkeypatch):
+    from app.config import get_settings
+
+    monkeypatch.setattr(get_settings(), "max_columns", 10)
+    monkeypatch.setattr(get_settings(), "max_cell_length", 100)
+    wide = (",".join(f"c{i}" for i in range(11)) + "\n" + ",".join("1" * 11) + "\n").encode()
+    assert_problem(upload(client, owner, wide, "w.csv"), 422, "11 columns; the limit is 10")
+    long_cell = b"a,b\n1,x\n2," + b"y" * 101 + b"\n"
+    assert_problem(upload(client, owner, long_cell, "l.csv"), 422,
+                   "column 'b', row 2: a value is longer than 100 characters")
+
+
+def test_upload_requires_multipart_and_a_file_field(client, owner):
+    r = client.post("/v1/datasets", headers={**auth(owner), "Content-Type": "text/csv"}, content=b"a\n1\n")
+    assert_problem(r, 415, "multipart/form-data")
+    r = client.post("/v1/datasets", headers=auth(owner), data={"name": "x"}, files={"other": ("a", b"1")})
+    assert_problem(r, 422, "no file field named 'file'")
+
+
+def test_idempotent_upload(client, owner):
+    data = b"a,b\n1,2\n3,4\n"
+    first = upload(client, owner, data, "i.csv", idempotency_key="upload-1")
+    second = upload(client, owner, data, "i.csv", idempotency_key="upload-1")
+    assert first.status_code == 201 and second.status_code == 200
+    assert first.json()["id"] == second.json()["id"]
+    other = upload(client, owner, b"a,b\n9,9\n", "i.csv", idempotency_key="upload-1")
+    assert_problem(other, 409, "Idempotency-Key")
+
+
+def test_list_is_paginated(client, make_key):
+    h = make_key("owner")
+    ids = [upload(client, h, f"a\n{i}\n".encode(), f"{i}.csv").json()["id"] for i in range(5)]
+    seen, cursor = [], None
+    while True:
+        params = {"limit": 2, **({"cursor": cursor} if cursor else {})}
+        page = client.get("/v1/datasets", headers=auth(h), params=params).json()
+        seen += [d["id"] for d in page["items"]]
+        cursor = page["next"]
+        if not cursor:
+            break
+    assert seen == ids[::-1]
+
+
+def test_profile_update_schema_and_delete(client, owner, make_key):
+    ds = upload(client, owner, b"x,y\n1,a\n2,b\n3,a\n", "p.csv").json()
+    prof = client.get(f"/v1/datasets/{ds['id']}/profile", headers=auth(owner)).json()
+    xcol = next(c for c in prof["columns"] if c["name"] == "x")
+    assert xcol["profile"]["min"] == 1 and xcol["profile"]["max"] == 3
+    upd = client.put(f"/v1/datasets/{ds['id']}/schema", headers=auth(owner),
+                     json={"columns": {"x": {"type": "categorical"}, "y": {"role": "label"}}})
+    assert upd.status_code == 200, upd.text
+    cols = {c["name"]: c for c in upd.json()["columns"]}
+    assert cols["x"]["type"] == "categorical" and cols["y"]["role"] == "label"
+    assert_problem(client.put(f"/v1/datasets/{ds['id']}/schema", headers=auth(owner),
+                              json={"columns": {"zz": {"role": "label"}}}), 422, "unknown column 'zz'")
+    assert client.delete(f"/v1/datasets/{ds['id']}", headers=auth(owner)).status_code == 204
+    gone = client.get(f"/v1/datasets/{ds['id']}", headers=auth(owner)).json()
+    assert gone["deleted"] is True
+    assert_problem(client.get(f"/v1/datasets/{ds['id']}/profile", headers=auth(owner)), 404, "deleted")
+    from sqlalchemy import text
+
+    from app.db import transaction
+
+    with transaction() as s:
+        blob = s.execute(text("SELECT blob_id FROM datasets WHERE id = :i"), {"i": ds["id"]}).scalar()
+        assert blob is None  # the data is purged; the row and audit stay
+
+
+def test_hierarchy_upload_validates_against_the_data(client, owner, adult_path):
+    ds = upload(client, owner, adult_path, "adult.csv").json()
+    hier = (adult_path.parent / "hierarchies" / "race.csv").read_text()
+    r = client.put(f"/v1/datasets/{ds['id']}/hierarchies/race", headers=auth(owner), content=hier)
+    assert r.status_code == 200, r.text
+    assert r.json()["levels"] >= 2
+    incomplete = "\n".join(l for l in hier.splitlines() if not l.startswith("White"))
+    r = client.put(f"/v1/datasets/{ds['id']}/hierarchies/race", headers=auth(owner), content=incomplete)
+    assert_problem(r, 422, "White")
+    assert_problem(client.put(f"/v1/datasets/{ds['id']}/hierarchies/nope", headers=auth(owner),
+                              content=hier), 404, "no column 'nope'")
+    assert "race" in client.get(f"/v1/datasets/{ds['id']}", headers=auth(owner)).json()["hierarchies"]

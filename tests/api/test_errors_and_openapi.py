@@ -1,0 +1,72 @@
+"""problem+json everywhere, and the checked-in OpenAPI document equals the served one."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.api import assert_problem, auth, submit, upload
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_unknown_route_and_method(client):
+    assert_problem(client.get("/v1/nothing"), 404, "/v1/nothing")
+    assert_problem(client.delete("/v1/methods"), 405)
+
+
+def test_validation_errors_are_problem_json_without_input_echo(client, owner):
+    r = client.post("/v1/jobs", headers=auth(owner), json={"method": "errph", "params": {"p0": 7},
+                                                          "dataset_id": "not-a-uuid"})
+    body = assert_problem(r, 422)
+    assert body["errors"] and all("input" not in e for e in body["errors"])
+    assert_problem(client.post("/v1/jobs", headers=auth(owner), json={"method": "nope"}), 422)
+    r = client.post("/v1/jobs", headers={**auth(owner), "Content-Type": "application/json"}, content=b"{oops")
+    assert_problem(r, 422)
+
+
+def test_job_parameter_errors_name_the_problem(client, owner):
+    ds = upload(client, owner, b"num,cat\n1,x\n2,y\n", "p.csv").json()
+    assert_problem(submit(client, owner, "errph", {"p0": 1.5}, dataset_id=ds["id"]), 422, "p0")
+    assert_problem(submit(client, owner, "errph", {"columns": ["missing"]}, dataset_id=ds["id"]), 422,
+                   "unknown column 'missing'")
+    assert_problem(submit(client, owner, "errph", {"columns": ["num"]}, dataset_id=ds["id"]), 422,
+                   "column 'num' is numeric")
+    assert_problem(submit(client, owner, "errph", {"unknown": 1}, dataset_id=ds["id"]), 422, "unknown")
+    assert_problem(submit(client, owner, "errph", {}, dataset_id=ds["id"], seed=1), 422, "seed")
+    assert_problem(submit(client, owner, "errph", {}), 422, "needs a dataset_id or a release_id")
+    assert_problem(submit(client, owner, "errph", {}, dataset_id="00000000-0000-0000-0000-000000000000"), 404)
+
+
+def test_method_catalogue(client):
+    methods = {m["name"]: m for m in client.get("/v1/methods").json()}
+    errph = methods["errph"]
+    assert errph["family"] == "randomized_response" and errph["kind"] == "release"
+    assert errph["params_schema"]["properties"]["p0"]["default"] == 0.5
+    assert "Zhang" in errph["paper"] and "ε" in errph["guarantee"]
+    assert client.get("/v1/methods/errph").json()["name"] == "errph"
+    assert_problem(client.get("/v1/methods/nope"), 404, "nope")
+
+
+def test_every_route_declares_a_response_model_and_problem_responses(client):
+    spec = client.get("/openapi.json").json()
+    for path, ops in spec["paths"].items():
+        for verb, op in ops.items():
+            codes = set(op["responses"])
+            assert any(c.startswith("2") for c in codes), (verb, path)
+            if path.startswith("/v1/") and path not in ("/v1/methods",):
+                assert {"422"} & codes or {"404"} & codes, (verb, path, codes)
+
+
+def test_checked_in_openapi_equals_the_served_schema():
+    """Run without the test suite's diagnostic plugins, as the service itself runs."""
+    env = {k: v for k, v in os.environ.items() if k != "VEIL_PLUGINS"}
+    code = ("import json; from fastapi.testclient import TestClient; from app.main import create_app;"
+            "print(json.dumps(TestClient(create_app()).get('/openapi.json').json()))")
+    served = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                       check=True, env=env, cwd=ROOT).stdout)
+    checked_in = json.loads((ROOT / "openapi" / "openapi.json").read_text())
+    assert served == checked_in, "openapi/openapi.json is stale: run `veil openapi` (make openapi)"

@@ -1,0 +1,82 @@
+"""Test fixtures: a real PostgreSQL (pgserver) per test session, the app under httpx
+(Starlette's TestClient), API keys per test, and real worker processes for worker tests."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+# Before anything imports the settings: short heartbeats so stall tests run in seconds, and
+# the diagnostic methods (sleep, alloc, crash) in the registry of the app and the workers.
+os.environ["VEIL_PLUGINS"] = "tests.support.diagnostics"
+os.environ["VEIL_HEARTBEAT_INTERVAL_S"] = "0.5"
+os.environ["VEIL_STALL_TIMEOUT_S"] = "4"
+os.environ["VEIL_JOB_TIME_LIMIT_S"] = "120"
+os.environ.pop("VEIL_TEST_MODE", None)
+os.environ.pop("VEIL_DEV_API_KEY", None)
+
+DATASETS = Path(os.environ.get("VEIL_DATASETS_DIR", Path(__file__).resolve().parents[2] / "shared" / "datasets"))
+if not DATASETS.is_dir():  # a clone inside another folder: look upwards
+    for parent in Path(__file__).resolve().parents:
+        if (parent / "shared" / "datasets").is_dir():
+            DATASETS = parent / "shared" / "datasets"
+            break
+ADULT = DATASETS / "adult" / "adult_train.csv"
+
+
+@pytest.fixture(scope="session")
+def database(tmp_path_factory):
+    from app.config import get_settings
+    from app.db import embedded_server, reset_caches, to_sqlalchemy_url
+    from app.migrate import upgrade
+
+    server = embedded_server(tmp_path_factory.mktemp("pg"), owner=True)
+    url = to_sqlalchemy_url(server.get_uri())
+    os.environ["DATABASE_URL"] = url
+    get_settings.cache_clear()
+    reset_caches()
+    upgrade()
+    yield url
+    reset_caches()
+    server.cleanup()
+
+
+@pytest.fixture(scope="session")
+def client(database):
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+
+    with TestClient(create_app(), raise_server_exceptions=False) as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def make_key(database):
+    """make_key(role="owner", tenant=None) -> headers with a new key (a fresh tenant by default)."""
+    from app.auth.schemas import Role
+    from app.auth.service import create_key
+    from app.db import transaction
+
+    def make(role: str = "owner", tenant: str | None = None) -> dict[str, str]:
+        tenant = tenant or f"t{uuid.uuid4().hex[:10]}"
+        with transaction() as session:
+            _, key = create_key(session, tenant=tenant, role=Role(role), label="test")
+        return {"Authorization": f"Bearer {key}", "X-Tenant": tenant}
+
+    return make
+
+
+@pytest.fixture
+def owner(make_key):
+    return make_key("owner")
+
+
+@pytest.fixture(scope="session")
+def adult_path():
+    if not ADULT.exists():
+        pytest.fail(f"shared datasets not found at {DATASETS}; set VEIL_DATASETS_DIR")
+    return ADULT

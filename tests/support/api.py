@@ -1,0 +1,61 @@
+"""Small helpers the API and worker tests share."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from pathlib import Path
+
+TERMINAL = {"succeeded", "failed", "cancelled"}
+
+
+def auth(headers: dict[str, str]) -> dict[str, str]:
+    return {"Authorization": headers["Authorization"]}
+
+
+def upload(client, headers, data: bytes | Path, filename: str = "data.csv", schema=None,
+           idempotency_key: str | None = None, **fields):
+    if isinstance(data, Path):
+        data = data.read_bytes()
+    form = {k: v for k, v in fields.items()}
+    if schema is not None:
+        form["schema"] = json.dumps(schema)
+    h = auth(headers)
+    if idempotency_key:
+        h["Idempotency-Key"] = idempotency_key
+    return client.post("/v1/datasets", headers=h, files={"file": (filename, io.BytesIO(data))}, data=form)
+
+
+def submit(client, headers, method: str, params: dict | None = None, *, dataset_id=None,
+           release_id=None, idempotency_key: str | None = None, **extra):
+    body = {"method": method, "params": params or {}, **extra}
+    if dataset_id is not None:
+        body["dataset_id"] = str(dataset_id)
+    if release_id is not None:
+        body["release_id"] = str(release_id)
+    h = auth(headers)
+    if idempotency_key:
+        h["Idempotency-Key"] = idempotency_key
+    return client.post("/v1/jobs", headers=h, json=body)
+
+
+def wait_job(client, headers, job_id, timeout: float = 60.0, until=TERMINAL) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        job = client.get(f"/v1/jobs/{job_id}", headers=auth(headers)).json()
+        if job["status"] in until:
+            return job
+        if time.monotonic() > deadline:
+            raise AssertionError(f"job {job_id} still {job['status']} after {timeout}s: {job}")
+        time.sleep(0.1)
+
+
+def assert_problem(response, status: int, *fragments: str) -> dict:
+    assert response.status_code == status, (response.status_code, response.text[:500])
+    assert response.headers["content-type"].startswith("application/problem+json"), response.headers
+    body = response.json()
+    assert body["status"] == status and body["title"] and body["type"]
+    for fragment in fragments:
+        assert fragment in body["detail"], (fragment, body)
+    return body

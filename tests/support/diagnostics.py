@@ -1,0 +1,54 @@
+"""Diagnostic methods for the worker tests (loaded with VEIL_PLUGINS=tests.support.diagnostics):
+a method that sleeps (cancel, time limit, kill mid-job), one that allocates (memory limit),
+and one whose process dies (crash)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+from pydantic import Field
+
+from app.privacy.guarantees import guarantee
+from app.privacy.registry import Kind, MethodSpec, Params, register
+from app.privacy.results import ReleaseResult
+
+
+class SleepParams(Params):
+    seconds: float = Field(1.0, ge=0, le=600)
+
+
+def run_sleep(data, params: SleepParams, ctx) -> ReleaseResult:
+    deadline = time.monotonic() + params.seconds
+    while time.monotonic() < deadline:
+        ctx.progress(1 - (deadline - time.monotonic()) / max(params.seconds, 1e-9), "sleeping")
+        time.sleep(0.05)
+    return ReleaseResult(frame=data.frame.copy(),
+                         guarantees=guarantee("none", rng=ctx.rng.name, private=False,
+                                              statements=["diagnostic: the input, unchanged"]))
+
+
+class AllocParams(Params):
+    megabytes: int = Field(100, ge=1, le=100_000)
+
+
+def run_alloc(data, params: AllocParams, ctx) -> ReleaseResult:
+    block = np.ones(params.megabytes * 1024 * 1024 // 8)  # touched, so it is resident
+    time.sleep(5)
+    raise RuntimeError(f"allocated {block.nbytes} bytes and was not stopped")
+
+
+class CrashParams(Params):
+    exit_code: int = Field(3, ge=1, le=120)
+
+
+def run_crash(data, params: CrashParams, ctx):
+    os._exit(params.exit_code)
+
+
+for name, params, run in (("diag_sleep", SleepParams, run_sleep), ("diag_alloc", AllocParams, run_alloc),
+                          ("diag_crash", CrashParams, run_crash)):
+    register(MethodSpec(name=name, family="diagnostics", kind=Kind.release,
+                        summary=f"test-suite diagnostic ({name})", params=params,
+                        guarantee="none", paper="none", run=run, produces_randomness=False))

@@ -1,0 +1,136 @@
+"""The whole loop through the API with real worker processes: upload, errph, release,
+download, chain, audit, cancel, idempotency, and a worker killed mid-job."""
+
+from __future__ import annotations
+
+import io
+import signal
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from sqlalchemy import text
+
+from app.db import transaction
+from tests.support.api import assert_problem, auth, submit, upload, wait_job
+
+
+@pytest.fixture(scope="module")
+def adult(client, make_key, adult_path, workers):
+    headers = make_key("owner")
+    ds = upload(client, headers, adult_path, "adult_train.csv").json()
+    return headers, ds
+
+
+def test_errph_release_end_to_end(client, adult, adult_path):
+    headers, ds = adult
+    job = submit(client, headers, "errph", {"p0": 0.5}, dataset_id=ds["id"])
+    assert job.status_code == 202
+    done = wait_job(client, headers, job.json()["id"])
+    assert done["status"] == "succeeded", done
+    assert done["started_at"] and done["finished_at"] and done["progress"] == 1.0
+    release_id = done["result"]["release_ids"][0]
+    rel = client.get(f"/v1/releases/{release_id}", headers=auth(headers)).json()
+    assert rel["provenance"]["input_sha256"] == ds["sha256"]
+    g = rel["guarantees"]
+    assert g["notion"] == "local_dp" and g["epsilon"] == pytest.approx(done["epsilon"])
+    # ε per column is ln(1 + k·p0/(1-p0)) with k the domain size (missing is a value)
+    for name, col in rel["metadata"]["errph"].items():
+        assert g["columns"][name]["local_epsilon"] == pytest.approx(np.log(1 + col["k"]))
+    assert "age" in g["unprotected_columns"] and g["private"] is False  # raw columns remain
+    raw = pd.read_csv(adult_path, na_values=["?"])
+    csv = client.get(f"/v1/releases/{release_id}/data", headers=auth(headers), params={"format": "csv"})
+    assert csv.status_code == 200 and csv.headers["content-type"].startswith("text/csv")
+    out = pd.read_csv(io.BytesIO(csv.content))
+    assert list(out.columns) == list(raw.columns) and len(out) == len(raw)
+    pd.testing.assert_series_equal(out["age"], raw["age"])
+    k = rel["metadata"]["errph"]["education"]["k"]
+    kept = (out["education"] == raw["education"]).mean()
+    expected = 0.5 + 0.5 / k
+    assert abs(kept - expected) < 4 * np.sqrt(expected * (1 - expected) / len(raw)), (kept, expected)
+    for fmt in ("jsonl", "parquet"):
+        r = client.get(f"/v1/releases/{release_id}/data", headers=auth(headers), params={"format": fmt})
+        assert r.status_code == 200 and len(r.content) > 1000
+    actions = [e["action"] for e in client.get("/v1/audit", headers=auth(headers),
+                                                params={"release_id": release_id}).json()["items"]]
+    assert "release.created" in actions and "release.downloaded" in actions
+
+
+def test_release_of_a_release_carries_the_chain(client, adult):
+    headers, ds = adult
+    first = wait_job(client, headers, submit(client, headers, "errph", {"p0": 0.8, "columns": ["sex"]},
+                                             dataset_id=ds["id"]).json()["id"])
+    rid = first["result"]["release_ids"][0]
+    second = wait_job(client, headers, submit(client, headers, "errph", {"p0": 0.9, "columns": ["race"]},
+                                              release_id=rid).json()["id"])
+    assert second["status"] == "succeeded", second
+    rel = client.get(f"/v1/releases/{second['result']['release_ids'][0]}", headers=auth(headers)).json()
+    assert [step["method"] for step in rel["chain"]] == ["errph"]
+    assert rel["chain"][0]["release_id"] == rid and rel["source_release_id"] == rid
+    assert rel["dataset_id"] == ds["id"] and rel["provenance"]["input_sha256"] == ds["sha256"]
+
+
+def test_idempotent_job_submission_runs_once(client, adult):
+    headers, ds = adult
+    a = submit(client, headers, "errph", {"p0": 0.5}, dataset_id=ds["id"], idempotency_key="job-k1")
+    b = submit(client, headers, "errph", {"p0": 0.5}, dataset_id=ds["id"], idempotency_key="job-k1")
+    assert a.status_code == 202 and b.status_code == 200 and a.json()["id"] == b.json()["id"]
+    assert_problem(submit(client, headers, "errph", {"p0": 0.6}, dataset_id=ds["id"],
+                          idempotency_key="job-k1"), 409, "Idempotency-Key")
+    assert wait_job(client, headers, a.json()["id"])["status"] == "succeeded"
+
+
+def test_cancel_queued_and_running(client, adult):
+    headers, ds = adult
+    blockers = [submit(client, headers, "diag_sleep", {"seconds": 4}, dataset_id=ds["id"]).json()
+                for _ in range(2)]
+    for b in blockers:
+        wait_job(client, headers, b["id"], until={"running"})
+    queued = submit(client, headers, "diag_sleep", {"seconds": 1}, dataset_id=ds["id"]).json()
+    r = client.post(f"/v1/jobs/{queued['id']}/cancel", headers=auth(headers))
+    assert r.status_code == 202 and r.json()["status"] == "cancelled"
+    running = blockers[0]
+    r = client.post(f"/v1/jobs/{running['id']}/cancel", headers=auth(headers))
+    assert r.status_code == 202
+    done = wait_job(client, headers, running["id"], timeout=15)
+    assert done["status"] == "cancelled" and done["result"]["release_ids"] == []
+    assert wait_job(client, headers, blockers[1]["id"])["status"] == "succeeded"
+    time.sleep(1.5)  # the cancelled queued job must never start
+    assert client.get(f"/v1/jobs/{queued['id']}", headers=auth(headers)).json()["started_at"] is None
+    assert_problem(client.post(f"/v1/jobs/{running['id']}/cancel", headers=auth(headers)), 409, "finished")
+
+
+def test_worker_killed_mid_job_finishes_exactly_once(client, adult, workers):
+    headers, ds = adult
+    job = submit(client, headers, "diag_sleep", {"seconds": 3}, dataset_id=ds["id"]).json()
+    wait_job(client, headers, job["id"], until={"running"})
+    pid = workers.pid_of_job(job["id"])
+    workers.kill(pid, signal.SIGKILL)
+    workers.add()  # the supervisor of `veil serve` restarts dead workers; here we do
+    done = wait_job(client, headers, job["id"], timeout=60)
+    assert done["status"] == "succeeded" and done["attempt"] == 2, done
+    with transaction() as s:
+        n = s.execute(text("SELECT count(*) FROM releases WHERE job_id = :j"), {"j": job["id"]}).scalar_one()
+    assert n == 1
+    actions = [e["action"] for e in client.get("/v1/audit", headers=auth(headers)).json()["items"]
+               if e["subject"] == job["id"]]
+    assert actions.count("job.started") == 2 and "job.requeued" in actions
+
+
+def test_crashing_job_is_retried_then_failed(client, adult):
+    headers, ds = adult
+    job = submit(client, headers, "diag_crash", {}, dataset_id=ds["id"]).json()
+    done = wait_job(client, headers, job["id"], timeout=60)
+    assert done["status"] == "failed" and done["attempt"] == 3
+    assert done["error"]["type"] == "crashed" and "exit code 3" in done["error"]["message"]
+
+
+def test_invalid_input_at_run_time_fails_with_its_message(client, adult):
+    headers, ds = adult
+    # errph on a column with one value only is detected while running
+    one = upload(client, headers, b"c,d\nx,1\nx,2\n", "one.csv").json()
+    job = submit(client, headers, "errph", {"columns": ["c"]}, dataset_id=one["id"]).json()
+    done = wait_job(client, headers, job["id"])
+    assert done["status"] == "failed" and done["error"]["type"] == "invalid_input"
+    assert "fewer than 2 values" in done["error"]["message"]
