@@ -246,15 +246,17 @@ def apriori(oracle: SupportOracle, minsup: float, max_len: int | None,
     return levels
 
 
-def association_rules(levels: list[Level], min_confidence: float, max_rules: int) -> tuple[pd.DataFrame, bool]:
-    """Rules X → Y from every frequent itemset Z = X ∪ Y (|Z| ≥ 2): confidence supp(Z)/supp(X),
-    lift confidence/supp(Y). All subsets of a frequent itemset are frequent (Apriori prunes
-    otherwise), so their supports are looked up, never recounted."""
+def association_rules(levels: list[Level], min_confidence: float, max_rules: int,
+                      max_rule_len: int = 4) -> tuple[pd.DataFrame, bool]:
+    """Rules X → Y from every frequent itemset Z = X ∪ Y (2 ≤ |Z| ≤ max_rule_len): confidence
+    supp(Z)/supp(X), lift confidence/supp(Y). All subsets of a frequent itemset are frequent
+    (Apriori prunes otherwise), so their supports are looked up, never recounted. A k-itemset
+    has 2^k − 2 splits, hence the size bound."""
     by_size = {lv.itemsets.shape[1]: lv for lv in levels}
     keys = {k: _row_keys(lv.itemsets) for k, lv in by_size.items()}  # already sorted
     parts = []
     for k, lv in by_size.items():
-        if k < 2 or not len(lv.itemsets):
+        if k < 2 or k > max_rule_len or not len(lv.itemsets):
             continue
         for mask in range(1, 2**k - 1):
             left = [j for j in range(k) if (mask >> j) & 1]
@@ -299,6 +301,8 @@ class FrequentItemsetsParams(Params):
     max_candidates: int = Field(DEFAULT_MAX_CANDIDATES, ge=1, le=HARD_MAX_CANDIDATES,
                                 description="stop with an error when a level has more candidates")
     max_rules: int = Field(10_000, ge=0, le=200_000, description="rules returned (highest lift first)")
+    max_rule_len: int = Field(4, ge=2, le=8, description="rules come from frequent itemsets of at "
+                              "most this size (a k-itemset has 2^k - 2 antecedent/consequent splits)")
     columns: list[str] | None = Field(
         None, description="tabular input: columns one-hot encoded into items (default: every "
         "categorical or boolean column that is not an identifier)")
@@ -333,7 +337,7 @@ def run_frequent_itemsets(data: MethodInput, params: FrequentItemsetsParams, ctx
     oracle, labels, how = mining_oracle(data, params)
     levels = apriori(oracle, params.minsup, params.max_len, params.max_candidates, ctx)
     ctx.progress(0.9, "deriving rules")
-    rules, truncated = association_rules(levels, params.min_confidence, params.max_rules)
+    rules, truncated = association_rules(levels, params.min_confidence, params.max_rules, params.max_rule_len)
     names = np.array(labels, dtype=object)
     itemsets = pd.DataFrame({
         "items": [list(names[row]) for lv in levels for row in lv.itemsets],
@@ -352,6 +356,7 @@ def run_frequent_itemsets(data: MethodInput, params: FrequentItemsetsParams, ctx
     return ReportResult(
         kind="frequent_itemsets",
         data={"minsup": params.minsup, "max_len": params.max_len, "min_confidence": params.min_confidence,
+              "max_rule_len": params.max_rule_len,
               "supports": how, "n_transactions": oracle.matrix.n_rows, "n_items": len(labels),
               "levels": [{"size": i + 1, "candidates": lv.candidates, "frequent": len(lv.itemsets)}
                          for i, lv in enumerate(levels)],
