@@ -62,7 +62,7 @@ def discretize(values: np.ndarray | pd.Series | pd.Categorical, plan: ColumnPlan
         return codes, bins + 1
     labels = [str(c) for c in plan.categories]
     series = pd.Series(np.asarray(values, dtype=object))
-    codes = pd.Categorical(series.astype(str), categories=labels).codes.astype(np.int64)
+    codes = pd.Index(labels).get_indexer(series.astype(str)).astype(np.int64)
     codes[series.isna().to_numpy() | (codes < 0)] = len(labels)
     return codes, len(labels) + 1
 

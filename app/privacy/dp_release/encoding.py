@@ -74,7 +74,7 @@ class ColumnPlan:
             return scaled[:, None]
         labels = [str(c) for c in self.categories]
         missing = series.isna().to_numpy()
-        codes = pd.Categorical(series.astype(str), categories=labels).codes.astype(np.int64)
+        codes = pd.Index(labels).get_indexer(series.astype(str)).astype(np.int64)
         codes[missing] = -1
         if np.any((codes < 0) & ~missing):
             raise MethodInputError(f"column {self.name!r} holds values outside its declared categories")
