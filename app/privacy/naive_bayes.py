@@ -48,7 +48,8 @@ def _frame(X: Any) -> pd.DataFrame:
 
 def _raw_labels(series: pd.Series, channel: CategoricalChannel, labels) -> np.ndarray:
     """Codes of raw values in ``labels``, binarizing first when the release binarized."""
-    if channel.binarize is not None:
+    if channel.binarize is not None and not pd.api.types.is_bool_dtype(series.dtype):
+        # a boolean column is taken as already binarized (records of the release itself)
         cut = channel.binarize.get("in", channel.binarize.get("threshold"))
         series = binarize(series, cut)
     return label_codes(series, labels)
@@ -297,16 +298,7 @@ class DTPDClassifier(ClassifierMixin, BaseEstimator):
         self.tree_distribution_ = np.array(dist)
 
     def _best_split(self, bits, onehot, rows_e, rows_c, counts, used, theta):
-        def table(rows):
-            ones = bits[rows].T.astype(np.float64) @ onehot[rows]  # (m, C): A=1 ∧ c
-            return np.stack([onehot[rows].sum(axis=0)[None, :] - ones, ones])  # (2, m, C)
-        t_e = table(rows_e)
-        t_c = t_e if rows_c is rows_e else table(rows_c)
-        flip = self.flipped_.astype(int)
-        est = np.empty_like(t_e)
-        for v in (0, 1):
-            comp = np.where(flip[:, None] == 1, t_c[1 - v], t_c[v])
-            est[v] = np.maximum((theta * t_e[v] - (1 - theta) * comp) / (2 * theta - 1), 0.0)
+        est = split_counts(bits, onehot, rows_e, rows_c, self.flipped_, theta)
         parent = _entropy(counts)
         sizes = est.sum(axis=2)  # (2, m)
         weights = sizes / np.maximum(sizes.sum(axis=0, keepdims=True), 1e-300)
@@ -342,6 +334,26 @@ class DTPDClassifier(ClassifierMixin, BaseEstimator):
     @property
     def n_nodes_(self) -> int:
         return len(self.tree_feature_)
+
+
+def split_counts(bits: np.ndarray, onehot: np.ndarray, rows_e: np.ndarray, rows_c: np.ndarray,
+                 flipped: np.ndarray, theta: float, clip: bool = True) -> np.ndarray:
+    """Reconstructed counts N(E ∧ A=v ∧ c) for every attribute A, value v and class c, shape
+    (2, m, C): (θ·N*(E∧A=v∧c) − (1−θ)·N*(Ē∧A=v'∧c)) / (2θ−1), where ``rows_e`` are the
+    published records matching the node's path E, ``rows_c`` those matching its complement Ē
+    (flipped attributes inverted), and v' = 1−v for a flipped A, v otherwise. Unbiased;
+    clipped at 0 for the tree (``clip``)."""
+    def table(rows):
+        ones = bits[rows].T.astype(np.float64) @ onehot[rows]  # (m, C): A=1 ∧ c
+        return np.stack([onehot[rows].sum(axis=0)[None, :] - ones, ones])
+    t_e = table(rows_e)
+    t_c = t_e if rows_c is rows_e else table(rows_c)
+    flip = np.asarray(flipped, dtype=bool)[:, None]
+    est = np.empty_like(t_e)
+    for v in (0, 1):
+        comp = np.where(flip, t_c[1 - v], t_c[v])
+        est[v] = (theta * t_e[v] - (1 - theta) * comp) / (2 * theta - 1)
+    return np.maximum(est, 0.0) if clip else est
 
 
 def _entropy(counts: np.ndarray) -> np.ndarray:

@@ -1,0 +1,333 @@
+"""ERRPH and Warner: transition frequencies, domains, ε, Breach, the ε hook, reconstruction."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import chi2, chisquare
+
+from app.privacy.context import RunContext
+from app.privacy.data import ColumnInfo, MethodInput
+from app.privacy.randomized_response import (
+    ErrphParams, WarnerParams, breach, local_epsilon, run_errph, run_warner, warner_epsilon,
+    _errph_epsilon, _warner_epsilon,
+)
+from app.privacy.reconstruction import ReconstructParams, run_reconstruct
+from app.privacy.registry import MethodInputError, get
+from app.privacy.rng import SecureRandom
+from app.privacy.rr_channels import as_release_input
+
+VALUES = ["a", "b", "c", "d", "e"]
+
+
+def ctx(seed=1):
+    return RunContext(SecureRandom(seed=seed))
+
+
+def errph_transition(p0, p):
+    """M[j, i] = P(publish j | true i) = p0·[i = j] + p_j."""
+    return p0 * np.eye(len(p)) + np.asarray(p)[:, None]
+
+
+def observed_transitions(truth: np.ndarray, published: np.ndarray, k: int) -> np.ndarray:
+    return np.bincount(published * k + truth, minlength=k * k).reshape(k, k)  # [j, i]
+
+
+def chi2_pvalue(observed: np.ndarray, matrix: np.ndarray) -> float:
+    """Pearson χ² of every input value's output counts against column i of the matrix."""
+    stat, dof = 0.0, 0
+    for i in range(observed.shape[1]):
+        n_i = observed[:, i].sum()
+        expected = matrix[:, i] * n_i
+        mask = expected > 0
+        stat += (((observed[mask, i] - expected[mask]) ** 2) / expected[mask]).sum()
+        dof += mask.sum() - 1
+    return float(chi2.sf(stat, dof))
+
+
+# ------------------------------------------------------------------------- transitions
+@pytest.fixture(scope="module")
+def errph_million():
+    n = 1_000_000
+    truth = np.repeat(np.arange(5), n // 5)
+    frame = pd.DataFrame({"c": np.array(VALUES, dtype=object)[truth]})
+    cols = [ColumnInfo("c", "categorical", categories=tuple(VALUES))]
+    p0, p = 0.4, [0.2, 0.15, 0.1, 0.1, 0.05]
+    out = run_errph(MethodInput(columns=cols, frame=frame), ErrphParams(p0=p0, p={"c": p}), ctx(7))
+    published = pd.Categorical(out.frame["c"], categories=VALUES).codes.astype(np.int64)
+    return truth, published, p0, p
+
+
+def test_errph_transition_frequencies_match_the_matrix(errph_million):
+    truth, published, p0, p = errph_million
+    observed = observed_transitions(truth, published, 5)
+    assert chi2_pvalue(observed, errph_transition(p0, p)) > 1e-4
+
+
+def test_errph_chi_square_detects_a_wrong_p0(errph_million):
+    truth, published, p0, p = errph_million
+    observed = observed_transitions(truth, published, 5)
+    wrong_p0 = 0.41
+    wrong_p = np.asarray(p) * (1 - wrong_p0) / (1 - p0)
+    assert chi2_pvalue(observed, errph_transition(wrong_p0, wrong_p)) < 1e-6
+
+
+def test_errph_outputs_stay_in_the_domain(errph_million):
+    _, published, _, _ = errph_million
+    assert published.min() >= 0 and published.max() <= 4  # no code -1: nothing left the domain
+
+
+@pytest.fixture(scope="module")
+def warner_million():
+    n = 1_000_000
+    truth = np.arange(n) % 2 == 0
+    frame = pd.DataFrame({"f": truth})
+    out = run_warner(MethodInput(columns=[ColumnInfo("f", "boolean")], frame=frame), WarnerParams(p=0.7), ctx(3))
+    return truth.astype(np.int64), out.frame["f"].to_numpy().astype(np.int64)
+
+
+def test_warner_transition_frequencies_and_power(warner_million):
+    truth, published = warner_million
+    observed = observed_transitions(truth, published, 2)
+    matrix = lambda p: np.array([[p, 1 - p], [1 - p, p]])  # noqa: E731
+    assert chi2_pvalue(observed, matrix(0.7)) > 1e-4
+    assert chi2_pvalue(observed, matrix(0.705)) < 1e-6
+    assert set(np.unique(published)) <= {0, 1}
+
+
+def test_warner_whole_record_flips_every_column_together():
+    rng = np.random.default_rng(0)
+    n = 200_000
+    frame = pd.DataFrame({"a": rng.random(n) < 0.3, "b": rng.random(n) < 0.6, "c": rng.random(n) < 0.5})
+    cols = [ColumnInfo(c, "boolean") for c in "abc"]
+    out = run_warner(MethodInput(columns=cols, frame=frame), WarnerParams(p=0.8, whole_record=True), ctx(2))
+    flips = np.column_stack([out.frame[c].to_numpy() != frame[c].to_numpy() for c in "abc"])
+    assert (flips.all(axis=1) | ~flips.any(axis=1)).all()  # all flipped or none
+    rate = flips[:, 0].mean()
+    assert abs(rate - 0.2) < 4 * math.sqrt(0.2 * 0.8 / n)
+    assert out.guarantees["epsilon"] == math.inf
+    assert any("NOT differentially private" in s for s in out.guarantees["statements"])
+
+
+def test_warner_cut_points_binarize_then_flip_and_publish_the_cut():
+    frame = pd.DataFrame({"x": np.arange(1000, dtype=float), "g": ["u", "v", "w", "u"] * 250})
+    cols = [ColumnInfo("x", "numeric"), ColumnInfo("g", "categorical", distinct=3)]
+    params = WarnerParams(p=1.0, allow_zero_probabilities=True, cut_points={"x": 499.5, "g": ["u", "w"]})
+    out = run_warner(MethodInput(columns=cols, frame=frame), params, ctx())
+    assert (out.frame["x"].to_numpy() == (frame["x"] > 499.5).to_numpy()).all()
+    assert (out.frame["g"].to_numpy() == frame["g"].isin(["u", "w"]).to_numpy()).all()
+    meta = out.metadata["warner"]["columns"]
+    assert meta["x"]["binarize"] == {"threshold": 499.5} and meta["g"]["binarize"] == {"in": ["u", "w"]}
+    assert {c.name: c.type for c in out.columns}["x"] == "boolean"
+
+
+def test_warner_rejects_non_binary_columns_and_p_half():
+    cols = [ColumnInfo("g", "categorical", distinct=3)]
+    with pytest.raises(MethodInputError, match="not binary"):
+        _warner_epsilon(WarnerParams(columns=["g"]), cols)
+    with pytest.raises(ValueError, match="pure noise"):
+        WarnerParams(p=0.5)
+
+
+# ------------------------------------------------------------------------- missing values
+def test_missing_as_category_is_randomized_and_preserve_leaves_it_missing():
+    n = 100_000
+    values = np.array(["a", "b", None], dtype=object)[np.arange(n) % 3]
+    frame = pd.DataFrame({"c": values})
+    cols = [ColumnInfo("c", "categorical", distinct=2, missing=int(pd.isna(values).sum()))]
+    data = MethodInput(columns=cols, frame=frame)
+    cat = run_errph(data, ErrphParams(p0=0.5), ctx())
+    assert cat.metadata["errph"]["c"]["domain"] == ["a", "b", "<missing>"]
+    was_missing = pd.isna(values)
+    now_missing = cat.frame["c"].isna().to_numpy()
+    assert 0.55 < now_missing[was_missing].mean() < 0.78  # kept 1/2 + drawn 1/6 = 2/3
+    assert 0.1 < now_missing[~was_missing].mean() < 0.23  # drawn 1/6
+    assert cat.metadata["errph"]["c"]["local_epsilon"] == pytest.approx(math.log(1 + 3 * 0.5 / 0.5))
+
+    kept = run_errph(data, ErrphParams(p0=0.5, missing="preserve"), ctx())
+    assert (kept.frame["c"].isna().to_numpy() == was_missing).all()
+    assert kept.metadata["errph"]["c"]["k"] == 2
+    assert any("missing" in w for w in kept.guarantees["warnings"])
+
+
+def test_values_outside_declared_categories_are_an_error():
+    frame = pd.DataFrame({"c": ["a", "b", "z", None]})
+    cols = [ColumnInfo("c", "categorical", categories=("a", "b"), missing=1)]
+    with pytest.raises(MethodInputError, match="outside its declared categories"):
+        run_errph(MethodInput(columns=cols, frame=frame), ErrphParams(), ctx())
+
+
+# ------------------------------------------------------------------------------ ε, Breach
+def test_epsilon_formulas_against_hand_computed_values():
+    assert local_epsilon(0.5, np.full(4, 0.125)) == pytest.approx(math.log(5.0))  # ln(1 + 4·0.5/0.5)
+    assert local_epsilon(0.4, [0.3, 0.2, 0.1]) == pytest.approx(math.log(0.5 / 0.1))
+    assert local_epsilon(0.4, [0.6, 0.0]) == math.inf
+    assert warner_epsilon(0.75) == pytest.approx(math.log(3.0))
+    assert warner_epsilon(0.25) == pytest.approx(math.log(3.0))
+    assert warner_epsilon(1.0) == math.inf
+
+
+def test_breach_against_hand_computed_values():
+    pi = np.array([0.4, 0.3, 0.2, 0.1])
+    b = breach(0.5, np.full(4, 0.125), pi)
+    # p0 · k·p0·π / (k·p0·π + 1 − p0) with k = 4, p0 = 0.5: 0.5·0.8/1.3 for π = 0.4
+    assert b[0] == pytest.approx(0.5 * 0.8 / 1.3)
+    assert b[3] == pytest.approx(0.5 * 0.2 / 0.7)
+    assert breach(0.5, np.full(4, 0.125), np.full(4, 0.25)) == pytest.approx(np.full(4, 0.25))  # p0²
+    # RRPH (k = 2) at the uniform prior beats Warner's max(θ, 1−θ) ≥ 0.5 iff p0 < 1/√2
+    for p0 in (0.5, 0.7, 0.71, 0.9):
+        rrph = breach(p0, np.full(2, (1 - p0) / 2), np.full(2, 0.5)).max()
+        assert (rrph < 0.5) == (p0 < 1 / math.sqrt(2))
+
+
+def test_release_reports_epsilon_breach_and_equivalence():
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"c": rng.choice(VALUES[:4], 50_000, p=[0.4, 0.3, 0.2, 0.1]), "y": "x"})
+    cols = [ColumnInfo("c", "categorical", distinct=4), ColumnInfo("y", "categorical", role="label")]
+    out = run_errph(MethodInput(columns=cols, frame=frame), ErrphParams(p0=0.5), ctx())
+    meta = out.metadata["errph"]["c"]
+    assert out.guarantees["epsilon"] == pytest.approx(math.log(5.0))
+    assert meta["keep_probability"] == pytest.approx(0.5 + 0.5 / 4)
+    assert meta["breach_at_uniform_prior"] == pytest.approx(0.25)
+    assert meta["breach_at_reconstructed"] == pytest.approx(0.5 * 0.8 / 1.3, abs=0.01)
+    assert out.guarantees["unprotected_columns"] == ["y"] and out.guarantees["private"] is False
+
+
+def test_zero_probability_needs_consent_and_makes_epsilon_infinite():
+    frame = pd.DataFrame({"c": ["a", "b", "c"] * 100})
+    data = MethodInput(columns=[ColumnInfo("c", "categorical", distinct=3)], frame=frame)
+    with pytest.raises(MethodInputError, match="allow_zero_probabilities"):
+        run_errph(data, ErrphParams(p0=0.5, p={"c": {"a": 0.5}}), ctx())
+    out = run_errph(data, ErrphParams(p0=0.5, p={"c": {"a": 0.5}}, allow_zero_probabilities=True), ctx())
+    assert out.guarantees["epsilon"] == math.inf
+    assert any("infinite" in w for w in out.guarantees["warnings"])
+
+
+# --------------------------------------------------------------------------- the ε hook
+@pytest.mark.parametrize("params", [
+    ErrphParams(p0=0.5),
+    ErrphParams(p0=0.3, per_column={"c": {"p0": 0.7}}),
+    ErrphParams(p0=0.5, p={"c": [0.2, 0.1, 0.1, 0.05, 0.05]}),
+    ErrphParams(p0=0.5, p={"d": {"u": 0.3, "v": 0.2}}),
+    ErrphParams(p0=0.5, missing="preserve"),
+])
+def test_debited_epsilon_equals_the_reported_one(params):
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"c": rng.choice(["a", "b", "c", "d"], 2000), "d": rng.choice(["u", "v"], 2000),
+                          "e": rng.choice([True, False], 2000)})
+    frame.loc[:9, "c"] = None
+    cols = [ColumnInfo("c", "categorical", distinct=4, missing=10), ColumnInfo("d", "categorical", distinct=2),
+            ColumnInfo("e", "boolean", distinct=2)]
+    debited = get("errph").epsilon_cost(params, cols)
+    out = run_errph(MethodInput(columns=cols, frame=frame), params, ctx())
+    assert debited == pytest.approx(out.guarantees["epsilon"])
+    assert debited == pytest.approx(sum(c["local_epsilon"] for c in out.metadata["errph"].values()))
+
+
+def test_uniform_epsilon_is_ln_1_plus_k_p0_over_1_minus_p0():
+    cols = [ColumnInfo("c", "categorical", distinct=9), ColumnInfo("d", "categorical", categories=("x", "y"))]
+    expected = math.log(1 + 9 * 0.6 / 0.4) + math.log(1 + 2 * 0.6 / 0.4)
+    assert _errph_epsilon(ErrphParams(p0=0.6), cols) == pytest.approx(expected)
+
+
+def test_run_fails_when_the_data_disagrees_with_the_profile_used_for_pricing():
+    frame = pd.DataFrame({"c": ["a", "b", "c"] * 10})
+    data = MethodInput(columns=[ColumnInfo("c", "categorical", distinct=2)], frame=frame)
+    with pytest.raises(MethodInputError, match="re-profiled"):
+        run_errph(data, ErrphParams(), ctx())
+
+
+def test_epsilon_cannot_be_priced_without_a_domain_size():
+    with pytest.raises(MethodInputError, match="cannot be priced"):
+        _errph_epsilon(ErrphParams(), [ColumnInfo("c", "categorical")])
+
+
+def test_check_names_the_bad_parameter():
+    spec = get("errph")
+    cols = [ColumnInfo("c", "categorical", distinct=3), ColumnInfo("x", "numeric")]
+    with pytest.raises(MethodInputError, match="'x' is numeric"):
+        spec.validate_against(ErrphParams(columns=["x"]), cols, None)
+    with pytest.raises(MethodInputError, match="unknown column 'zz'"):
+        spec.validate_against(ErrphParams(columns=["zz"]), cols, None)
+    with pytest.raises(MethodInputError, match="p has 2 entries, the domain has 3"):
+        spec.validate_against(ErrphParams(p={"c": [0.25, 0.25]}), cols, None)
+    with pytest.raises(MethodInputError, match="add up to"):
+        spec.validate_against(ErrphParams(p={"c": [0.1, 0.1, 0.1]}), cols, None)
+
+
+# ------------------------------------------------------------------------- reconstruction
+PI = np.array([0.45, 0.3, 0.15, 0.07, 0.03])
+
+
+def _reconstruct(data, result, method, params, columns=None):
+    release = as_release_input(data, result, method, params)
+    report = run_reconstruct(release, ReconstructParams(columns=columns), ctx())
+    return report.data["steps"]
+
+
+def _replicate(run_once, repeats):
+    estimates, errors = zip(*(run_once(r) for r in range(repeats)))
+    return np.array(estimates), np.array(errors)
+
+
+def _assert_unbiased_with_matching_se(estimates, errors, truth, se_tolerance=0.15):
+    spread = estimates.std(axis=0, ddof=1)
+    assert np.all(np.abs(estimates.mean(axis=0) - truth) < 4 * spread / math.sqrt(len(estimates)))
+    ratio = errors.mean(axis=0) / spread
+    assert np.all(np.abs(ratio - 1) < se_tolerance), ratio
+
+
+def test_errph_reconstruction_is_unbiased_and_its_standard_errors_match_the_spread():
+    cols = [ColumnInfo("c", "categorical", categories=tuple(VALUES))]
+    params = ErrphParams(p0=0.35, p={"c": [0.3, 0.1, 0.1, 0.1, 0.05]})
+
+    def run_once(r):
+        rng = np.random.default_rng(1000 + r)  # a fresh sample of the population each time
+        data = MethodInput(columns=cols, frame=pd.DataFrame({"c": rng.choice(VALUES, 3000, p=PI)}))
+        col = _reconstruct(data, run_errph(data, params, ctx(r)), "errph", params)[0]["columns"]["c"]
+        assert np.all(np.asarray(col["consistent"]) >= 0) and sum(col["consistent"]) == pytest.approx(1)
+        return col["estimate"], col["standard_error"]
+
+    _assert_unbiased_with_matching_se(*_replicate(run_once, 400), PI)
+
+
+def test_reconstruction_through_a_chain_of_two_errph_steps():
+    cols = [ColumnInfo("c", "categorical", categories=tuple(VALUES))]
+    first, second = ErrphParams(p0=0.6), ErrphParams(p0=0.7)
+
+    def run_once(r):
+        rng = np.random.default_rng(5000 + r)
+        data = MethodInput(columns=cols, frame=pd.DataFrame({"c": rng.choice(VALUES, 3000, p=PI)}))
+        once = as_release_input(data, run_errph(data, first, ctx(r)), "errph", first)
+        steps = _reconstruct(once, run_errph(once, second, ctx(10_000 + r)), "errph", second)
+        col = steps[0]["columns"]["c"]  # the first step, undone through the second
+        assert col["through_steps"] == ["errph", "errph"]
+        return col["estimate"], col["standard_error"]
+
+    _assert_unbiased_with_matching_se(*_replicate(run_once, 300), PI)
+
+
+def test_warner_pi_hat_is_unbiased_and_its_standard_error_matches():
+    def run_once(r):
+        rng = np.random.default_rng(9000 + r)
+        data = MethodInput(columns=[ColumnInfo("f", "boolean")], frame=pd.DataFrame({"f": rng.random(2000) < 0.3}))
+        params = WarnerParams(p=0.75)
+        col = _reconstruct(data, run_warner(data, params, ctx(r)), "warner", params)[0]["columns"]["f"]
+        return [col["pi_hat"]], [col["pi_hat_standard_error"]]
+
+    estimates, errors = _replicate(run_once, 400)
+    _assert_unbiased_with_matching_se(estimates, errors, np.array([0.3]))
+    # the spec's closed form: Var(π̂) = π(1-π)/n + p(1-p)/(n(2p-1)²)
+    closed = math.sqrt(0.3 * 0.7 / 2000 + 0.75 * 0.25 / (2000 * 0.25))
+    assert errors.mean() == pytest.approx(closed, rel=0.03)
+
+
+def test_reconstruct_only_the_named_columns():
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"c": rng.choice(VALUES, 1000), "d": rng.choice(["u", "v"], 1000)})
+    cols = [ColumnInfo("c", "categorical", distinct=5), ColumnInfo("d", "categorical", distinct=2)]
+    data = MethodInput(columns=cols, frame=frame)
+    params = ErrphParams()
+    steps = _reconstruct(data, run_errph(data, params, ctx()), "errph", params, columns=["d"])
+    assert list(steps[0]["columns"]) == ["d"]

@@ -1,0 +1,162 @@
+"""TRR: the sampler, the moments against their closed form, reconstruction, breach widths,
+the plain no-DP statement, chaining on an ERRPH release."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import chi2
+
+from app.privacy.context import RunContext
+from app.privacy.data import ColumnInfo, MethodInput
+from app.privacy.randomized_response import ErrphParams, run_errph
+from app.privacy.reconstruction import ReconstructParams, run_reconstruct
+from app.privacy.registry import MethodInputError, get
+from app.privacy.rng import SecureRandom
+from app.privacy.rr_channels import NumericChannel, as_release_input
+from app.privacy.transforming_rr import (
+    TrrParams, TrrSets, breach_widths, draw_sets, reconstruct_moments, run_trr, transform,
+)
+
+
+def ctx(seed=1):
+    return RunContext(SecureRandom(seed=seed))
+
+
+def test_set_elements_are_drawn_uniformly():
+    m = 50
+    sets = TrrSets(a=np.arange(m, dtype=float) + 1.0, b=np.zeros(m))
+    y = transform(np.ones(1_000_000), sets, SecureRandom(seed=4))
+    counts = np.bincount(y.astype(int) - 1, minlength=m)
+    stat = ((counts - 20_000) ** 2 / 20_000).sum()
+    assert chi2.sf(stat, m - 1) > 1e-4
+    # power: a sampler that never picks the last element would be caught
+    skewed = counts.copy()
+    skewed[-1] = 0
+    assert chi2.sf(((skewed - 20_000) ** 2 / 20_000).sum(), m - 1) < 1e-6
+
+
+def test_published_moments_match_the_closed_form():
+    """Fixed x and sets: E[ȳ] = Ā·x̄ + B̄, E[S_y²] = (Ā² + S_A²(n-1)/n)·s_x² + S_A²·x̄² + S_B²."""
+    rng = np.random.default_rng(0)
+    n = 4000
+    x = rng.normal(30.0, 8.0, n)
+    sets = draw_sets(64, 1.0, 1.0, 0.0, 1.0, SecureRandom(seed=9))
+    a_bar, s_a2, b_bar, s_b2 = sets.moments
+    ys = np.array([transform(x, sets, SecureRandom(seed=100 + r)) for r in range(400)])
+    means, variances = ys.mean(axis=1), ys.var(axis=1, ddof=1)
+    s_x2 = x.var(ddof=1)
+    expected_mean = a_bar * x.mean() + b_bar
+    expected_var = (a_bar**2 + s_a2 * (n - 1) / n) * s_x2 + s_a2 * x.mean() ** 2 + s_b2
+    assert abs(means.mean() - expected_mean) < 4 * means.std(ddof=1) / math.sqrt(len(means))
+    assert abs(variances.mean() - expected_var) < 4 * variances.std(ddof=1) / math.sqrt(len(variances))
+    # and the spread of ȳ is that of a mean of independent a·x_i + b draws
+    assert means.std(ddof=1) == pytest.approx(math.sqrt((s_a2 * (x**2).sum() + n * s_b2) / n**2), rel=0.15)
+
+
+def test_set_moments_use_population_formulas():
+    sets = TrrSets(a=np.array([1.0, 2.0, 3.0]), b=np.array([-1.0, 1.0, 0.0]))
+    assert sets.moments == pytest.approx((2.0, 2.0 / 3.0, 0.0, 2.0 / 3.0))
+
+
+def test_reconstruction_is_unbiased_and_standard_errors_match_the_spread():
+    params = TrrParams(a_mean=2.0, a_var=10.0, b_mean=0.0, b_var=5.0, set_size=128)
+    cols = [ColumnInfo("x", "numeric")]
+
+    def run_once(r):
+        rng = np.random.default_rng(700 + r)  # a fresh sample of N(5, 3²) each time
+        data = MethodInput(columns=cols, frame=pd.DataFrame({"x": rng.normal(5.0, 3.0, 5000)}))
+        release = as_release_input(data, run_trr(data, params, ctx(r)), "trr", params)
+        col = run_reconstruct(release, ReconstructParams(), ctx()).data["steps"][0]["columns"]["x"]
+        return col["mean"], col["variance_raw"], col["mean_standard_error"], col["variance_standard_error"]
+
+    est = np.array([run_once(r) for r in range(600)])
+    for value, se, truth, tol in ((est[:, 0], est[:, 2], 5.0, 0.1), (est[:, 1], est[:, 3], 9.0, 0.15)):
+        spread = value.std(ddof=1)
+        assert abs(value.mean() - truth) < 4 * spread / math.sqrt(len(value))
+        assert abs(se.mean() / spread - 1) < tol
+
+
+def test_reconstruction_through_two_trr_steps_recovers_the_moments():
+    rng = np.random.default_rng(3)
+    data = MethodInput(columns=[ColumnInfo("x", "numeric")], frame=pd.DataFrame({"x": rng.normal(10, 2, 200_000)}))
+    first, second = TrrParams(a_mean=1.5, a_var=0.5), TrrParams(a_mean=0.8, a_var=0.2, b_mean=3.0)
+    once = as_release_input(data, run_trr(data, first, ctx(1)), "trr", first)
+    twice = as_release_input(once, run_trr(once, second, ctx(2)), "trr", second)
+    steps = run_reconstruct(twice, ReconstructParams(), ctx()).data["steps"]
+    col = steps[0]["columns"]["x"]
+    assert col["through_steps"] == ["trr", "trr"]
+    assert abs(col["mean"] - 10.0) < 4 * col["mean_standard_error"]
+    assert abs(col["variance"] - 4.0) < 4 * col["variance_standard_error"]
+
+
+def test_breach_widths_against_hand_computed_values():
+    widths = breach_widths(4.0)  # Ŝ_x = 2
+    assert widths["0.5"] == pytest.approx(2 * 0.6744897501960817 * 2)
+    assert widths["0.9"] == pytest.approx(2 * 1.6448536269514722 * 2)
+    assert widths["0.999"] == pytest.approx(2 * 3.2905267314918945 * 2)
+    assert breach_widths(-1.0) == {"0.5": 0.0, "0.9": 0.0, "0.999": 0.0}
+
+
+def test_variance_is_clipped_and_flagged_when_the_estimate_is_not_positive():
+    channel = NumericChannel(((1.0, 1.0, 0.0, 0.0),))
+    y = np.array([0.0, 20.0] * 50)  # ȳ = 10, S_y² ≈ 101: (101 − 1·100)/2 > 0 …
+    assert reconstruct_moments(y, channel)["variance_clipped"] is False
+    y = np.array([5.0, 15.0] * 50)  # … S_y² ≈ 25: (25 − 100)/2 < 0
+    rec = reconstruct_moments(y, channel)
+    assert rec["variance_clipped"] is True and rec["variance"] == 0.0 and rec["variance_raw"] < 0
+
+
+def test_release_states_plainly_that_trr_is_not_differentially_private():
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.normal(0, 1, 1000), "n": rng.integers(0, 10, 1000), "y": "a"})
+    cols = [ColumnInfo("x", "numeric"), ColumnInfo("n", "numeric", integer=True, bounds=(0, 9)),
+            ColumnInfo("y", "categorical", role="label")]
+    out = run_trr(MethodInput(columns=cols, frame=frame), TrrParams(set_size=16), ctx())
+    g = out.guarantees
+    assert g["notion"] == "none" and g["private"] is False and g["epsilon"] is None
+    assert any("NO differential-privacy guarantee" in s for s in g["statements"])
+    meta = out.metadata["trr"]["columns"]["n"]
+    assert len(meta["a_set"]) == 16 and meta["a_mean"] == pytest.approx(np.mean(meta["a_set"]))
+    assert set(meta["breach_width"]) == {"0.5", "0.9", "0.999"}
+    assert {c.name: (c.bounds, c.integer) for c in out.columns}["n"] == (None, False)
+    assert get("trr").epsilon_cost(TrrParams(), cols) is None
+
+
+def test_identity_sets_publish_the_data_unchanged_and_missing_stays_missing():
+    frame = pd.DataFrame({"x": [1.0, np.nan, 3.5]})
+    params = TrrParams(a_mean=1.0, a_var=0.0, b_mean=0.0, b_var=0.0, set_size=4)
+    out = run_trr(MethodInput(columns=[ColumnInfo("x", "numeric")], frame=frame), params, ctx())
+    assert np.array_equal(out.frame["x"].to_numpy(), frame["x"].to_numpy(), equal_nan=True)
+
+
+def test_parameter_errors_name_the_problem():
+    with pytest.raises(ValueError, match="a_mean must not be 0"):
+        TrrParams(a_mean=0.0)
+    cols = [ColumnInfo("c", "categorical")]
+    with pytest.raises(MethodInputError, match="'c' is categorical"):
+        get("trr").validate_against(TrrParams(columns=["c"]), cols, None)
+    frame = pd.DataFrame({"x": ["1", "two"]})
+    with pytest.raises(MethodInputError, match="non-numeric"):
+        run_trr(MethodInput(columns=[ColumnInfo("x", "numeric")], frame=frame), TrrParams(), ctx())
+
+
+def test_trr_on_an_errph_release_carries_both_steps():
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"c": rng.choice(["a", "b", "c"], 20_000, p=[0.5, 0.3, 0.2]),
+                          "x": rng.normal(50, 5, 20_000), "y": rng.choice(["p", "q"], 20_000)})
+    cols = [ColumnInfo("c", "categorical", distinct=3), ColumnInfo("x", "numeric"),
+            ColumnInfo("y", "categorical", role="label")]
+    data = MethodInput(columns=cols, frame=frame)
+    e, t = ErrphParams(p0=0.5), TrrParams()
+    first = as_release_input(data, run_errph(data, e, ctx(1)), "errph", e)
+    second = as_release_input(first, run_trr(first, t, ctx(2)), "trr", t)
+    assert [s["method"] for s in second.source.steps()] == ["errph", "trr"]
+    steps = run_reconstruct(second, ReconstructParams(), ctx()).data["steps"]
+    assert [s["method"] for s in steps] == ["errph", "trr"]
+    c = steps[0]["columns"]["c"]
+    assert np.allclose(c["consistent"], [0.5, 0.3, 0.2], atol=4 * max(c["standard_error"]))
+    x = steps[1]["columns"]["x"]
+    assert abs(x["mean"] - 50) < 4 * x["mean_standard_error"]
+    assert (second.frame["y"] == frame["y"]).all()  # the label is untouched
