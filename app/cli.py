@@ -159,6 +159,13 @@ def cmd_openapi(args) -> None:
     print(f"wrote {out}")
 
 
+def cmd_docs(_args) -> None:
+    from app.docs_index import write
+
+    for path in write():
+        print(f"wrote {path}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="veil", description="Veil privacy service")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -177,6 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
     api = sub.add_parser("openapi", help="write the OpenAPI document")
     api.add_argument("--output", default="openapi/openapi.json")
     api.set_defaults(fn=cmd_openapi)
+    sub.add_parser("docs", help="regenerate the methods index of the docs from the registry"
+                   ).set_defaults(fn=cmd_docs)
     return parser
 
 

@@ -23,7 +23,7 @@ from app.privacy.data import TransactionData
 
 FORMATS = ("csv", "tsv", "parquet", "jsonl", "transactions")
 NULL_VALUES = ["", "?", "NA", "N/A", "NaN", "nan", "NULL", "null", "#N/A", "None"]
-_BLOCK = 16 * 1024 * 1024  # a CSV row must fit in one block
+_BLOCK = 4 * 1024 * 1024  # a CSV row must fit in one block; smaller blocks parse in parallel
 _EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".parquet": "parquet", ".pq": "parquet",
                ".jsonl": "jsonl", ".ndjson": "jsonl", ".dat": "transactions", ".txt": "transactions"}
 
@@ -99,7 +99,10 @@ def _delimiter(path: Path, fmt: str, limits: Limits) -> tuple[str, int]:
 def _read_csv(path: Path, fmt: str, limits: Limits) -> pa.Table:
     delimiter, _ = _delimiter(path, fmt, limits)
     parse_opts = pacsv.ParseOptions(delimiter=delimiter)
-    convert = pacsv.ConvertOptions(null_values=NULL_VALUES, strings_can_be_null=True)
+    # Text columns are dictionary-encoded while parsing: pandas then gets Categoricals
+    # without creating a Python string per cell.
+    convert = pacsv.ConvertOptions(null_values=NULL_VALUES, strings_can_be_null=True,
+                                   auto_dict_encode=True, auto_dict_max_cardinality=2**31 - 1)
     read = pacsv.ReadOptions(block_size=_BLOCK)
     try:
         return pacsv.read_csv(path, read_options=read, parse_options=parse_opts, convert_options=convert)
@@ -262,21 +265,34 @@ def _finish_table(table: pa.Table, limits: Limits) -> pd.DataFrame:
     for name in names:
         col = table.column(name)
         t = col.type
-        if pa.types.is_string(t) or pa.types.is_large_string(t):
-            lengths = pc.utf8_length(col)
-            longest = pc.max(lengths).as_py()
-            if longest is not None and longest > limits.max_cell_length:
-                row = int(np.argmax(lengths.to_numpy(zero_copy_only=False) > limits.max_cell_length))
-                raise Unprocessable(f"column {name!r}, row {row + 1}: a value is longer than "
-                                    f"{limits.max_cell_length} characters")
-            columns[name] = col.to_pandas().astype("category")
+        if pa.types.is_dictionary(t) and not pa.types.is_string(t.value_type):
+            col = pc.cast(col, t.value_type)
+            t = col.type
+        if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_dictionary(t):
+            _check_cell_length(name, col, limits)
+            # Dictionary-encoded in Arrow: pandas gets a Categorical without a Python
+            # object per cell (≈ 10× faster than astype("category") on strings).
+            encoded = col if pa.types.is_dictionary(t) else pc.dictionary_encode(col)
+            columns[name] = encoded.to_pandas()
         elif pa.types.is_boolean(t):
             columns[name] = col.to_pandas().astype("boolean")
         elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
             columns[name] = pd.to_numeric(col.to_pandas()).astype("float64") \
                 if col.null_count or not pa.types.is_integer(t) else col.to_pandas()
-        elif pa.types.is_dictionary(t):
-            columns[name] = col.to_pandas().astype(str).astype("category")
         else:  # dates, times, binary: kept as text categories
             columns[name] = pc.cast(col, pa.string()).to_pandas().astype("category")
     return pd.DataFrame(columns)
+
+
+def _check_cell_length(name: str, col: pa.ChunkedArray, limits: Limits) -> None:
+    if pa.types.is_dictionary(col.type):  # the distinct values are enough to know
+        longest = max((pc.max(pc.utf8_length(c.dictionary)).as_py() or 0 for c in col.chunks), default=0)
+        if longest <= limits.max_cell_length:
+            return
+        col = pc.cast(col, col.type.value_type)
+    lengths = pc.utf8_length(col)
+    longest = pc.max(lengths).as_py()
+    if longest is not None and longest > limits.max_cell_length:
+        row = int(np.argmax(lengths.to_numpy(zero_copy_only=False) > limits.max_cell_length))
+        raise Unprocessable(f"column {name!r}, row {row + 1}: a value is longer than "
+                            f"{limits.max_cell_length} characters")

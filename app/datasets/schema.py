@@ -52,9 +52,15 @@ def profile_column(name: str, series: pd.Series, type_: str, previous: dict[str,
                    ) -> dict[str, Any]:
     previous = previous or {}
     missing = int(series.isna().sum())
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        counts = series.value_counts(sort=True)  # counts by code: no string per cell
+        counts = counts[counts > 0]
+        distinct = len(counts)
+    else:
+        counts, distinct = None, int(series.nunique(dropna=True))
     entry: dict[str, Any] = {
         "name": name, "type": type_, "role": previous.get("role", "insensitive"),
-        "missing": missing, "distinct": int(series.nunique(dropna=True)),
+        "missing": missing, "distinct": distinct,
         "bounds": previous.get("bounds"), "categories": previous.get("categories"),
         "integer": False,
     }
@@ -67,8 +73,8 @@ def profile_column(name: str, series: pd.Series, type_: str, previous: dict[str,
                             "mean": float(arr.mean()) if len(arr) else None,
                             "std": float(arr.std(ddof=1)) if len(arr) > 1 else None}
     else:
-        top = values.astype(str).value_counts().head(20)
-        entry["profile"] = {"top": [{"value": k, "count": int(v)} for k, v in top.items()]}
+        top = (counts if counts is not None else values.astype(str).value_counts()).head(20)
+        entry["profile"] = {"top": [{"value": str(k), "count": int(v)} for k, v in top.items()]}
     return entry
 
 

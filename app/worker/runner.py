@@ -55,6 +55,7 @@ class Fenced(Exception):
 
 
 def execute(job_id: uuid.UUID) -> None:
+    t0 = time.perf_counter()
     with transaction() as session:
         job = jobs_repo.claim(session, job_id, WORKER_ID)
         if job is None:
@@ -64,13 +65,17 @@ def execute(job_id: uuid.UUID) -> None:
                subject_type="job", subject_id=job_id, dataset_id=job["dataset_id"],
                details={"attempt": job["attempt"], "worker": WORKER_ID})
         inputs = _load_inputs(session, job)
+    t1 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="veil-job-") as tmp:
         outcome = _run_child(job, inputs, Path(tmp))
+        t2 = time.perf_counter()
         try:
             _finish(job, inputs, outcome)
         except Fenced:
             log.warning("job %s attempt %s was fenced off; its result is discarded",
                         job_id, job["attempt"])
+    log.info("job %s (%s) attempt %s: load %.3f s, run %.3f s, store %.3f s", job_id, job["method"],
+             job["attempt"], t1 - t0, t2 - t1, time.perf_counter() - t2)
 
 
 def _load_inputs(session, job) -> dict[str, Any]:

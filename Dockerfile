@@ -1,0 +1,22 @@
+# Multi-stage build: wheels are built in the first stage, the runtime image only installs them
+# and runs as an unprivileged user. The same package as `pip install .` (tests/test_docker.py).
+FROM python:3.11-slim AS build
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY app ./app
+COPY migrations ./migrations
+RUN pip install --no-cache-dir --upgrade pip build \
+ && pip wheel --no-cache-dir --wheel-dir /wheels .
+
+FROM python:3.11-slim AS runtime
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 VEIL_HOST=0.0.0.0 VEIL_PORT=8000
+RUN useradd --create-home --uid 10001 veil
+COPY --from=build /wheels /wheels
+RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
+USER veil
+WORKDIR /home/veil
+EXPOSE 8000
+HEALTHCHECK --interval=10s --timeout=3s CMD python -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:8000/healthz'); sys.exit(0)"
+# With DATABASE_URL set (compose does), `veil serve --workers 0` runs the API only; workers
+# run as their own service (`veil worker`) and scale with `--scale worker=N`.
+CMD ["veil", "serve", "--workers", "0"]

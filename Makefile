@@ -1,0 +1,37 @@
+# Veil — the two commands: `make run` (install and start the embedded service) and
+# `make test` (install and run the whole suite). Everything installs into .venv.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
+
+.PHONY: install run test test-fast bench openapi clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(VENV)/bin/veil serve
+
+# pytest exits 5 when it collects no test: that fails this target (and CI), as it should.
+test: install
+	$(PY) -m pytest -q -p no:cacheprovider
+
+test-fast: install
+	$(PY) -m pytest -q -p no:cacheprovider tests/privacy tests/api
+
+bench: install
+	$(PY) -m pip install --quiet -e '.[bench]'
+	$(PY) -m benchmarks
+
+openapi: install
+	$(VENV)/bin/veil openapi
+
+clean:
+	rm -rf $(VENV) .veil

@@ -1,0 +1,97 @@
+"""Run every benchmark module and print one table (Veil, peer, ratio); write docs/benchmarks.md.
+
+    python -m benchmarks            # the full workloads of the issues
+    python -m benchmarks --quick    # small sizes, seconds
+    python -m benchmarks --only service,rr
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import platform
+import pkgutil
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import benchmarks
+from benchmarks.common import Row
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _fmt(x: float | None) -> str:
+    if x is None:
+        return "—"
+    if x == 0:
+        return "0"
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    if abs(x) >= 1:
+        return f"{x:.2f}"
+    return f"{x:.3g}"
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def table(rows: list[tuple[str, Row]]) -> str:
+    lines = ["| family | workload | Veil | unit | peer | peer value | ratio (× Veil better) | target | notes |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for family, r in rows:
+        lines.append(f"| {family} | {r.workload} | {_fmt(r.veil)} | {r.unit} | {r.peer or '—'} | "
+                     f"{_fmt(r.peer_value)} | {_fmt(r.ratio)} | {r.target or '—'} | {r.notes} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks")
+    parser.add_argument("--quick", action="store_true", help="small sizes (seconds)")
+    parser.add_argument("--only", default="", help="comma-separated families (module suffixes)")
+    parser.add_argument("--no-write", action="store_true", help="do not write docs/benchmarks.md")
+    args = parser.parse_args(argv)
+    only = {x.strip() for x in args.only.split(",") if x.strip()}
+    rows: list[tuple[str, Row]] = []
+    failures = 0
+    for mod in sorted(m.name for m in pkgutil.iter_modules(benchmarks.__path__) if m.name.startswith("bench_")):
+        family = mod.removeprefix("bench_")
+        if only and family not in only:
+            continue
+        print(f"[{family}] running…", file=sys.stderr, flush=True)
+        started = time.perf_counter()
+        try:
+            for row in importlib.import_module(f"benchmarks.{mod}").cases(args.quick):
+                rows.append((family, row))
+        except Exception:
+            failures += 1
+            traceback.print_exc()
+            rows.append((family, Row(workload="(benchmark failed)", veil=None, unit="", notes="see log")))
+        print(f"[{family}] {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
+    text = table(rows)
+    print(text)
+    if not args.no_write and not only:
+        doc = ROOT / "docs" / "benchmarks.md"
+        doc.parent.mkdir(exist_ok=True)
+        doc.write_text(
+            "# Benchmarks\n\nWritten by `make bench` (`python -m benchmarks"
+            f"{' --quick' if args.quick else ''}`) on {time.strftime('%Y-%m-%d')}.\n\n"
+            f"Machine: {machine()}.\n\nRatio: how many times Veil is better than the peer "
+            "(throughput: Veil / peer; times: peer / Veil). Peers run in the same process on the "
+            "same data; a peer that is not installed shows no value.\n\n" + text + "\n")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
