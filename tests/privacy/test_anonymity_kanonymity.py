@@ -1,0 +1,327 @@
+"""kanonymity on Adult and small instances: every guarantee is re-checked on the released
+strings by independent code (pandas groupby, raw ARX tables, scipy)."""
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from pydantic import ValidationError
+
+from app.privacy.anonymity import methods as methods_module
+from app.privacy.anonymity.hierarchies import parse_arx_hierarchy
+from app.privacy.anonymity.methods import KAnonymityParams, _check_kanonymity, run_kanonymity
+from app.privacy.anonymity.verify import VerificationError, verify_release
+from app.privacy.context import RunContext
+from app.privacy.data import ColumnInfo, MethodInput
+from app.privacy.registry import MethodInputError
+from tests.privacy.test_anonymity_support import (
+    ADULT_QIS, adult_columns, adult_complete, adult_hierarchy_text, categorical_ncp, class_sizes,
+    numeric_ncp, ordered_emd,
+)
+
+CATEGORICAL_QIS = [q for q in ADULT_QIS if q != "age"]
+
+
+@pytest.fixture(scope="module")
+def adult():
+    frame = adult_complete()
+    hierarchies = {q: parse_arx_hierarchy(adult_hierarchy_text(q)) for q in ADULT_QIS}
+    return frame, hierarchies
+
+
+def _run(frame, hierarchies, columns=None, **params):
+    data = MethodInput(columns=columns or adult_columns(frame), frame=frame, hierarchies=hierarchies)
+    return run_kanonymity(data, KAnonymityParams(**params), RunContext())
+
+
+def _independent_ncp(release, frame, hierarchies, qis=ADULT_QIS):
+    per = {}
+    for q in qis:
+        if q == "age":
+            per[q] = numeric_ncp(release[q], frame[q].min(), frame[q].max()).mean()
+        else:
+            per[q] = categorical_ncp(release[q], hierarchies[q], set(frame[q].unique())).mean()
+    return per
+
+
+@pytest.fixture(scope="module")
+def mondrian_k10(adult):
+    frame, hierarchies = adult
+    return _run(frame, hierarchies, k=10)
+
+
+def test_mondrian_adult_k10_every_class_has_k_records(mondrian_k10, adult):
+    frame, _ = adult
+    release = mondrian_k10.frame
+    assert len(release) == len(frame)  # Mondrian suppresses nothing
+    sizes = class_sizes(release, ADULT_QIS)
+    assert sizes.min() >= 10
+    assert mondrian_k10.guarantees["k"] == sizes.min()
+    assert mondrian_k10.guarantees["notion"] == "k_anonymity"
+    assert any("not differential privacy" in s for s in mondrian_k10.guarantees["statements"])
+    # columns that are not quasi-identifiers are untouched
+    for c in frame.columns:
+        if c not in ADULT_QIS:
+            assert (release[c].to_numpy() == frame[c].to_numpy()).all()
+
+
+def test_mondrian_adult_k10_ncp_recomputed_independently_meets_target(mondrian_k10, adult):
+    frame, hierarchies = adult
+    per = _independent_ncp(mondrian_k10.frame, frame, hierarchies)
+    for q in ADULT_QIS:
+        assert per[q] == pytest.approx(mondrian_k10.metrics["ncp_per_qi"][q], abs=1e-9)
+    average = float(np.mean(list(per.values())))
+    assert average == pytest.approx(mondrian_k10.metrics["ncp"], abs=1e-9)
+    assert average <= 0.20  # the issue's target (the naive strict reference reaches 0.238)
+    # categorical releases are hierarchy nodes, and each class's node covers its raw values
+    for q in CATEGORICAL_QIS:
+        h = hierarchies[q]
+        nodes = set(h.values.ravel())
+        assert set(mondrian_k10.frame[q].unique()) <= nodes
+
+
+def test_released_generalizations_cover_the_raw_values(mondrian_k10, adult):
+    frame, hierarchies = adult
+    release = mondrian_k10.frame
+    lo_hi = release["age"].str.extract(r"^\[(\d+), (\d+)\]$").astype(float)
+    single = lo_hi[0].isna()
+    lo = lo_hi[0].where(~single, release["age"].where(single).astype(float))
+    hi = lo_hi[1].where(~single, lo)
+    assert ((frame["age"] >= lo) & (frame["age"] <= hi)).all()
+    h = hierarchies["education"]
+    allowed = {(leaf, node) for j in range(h.shape[1]) for leaf, node in zip(h.level_0, h.iloc[:, j])}
+    assert all((v, g) in allowed for v, g in zip(frame["education"], release["education"]))
+
+
+def test_grouped_children_release_sets_with_lower_ncp(adult, mondrian_k10):
+    frame, hierarchies = adult
+    result = _run(frame, hierarchies, k=10, categorical_release="children")
+    assert class_sizes(result.frame, ADULT_QIS).min() >= 10
+    per = _independent_ncp(result.frame, frame, hierarchies)
+    assert np.mean(list(per.values())) == pytest.approx(result.metrics["ncp"], abs=1e-9)
+    assert result.metrics["ncp"] < mondrian_k10.metrics["ncp"]
+    assert result.frame["race"].str.startswith("{").any()
+
+
+def test_ordered_coding_is_k_anonymous(adult):
+    frame, hierarchies = adult
+    result = _run(frame, hierarchies, k=10, categorical_coding="ordered")
+    assert class_sizes(result.frame, ADULT_QIS).min() >= 10
+    order = result.metadata["generalization"]["race"]["order"]
+    assert order == sorted(frame["race"].unique())
+
+
+@pytest.fixture(scope="module")
+def sample(adult):
+    frame, hierarchies = adult
+    return frame.sample(3000, random_state=3).reset_index(drop=True), hierarchies
+
+
+def test_l_diversity_alpha_and_t_verified_independently(sample):
+    frame, hierarchies = sample
+    result = _run(frame, hierarchies, columns=adult_columns(frame, sensitive="occupation",
+                                                            qis=[q for q in ADULT_QIS if q != "occupation"]),
+                  k=5, l=3, alpha=0.6, t=0.4)
+    qis = [q for q in ADULT_QIS if q != "occupation"]
+    groups = result.frame.groupby(qis, dropna=False)["occupation"]
+    assert groups.size().min() >= 5
+    assert groups.nunique().min() >= 3
+    assert groups.apply(lambda s: s.value_counts(normalize=True).iloc[0]).max() <= 0.6 + 1e-12
+    table = frame["occupation"].value_counts(normalize=True)
+    tv = groups.apply(lambda s: 0.5 * (s.value_counts(normalize=True).reindex(table.index, fill_value=0)
+                                       - table).abs().sum())
+    assert tv.max() <= 0.4 + 1e-12
+    assert result.guarantees["t"] == pytest.approx(tv.max(), abs=1e-9)
+    assert result.guarantees["l"] == groups.nunique().min()
+
+
+def test_t_closeness_on_a_numeric_sensitive_column_uses_ordered_emd(sample):
+    frame, hierarchies = sample
+    result = _run(frame, hierarchies, k=5, t=0.15, sensitive="hours-per-week")
+    table = frame["hours-per-week"].to_numpy()
+    distances = result.frame.groupby(ADULT_QIS)["hours-per-week"].apply(
+        lambda s: ordered_emd(s.to_numpy(), table))
+    assert distances.max() <= 0.15 + 1e-9
+    assert result.guarantees["t"] == pytest.approx(distances.max(), abs=1e-9)
+    assert "ordered" in result.guarantees["t_distance"]
+
+
+def test_p_alpha_k_anonymity_combination(sample):
+    frame, hierarchies = sample
+    result = _run(frame, hierarchies, k=6, l=2, alpha=0.85, sensitive="income")
+    groups = result.frame.groupby(ADULT_QIS)["income"]
+    assert groups.size().min() >= 6 and groups.nunique().min() == 2
+    assert groups.apply(lambda s: s.value_counts(normalize=True).iloc[0]).max() <= 0.85 + 1e-12
+
+
+def test_lattice_adult_k5_no_suppression_is_k_anonymous_and_full_domain(adult):
+    frame, hierarchies = adult
+    result = _run(frame, hierarchies, k=5, algorithm="lattice")
+    lattice = result.metadata["lattice"]
+    assert lattice["optimal"] and not lattice["timed_out"] and result.metrics["suppressed"] == 0
+    assert class_sizes(result.frame, ADULT_QIS).min() >= 5
+    for q in ADULT_QIS:  # full-domain: every value released at the column's chosen level
+        h = hierarchies[q]
+        level = lattice["levels"][q]
+        mapping = dict(zip(h.level_0.astype(str), h[f"level_{level}"]))
+        assert (frame[q].astype(str).map(mapping).to_numpy() == result.frame[q].to_numpy()).all()
+    per = _independent_ncp(result.frame, frame, hierarchies)
+    per["age"] = _age_level_ncp(result.frame, frame, hierarchies["age"])
+    assert np.mean(list(per.values())) == pytest.approx(result.metrics["ncp"], abs=1e-9)
+
+
+def _age_level_ncp(release, frame, h):
+    """Numeric node NCP: the node's hierarchy leaves' span, clipped to the data range, over R."""
+    lo, hi = frame["age"].min(), frame["age"].max()
+    leaves = h.level_0.astype(float)
+    spans = {}
+    for j in range(h.shape[1]):
+        for node, group in leaves.groupby(h.iloc[:, j]):
+            spans[node] = (min(max(group.min(), lo), hi), max(min(group.max(), hi), lo))
+    spans["*"] = (lo, hi)
+    return release["age"].map(lambda v: (spans[v][1] - spans[v][0]) / (hi - lo)).mean()
+
+
+def _brute_force(frame, hierarchies, qis, k, suppression):
+    """Every node of the lattice, generalized with the raw ARX tables and grouped by pandas."""
+    n = len(frame)
+    limit = int(np.floor(suppression * n + 1e-9))
+    columns = {}  # (q, level) -> (released labels as codes, NCP per record)
+    for q in qis:
+        h = hierarchies[q]
+        raw = frame[q].astype(str)
+        for level in range(h.shape[1]):
+            labels = raw.map(dict(zip(h.level_0.astype(str), h.iloc[:, level])))
+            columns[q, level] = (pd.factorize(labels)[0],
+                                 categorical_ncp(labels, h, set(raw)))
+    best = (np.inf, None)
+    for levels in itertools.product(*[range(hierarchies[q].shape[1]) for q in qis]):
+        gen = pd.DataFrame({q: columns[q, lv][0] for q, lv in zip(qis, levels)})
+        size = gen.groupby(qis)[qis[0]].transform("size").to_numpy()
+        suppressed = size < k
+        if suppressed.sum() > limit:
+            continue
+        total = sum(columns[q, lv][1][~suppressed].sum() + suppressed.sum()
+                    for q, lv in zip(qis, levels))
+        loss = total / (n * len(qis))
+        if loss < best[0] - 1e-12:
+            best = (loss, levels)
+    return best
+
+
+@pytest.mark.parametrize("suppression", [0.0, 0.03])
+def test_lattice_is_optimal_against_brute_force(adult, suppression):
+    frame, hierarchies = adult
+    qis = ["education", "marital-status", "occupation", "workclass", "native-country"]
+    small = frame.sample(1500, random_state=5).reset_index(drop=True)
+    loss, levels = _brute_force(small, hierarchies, qis, 4, suppression)
+    result = _run(small, hierarchies, columns=adult_columns(small, qis=qis), k=4,
+                  algorithm="lattice", suppression=suppression)
+    assert result.metadata["lattice"]["optimal"]
+    assert result.metadata["lattice"]["loss"] == pytest.approx(loss, abs=1e-12)
+    assert result.metrics["ncp"] == pytest.approx(loss, abs=1e-12)
+    assert result.metrics["suppressed"] <= suppression * len(small)
+    assert class_sizes(result.frame, qis).min() >= 4
+
+
+def test_lattice_time_budget_flags_the_result(adult):
+    frame, hierarchies = adult
+    result = _run(frame, hierarchies, k=5, algorithm="lattice", suppression=0.04, time_budget=1e-6)
+    lattice = result.metadata["lattice"]
+    assert lattice["timed_out"] and not lattice["optimal"]
+    assert any("time budget" in w for w in result.guarantees["warnings"])
+    assert class_sizes(result.frame, ADULT_QIS).min() >= 5
+
+
+def test_lattice_heuristic_beyond_max_nodes_is_flagged(sample):
+    frame, hierarchies = sample
+    result = _run(frame, hierarchies, k=5, algorithm="lattice", max_lattice_nodes=10)
+    assert result.metadata["lattice"]["heuristic"] and not result.metadata["lattice"]["optimal"]
+    assert class_sizes(result.frame, ADULT_QIS).min() >= 5
+
+
+def test_identifiers_are_dropped_and_missing_cells_are_a_leaf():
+    frame = pd.DataFrame({"id": range(40), "city": ["a", "b", None, "c"] * 10,
+                          "age": np.arange(40) % 17 + 20, "dx": ["x", "y"] * 20})
+    columns = [ColumnInfo("id", "numeric", "identifier"), ColumnInfo("city", "categorical", "quasi_identifier"),
+               ColumnInfo("age", "numeric", "quasi_identifier"), ColumnInfo("dx", "categorical", "sensitive")]
+    result = run_kanonymity(MethodInput(columns=columns, frame=frame), KAnonymityParams(k=4, l=2),
+                            RunContext())
+    assert "id" not in result.frame.columns and result.metadata["dropped_identifiers"] == ["id"]
+    assert result.frame.groupby(["city", "age"]).size().min() >= 4
+    assert [c.name for c in result.columns] == ["city", "age", "dx"]
+
+
+def test_a_release_that_fails_verification_is_an_error(adult, monkeypatch):
+    frame, hierarchies = adult
+    from app.privacy.anonymity import anonymize as anonymize_module
+
+    monkeypatch.setattr(anonymize_module, "mondrian_partition",
+                        lambda axes, c, s, p: np.arange(len(frame)) // 3)  # classes of 3 < k
+    with pytest.raises(VerificationError, match="fewer than k = 10"):
+        _run(frame, hierarchies, k=10)
+
+
+def test_verifier_catches_each_model():
+    frame = pd.DataFrame({"q": ["a"] * 4 + ["b"] * 4, "s": ["x", "x", "x", "y", "x", "y", "z", "w"]})
+    values = np.array(["w", "x", "y", "z"])
+    dist = np.array([1, 5, 1, 1]) / 8
+    ok = verify_release(frame, ["q"], k=4, sensitive="s", l=2, alpha=0.75, t=0.5,
+                        table_values=values, table_dist=dist)
+    assert (ok.k, ok.l, ok.alpha) == (4, 2, 0.75)
+    with pytest.raises(VerificationError, match="fewer than k"):
+        verify_release(frame, ["q"], k=5)
+    with pytest.raises(VerificationError, match="fewer than l"):
+        verify_release(frame, ["q"], k=4, sensitive="s", l=3)
+    with pytest.raises(VerificationError, match="above alpha"):
+        verify_release(frame, ["q"], k=4, sensitive="s", alpha=0.7)
+    with pytest.raises(VerificationError, match="above t"):
+        verify_release(frame, ["q"], k=4, sensitive="s", t=0.1, table_values=values, table_dist=dist)
+
+
+def test_impossible_constraints_and_bad_params_are_named(sample):
+    frame, hierarchies = sample
+    with pytest.raises(MethodInputError, match=r"'sex' has 2 distinct values.*l = 3"):
+        _run(frame, hierarchies, columns=adult_columns(frame, qis=ADULT_QIS[:3]), k=5, l=3,
+             sensitive="sex")
+    columns = adult_columns(frame)
+    with pytest.raises(MethodInputError, match="unknown column 'nope'"):
+        _check_kanonymity(KAnonymityParams(quasi_identifiers=["nope"]), columns, None)
+    with pytest.raises(MethodInputError, match="need a sensitive column"):
+        _check_kanonymity(KAnonymityParams(l=2), columns, None)
+    with pytest.raises(MethodInputError, match="both sensitive and a quasi-identifier"):
+        _check_kanonymity(KAnonymityParams(l=2, sensitive="age"), columns, None)
+    with pytest.raises(ValidationError):
+        KAnonymityParams(k=1)
+    with pytest.raises(ValidationError):
+        KAnonymityParams(k=3, l=4)
+    with pytest.raises(MethodInputError, match="fewer than k"):
+        _run(frame.head(4), hierarchies, k=5)
+
+
+def test_missing_hierarchy_value_is_named_in_the_error(sample):
+    frame, hierarchies = sample
+    broken = dict(hierarchies)
+    broken["race"] = hierarchies["race"][hierarchies["race"].level_0 != "Other"]
+    assert (frame["race"] == "Other").any()
+    with pytest.raises(MethodInputError, match=r"'race'.*missing from the hierarchy.*'Other'"):
+        _run(frame, broken, k=5)
+
+
+def test_registered_with_the_expected_public_parameters():
+    from app.privacy import registry
+
+    spec = registry.get("kanonymity")
+    fields = set(spec.params.model_fields)
+    assert {"k", "algorithm", "quasi_identifiers", "sensitive", "l", "alpha", "t", "suppression",
+            "time_budget"} <= fields
+    assert not spec.produces_randomness and spec.epsilon is None
+    assert methods_module.NOT_DP in _dummy_statements()
+
+
+def _dummy_statements():
+    frame = pd.DataFrame({"q": ["a", "b"] * 5})
+    result = run_kanonymity(MethodInput(columns=[ColumnInfo("q", "categorical", "quasi_identifier")],
+                                        frame=frame), KAnonymityParams(k=2), RunContext())
+    return result.guarantees["statements"]

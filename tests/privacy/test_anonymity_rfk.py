@@ -1,0 +1,132 @@
+"""RFK-anonymity: 1-D k-means, tiers, encoding, the method end to end, and the experiment."""
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from pydantic import ValidationError
+
+from app.privacy.anonymity.methods import RfkParams, _check_rfk, run_rfk
+from app.privacy.anonymity.rfk import encode_features, kmeans_1d, tier_stability
+from app.privacy.context import RunContext
+from app.privacy.data import ColumnInfo, MethodInput
+from app.privacy.registry import MethodInputError
+
+
+def _sse(x, labels):
+    return sum(((x[labels == c] - x[labels == c].mean()) ** 2).sum() for c in np.unique(labels))
+
+
+def test_kmeans_1d_is_optimal_and_ordered_by_centroid():
+    rng = np.random.default_rng(2)
+    for _ in range(5):
+        x = rng.normal(size=8)
+        labels = kmeans_1d(x, 3)
+        best = min(_sse(x, np.array(assign)) for assign in itertools.product(range(3), repeat=8)
+                   if len(set(assign)) == 3)
+        assert _sse(x, labels) == pytest.approx(best)
+        means = [x[labels == c].mean() for c in range(3)]
+        assert means[0] > means[1] > means[2]  # cluster 0 = most sensitive
+    assert list(kmeans_1d(np.array([0.1, 0.5]), 5)) == [1, 0]  # fewer values than clusters
+
+
+def test_tier_stability_figures():
+    main = {"a": 1, "b": 2, "c": 2, "d": 3}
+    same = tier_stability(main, [dict(main)])
+    assert same["mean_same_tier_share"] == 1.0 and same["mean_adjusted_rand_index"] == 1.0
+    moved = tier_stability(main, [{"a": 2, "b": 1, "c": 1, "d": 3}])
+    assert moved["same_tier_share"] == [0.25]
+    assert moved["adjusted_rand_index"] == [1.0]  # same clusters, other numbers
+
+
+def test_encoding_reads_interval_midpoints_and_codes_categories():
+    frame = pd.DataFrame({"a": ["[10, 20]", "5", "[0, 1]"], "b": ["x", "*", None], "c": [1.5, 2, 3]})
+    X = encode_features(frame, ["a", "b", "c"])
+    assert X[:, 0].tolist() == [15.0, 5.0, 0.5]
+    assert len(set(X[:, 1])) == 3 and X[:, 2].tolist() == [1.5, 2.0, 3.0]
+
+
+def _toy(n=1500, seed=4):
+    rng = np.random.default_rng(seed)
+    strong = rng.integers(0, 60, n)
+    frame = pd.DataFrame({
+        "strong": strong, "weak": rng.integers(0, 100, n),
+        "city": rng.choice(["p", "q", "r", "s"], n), "noise": rng.normal(size=n).round(2),
+    })
+    frame["y"] = np.where(strong + rng.normal(0, 4, n) > 30, "hi", "lo")
+    columns = [ColumnInfo("strong", "numeric"), ColumnInfo("weak", "numeric"),
+               ColumnInfo("city", "categorical"), ColumnInfo("noise", "numeric"),
+               ColumnInfo("y", "categorical", role="label")]
+    return frame, columns
+
+
+@pytest.fixture(scope="module")
+def toy_release():
+    frame, columns = _toy()
+    params = RfkParams(k=4, E=[1, 3], tiers=3, repeats=2, n_estimators=15, stability_runs=1,
+                       eval_repeats=1)
+    return frame, run_rfk(MethodInput(columns=columns, frame=frame), params, RunContext())
+
+
+def test_rfk_ranks_the_predictive_attribute_first_and_anonymizes_tier_one(toy_release):
+    frame, result = toy_release
+    m = result.metrics
+    assert m["tiers"]["strong"] == 1
+    assert m["sensitivity"]["strong"] == max(m["sensitivity"].values())
+    anonymized = result.metadata["anonymized_attributes"]
+    assert "strong" in anonymized and m["E"] == 1
+    sizes = result.frame.groupby(anonymized).size()  # independent check of the release
+    assert sizes.min() >= 4
+    for column in set(frame.columns) - set(anonymized):
+        assert (result.frame[column].to_numpy() == frame[column].to_numpy()).all()
+
+
+def test_rfk_reports_every_E_with_loss_accuracy_and_risk(toy_release):
+    frame, result = toy_release
+    by_E = {row["E"]: row for row in result.metrics["by_E"]}
+    assert sorted(by_E) == [1, 2, 3]
+    assert by_E[3]["unchanged"] == [] and by_E[3]["risk_all_attributes"]["highest"] <= 1 / 4
+    assert by_E[1]["ncp_sum"] <= by_E[3]["ncp_sum"]
+    attributes = list(frame.columns.drop("y"))
+    for row in by_E.values():
+        assert 0.5 <= row["accuracy"] <= 1.0  # the label follows 'strong': well above chance
+        released = result.frame if row["E"] == 1 else None
+        if released is not None:  # risk over all attributes, recomputed on the release
+            sizes = released.groupby(attributes).size()
+            assert row["risk_all_attributes"]["highest"] == 1 / sizes.min()
+            assert row["risk_all_attributes"]["sample_uniques"] == int((sizes == 1).sum())
+    # attributes left unchanged (continuous 'noise', 'weak') keep nearly everyone unique
+    assert by_E[1]["risk_all_attributes"]["sample_uniques_share"] > 0.9
+    assert not result.guarantees["private"]
+    assert any("still identify" in w for w in result.guarantees["warnings"])
+    assert result.metrics["tier_stability"]["reruns"] == 1
+
+
+def test_rfk_parameters_are_checked():
+    _, columns = _toy(50)
+    with pytest.raises(ValidationError):
+        RfkParams(k=2)  # the paper: K > 2
+    with pytest.raises(ValidationError):
+        RfkParams(E=6)
+    with pytest.raises(MethodInputError, match="unknown label"):
+        _check_rfk(RfkParams(label="nope"), columns, None)
+    unlabeled = [ColumnInfo(c.name, c.type) for c in columns]
+    with pytest.raises(MethodInputError, match="needs a label"):
+        _check_rfk(RfkParams(), unlabeled, None)
+
+
+def test_experiment_rfk_small_run_produces_tables_and_plots():
+    from app.privacy.experiments.rfk import ExperimentRfkParams, run_experiment_rfk
+
+    params = ExperimentRfkParams(datasets=["adult"], repeats=1, n_estimators=5, stability_runs=0,
+                                 sample_size=600, eval_repeats=1)
+    report = run_experiment_rfk(MethodInput(columns=[]), params, RunContext())
+    table = report.tables["by_E"]
+    assert table["E"].tolist() == [1, 2, 3, 4, 5]
+    row5 = table[table.E == 5].iloc[0]
+    assert row5["rfk_accuracy"] == row5["kanonymity_accuracy"]  # E = 5 is plain k-anonymity
+    assert (table["rfk_ncp_sum"].diff().dropna() >= -1e-12).all()  # more tiers, more loss
+    assert set(report.plots) == {"rfk_accuracy_adult", "rfk_information_loss_adult", "rfk_risk_adult"}
+    assert report.data["datasets"][0]["tier_agreement_with_paper"]["same_tier_share"] >= 0.0
+    assert len(report.tables["tiers"]) == 14
