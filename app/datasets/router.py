@@ -3,10 +3,11 @@ from __future__ import annotations
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Body, Header, Query, Request, Response
+from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import StreamingResponse
 from starlette.datastructures import UploadFile
 
 from app.auth.dependencies import OwnerPrincipal
@@ -78,6 +79,18 @@ def list_datasets(principal: OwnerPrincipal, session: SessionDep,
 @router.get("/{dataset_id}", response_model=Dataset, responses=problem_responses(401, 403, 404, 422, 503))
 def get_dataset(dataset_id: uuid.UUID, principal: OwnerPrincipal, session: SessionDep) -> Dataset:
     return Dataset(**service.get(session, principal, dataset_id))
+
+
+@router.get("/{dataset_id}/data", response_class=StreamingResponse,
+            responses={200: {"description": "the raw rows", "content": {
+                "text/csv": {}, "application/x-ndjson": {}, "application/vnd.apache.parquet": {}}},
+                **problem_responses(401, 403, 404, 422, 503)})
+def download(dataset_id: uuid.UUID, principal: OwnerPrincipal, session: SessionDep,
+             format: Literal["csv", "jsonl", "parquet"] = "csv") -> StreamingResponse:
+    """The raw data as stored (owners only; every download is audited)."""
+    media = {"csv": "text/csv", "jsonl": "application/x-ndjson", "parquet": "application/vnd.apache.parquet"}
+    return StreamingResponse(service.download(session, principal, dataset_id, format), media_type=media[format],
+                             headers={"Content-Disposition": f'attachment; filename="dataset-{dataset_id}.{format}"'})
 
 
 @router.get("/{dataset_id}/profile", response_model=Profile,

@@ -165,6 +165,17 @@ def load(session: Session, row) -> pd.DataFrame | TransactionData:
     return codec.parquet_to_table(data)
 
 
+def download(session: Session, principal: Principal, dataset_id: uuid.UUID, fmt: str):
+    """The raw data (owners only), audited like a release download."""
+    from app.releases.service import encode_table
+
+    row = get_row(session, principal, dataset_id, live=True)
+    payload = blobs.read(session, row["blob_id"])
+    record(session, tenant=principal.tenant, actor=principal.actor, action="dataset.downloaded",
+           subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id, details={"format": fmt})
+    return encode_table(payload, row["shape"], fmt)
+
+
 def update_schema(session: Session, principal: Principal, dataset_id: uuid.UUID,
                   update: SchemaUpdate) -> dict[str, Any]:
     row = get_row(session, principal, dataset_id, live=True, for_update=True)

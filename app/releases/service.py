@@ -91,9 +91,14 @@ def download(session: Session, principal: Principal, release_id: uuid.UUID, fmt:
     record(session, tenant=principal.tenant, actor=principal.actor, action="release.downloaded",
            subject_type="release", subject_id=release_id, dataset_id=row["dataset_id"],
            release_id=release_id, details={"format": fmt})
+    return encode_table(payload, row["shape"], fmt)
+
+
+def encode_table(payload: bytes, shape: str, fmt: str) -> Iterator[bytes]:
+    """Stored Parquet bytes as a stream of csv / jsonl / parquet chunks."""
     if fmt == "parquet":
         return iter([payload])
-    if row["shape"] == "transactions":
+    if shape == "transactions":
         table = pa.Table.from_pandas(codec.transactions_to_frame(codec.parquet_to_transactions(payload)),
                                      preserve_index=False)
     else:

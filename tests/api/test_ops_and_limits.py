@@ -1,0 +1,83 @@
+"""Operations endpoints, the streamed body limit, raw data download, and that a refused
+upload leaves nothing behind."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+from fastapi.testclient import TestClient
+from sqlalchemy import text
+
+from app.db import transaction
+from tests.support.api import assert_problem, auth, upload
+
+
+def test_healthz_readyz_metrics(client):
+    assert client.get("/healthz").json() == {"status": "ok"}
+    ready = client.get("/readyz")
+    body = ready.json()
+    assert body["checks"]["database"] == "ok" and body["checks"]["migrations"] == "ok"
+    # no worker runs in the API tests: not ready, and it says why
+    assert ready.status_code in (200, 503)
+    if ready.status_code == 503:
+        assert body["checks"]["workers"] == "no worker heartbeat"
+    client.get("/v1/methods")
+    metrics = client.get("/metrics").text
+    assert 'veil_jobs{status="queued"}' in metrics and "veil_queue_depth" in metrics
+    assert 'veil_request_duration_seconds_count{method="GET",route="/v1/methods",status="200"}' in metrics
+
+
+def test_request_id_is_echoed(client):
+    r = client.get("/healthz", headers={"X-Request-ID": "abc123"})
+    assert r.headers["x-request-id"] == "abc123"
+
+
+def test_body_limit_refuses_early_and_keeps_nothing(make_key, monkeypatch):
+    from app.config import get_settings
+    from app.main import create_app
+
+    monkeypatch.setattr(get_settings(), "max_upload_bytes", 2000)
+    small = TestClient(create_app(), raise_server_exceptions=False)
+    headers = make_key("owner")
+    with transaction() as s:
+        before = s.execute(text("SELECT count(*) FROM datasets")).scalar_one()
+    big = b"a,b\n" + b"1,2\n" * 2000
+    assert_problem(upload(small, headers, big, "big.csv"), 413, "larger than the limit of 2000 bytes")
+
+    def chunked():  # no Content-Length: the limit is enforced while the body streams in
+        yield b"--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.csv\"\r\n\r\n"
+        for _ in range(100):
+            yield b"1,2\n" * 50
+        yield b"\r\n--xyz--\r\n"
+
+    r = small.post("/v1/datasets", headers={**auth(headers), "Content-Type": "multipart/form-data; boundary=xyz"},
+                   content=chunked())
+    assert_problem(r, 413, "limit")
+    assert upload(small, headers, b"a,b\n1,2\n", "ok.csv").status_code == 201
+    with transaction() as s:
+        after = s.execute(text("SELECT count(*) FROM datasets")).scalar_one()
+    assert after == before + 1
+
+
+def test_bad_upload_leaves_no_dataset_or_blob(client, owner):
+    with transaction() as s:
+        before = s.execute(text("SELECT (SELECT count(*) FROM datasets), (SELECT count(*) FROM blob_chunks)")).one()
+    assert_problem(upload(client, owner, b"n\n1\n2\n", "x.csv", schema={"n": {"type": "boolean"}}), 422)
+    with transaction() as s:
+        after = s.execute(text("SELECT (SELECT count(*) FROM datasets), (SELECT count(*) FROM blob_chunks)")).one()
+    assert tuple(after) == tuple(before)
+
+
+def test_owner_downloads_raw_data_and_it_is_audited(client, make_key):
+    owner = make_key("owner")
+    analyst = make_key("analyst", tenant=owner["X-Tenant"])
+    ds = upload(client, owner, b"a,b\n1,x\n2,y\n", "r.csv").json()
+    r = client.get(f"/v1/datasets/{ds['id']}/data", headers=auth(owner))
+    assert r.status_code == 200
+    frame = pd.read_csv(io.BytesIO(r.content))
+    assert frame.to_dict("list") == {"a": [1, 2], "b": ["x", "y"]}
+    assert_problem(client.get(f"/v1/datasets/{ds['id']}/data", headers=auth(analyst)), 403)
+    actions = [e["action"] for e in client.get("/v1/audit", headers=auth(owner),
+                                                params={"dataset_id": ds["id"]}).json()["items"]]
+    assert "dataset.downloaded" in actions
