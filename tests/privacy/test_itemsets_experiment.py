@@ -1,0 +1,42 @@
+"""experiment_itemsets on a small grid: tables, plots, and the effects it exists to show."""
+
+import math
+
+import numpy as np
+
+from app.privacy import registry
+from app.privacy.context import RunContext
+from app.privacy.data import MethodInput
+from app.privacy.experiments.itemsets import ExperimentItemsetsParams, equal_epsilon_p, paper_design
+
+
+def test_designs():
+    assert paper_design(0.8) == [1.0, 0.9, 0.8, 0.7, 0.6]
+    assert paper_design(0.6) == [0.7, 0.65, 0.6, 0.55, 0.5]
+    for p in (0.6, 0.7, 0.8, 0.9):
+        assert abs(np.mean(paper_design(p)) - p) < 1e-9
+    q = equal_epsilon_p([0.9, 0.6])
+    assert abs(math.log(q / (1 - q)) - np.mean([math.log(9), math.log(1.5)])) < 1e-12
+
+
+def test_small_experiment_report():
+    progress = []
+    params = ExperimentItemsetsParams(datasets=["mushroom"], ps=[0.9], seeds=1, group_sizes=["n/5"],
+                                      grouping_ps=[0.9], max_len=2, pruning_max_len=2)
+    spec = registry.get("experiment_itemsets")
+    report = spec.run(MethodInput(columns=[]), params, RunContext(on_progress=lambda f, s: progress.append(f)))
+    assert progress[-1] == 1.0 and all(b >= a for a, b in zip(progress, progress[1:]))
+    assert set(report.tables) == {"datasets", "error_vs_p", "grouping", "pruning", "amplification"}
+    assert {"itemsets_error_vs_p", "itemsets_recall_vs_p", "itemsets_grouping_p90", "itemsets_pruning"} <= set(report.plots)
+    assert all(plot.png.startswith(b"\x89PNG") and b"<svg" in plot.svg for plot in report.plots.values())
+    vs_p = report.tables["error_vs_p"].set_index(["scheme", "estimator"])
+    assert vs_p.loc[("MASK", "pooled"), "share_unprotected"] == 0.0
+    assert abs(vs_p.loc[("PN/g", "pooled"), "share_unprotected"] - 0.2) < 0.02
+    assert vs_p.loc[("MASK", "pooled"), "recall"] > 0.9
+    # mushroom.dat is sorted: consecutive fifths break the pooled estimator, the stratified one is immune.
+    g = report.tables["grouping"].set_index(["assignment", "estimator"])["mae"]
+    assert g[("consecutive", "pooled")] > 3 * g[("random", "pooled")]
+    assert g[("consecutive", "stratified")] < g[("consecutive", "pooled")] / 3
+    amp = report.tables["amplification"].set_index("scheme")["1/E[(2p-1)^4]"]
+    assert amp["PN/g"] < amp["MASK"] < amp["MASK at equal ε"]
+    assert report.data["tables"]["datasets"][0]["true_frequent_itemsets"] > 100
