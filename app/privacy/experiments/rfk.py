@@ -66,10 +66,10 @@ class ExperimentRfkParams(Params):
     p: int = Field(2, ge=2, le=10, description="(p,α,k) baseline: distinct labels per class")
     alpha: float = Field(0.9, gt=0.0, le=1.0, description="(p,α,k) baseline: largest share of a "
                          "label in a class")
-    repeats: int = Field(5, ge=1, le=50, description="splits per sensitivity estimate (paper: 20)")
-    n_estimators: int = Field(50, ge=5, le=500, description="trees per forest (paper: scikit-learn's 100)")
+    repeats: int = Field(4, ge=1, le=50, description="splits per sensitivity estimate (paper: 20)")
+    n_estimators: int = Field(40, ge=5, le=500, description="trees per forest (paper: scikit-learn's 100)")
     stability_runs: int = Field(2, ge=0, le=10, description="reruns of the tiers for stability")
-    sample_size: int = Field(6000, ge=500, le=50_000, description="stratified sample the forests "
+    sample_size: int = Field(5000, ge=500, le=50_000, description="stratified sample the forests "
                              "train and test on; the anonymizations cover the whole dataset")
     eval_repeats: int = Field(2, ge=1, le=10, description="splits each accuracy is averaged over")
     seed: int = Field(0, ge=0, description="seeds samples, splits and forests")

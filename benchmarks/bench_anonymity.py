@@ -1,0 +1,261 @@
+"""Anonymity (spec 04 §1, issue 6): Mondrian and the optimal lattice on Adult with the ARX
+hierarchies, re-identification risk and the k/l/t check at 10^6 records.
+
+Peers: anjana (full-domain k-anonymity by greedy generalization) and pycanon (checks only).
+Both pin pandas 2 / numpy 2.0 exactly, so they cannot share Veil's environment: they run in a
+separate interpreter (``$VEIL_PEERS_PYTHON``, else ``../peers-venv/bin/python``), timed inside
+that process on the same data, written to a temporary CSV. Missing → "not installed".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from app.privacy.anonymity.anonymize import Options, anonymize
+from app.privacy.anonymity.axes import build_axes
+from app.privacy.anonymity.hierarchies import parse_arx_hierarchy
+from app.privacy.anonymity.lattice import _Columns, _loss
+from app.privacy.anonymity.models import Constraints
+from app.privacy.anonymity.risk import frame_risk
+from app.privacy.anonymity.verify import verify_release
+from app.privacy.data import ColumnInfo
+from app.privacy.experiments import datasets_dir
+from benchmarks.common import Row, best_time
+
+ROOT = Path(__file__).resolve().parents[1]
+QIS = ["age", "education", "marital-status", "occupation", "race", "sex", "workclass",
+       "native-country"]
+PEER_TIMEOUT = 900
+
+
+# ------------------------------------------------------------------------------- peers
+def peers_python() -> str | None:
+    candidates = [os.environ.get("VEIL_PEERS_PYTHON"), str(ROOT.parent / "peers-venv" / "bin" / "python"),
+                  sys.executable]
+    for python in filter(None, candidates):
+        if not Path(python).exists():
+            continue
+        ok = subprocess.run([python, "-c", "import anjana, pycanon"], capture_output=True)
+        if ok.returncode == 0:
+            return python
+    return None
+
+
+def run_peer(script: str, *args: str, quick: bool = False) -> dict:
+    """Run ``script`` in the peers' interpreter; its last stdout line is a JSON result."""
+    if quick:
+        return {"error": "peer measured in the full run only (quick mode)"}
+    python = peers_python()
+    if python is None:
+        return {"error": "not installed"}
+    try:
+        out = subprocess.run([python, "-c", script, *args], capture_output=True, text=True,
+                             timeout=PEER_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return {"error": f"did not finish in {PEER_TIMEOUT} s"}
+    if out.returncode != 0:
+        return {"error": "failed: " + out.stderr.strip().splitlines()[-1][:200]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+ANJANA = """
+import json, sys, time, pandas as pd
+from anjana.anonymity import k_anonymity_inner
+data = pd.read_csv(sys.argv[1])
+qis, k, hdir = json.loads(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+hierarchies = {}
+for q in qis:
+    h = pd.read_csv(f"{hdir}/{q}.csv", sep=";", header=None)
+    hierarchies[q] = {i: h[i] for i in range(h.shape[1])}
+start = time.perf_counter()
+out, suppressed, levels = k_anonymity_inner(data, [], qis, k, 0, hierarchies)
+seconds = time.perf_counter() - start
+sizes = out.groupby(qis).size()
+print(json.dumps({"seconds": seconds, "levels": {q: int(v) for q, v in levels.items()},
+                  "smallest_class": int(sizes.min()), "suppressed": int(suppressed)}))
+"""
+
+PYCANON = """
+import json, sys, time, pandas as pd
+import pycanon.anonymity as pa
+data = pd.read_csv(sys.argv[1], dtype=str)
+qis, sens = json.loads(sys.argv[2]), sys.argv[3]
+start = time.perf_counter()
+k = pa.k_anonymity(data, qis)
+l = pa.l_diversity(data, qis, [sens])
+t = pa.t_closeness(data, qis, [sens])
+print(json.dumps({"seconds": time.perf_counter() - start, "k": int(k), "l": int(l), "t": float(t)}))
+"""
+
+
+# ------------------------------------------------------------------------------- data
+def adult(n: int | None = None) -> tuple[pd.DataFrame, dict, dict]:
+    root = datasets_dir() / "adult"
+    frame = pd.read_csv(root / "adult_train.csv", na_values="?", skipinitialspace=True)
+    frame = frame.dropna().reset_index(drop=True)
+    if n is not None:
+        frame = frame.sample(n, random_state=0).reset_index(drop=True)
+    hierarchies = {q: parse_arx_hierarchy((root / "hierarchies" / f"{q}.csv").read_text()) for q in QIS}
+    infos = {c: ColumnInfo(c, "numeric" if frame[c].dtype.kind in "if" else "categorical",
+                           "quasi_identifier" if c in QIS else "insensitive") for c in frame.columns}
+    return frame, hierarchies, infos
+
+
+def synthetic_released(n: int, k: int = 10, seed: int = 0) -> pd.DataFrame:
+    """A k-anonymous table of n records (classes of exactly k) over 8 text QIs with Adult-like
+    domain sizes, and a sensitive column with k distinct values in every class."""
+    rng = np.random.default_rng(seed)
+    cls = rng.permutation(n) // k
+    pos = np.empty(n, dtype=np.int64)
+    pos[np.argsort(cls, kind="stable")] = np.arange(n) % k
+    columns, x = {}, cls.copy()
+    for i, card in enumerate([74, 16, 7, 14, 5, 2, 8, 41]):
+        columns[f"q{i}"] = np.char.add(f"v{i}_", (x % card).astype(str))
+        x //= card
+    columns["q7"] = np.char.add(columns["q7"], np.char.add("_", x.astype(str)))  # keep classes apart
+    frame = pd.DataFrame(columns)
+    frame["s"] = np.char.add("s", ((pos + cls) % 12).astype(str))
+    return frame
+
+
+def synthetic_raw(n: int, seed: int = 1) -> pd.DataFrame:
+    """n records × 8 QIs drawn independently with skewed Adult-like domains (raw data: many
+    small classes)."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for i, card in enumerate([74, 16, 7, 14, 5, 2, 8, 41]):
+        p = 1.0 / np.arange(1, card + 1)
+        out[f"q{i}"] = rng.choice(card, n, p=p / p.sum()).astype(np.int32)
+    return pd.DataFrame(out)
+
+
+# ------------------------------------------------------------------------------ workloads
+def _mondrian_rows(frame, hierarchies, infos, label: str) -> list[Row]:
+    rows = []
+    cases = [("ARX hierarchies", Options(), "≤ 0.3 s", "≤ 0.20 (naive strict each-child-≥k reference: 0.238 in 0.6 s)"),
+             ("ARX hierarchies, released as sets of children", Options(categorical_release="children"), None, None),
+             ("categories as ordered codes, no hierarchies", Options(categorical_coding="ordered"),
+              "reference: 0.2 s", "reference: 0.075 (the popular Python Mondrian: 0.26 s, 11.24%)")]
+    for name, options, time_target, ncp_target in cases:
+        holder = {}
+
+        def once(options=options):
+            holder["r"] = anonymize(frame, infos, hierarchies, QIS, Constraints(k=10), None, options)
+
+        seconds = best_time(once, repeat=3)
+        m = holder["r"].metrics
+        workload = f"Mondrian k = 10, {label}, {name}"
+        notes = (f"whole release: axes, partition, labels, independent check, metrics; "
+                 f"{m['classes']} classes, smallest {m['smallest_class']}")
+        rows.append(Row(workload=workload + ": time", veil=seconds, unit="s", higher_is_better=False,
+                        target=time_target, notes=notes))
+        rows.append(Row(workload=workload + ": average NCP", veil=m["ncp"], unit="NCP",
+                        higher_is_better=False, target=ncp_target,
+                        notes="per QI: " + ", ".join(f"{q} {v:.3f}" for q, v in m["ncp_per_qi"].items())))
+    return rows
+
+
+def _lattice_rows(frame, hierarchies, infos, label: str, quick: bool) -> list[Row]:
+    holder = {}
+
+    def once():
+        holder["r"] = anonymize(frame, infos, hierarchies, QIS, Constraints(k=5), None,
+                                Options(algorithm="lattice"))
+
+    seconds = best_time(once, repeat=3)
+    r = holder["r"]
+    lat = r.metadata["lattice"]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "adult.csv"
+        frame[QIS].to_csv(path, index=False)
+        peer = run_peer(ANJANA, str(path), json.dumps(QIS), "5",
+                        str(datasets_dir() / "adult" / "hierarchies"), quick=quick)
+    peer_ncp = None
+    if "levels" in peer:
+        axes, _ = build_axes(frame, [infos[q] for q in QIS], hierarchies, numeric="hierarchy")
+        cols = _Columns(axes)
+        peer_ncp = float(_loss(cols, [peer["levels"][q] for q in QIS], np.zeros(len(frame), dtype=bool)))
+    note = peer.get("error", f"anjana smallest class {peer.get('smallest_class')}, levels {peer.get('levels')}")
+    rows = [
+        Row(workload=f"Lattice (optimal full-domain) k = 5, 0% suppression, {label}: time",
+            veil=seconds, unit="s", higher_is_better=False, peer="anjana k_anonymity",
+            peer_value=peer.get("seconds"), target="≤ 1 s, optimal (anjana: 3.4 s)",
+            notes=f"optimal={lat['optimal']}, {lat['nodes_evaluated']} of {lat['lattice_size']} nodes "
+                  f"checked, levels {lat['levels']}; {note}"),
+        Row(workload=f"Lattice k = 5, 0% suppression, {label}: average NCP", veil=r.metrics["ncp"],
+            unit="NCP", higher_is_better=False, peer="anjana k_anonymity", peer_value=peer_ncp,
+            target="far below anjana's", notes=f"Veil smallest class {r.metrics['smallest_class']}, "
+            f"{r.metrics['classes']} classes; anjana's NCP from its levels with the same metric"),
+    ]
+    if not quick:
+        started = time.perf_counter()
+        sup = anonymize(frame, infos, hierarchies, QIS, Constraints(k=5), None,
+                        Options(algorithm="lattice", suppression=0.04))
+        rows.append(Row(
+            workload=f"Lattice k = 5, 4% suppression, {label}: time", veil=time.perf_counter() - started,
+            unit="s", higher_is_better=False,
+            notes=f"loss {sup.metrics['ncp']:.4f} (suppressed cells count 1), optimal="
+                  f"{sup.metadata['lattice']['optimal']}, levels {sup.metadata['lattice']['levels']}, "
+                  f"{sup.metrics['suppressed']} suppressed"))
+    return rows
+
+
+def _scale_rows(quick: bool) -> list[Row]:
+    n = 100_000 if quick else 1_000_000
+    rows = []
+    raw = synthetic_raw(n)
+    qis = list(raw.columns)
+    holder = {}
+    seconds = best_time(lambda: holder.update(r=frame_risk(raw, qis, 5)), repeat=3)
+    rows.append(Row(workload=f"risk (prosecutor), {n:,} records × 8 QIs", veil=seconds, unit="s",
+                    higher_is_better=False, target="≤ 5 s at 10^6",
+                    notes=f"{holder['r']['classes']:,} classes, {holder['r']['sample_uniques']:,} uniques"))
+    released = synthetic_released(n)
+    table = released["s"].value_counts(normalize=True).sort_index()
+
+    def check(frame):
+        return verify_release(frame, qis, k=10, sensitive="s", l=2, t=0.2,
+                              table_values=table.index.to_numpy(), table_dist=table.to_numpy())
+
+    seconds = best_time(lambda: holder.update(a=check(released)), repeat=3)
+    rows.append(Row(workload=f"check k, l, t of a {n:,}-record release (8 QIs)", veil=seconds, unit="s",
+                    higher_is_better=False, target="≤ 2 s at 10^6",
+                    notes=f"k={holder['a'].k}, l={holder['a'].l}, t={holder['a'].t:.3f}"))
+    small = 10_000 if quick else 100_000
+    sub = synthetic_released(small)
+    table = sub["s"].value_counts(normalize=True).sort_index()
+    seconds = best_time(lambda: verify_release(sub, qis, k=10, sensitive="s", l=2, t=0.2,
+                                               table_values=table.index.to_numpy(),
+                                               table_dist=table.to_numpy()), repeat=3)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "released.csv"
+        sub.to_csv(path, index=False)
+        peer = run_peer(PYCANON, str(path), json.dumps(qis), "s", quick=quick)
+    rows.append(Row(workload=f"check k, l, t of a {small:,}-record release (8 QIs)", veil=seconds,
+                    unit="s", higher_is_better=False, peer="pycanon k_anonymity + l_diversity + t_closeness",
+                    peer_value=peer.get("seconds"),
+                    notes=peer.get("error", f"pycanon k={peer.get('k')}, l={peer.get('l')}, "
+                                            f"t={peer.get('t', float('nan')):.3f}")))
+    return rows
+
+
+def cases(quick: bool) -> list[Row]:
+    frame, hierarchies, infos = adult(5000 if quick else None)
+    label = "Adult 5,000 sample" if quick else "Adult 30,162"
+    return [*_mondrian_rows(frame, hierarchies, infos, label),
+            *_lattice_rows(frame, hierarchies, infos, label, quick),
+            *_scale_rows(quick)]
+
+
+if __name__ == "__main__":
+    for row in cases("--quick" in sys.argv):
+        print(row)
