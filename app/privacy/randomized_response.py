@@ -31,11 +31,11 @@ from app.privacy.results import ReleaseResult
 from app.privacy.rng import SecureRandom
 from app.privacy.rr_channels import (
     MISSING, CategoricalChannel, columns_to_reconstruct, count_labels, label_of,
-    project_to_simplex, unique_names,
+    project_to_simplex, unique_names, with_columns,
 )
 
 _SCALE = 2.0**32
-_CHUNK = 1 << 18  # cells per chunk: keeps the random words and the codes in cache
+_CHUNK = 1 << 16  # cells per chunk: keeps the random words and the codes in L2 cache
 MAX_DOMAIN = 10_000  # categories per column; a larger domain is an identifier, not a category
 PAPER = ("Zhang & Tang, Privacy Preserving Naive Bayes Classification, Chinese Journal of "
          "Computers 30(8), 2007 (seed 000)")
@@ -50,20 +50,30 @@ def randomize_codes(codes: np.ndarray, p0: float, p: np.ndarray, rng: SecureRand
     """ERRPH on integer codes in [0, k): keep with probability p0, else publish j w.p. p[j].
 
     [0, 2^32) is cut into [0, T0) (keep) followed by one segment per value; one uint32 per
-    cell picks the segment. Probabilities are realized to within 2^-32. p0 = 1 keeps every
-    cell. Codes < 0 (missing cells left out) are passed through unchanged by the caller.
+    cell picks the segment. Uniform p_j: the segment is floor((u - T0)·k / (2^32 - T0)), one
+    multiplication; otherwise k comparisons (small k) or a binary search. Probabilities are
+    realized to within 2^-32 per segment boundary. p0 = 1 keeps every cell. A code < 0 (a
+    missing cell left out) may come out as a value: the caller restores it.
     """
     k = len(p)
-    dtype = np.int8 if k < 127 else (np.int16 if k < 32767 else np.int32)
+    dtype = _code_dtype(k + 1)
     codes = codes.astype(dtype, copy=False)
     if p0 >= 1.0:
         return codes.copy()
     edges = np.array([_threshold(p0 + s) for s in np.concatenate([[0.0], np.cumsum(p)[:-1]])],
                      dtype=np.uint32)
+    uniform = bool(np.all(p == p[0]))
+    keep_below = edges[0]
+    width = k / (_SCALE - float(keep_below))
     out = np.empty(len(codes), dtype=dtype)
     for start in range(0, len(codes), _CHUNK):
         stop = min(start + _CHUNK, len(codes))
         u = rng.uint32(stop - start)
+        if uniform:
+            # (u - T0) wraps for kept cells; their value is discarded by the where below
+            drawn = ((u - keep_below).astype(np.float64) * width).astype(dtype)
+            np.copyto(out[start:stop], np.where(u < keep_below, codes[start:stop], drawn))
+            continue
         if k <= 16:
             # k comparisons over the chunk beat a binary search per cell for small domains.
             segment = (u >= edges[0]).astype(dtype)
@@ -127,34 +137,42 @@ def _sorted_values(values: list[Any]) -> list[Any]:
         return sorted(values, key=label_of)
 
 
+def _code_dtype(k: int):
+    return np.int8 if k < 127 else (np.int16 if k < 32_767 else np.int32)
+
+
 def encode_column(series: pd.Series, info: ColumnInfo, missing: str) -> tuple[list[Any], np.ndarray, bool]:
     """The column's domain (declared categories, else the sorted distinct values, then the
     missing category when asked for and present) and each cell's code in it (-1 = a missing
-    cell left out). Also whether the domain was read from the data."""
+    cell left out). Also whether the domain was read from the data.
+
+    One pass counts the distinct values (and the missing cells); the per-cell recoding is
+    skipped when the column's own codes already are the domain's."""
     if isinstance(series.dtype, pd.CategoricalDtype):
         uniques, codes = list(series.cat.categories), series.cat.codes.to_numpy()
-        if info.categories is None:  # only the categories that occur, as for any other dtype
-            present = np.bincount(codes[codes >= 0], minlength=len(uniques)) > 0
-            uniques = [u if keep else None for u, keep in zip(uniques, present)]
     else:
         codes, arr = pd.factorize(series, use_na_sentinel=True)
         uniques = list(arr)
+    per_value = np.bincount(codes.astype(np.intp) + 1, minlength=len(uniques) + 1)
+    n_missing, present = int(per_value[0]), per_value[1:] > 0
     if info.categories is not None:
         domain: list[Any] = list(info.categories)
         from_data = False
     else:
-        domain = _sorted_values([u for u in uniques if u is not None])
+        domain = _sorted_values([u for u, seen in zip(uniques, present) if seen])
         from_data = True
     pos = {label_of(v): i for i, v in enumerate(domain)}
-    lut = np.array([pos.get(label_of(u), -2) if u is not None else -2 for u in uniques] + [-1],
-                   dtype=np.int32)
-    if (lut[:-1] == -2).any() and (lut[codes] == -2).any():
+    lut = np.array([pos.get(label_of(u), -2) for u in uniques], dtype=np.int64)
+    if ((lut == -2) & present).any():
         raise MethodInputError(f"column {info.name!r} holds values outside its declared categories")
-    mapped = lut[codes]  # a missing cell (code -1) takes the last entry, -1
-    if missing == "category" and (mapped < 0).any():
-        mapped = np.where(mapped < 0, len(domain), mapped).astype(np.int32)
+    as_missing = len(domain) if missing == "category" and n_missing else -1
+    if as_missing >= 0:
         domain.append(None)
-    return domain, mapped, from_data
+    dtype = _code_dtype(len(domain))
+    if np.array_equal(lut[present], np.flatnonzero(present)) and as_missing < 0:
+        return domain, codes.astype(dtype, copy=False), from_data  # already the domain's codes
+    table = np.append(lut, as_missing).astype(dtype)
+    return domain, table[codes], from_data  # a missing cell (code -1) takes the last entry
 
 
 def domain_labels(domain: list[Any]) -> list[str]:
@@ -165,8 +183,9 @@ def publish_codes(codes: np.ndarray, domain: list[Any]) -> pd.Categorical:
     """The published column: codes into the domain; the missing category and left-out
     missing cells are published as missing."""
     values = [v for v in domain if v is not None]
-    codes = np.where(codes >= len(values), -1, codes)
-    return pd.Categorical.from_codes(codes, categories=values)
+    if len(values) < len(domain):
+        codes = np.where(codes >= len(values), -1, codes).astype(codes.dtype)
+    return pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(values), validate=False)
 
 
 def planned_k(info: ColumnInfo, missing: str) -> int | None:
@@ -314,7 +333,7 @@ def run_errph(data: MethodInput, params: ErrphParams, ctx: RunContext) -> Releas
     if frame is None:
         raise MethodInputError("errph needs a table")
     chosen = _selected_columns(params, data.columns)
-    out = frame.copy(deep=False)
+    new_columns: dict[str, Any] = {}
     per_column: dict[str, Any] = {}
     warnings: list[str] = []
     for i, name in enumerate(chosen):
@@ -329,11 +348,15 @@ def run_errph(data: MethodInput, params: ErrphParams, ctx: RunContext) -> Releas
         _check_planned_k(info, params.missing, len(domain))
         labels = domain_labels(domain)
         p0, p = _column_probabilities(name, labels, params)
-        left_out = codes < 0  # missing cells under missing="preserve"
-        published = randomize_codes(np.maximum(codes, 0), p0, p, ctx.rng).astype(np.int32)
-        published[left_out] = -1
-        out[name] = publish_codes(published, domain)
-        counts = np.bincount(published[published >= 0], minlength=len(domain)).astype(float)
+        published = randomize_codes(codes, p0, p, ctx.rng)
+        n_left_out = 0
+        if params.missing == "preserve":
+            left_out = codes < 0
+            n_left_out = int(left_out.sum())
+            if n_left_out:
+                published[left_out] = -1
+        new_columns[name] = publish_codes(published, domain)
+        counts = np.bincount(published.astype(np.intp) + 1, minlength=len(domain) + 1)[1:].astype(float)
         pi_hat = project_to_simplex(estimate_distribution(counts, p0, p))
         eps = local_epsilon(p0, p)
         if math.isinf(eps):
@@ -355,8 +378,9 @@ def run_errph(data: MethodInput, params: ErrphParams, ctx: RunContext) -> Releas
             "breach_at_reconstructed": float(breach(p0, p, pi_hat).max()),
             "breach_at_uniform_prior": float(breach(p0, p, np.full(k, 1.0 / k)).max()),
             "missing": params.missing,
-            "missing_cells_left_out": int(left_out.sum()),
+            "missing_cells_left_out": n_left_out,
         }
+    out = with_columns(frame, new_columns)
     record_eps = float(sum(c["local_epsilon"] for c in per_column.values()))
     unprotected = [c for c in frame.columns if c not in per_column]
     if params.missing == "preserve" and any(c["missing_cells_left_out"] for c in per_column.values()):
@@ -487,20 +511,34 @@ def binarize(series: pd.Series, cut: float | list[str]) -> pd.Series:
     return pd.Series(out, index=series.index, name=series.name)
 
 
-def _binary_codes(series: pd.Series, info: ColumnInfo, cut) -> tuple[list[Any], np.ndarray]:
+def _binary_bits(series: pd.Series, info: ColumnInfo, cut) -> tuple[list[Any], np.ndarray, np.ndarray | None]:
+    """The two-value domain, each cell's bit (index in the domain) and the missing cells (None
+    when there are none)."""
     if cut is not None:
         series = binarize(series, cut)
-        domain: list[Any] = [False, True]
-        codes = np.where(series.isna().to_numpy(), -1,
-                         series.fillna(False).to_numpy(dtype=bool).astype(np.int32))
-        return domain, codes
+        missing = series.isna().to_numpy()
+        return [False, True], series.fillna(False).to_numpy(dtype=bool), missing if missing.any() else None
     if info.categories is None and series.dtype == np.bool_:
-        return [False, True], series.to_numpy(dtype=bool).astype(np.int32)
+        return [False, True], series.to_numpy(), None
     domain, codes, _ = encode_column(series, info, "preserve")
     if len(domain) != 2:
         raise MethodInputError(f"column {info.name!r} has {len(domain)} distinct values; warner needs "
                                "exactly 2 (give a cut point to binarize it)")
-    return domain, codes
+    missing = codes < 0
+    return domain, codes == 1, missing if missing.any() else None
+
+
+def _published_column(bits: np.ndarray, missing: np.ndarray | None, domain: list[Any], as_bool: bool):
+    if as_bool:
+        if missing is None:
+            return bits
+        column = pd.array(bits, dtype="boolean")
+        column[missing] = pd.NA
+        return column
+    codes = bits.astype(np.int8)
+    if missing is not None:
+        codes[missing] = -1
+    return pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(domain), validate=False)
 
 
 def run_warner(data: MethodInput, params: WarnerParams, ctx: RunContext) -> ReleaseResult:
@@ -508,7 +546,7 @@ def run_warner(data: MethodInput, params: WarnerParams, ctx: RunContext) -> Rele
     if frame is None:
         raise MethodInputError("warner needs a table")
     chosen = _warner_columns(params, data.columns)
-    out = frame.copy(deep=False)
+    new_columns: dict[str, Any] = {}
     out_columns = list(data.columns)
     shared_flip = flip_mask(len(frame), params.p, ctx.rng) if params.whole_record else None
     eps1 = warner_epsilon(params.p)
@@ -517,26 +555,21 @@ def run_warner(data: MethodInput, params: WarnerParams, ctx: RunContext) -> Rele
         ctx.progress(i / len(chosen), f"randomizing {name}")
         info = data.column(name)
         cut = params.cut_points.get(name)
-        domain, codes = _binary_codes(frame[name], info, cut)
-        missing = codes < 0
-        if missing.any() and params.missing == "error":
+        domain, bits, missing = _binary_bits(frame[name], info, cut)
+        if missing is not None and params.missing == "error":
             raise MethodInputError(f"column {name!r} has missing cells; set missing='preserve' to "
                                    "leave them missing")
         flip = shared_flip if shared_flip is not None else flip_mask(len(frame), params.p, ctx.rng)
-        published = np.where(missing, -1, codes ^ flip.astype(np.int32))
-        if cut is not None or pd.api.types.is_bool_dtype(frame[name].dtype):
-            column = pd.array(published == 1, dtype="boolean")
-            column[published < 0] = pd.NA
-            out[name] = column if missing.any() else column.astype(bool)
-        else:
-            out[name] = pd.Categorical.from_codes(published, categories=domain)
+        published = bits ^ flip
+        as_bool = cut is not None or pd.api.types.is_bool_dtype(frame[name].dtype)
+        new_columns[name] = _published_column(published, missing, domain, as_bool)
         if cut is not None:
             idx = next(j for j, c in enumerate(out_columns) if c.name == name)
             out_columns[idx] = dataclasses.replace(info, type="boolean", bounds=None, categories=None,
                                                    integer=False, distinct=2)
-        counts = np.bincount(published[published >= 0], minlength=2).astype(float)
-        n = counts.sum()
-        pi1 = ((counts[1] / n) - (1.0 - params.p)) / (2.0 * params.p - 1.0) if n else float("nan")
+        n = len(published) - (0 if missing is None else int(missing.sum()))
+        ones = int(np.count_nonzero(published if missing is None else published & ~missing))
+        pi1 = ((ones / n) - (1.0 - params.p)) / (2.0 * params.p - 1.0) if n else float("nan")
         per_column[name] = {
             "domain": domain_labels(domain),
             "binarize": None if cut is None else (
@@ -544,8 +577,9 @@ def run_warner(data: MethodInput, params: WarnerParams, ctx: RunContext) -> Rele
             "local_epsilon": eps1,
             "breach": max(params.p, 1.0 - params.p),
             "pi_hat_at_release": float(min(max(pi1, 0.0), 1.0)) if n else None,
-            "missing_cells_left_out": int(missing.sum()),
+            "missing_cells_left_out": len(published) - n,
         }
+    out = with_columns(frame, new_columns)
     m = len(chosen)
     record_eps = math.inf if params.whole_record and m > 1 else m * eps1
     unprotected = [c for c in frame.columns if c not in per_column]

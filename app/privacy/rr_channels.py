@@ -273,6 +273,13 @@ def unique_names(names: list[str] | None) -> list[str] | None:
     return names
 
 
+def with_columns(frame: pd.DataFrame, new: dict[str, Any]) -> pd.DataFrame:
+    """``frame`` with some columns replaced, without copying any column (assigning into a
+    copy of the frame would copy each new column once more)."""
+    return pd.DataFrame({c: new[c] if c in new else frame[c] for c in frame.columns},
+                        index=frame.index, copy=False)
+
+
 def as_release_input(previous: MethodInput, result: Any, method: str, params: Any,
                      release_id: str | None = None) -> MethodInput:
     """The input a method sees when it runs on ``result`` (a ReleaseResult of ``method`` run

@@ -26,9 +26,9 @@ from app.privacy.registry import (
 )
 from app.privacy.results import ReleaseResult
 from app.privacy.rng import SecureRandom
-from app.privacy.rr_channels import NumericChannel, columns_to_reconstruct, unique_names
+from app.privacy.rr_channels import NumericChannel, columns_to_reconstruct, unique_names, with_columns
 
-_CHUNK = 1 << 18
+_CHUNK = 1 << 16
 BREACH_CONFIDENCES = (0.5, 0.9, 0.999)
 PAPER = ("Zhang & Tang, Privacy Preserving Naive Bayes Classification, Chinese Journal of "
          "Computers 30(8), 2007 (seed 000), §4 and Table 2")
@@ -57,50 +57,93 @@ def _uniform_index(u: np.ndarray, m: int) -> np.ndarray:
     return ((u.astype(np.uint64) * np.uint64(m)) >> np.uint64(32)).astype(np.intp)
 
 
+def _index_pairs(count: int, m_a: int, m_b: int, rng: SecureRandom) -> tuple[np.ndarray, np.ndarray]:
+    """Independent uniform indices into A and B. When both sizes are powers of two that fit
+    together in 32 bits, one random word holds both (exactly uniform); else one word each."""
+    bits_a, bits_b = m_a.bit_length() - 1, m_b.bit_length() - 1
+    if m_a == 1 << bits_a and m_b == 1 << bits_b and bits_a + bits_b <= 32:
+        u = rng.uint32(count)
+        ia = u >> np.uint32(32 - bits_a) if bits_a else np.zeros(count, np.uint32)
+        ib = (u >> np.uint32(32 - bits_a - bits_b)) & np.uint32(m_b - 1) if bits_b else np.zeros(count, np.uint32)
+        return ia, ib
+    u = rng.uint32(2 * count)
+    return _uniform_index(u[:count], m_a), _uniform_index(u[count:], m_b)
+
+
 def transform(x: np.ndarray, sets: TrrSets, rng: SecureRandom) -> np.ndarray:
     """y = a·x + b, a and b drawn uniformly and independently from the sets per cell.
     NaN (a missing cell) stays NaN. Works in cache-sized chunks."""
     x = np.asarray(x, dtype=np.float64)
     out = np.empty_like(x)
-    m_a, m_b = len(sets.a), len(sets.b)
     for start in range(0, len(x), _CHUNK):
         stop = min(start + _CHUNK, len(x))
-        u = rng.uint32(2 * (stop - start))
+        ia, ib = _index_pairs(stop - start, len(sets.a), len(sets.b), rng)
         block = out[start:stop]
-        np.multiply(sets.a[_uniform_index(u[: stop - start], m_a)], x[start:stop], out=block)
-        block += sets.b[_uniform_index(u[stop - start:], m_b)]
+        np.multiply(sets.a.take(ia), x[start:stop], out=block)
+        block += sets.b.take(ib)
     return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Moments:
+    """n, mean, sample variance (divisor n-1) and the 3rd and 4th central moments."""
+
+    n: int
+    mean: float
+    var: float
+    mu3: float = math.nan
+    mu4: float = math.nan
+
+
+def moments(y: np.ndarray, higher: bool = True) -> Moments:
+    """Moments of the non-missing values from power sums of (y - shift) taken in cache-sized
+    chunks (a few passes over L2-resident data instead of one pass per temporary array over
+    memory). The shift — a mean of the first values — keeps the sums well conditioned."""
+    y = np.asarray(y, dtype=np.float64)
+    head = y[:1024][~np.isnan(y[:1024])]
+    shift = float(head.mean()) if len(head) else 0.0
+    n, sums = 0, np.zeros(4)
+    for start in range(0, len(y), _CHUNK):
+        d = y[start:start + _CHUNK] - shift
+        nan = np.isnan(d)
+        if nan.any():
+            d = d[~nan]
+        n += len(d)
+        d2 = d * d
+        sums += (d.sum(), d2.sum(), (d2 * d).sum() if higher else 0.0, (d2 * d2).sum() if higher else 0.0)
+    if n == 0:
+        return Moments(0, math.nan, math.nan)
+    m1, m2, m3, m4 = (float(v) for v in sums / n)
+    central2 = max(m2 - m1 * m1, 0.0)
+    var = central2 * n / (n - 1) if n > 1 else 0.0
+    if not higher:
+        return Moments(n, shift + m1, var)
+    mu3 = m3 - 3 * m1 * m2 + 2 * m1**3
+    mu4 = m4 - 4 * m1 * m3 + 6 * m1 * m1 * m2 - 3 * m1**4
+    return Moments(n, shift + m1, var, mu3, mu4)
 
 
 def sample_moments(y: np.ndarray) -> tuple[int, float, float]:
     """n, ȳ and the sample variance S_y² (divisor n-1) of the non-missing values."""
-    y = y[~np.isnan(y)]
-    n = len(y)
-    if n == 0:
-        return 0, math.nan, math.nan
-    return n, float(y.mean()), float(y.var(ddof=1)) if n > 1 else 0.0
+    m = moments(y, higher=False)
+    return m.n, m.mean, m.var
 
 
 def reconstruct_moments(y: np.ndarray, channel: NumericChannel) -> dict[str, Any]:
     """x̂̄ and Ŝ_x² of the original column from its published values (paper eqs. 2, 3), with
     standard errors by the delta method on (ȳ, S_y²). The variance estimate can come out ≤ 0
     (the S_A²·x̄² term dominates when x̄² ≫ Var(x)): then it is clipped to 0 and flagged."""
-    y = np.asarray(y, dtype=np.float64)
-    y = y[~np.isnan(y)]
-    n, mean_y, var_y = sample_moments(y)
-    if n < 2:
+    m = moments(y)
+    if m.n < 2:
         raise ValueError("fewer than 2 published values")
-    mean, var = channel.invert(mean_y, var_y)
-    centered = y - mean_y
-    mu3 = float(np.mean(centered**3))
-    mu4 = float(np.mean(centered**4))
-    cov = np.array([[var_y, mu3], [mu3, max(mu4 - var_y * var_y, 0.0)]]) / n
-    grad = _gradient(channel, mean_y, var_y)
+    mean, var = (float(v) for v in channel.invert(m.mean, m.var))
+    cov = np.array([[m.var, m.mu3], [m.mu3, max(m.mu4 - m.var * m.var, 0.0)]]) / m.n
+    grad = _gradient(channel, m.mean, m.var)
     se_var = float(np.sqrt(max(grad[1] @ cov @ grad[1], 0.0)))
     return {
-        "n": n, "published_mean": mean_y, "published_variance": var_y,
-        "mean": mean, "mean_standard_error": float(np.sqrt(var_y / n) * abs(channel.mean_gain)),
-        "variance_raw": var, "variance": max(var, 0.0), "variance_clipped": var <= 0.0,
+        "n": m.n, "published_mean": m.mean, "published_variance": m.var,
+        "mean": mean, "mean_standard_error": float(np.sqrt(m.var / m.n) * abs(channel.mean_gain)),
+        "variance_raw": var, "variance": max(var, 0.0), "variance_clipped": bool(var <= 0.0),
         "variance_standard_error": se_var,
     }
 
@@ -190,15 +233,12 @@ def run_trr(data: MethodInput, params: TrrParams, ctx: RunContext) -> ReleaseRes
     if frame is None:
         raise MethodInputError("trr needs a table")
     chosen = _trr_columns(params, data.columns)
-    out = frame.copy(deep=False)
+    new_columns: dict[str, np.ndarray] = {}
     out_columns = list(data.columns)
     per_column: dict[str, Any] = {}
     for i, name in enumerate(chosen):
         ctx.progress(i / len(chosen), f"transforming {name}")
-        try:
-            x = pd.to_numeric(frame[name], errors="raise").to_numpy(dtype=np.float64, na_value=np.nan)
-        except (ValueError, TypeError):
-            raise MethodInputError(f"column {name!r} holds non-numeric values") from None
+        x = numeric_values(frame[name], name)
         g = _gaussians(name, params)
         sets = draw_sets(params.set_size, g["a_mean"], g["a_var"], g["b_mean"], g["b_var"], ctx.rng)
         a_bar, a_var, b_bar, b_var = sets.moments
@@ -206,7 +246,7 @@ def run_trr(data: MethodInput, params: TrrParams, ctx: RunContext) -> ReleaseRes
             raise MethodInputError(f"column {name!r}: the drawn set A has mean ≈ 0, so the mean "
                                    "could not be reconstructed; choose a_mean further from 0")
         y = transform(x, sets, ctx.rng)
-        out[name] = y
+        new_columns[name] = y
         idx = next(j for j, c in enumerate(out_columns) if c.name == name)
         out_columns[idx] = dataclasses.replace(out_columns[idx], bounds=None, integer=False,
                                                distinct=None)
@@ -224,6 +264,7 @@ def run_trr(data: MethodInput, params: TrrParams, ctx: RunContext) -> ReleaseRes
             "variance_clipped": bool(rec["variance_clipped"]),
             "breach_width": breach_widths(rec["variance"]),
         }
+    out = with_columns(frame, new_columns)
     unprotected = [c for c in frame.columns if c not in per_column]
     statements = [
         "TRR gives NO differential-privacy guarantee: y = a·x + b with a, b from published finite "
@@ -255,6 +296,16 @@ def run_trr(data: MethodInput, params: TrrParams, ctx: RunContext) -> ReleaseRes
     )
 
 
+def numeric_values(series: pd.Series, name: str) -> np.ndarray:
+    """The column as float64 with NaN for missing cells (no copy when it already is)."""
+    if series.dtype == np.float64:
+        return series.to_numpy()
+    try:
+        return pd.to_numeric(series, errors="raise").to_numpy(dtype=np.float64, na_value=np.nan)
+    except (ValueError, TypeError):
+        raise MethodInputError(f"column {name!r} holds non-numeric values") from None
+
+
 def _finite(x: float) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
 
@@ -267,7 +318,7 @@ def reconstruct_numeric(data: MethodInput, step: dict[str, Any], params: Any, ct
     found, notes = columns_to_reconstruct(data, step, getattr(params, "columns", None), NumericChannel)
     out: dict[str, Any] = {}
     for name, channel in found:
-        y = pd.to_numeric(data.frame[name], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        y = numeric_values(data.frame[name], name)
         try:
             rec = reconstruct_moments(y, channel)
         except ValueError:
