@@ -383,5 +383,5 @@ register(MethodSpec(
     run=run_experiment_itemsets,
     sources=frozenset({Source.none}),
     produces_randomness=False,
-    docs="docs/experiments/itemsets.md",
+    docs="docs/methods/experiment_itemsets.md",
 ))

@@ -311,9 +311,9 @@ def _release(method: str, encoded: Encoded, grouping: Grouping, ctx: RunContext,
         unprotected_columns.append(grouping.description["group_column"])
         warnings.append("the group of every row is published (rows are released group by group), so "
                         "the group column's value of each row is disclosed")
-    kind = "bits of a row" if not encoded.columns else "one-hot bits of a row"
+    kind = "bit (item present/absent)" if not encoded.columns else "one-hot bit (column=value)"
     statements = [
-        f"every {kind} is randomized independently: kept with its group's probability p, flipped "
+        f"every {kind} of every row is randomized independently: kept with its group's probability p, flipped "
         "otherwise; each bit is ε_bit = |ln(p/(1-p))| local-DP",
         f"a record is local-DP at {differing}·ε_bit (two records differ in at most {differing} bits: "
         + ("every item" if not encoded.columns else "2 per one-hot column") + ")",
