@@ -254,6 +254,17 @@ def test_items_restriction_and_cell_limit(synthetic):
         release.MAX_RELEASE_CELLS = limit
 
 
+def test_no_randomization_of_a_randomized_release(synthetic):
+    from app.privacy.data import SourceRelease
+    result = run("mask", MethodInput(columns=[], transactions=csr_of(synthetic)), p=0.9)
+    source = SourceRelease("r1", "mask", {"p": 0.9}, result.guarantees, result.metadata)
+    for method, params in (("mask", MaskParams()), ("png", PngParams(ps=[0.9]))):
+        with pytest.raises(MethodInputError, match="already randomized"):
+            registry.get(method).validate_against(params, [], source)
+    with pytest.raises(MethodInputError, match="no transaction"):
+        run("mask", MethodInput(columns=[], transactions=csr_of(np.zeros((0, 3), dtype=bool))))
+
+
 def test_read_fimi():
     td = read_fimi(b"3 1 7\n\n7 7 10\n1\n")
     assert td.labels == ("1", "3", "7", "10")

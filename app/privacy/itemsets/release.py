@@ -105,6 +105,7 @@ class PngParams(ItemParams):
 # ------------------------------------------------------------------------------ the items
 def prepare_items(data: MethodInput, params: ItemParams) -> Encoded:
     """The release's input as transactions: the dataset's own or a one-hot encoding."""
+    _refuse_randomized_source(data.source)
     if data.transactions is not None:
         if params.columns is not None:
             raise MethodInputError("'columns' applies to tabular datasets; this one is a transaction file")
@@ -118,6 +119,8 @@ def prepare_items(data: MethodInput, params: ItemParams) -> Encoded:
     td = encoded.transactions
     if td.n_items == 0:
         raise MethodInputError("no item to randomize")
+    if td.n_transactions == 0:
+        raise MethodInputError("no transaction to randomize")
     if td.n_transactions * td.n_items > MAX_RELEASE_CELLS:
         raise MethodInputError(
             f"{td.n_transactions} transactions × {td.n_items} items exceed the limit of "
@@ -375,7 +378,14 @@ def run_png(data: MethodInput, params: PngParams, ctx: RunContext) -> ReleaseRes
 
 
 # -------------------------------------------------------------------------- registration
+def _refuse_randomized_source(source: SourceRelease | None) -> None:
+    if source is not None and any(step["method"] in ("mask", "png") for step in source.steps()):
+        raise MethodInputError("this release is already randomized by mask/png; randomize the dataset "
+                               "instead (supports could no longer be reconstructed from the original)")
+
+
 def _check(params: ItemParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
+    _refuse_randomized_source(source)
     if params.columns is not None:
         check_item_columns(params.columns, columns)
     group_column = getattr(params, "group_column", None)
