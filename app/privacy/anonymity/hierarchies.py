@@ -88,21 +88,24 @@ def _named(values: list[str]) -> str:
 
 
 def hierarchy_problems(hierarchy: pd.DataFrame, values: Iterable) -> list[str]:
-    """Every data value the hierarchy misses and every node with two parents; [] when fine."""
+    """Every data value the hierarchy misses and every node with two parents; [] when fine.
+    (Hierarchies are small: plain dictionaries beat pandas here.)"""
     problems: list[str] = []
-    leaves = [normalize_value(v) for v in hierarchy.iloc[:, 0]]
-    known = set(leaves)
+    rows = hierarchy.to_numpy(dtype=object)
+    leaves = [normalize_value(v) for v in rows[:, 0]]
     data_values = {normalize_value(v) for v in values} - {None}
-    missing = sorted(data_values - known)
+    missing = sorted(data_values - set(leaves))
     if missing:
         problems.append(f"{len(missing)} data value(s) missing from the hierarchy: {_named(missing)}")
-    for level in range(hierarchy.shape[1] - 1):
-        child = hierarchy.iloc[:, level].map(normalize_value if level == 0 else str)
-        parent = hierarchy.iloc[:, level + 1].astype(str)
-        parents = pd.DataFrame({"child": child, "parent": parent}).drop_duplicates()
-        counts = parents.groupby("child", sort=True)["parent"].agg(list)
-        multi = counts[counts.map(len) > 1]
-        for name, options in list(multi.items())[:MAX_NAMED]:
+    for level in range(rows.shape[1] - 1):
+        child = leaves if level == 0 else [str(x) for x in rows[:, level]]
+        parents: dict[str, list[str]] = {}
+        for name, parent in zip(child, rows[:, level + 1]):
+            seen = parents.setdefault(name, [])
+            if str(parent) not in seen:
+                seen.append(str(parent))
+        multi = sorted((name, options) for name, options in parents.items() if len(options) > 1)
+        for name, options in multi[:MAX_NAMED]:
             problems.append(f"value {name!r} at level {level} has {len(options)} parents at level "
                             f"{level + 1}: {_named(sorted(options))}")
         if len(multi) > MAX_NAMED:
@@ -224,24 +227,25 @@ class Tree:
         return self.anc[self.height - level, self.leaf_codes]
 
 
-def _node_spans(paths: pd.DataFrame, numbers: np.ndarray, lo: float, hi: float,
+def _node_spans(paths: np.ndarray, numbers: np.ndarray, lo: float, hi: float,
                 spans_of: IntervalLevels | None) -> dict[tuple[int, str], tuple[float, float]]:
     """Interval covered by each (depth, label) node: all hierarchy leaves below it (or the
-    automatic interval), clipped to [lo, hi]."""
+    automatic interval), clipped to [lo, hi]; the root covers [lo, hi]."""
     out: dict[tuple[int, str], tuple[float, float]] = {}
     height = paths.shape[1] - 1
-    for depth in range(height + 1):
+    for depth in range(1, height + 1):
         level = height - depth
-        grouped = pd.DataFrame({"node": paths.iloc[:, depth].to_numpy(), "x": numbers}).groupby(
-            "node", sort=False)["x"].agg(["min", "max"])
-        for label, row in grouped.iterrows():
-            a, b = float(row["min"]), float(row["max"])
+        extent: dict[str, list[float]] = {}
+        for label, x in zip(paths[:, depth], numbers):
+            span = extent.setdefault(label, [x, x])
+            span[0], span[1] = min(span[0], x), max(span[1], x)
+        for label, (a, b) in extent.items():
             if spans_of is not None and 0 < level <= len(spans_of.widths):
                 index = np.floor((a - spans_of.lo) / spans_of.widths[level - 1])
                 ia, ib = spans_of.interval(level, np.array([index]))
                 a, b = float(ia[0]), float(ib[0])
             out[(depth, label)] = (min(max(a, lo), hi), max(min(b, hi), lo))
-    for label in paths.iloc[:, 0].unique():  # the root covers the whole range: its NCP is 1
+    for label in set(paths[:, 0]):
         out[(0, label)] = (lo, hi)
     return out
 
@@ -257,37 +261,37 @@ def build_tree(column: str, series: pd.Series, hierarchy: pd.DataFrame, *, numer
     problems = hierarchy_problems(hierarchy, [n for n in names if n is not None])
     if problems:
         raise MethodInputError(f"hierarchy of column {column!r}: " + "; ".join(problems))
-    table = hierarchy.copy()
-    table.iloc[:, 0] = table.iloc[:, 0].map(normalize_value)
-    table = table.drop_duplicates(subset=[table.columns[0]]).astype(str)
-    numbers = pd.to_numeric(table.iloc[:, 0], errors="coerce").to_numpy(dtype=float) if numeric else None
+    rows = hierarchy.to_numpy(dtype=object)
+    leaves = [normalize_value(v) for v in rows[:, 0]]
+    first = {}
+    for i, leaf in enumerate(leaves):  # a leaf listed twice (same parents): keep its first row
+        first.setdefault(leaf, i)
+    table = rows[list(first.values())].astype(str).astype(object)
+    table[:, 0] = list(first)
     has_missing = bool((codes < 0).any())
     if has_missing:
         if numeric:
             raise MethodInputError(f"numeric quasi-identifier {column!r} has {(codes < 0).sum()} "
                                    "missing cells: drop or impute them first")
-        table = pd.concat([table, pd.DataFrame([[MISSING_LEAF] * (table.shape[1] - 1) + [ROOT]],
-                                               columns=table.columns)], ignore_index=True)
+        table = np.vstack([table, np.array([[MISSING_LEAF] * (table.shape[1] - 1) + [ROOT]], dtype=object)])
     present = set(n for n in names if n is not None) | ({MISSING_LEAF} if has_missing else set())
     # paths from the root: column 0 = root ... last = leaf; add a root if the top is not single
-    paths = table.iloc[:, ::-1].reset_index(drop=True)
-    if paths.iloc[:, 0].nunique() > 1:
-        paths.insert(0, "root", ROOT)
-    paths.columns = range(paths.shape[1])
+    paths = table[:, ::-1]
+    if len(set(paths[:, 0])) > 1:
+        paths = np.column_stack([np.full(len(paths), ROOT, dtype=object), paths])
     spans = None
     if numeric:
-        finite = numbers[~np.isnan(numbers)] if numbers is not None else np.array([])
-        if len(finite) != len(numbers):
+        numbers = pd.to_numeric(pd.Series(paths[:, -1]), errors="coerce").to_numpy(dtype=float)
+        if np.isnan(numbers).any():
             raise MethodInputError(f"hierarchy of numeric column {column!r} has leaves that are not numbers")
         lo, hi = value_range
         spans = _node_spans(paths, numbers, lo, hi, spans_of)
-    keep = paths.iloc[:, -1].isin(present).to_numpy()
-    paths = paths[keep].reset_index(drop=True)
+    paths = paths[np.array([leaf in present for leaf in paths[:, -1]], dtype=bool)]
     height = paths.shape[1] - 1
     # DFS order: sort leaves by the first-appearance rank of their ancestors, top down
-    ranks = [pd.factorize(paths[j])[0] for j in range(1, height + 1)]
+    ranks = [pd.factorize(paths[:, j])[0] for j in range(1, height + 1)]
     order = np.lexsort(ranks[::-1]) if ranks else np.arange(len(paths))
-    paths = paths.iloc[order].reset_index(drop=True)
+    paths = paths[order]
     n_leaves = len(paths)
     anc = np.zeros((height + 1, n_leaves), dtype=np.int32)
     labels: list[str] = []
@@ -297,7 +301,7 @@ def build_tree(column: str, series: pd.Series, hierarchy: pd.DataFrame, *, numer
     span_list: list[tuple[float, float]] = []
     for j in range(height + 1):
         # nodes at depth j are contiguous runs in DFS order (their label changes at run starts)
-        col = paths[j].to_numpy()
+        col = paths[:, j]
         starts = np.flatnonzero(np.r_[True, col[1:] != col[:-1]]) if n_leaves else np.array([], int)
         if j > 0:  # a new run also starts where the parent changes
             parent_starts = np.flatnonzero(np.r_[True, anc[j - 1, 1:] != anc[j - 1, :-1]])
@@ -313,7 +317,7 @@ def build_tree(column: str, series: pd.Series, hierarchy: pd.DataFrame, *, numer
             hi_list.append(int(e))
             if spans is not None:
                 span_list.append(spans[(j, str(col[s]))])
-    leaf_of = {label: i for i, label in enumerate(paths[height].tolist())}
+    leaf_of = {label: i for i, label in enumerate(paths[:, height].tolist())}
     lookup = np.array([leaf_of[n] if n is not None else -1 for n in names], dtype=np.int32)
     leaf_codes = np.where(codes >= 0, lookup[np.maximum(codes, 0)] if len(lookup) else 0,
                           leaf_of.get(MISSING_LEAF, -1)).astype(np.int32)

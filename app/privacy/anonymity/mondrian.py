@@ -38,7 +38,7 @@ class _AxisView:
             self.node_ncp = axis.node_ncp()
             self.flat_anc = axis.anc.ravel()
 
-    def width_and_unit(self, kv: np.ndarray, part: np.ndarray, first: np.ndarray,
+    def width_and_unit(self, kv: np.ndarray, sizes: np.ndarray, first: np.ndarray,
                        last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         lo, hi = kv[first], kv[last]
         if isinstance(self.axis, NumericAxis):
@@ -46,7 +46,7 @@ class _AxisView:
         tree = self.axis
         lca = tree.lca(lo, hi)
         # the record's child of its partition's LCA (the leaf itself below a leaf LCA)
-        child_row = (np.minimum(tree.depth[lca] + 1, tree.height) * tree.n_leaves)[part]
+        child_row = np.repeat(np.minimum(tree.depth[lca] + 1, tree.height) * tree.n_leaves, sizes)
         unit = self.flat_anc[child_row + kv]
         width = np.where(lo == hi, 0.0, self.node_ncp[lca])
         return width, unit
@@ -71,7 +71,7 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints, sensitive: Se
     orders = [np.argsort(v.keys, kind="stable").astype(np.int32) for v in views]
     sizes = np.array([n], dtype=np.int64)
     final = np.full(n, -1, dtype=np.int64)
-    side_of = np.zeros(n, dtype=np.int8)  # side of the cut, by record id (rewritten each round)
+    side_of = np.zeros(n, dtype=bool)  # side of the cut, by record id (rewritten each round)
     n_final = 0
     round_no = 0
     while len(sizes):
@@ -80,15 +80,16 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints, sensitive: Se
             progress(1.0 - sizes.sum() / n, f"mondrian round {round_no}")
         n_part = len(sizes)
         starts = np.cumsum(sizes) - sizes
-        part = np.repeat(np.arange(n_part), sizes)
+        part = np.repeat(np.arange(n_part), sizes)  # (np.repeat beats gathers by partition)
+        same_part = part[1:] == part[:-1]
         best_width = np.full(n_part, -1.0)
         best_dim = np.full(n_part, -1, dtype=np.int64)
         best_cut = np.zeros(n_part, dtype=np.int64)
         for d, view in enumerate(views):
             o = orders[d]
             kv = view.keys[o]
-            width, unit = view.width_and_unit(kv, part, starts, starts + sizes - 1)
-            cut, ok = _nearest_cut(unit, part, starts, sizes, k, extra and (
+            width, unit = view.width_and_unit(kv, sizes, starts, starts + sizes - 1)
+            cut, ok = _nearest_cut(unit, same_part, starts, sizes, k, extra and (
                 lambda cand, valid: _cut_satisfies(cand, valid, part, o, sens_all, n_part,
                                                    constraints, sensitive)))
             take = ok & (width > 0) & (width > best_width)
@@ -96,46 +97,54 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints, sensitive: Se
         split = best_dim >= 0
         done = ~split
         if done.any():  # partitions with no allowed cut are final classes
-            in_done = done[part]
-            final[orders[0][in_done]] = n_final + (np.cumsum(done) - 1)[part[in_done]]
+            in_done = np.repeat(done, sizes)
+            final[orders[0][in_done]] = n_final + np.repeat(np.arange(int(done.sum())), sizes[done])
             n_final += int(done.sum())
         if not split.any():
             break
-        position = np.arange(len(part))
+        right = np.arange(len(part)) >= np.repeat(best_cut, sizes)
         for d in np.unique(best_dim[split]):
-            mine = best_dim[part] == d
-            side_of[orders[d][mine]] = (position >= best_cut[part])[mine]
+            mine = np.repeat(best_dim == d, sizes)
+            side_of[orders[d][mine]] = right[mine]
+        kept_sizes = sizes[split]
         lhs = (best_cut - starts)[split]
-        rhs = sizes[split] - lhs
-        keep = split[part]
-        kept_part = (np.cumsum(split) - 1)[part[keep]]  # old partition, renumbered over the kept
-        kept_starts = np.cumsum(sizes[split]) - sizes[split]
-        sizes = np.column_stack([lhs, rhs]).ravel()
+        keep = np.repeat(split, sizes)
+        kept_starts = np.cumsum(kept_sizes) - kept_sizes
+        sizes = np.column_stack([lhs, kept_sizes - lhs]).ravel()
         new_starts = np.cumsum(sizes) - sizes
-        index = np.arange(len(kept_part))
+        # where each record lands: its run's left or right block, at its rank among its side
+        pos_in_run = np.arange(int(kept_sizes.sum())) - np.repeat(kept_starts, kept_sizes)
+        base_left = np.repeat(new_starts[0::2], kept_sizes) + pos_in_run
+        base_right = np.repeat(new_starts[1::2], kept_sizes) - 1
         for d in range(len(views)):
             o = orders[d][keep]
-            side = side_of[o].astype(np.int64)
-            ones = np.cumsum(side)
-            ones_before = ones[kept_starts] - side[kept_starts]  # side-1 records before each run
-            ones_in_run = ones - ones_before[kept_part]
-            rank = np.where(side == 1, ones_in_run - 1,
-                            index - kept_starts[kept_part] - ones_in_run)
-            target = new_starts[2 * kept_part + side] + rank
+            side = side_of[o]
+            ones = np.cumsum(side, dtype=np.int64)
+            before = ones[kept_starts] - side[kept_starts]  # right-side records before each run
+            ones_in_run = ones - np.repeat(before, kept_sizes)
+            target = np.where(side, base_right + ones_in_run, base_left - ones_in_run)
             reordered = np.empty_like(o)
             reordered[target] = o
             orders[d] = reordered
+        # a partition under 2k records can never be cut: it is a class now, not next round
+        small = sizes < 2 * k
+        if small.any():
+            in_small = np.repeat(small, sizes)
+            final[orders[0][in_small]] = n_final + np.repeat(np.arange(int(small.sum())), sizes[small])
+            n_final += int(small.sum())
+            orders = [o[~in_small] for o in orders]
+            sizes = sizes[~small]
     return final
 
 
-def _nearest_cut(unit: np.ndarray, part: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
+def _nearest_cut(unit: np.ndarray, same_part: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
                  k: int, check=None) -> tuple[np.ndarray, np.ndarray]:
     """Per partition, the unit boundary nearest its median leaving ≥ k records on both sides
     (and passing ``check``, the l/α/t test of both sides, when given).
 
     Boundaries farther from the middle only make the smaller side smaller, so the nearest
     boundary on each side of the middle are the only candidates for k."""
-    b = np.flatnonzero((unit[1:] != unit[:-1]) & (part[1:] == part[:-1])) + 1
+    b = np.flatnonzero((unit[1:] != unit[:-1]) & same_part) + 1
     mid = starts + sizes / 2.0
     j = np.searchsorted(b, mid)
     best = np.zeros(len(starts), dtype=np.int64)
