@@ -441,7 +441,7 @@ class WarnerParams(Params):
     cut_points: dict[str, float | list[str]] = Field(
         default_factory=dict, description="binarize a column before randomizing: a number for a "
         "numeric column (True when value > cut), a list of values for a categorical one (True when "
-        "the value is in the list)")
+        "the value is in the list; '<missing>' puts missing cells on the True side)")
     missing: Literal["error", "preserve"] = Field(
         "error", description="'preserve': missing cells stay missing (whether a cell is missing is "
         "then unprotected); 'error': a missing cell is an input error")
@@ -496,16 +496,16 @@ def _warner_columns(params: WarnerParams, columns: list[ColumnInfo]) -> list[str
 
 
 def binarize(series: pd.Series, cut: float | list[str]) -> pd.Series:
-    """True when value > cut (numeric) or the value is in the list (categorical); missing stays
-    missing. This is how raw records are binarized again when a model trained on the release
-    predicts."""
-    missing = series.isna().to_numpy()
+    """True when value > cut (numeric) or the value is in the list (categorical: a missing cell
+    is the value '<missing>', in the list or not); a missing numeric cell stays missing. This
+    is also how raw records are binarized when a model trained on the release predicts."""
     if isinstance(cut, list):
         wanted = set(map(str, cut))
         codes, values = pd.factorize(series, use_na_sentinel=True)
-        bits = np.array([label_of(v) in wanted for v in values] + [False])[codes]
-    else:
-        bits = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float) > float(cut)
+        bits = np.array([label_of(v) in wanted for v in values] + [MISSING in wanted])[codes]
+        return pd.Series(bits, index=series.index, name=series.name)
+    missing = series.isna().to_numpy()
+    bits = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float, na_value=np.nan) > float(cut)
     out = pd.array(bits, dtype="boolean")
     out[missing] = pd.NA
     return pd.Series(out, index=series.index, name=series.name)

@@ -331,3 +331,16 @@ def test_reconstruct_only_the_named_columns():
     params = ErrphParams()
     steps = _reconstruct(data, run_errph(data, params, ctx()), "errph", params, columns=["d"])
     assert list(steps[0]["columns"]) == ["d"]
+
+
+def test_binarizing_by_a_value_list_places_missing_cells_by_the_list():
+    frame = pd.DataFrame({"g": ["u", None, "v", "w"] * 50, "x": [1.0, np.nan, 3.0, 4.0] * 50})
+    cols = [ColumnInfo("g", "categorical", distinct=3, missing=50), ColumnInfo("x", "numeric")]
+    data = MethodInput(columns=cols, frame=frame)
+    sure = dict(p=1.0, allow_zero_probabilities=True)
+    out = run_warner(data, WarnerParams(cut_points={"g": ["u", "<missing>"]}, **sure), ctx())
+    assert (out.frame["g"].to_numpy() == np.array([True, True, False, False] * 50)).all()
+    with pytest.raises(MethodInputError, match="missing cells"):
+        run_warner(data, WarnerParams(cut_points={"x": 2.0}, **sure), ctx())
+    kept = run_warner(data, WarnerParams(cut_points={"x": 2.0}, missing="preserve", **sure), ctx())
+    assert kept.frame["x"].isna().sum() == 50 and kept.metadata["warner"]["columns"]["x"]["missing_cells_left_out"] == 50
