@@ -16,10 +16,9 @@ from app.privacy.experiments import datasets_dir
 from app.privacy.itemsets import bits
 from app.privacy.itemsets.encoding import read_fimi
 from app.privacy.itemsets.estimation import estimate_supports
-from app.privacy.itemsets.mining import (
-    FrequentItemsetsParams, all_combinations, apriori, exact_oracle, run_frequent_itemsets,
-)
+from app.privacy.itemsets.mining import FrequentItemsetsParams, apriori, run_frequent_itemsets
 from app.privacy.itemsets.release import MaskParams, run_mask
+from app.privacy.itemsets.supports import all_combinations, exact_oracle
 from app.privacy.reconstruction import ReconstructParams, run_reconstruct
 from app.privacy.rng import SecureRandom
 from benchmarks.common import Row, best_time

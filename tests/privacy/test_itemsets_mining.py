@@ -14,8 +14,9 @@ from app.privacy.data import ColumnInfo, MethodInput
 from app.privacy.experiments import datasets_dir
 from app.privacy.itemsets.encoding import read_fimi
 from app.privacy.itemsets.mining import (
-    HARD_MAX_CANDIDATES, FrequentItemsetsParams, apriori, association_rules, exact_oracle, next_candidates,
+    HARD_MAX_CANDIDATES, FrequentItemsetsParams, apriori, association_rules, next_candidates,
 )
+from app.privacy.itemsets.supports import exact_oracle
 from app.privacy.registry import MethodInputError
 from app.privacy.rng import SecureRandom
 from tests.privacy.test_itemsets_reconstruction import as_release, correlated

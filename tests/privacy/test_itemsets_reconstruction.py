@@ -11,7 +11,7 @@ from app.privacy.context import RunContext
 from app.privacy.data import MethodInput, SourceRelease
 from app.privacy.itemsets import bits
 from app.privacy.itemsets.estimation import estimate_supports, pattern_transition
-from app.privacy.itemsets.mining import release_oracle
+from app.privacy.itemsets.supports import release_oracle
 from app.privacy.reconstruction import ReconstructParams
 from app.privacy.registry import MethodInputError
 from app.privacy.rng import SecureRandom
@@ -172,14 +172,14 @@ def test_reconstruct_errors(data):
         reconstruct(release, itemsets=[["1", "zz"]])
     with pytest.raises(MethodInputError, match="repeats"):
         reconstruct(release, itemsets=[["1", "1"]])
-    from app.privacy.itemsets import mining
-    limit = mining.MAX_RECONSTRUCT_ITEMSETS
+    from app.privacy.itemsets import supports
+    limit = supports.MAX_RECONSTRUCT_ITEMSETS
     try:
-        mining.MAX_RECONSTRUCT_ITEMSETS = 20
+        supports.MAX_RECONSTRUCT_ITEMSETS = 20
         with pytest.raises(MethodInputError, match="lower max_len"):
             reconstruct(release, max_len=3)
     finally:
-        mining.MAX_RECONSTRUCT_ITEMSETS = limit
+        supports.MAX_RECONSTRUCT_ITEMSETS = limit
 
 
 def test_counting_primitives_match_dense(data):

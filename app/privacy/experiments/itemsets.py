@@ -27,7 +27,8 @@ from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, TransactionData
 from app.privacy.experiments import datasets_dir
 from app.privacy.itemsets.encoding import one_hot, read_fimi
-from app.privacy.itemsets.mining import Level, all_combinations, apriori, exact_oracle, release_oracle
+from app.privacy.itemsets.mining import Level, apriori
+from app.privacy.itemsets.supports import all_combinations, exact_oracle, release_oracle
 from app.privacy.itemsets.release import ItemParams, MaskParams, PngParams, prepare_items, run_mask, run_png
 from app.privacy.registry import Kind, MethodSpec, Params, Source, register
 from app.privacy.results import ReportResult, render_figure
