@@ -36,6 +36,7 @@ class Options:
     numeric_generalization: Literal["interval", "hierarchy"] = "interval"
     auto_levels: int = 4
     max_lattice_nodes: int = 200_000
+    metric: Literal["ncp", "entropy", "entropy_monotonic"] = "ncp"
     risk_threshold: int = 5
 
 
@@ -86,7 +87,7 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
     suppressed = np.zeros(n, dtype=bool)
     if lattice:
         result = lattice_search(axes, constraints, sens, options.suppression, options.time_budget,
-                                options.max_lattice_nodes, step)
+                                options.max_lattice_nodes, step, options.metric)
         suppressed = result.suppressed
         gen = generalize_levels(axes, result.levels)
         metadata["lattice"] = {
@@ -94,7 +95,7 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
             "timed_out": result.timed_out, "heuristic": result.heuristic,
             "nodes_evaluated": result.evaluated, "lattice_size": result.lattice_size,
             "nodes_pruned_by_projection": result.pruned_by_projection,
-            "search_seconds": round(result.seconds, 4), "loss": result.loss,
+            "search_seconds": round(result.seconds, 4), "metric": options.metric, "loss": result.loss,
             "suppression_limit": options.suppression,
         }
         if result.timed_out:

@@ -49,26 +49,40 @@ class LatticeResult:
 
 
 class _Columns:
-    """Per quasi-identifier and level: each record's node as a small integer, and its NCP."""
+    """Per quasi-identifier and level: each record's node as a small integer, and its cost.
 
-    def __init__(self, trees: list[Tree]) -> None:
+    Costs: "ncp" — the released node's NCP (the loss is their mean over records and QIs);
+    "entropy" — non-uniform entropy, −log2 P(value | released node) with frequencies of the
+    input (the loss is their sum). A suppressed record costs what its root would, except with
+    "entropy_monotonic" (ARX's ``createEntropyMetric(true)``), which ignores suppression."""
+
+    def __init__(self, trees: list[Tree], metric: str = "ncp") -> None:
         self.trees = trees
+        self.metric = metric
         self.codes: list[list[np.ndarray]] = []
         self.cards: list[list[int]] = []
-        self.ncp: list[list[np.ndarray]] = []
+        self.ncp: list[list[np.ndarray]] = []  # per-record cost at each level
         for tree in trees:
             node_ncp = tree.node_ncp()
-            codes, cards, ncps = [], [], []
+            leaf_freq = np.bincount(tree.leaf_codes, minlength=tree.n_leaves)
+            codes, cards, costs = [], [], []
             for level in range(tree.height + 1):
                 nodes = tree.level_codes(level)
                 first = int(tree.anc[tree.height - level].min())
                 codes.append((nodes - first).astype(np.int64))
                 cards.append(int(tree.anc[tree.height - level].max()) - first + 1)
-                ncps.append(node_ncp[nodes])
+                if metric.startswith("entropy"):
+                    node_freq = np.bincount(nodes, minlength=len(tree.labels))
+                    costs.append(np.log2(node_freq[nodes] / leaf_freq[tree.leaf_codes]))
+                else:
+                    costs.append(node_ncp[nodes])
             self.codes.append(codes)
             self.cards.append(cards)
-            self.ncp.append(ncps)
-        self.mean_ncp = [np.array([x.mean() for x in col]) for col in self.ncp]
+            self.ncp.append(costs)
+        n = len(trees[0].leaf_codes)
+        self.normalizer = float(n * len(trees)) if metric == "ncp" else 1.0
+        self.count_suppressed = metric != "entropy_monotonic"
+        self.total = [np.array([x.sum() for x in col]) / self.normalizer for col in self.ncp]
 
     def classes(self, levels, columns: list[int] | None = None) -> tuple[np.ndarray, int]:
         """Class id per record with column ``columns[i]`` (default: all) at ``levels[i]``."""
@@ -101,20 +115,22 @@ def _suppressed(cols: _Columns, levels, c: Constraints, sensitive: Sensitive | N
 
 def _loss(cols: _Columns, levels, suppressed: np.ndarray) -> float:
     total = 0.0
-    n = len(suppressed)
+    if not cols.count_suppressed:
+        suppressed = np.zeros_like(suppressed)
     for q, level in enumerate(levels):
-        total += cols.ncp[q][level][~suppressed].sum() + suppressed.sum()
-    return total / (n * len(levels))
+        total += cols.ncp[q][level][~suppressed].sum() + cols.ncp[q][-1][suppressed].sum()
+    return total / cols.normalizer
 
 
 def lattice_search(trees: list[Tree], constraints: Constraints, sensitive: Sensitive | None = None,
                    suppression: float = 0.0, time_budget: float = 10.0, max_nodes: int = 200_000,
-                   progress: Callable[[float, str], None] | None = None) -> LatticeResult:
+                   progress: Callable[[float, str], None] | None = None,
+                   metric: str = "ncp") -> LatticeResult:
     """The node of least information loss whose table meets the constraints with at most
     ``suppression`` (a fraction) of the records suppressed. After ``time_budget`` seconds the
     best node found so far is returned with ``optimal=False`` and ``timed_out=True``."""
     began = time.perf_counter()
-    cols = _Columns(trees)
+    cols = _Columns(trees, metric)
     n = len(trees[0].leaf_codes)
     limit = int(np.floor(suppression * n + 1e-9))
     heights = [t.height for t in trees]
@@ -123,14 +139,14 @@ def lattice_search(trees: list[Tree], constraints: Constraints, sensitive: Sensi
     if size > max_nodes:
         return _greedy(cols, constraints, sensitive, limit, began, size)
     nodes = np.array(list(itertools.product(*[range(h + 1) for h in heights])), dtype=np.int64)
-    bound = sum(cols.mean_ncp[q][nodes[:, q]] for q in range(len(trees))) / len(trees)
+    bound = sum(cols.total[q][nodes[:, q]] for q in range(len(trees)))
     candidate = _projection_filter(cols, nodes, constraints, sensitive, limit, monotone)
     pruned = int((~candidate).sum())
     order = np.lexsort((nodes.sum(axis=1), bound))
     best_levels, best_mask, best_loss = None, None, np.inf
     evaluated, timed_out, optimal = 0, False, True
     for rank, i in enumerate(order):
-        if bound[i] >= best_loss - 1e-12:
+        if bound[i] >= best_loss - 1e-12 * max(1.0, abs(best_loss)):
             break  # no later node can do better: best is optimal
         if not candidate[i]:
             continue
@@ -183,7 +199,7 @@ def _greedy(cols: _Columns, c: Constraints, sensitive: Sensitive | None, limit: 
         mask = _suppressed(cols, tuple(levels), c, sensitive)
         if mask.sum() <= limit or all(lv == len(cols.codes[q]) - 1 for q, lv in enumerate(levels)):
             break
-        steps = [(cols.mean_ncp[q][lv + 1] - cols.mean_ncp[q][lv], q)
+        steps = [(cols.total[q][lv + 1] - cols.total[q][lv], q)
                  for q, lv in enumerate(levels) if lv + 1 < len(cols.codes[q])]
         levels[min(steps)[1]] += 1
     return LatticeResult(tuple(levels), mask, _loss(cols, levels, mask), False, False, evaluated,

@@ -49,6 +49,10 @@ class KAnonymityParams(Params):
                                "which the best generalization found so far is released, flagged")
     max_lattice_nodes: int = Field(200_000, ge=1, le=2_000_000, description="lattice: above this many "
                                    "nodes a greedy climb replaces the optimal search (flagged)")
+    metric: Literal["ncp", "entropy", "entropy_monotonic"] = Field(
+        "ncp", description="lattice: the information loss minimized — average NCP (suppressed cells "
+        "count 1), non-uniform entropy (suppressed records as fully generalized), or ARX's "
+        "monotonic non-uniform entropy (suppression not counted)")
     categorical_release: Literal["ancestor", "children"] = Field(
         "ancestor", description="mondrian: release a class's lowest common ancestor in the "
         "hierarchy, or the set of its children the class holds ('{a|b}', lower NCP)")
@@ -75,7 +79,8 @@ class KAnonymityParams(Params):
                        time_budget=self.time_budget, categorical_release=self.categorical_release,
                        categorical_coding=self.categorical_coding,
                        numeric_generalization=self.numeric_generalization,
-                       auto_levels=self.auto_levels, max_lattice_nodes=self.max_lattice_nodes)
+                       auto_levels=self.auto_levels, max_lattice_nodes=self.max_lattice_nodes,
+                       metric=self.metric)
 
 
 def _roles(params: KAnonymityParams, columns: list[ColumnInfo]) -> tuple[list[str], str | None]:
