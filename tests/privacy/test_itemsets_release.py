@@ -226,6 +226,19 @@ def test_png_group_column(table):
     truth = run("mask", MethodInput(columns=columns, frame=frame[frame["region"] == "north"]),
                 p=1.0, columns=["education", "sex"])
     assert sorted(map(bytes, north)) == sorted(map(bytes, dense_of(truth.transactions)))
+    # Groups by column break the pooled assumption; the stratified estimate recovers the truth.
+    from app.privacy.data import SourceRelease
+    from app.privacy.itemsets.supports import release_oracle
+    oracle = release_oracle(result.transactions, result.metadata, "stratified")
+    support, se, used, _ = oracle.supports(np.array([[3]]))  # sex=Female
+    assert used == len(frame)
+    assert abs(support[0] - (frame["sex"] == "Female").mean()) < 4 * se[0]
+    source = SourceRelease("r", "png", {}, result.guarantees, result.metadata)
+    section = registry.get("reconstruct").run(
+        MethodInput(columns=[], transactions=result.transactions, source=source),
+        registry.get("reconstruct").params(itemsets=[["sex=Female"]], estimator="stratified"),
+        RunContext()).data["steps"][0]
+    assert section["itemsets"][0]["support"] == pytest.approx(support[0])
     with pytest.raises(MethodInputError, match="no keep probability"):
         run("png", MethodInput(columns=columns, frame=frame), group_column="region", ps={"north": 0.9})
     with pytest.raises(MethodInputError, match="does not hold"):
