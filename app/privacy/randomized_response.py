@@ -334,6 +334,7 @@ def run_errph(data: MethodInput, params: ErrphParams, ctx: RunContext) -> Releas
         raise MethodInputError("errph needs a table")
     chosen = _selected_columns(params, data.columns)
     new_columns: dict[str, Any] = {}
+    out_columns = {c.name: c for c in data.columns}
     per_column: dict[str, Any] = {}
     warnings: list[str] = []
     for i, name in enumerate(chosen):
@@ -357,6 +358,11 @@ def run_errph(data: MethodInput, params: ErrphParams, ctx: RunContext) -> Releas
                 published[left_out] = -1
         new_columns[name] = publish_codes(published, domain)
         counts = np.bincount(published.astype(np.intp) + 1, minlength=len(domain) + 1)[1:].astype(float)
+        values = [v for v in domain if v is not None]
+        published_missing = n_left_out + (int(counts[len(values)]) if len(values) < len(domain) else 0)
+        # the output schema declares the published domain, so a later step is priced exactly
+        out_columns[name] = dataclasses.replace(info, categories=tuple(domain_labels(values)),
+                                                distinct=len(values), missing=published_missing)
         pi_hat = project_to_simplex(estimate_distribution(counts, p0, p))
         eps = local_epsilon(p0, p)
         if math.isinf(eps):
@@ -399,6 +405,7 @@ def run_errph(data: MethodInput, params: ErrphParams, ctx: RunContext) -> Releas
     ctx.progress(1.0, "done")
     return ReleaseResult(
         frame=out,
+        columns=list(out_columns.values()),
         guarantees=guarantee(
             "local_dp", rng=ctx.rng.name, private=ctx.rng.is_private and not unprotected,
             epsilon=record_eps, protected_columns=chosen, unprotected_columns=unprotected,
@@ -566,7 +573,8 @@ def run_warner(data: MethodInput, params: WarnerParams, ctx: RunContext) -> Rele
         if cut is not None:
             idx = next(j for j, c in enumerate(out_columns) if c.name == name)
             out_columns[idx] = dataclasses.replace(info, type="boolean", bounds=None, categories=None,
-                                                   integer=False, distinct=2)
+                                                   integer=False, distinct=2,
+                                                   missing=0 if missing is None else int(missing.sum()))
         n = len(published) - (0 if missing is None else int(missing.sum()))
         ones = int(np.count_nonzero(published if missing is None else published & ~missing))
         pi1 = ((ones / n) - (1.0 - params.p)) / (2.0 * params.p - 1.0) if n else float("nan")

@@ -344,3 +344,19 @@ def test_binarizing_by_a_value_list_places_missing_cells_by_the_list():
         run_warner(data, WarnerParams(cut_points={"x": 2.0}, **sure), ctx())
     kept = run_warner(data, WarnerParams(cut_points={"x": 2.0}, missing="preserve", **sure), ctx())
     assert kept.frame["x"].isna().sum() == 50 and kept.metadata["warner"]["columns"]["x"]["missing_cells_left_out"] == 50
+
+
+def test_errph_output_schema_declares_the_published_domain_so_a_second_step_is_priced_exactly():
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"c": rng.choice(["a", "b", None], 5000)})
+    data = MethodInput(columns=[ColumnInfo("c", "categorical", distinct=2, missing=int(frame.c.isna().sum()))],
+                       frame=frame)
+    first = run_errph(data, ErrphParams(p0=0.5), ctx(1))
+    out = {c.name: c for c in first.columns}["c"]
+    assert out.categories == ("a", "b") and out.distinct == 2
+    assert out.missing == int(first.frame["c"].isna().sum()) > 0
+    release = as_release_input(data, first, "errph", ErrphParams(p0=0.5))
+    params = ErrphParams(p0=0.7)
+    debited = get("errph").epsilon_cost(params, release.columns)
+    second = run_errph(release, params, ctx(2))
+    assert debited == pytest.approx(second.guarantees["epsilon"]) == pytest.approx(math.log(1 + 3 * 0.7 / 0.3))
