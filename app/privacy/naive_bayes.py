@@ -201,7 +201,7 @@ class PPNBClassifier(ClassifierMixin, BaseEstimator):
 
 
 # ------------------------------------------------------------------------------------ DTPD
-def _bits(series: pd.Series, domain: tuple[str, ...] | list[str], binarize_spec, name: str) -> np.ndarray:
+def _bits(series: pd.Series, domain: tuple[str, ...] | list[str], binarize_spec) -> np.ndarray:
     """0/1 per cell (-1 missing or outside the domain) of a binary column."""
     channel = CategoricalChannel(tuple(domain), 1.0, (0.0, 0.0), tuple(domain), binarize=binarize_spec)
     codes = _raw_labels(series, channel, channel.domain)
@@ -253,7 +253,7 @@ class DTPDClassifier(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"column {name!r} is not binary")
             self.domains_.append(domain)
             self.binarize_.append(spec.get("binarize") if spec else None)
-            bits[:, j] = _bits(X[name], domain, None, name)  # the release is already binary
+            bits[:, j] = _bits(X[name], domain, None)  # the release is already binary
         if (bits < 0).any():
             raise ValueError("DTPD needs complete binary records: some cells are missing")
         self.flipped_ = np.array([name in flipped_cols for name in X.columns])
@@ -313,7 +313,7 @@ class DTPDClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "tree_feature_")
         X = _frame(X)
         bits = np.column_stack([
-            _bits(X[name], dom, spec, name)
+            _bits(X[name], dom, spec)
             for name, dom, spec in zip(self.feature_names_in_, self.domains_, self.binarize_)])
         node = np.zeros(len(X), dtype=np.intp)
         rows = np.arange(len(X))

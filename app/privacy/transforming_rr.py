@@ -250,19 +250,18 @@ def run_trr(data: MethodInput, params: TrrParams, ctx: RunContext) -> ReleaseRes
         idx = next(j for j, c in enumerate(out_columns) if c.name == name)
         out_columns[idx] = dataclasses.replace(out_columns[idx], bounds=None, integer=False,
                                                distinct=None)
-        channel = NumericChannel(((a_bar, a_var, b_bar, b_var),), ("trr",))
-        try:
-            rec = reconstruct_moments(y, channel)
-        except ValueError:
-            rec = {"mean": math.nan, "variance": 0.0, "variance_clipped": True}
+        # the breach widths need only the reconstructed variance: no higher moments here
+        published = moments(y, higher=False)
+        mean, var = NumericChannel(((a_bar, a_var, b_bar, b_var),)).invert(published.mean, published.var) \
+            if published.n > 1 else (math.nan, 0.0)
         per_column[name] = {
             "set_size": params.set_size, "gaussians": g,
             "a_set": sets.a.tolist(), "b_set": sets.b.tolist(),
             "a_mean": a_bar, "a_var": a_var, "b_mean": b_bar, "b_var": b_var,
-            "missing_cells_left_out": int(np.isnan(x).sum()),
-            "reconstructed_mean": _finite(rec["mean"]), "reconstructed_variance": rec["variance"],
-            "variance_clipped": bool(rec["variance_clipped"]),
-            "breach_width": breach_widths(rec["variance"]),
+            "missing_cells_left_out": len(y) - published.n,
+            "reconstructed_mean": _finite(mean), "reconstructed_variance": max(float(var), 0.0),
+            "variance_clipped": bool(var <= 0.0),
+            "breach_width": breach_widths(var),
         }
     out = with_columns(frame, new_columns)
     unprotected = [c for c in frame.columns if c not in per_column]
