@@ -144,8 +144,10 @@ def _plot(summary: pd.DataFrame, value: str, ylabel: str, log: bool = False):
     for ax, name in zip(axes[0], datasets):
         part = summary[summary.dataset == name]
         x = np.arange(len(part))
-        for method, marker in (("rfka", "o"), ("hamdist", "s")):
-            ax.plot(x, part[f"{method}_{value}"], marker=marker, label=method)
+        for shift, (method, marker) in ((-0.06, ("rfka", "o")), (0.06, ("hamdist", "s"))):
+            spread = part.get(f"{method}_{value}_cv_std")  # error bars: fold-to-fold std
+            ax.errorbar(x + shift, part[f"{method}_{value}"], yerr=spread, marker=marker,
+                        capsize=3, label=method)
         ax.set_xticks(x, [str(k) for k in part.K])
         ax.set_xlabel("K (0 = no protection)")
         ax.set_ylabel(ylabel)
@@ -198,7 +200,7 @@ def run_experiment_rfka(data: MethodInput | None, params: ExperimentRfkaParams,
     table = pd.DataFrame(rows)
     summary = _summary(table)
     ctx.progress(0.99, "plots")
-    plots = {"auc": _plot(summary, "auc", "SVM AUC (5-fold CV)"),
+    plots = {"auc": _plot(summary, "auc", f"SVM AUC ({params.folds}-fold CV, ± fold std)"),
              "runtime": _plot(summary, "seconds", "runtime (s)", log=True),
              "features": _plot(summary, "features", "selected features")}
     ctx.progress(1.0, "done")
