@@ -285,3 +285,25 @@ def test_read_fimi():
     assert td.indices.tolist() == [0, 1, 2, 2, 3, 0]
     with pytest.raises(MethodInputError, match="line 2"):
         read_fimi(b"1 2\n3 x\n")
+
+
+def test_budget_price_bounds_the_reported_epsilon():
+    """The ε debited at acceptance (priced from the schema) is never below what the release
+    reports, and equals it when every item is present."""
+    from app.privacy import registry
+    from app.privacy.context import RunContext
+    from app.privacy.data import ColumnInfo, MethodInput, TransactionData
+    from app.privacy.rng import SecureRandom
+
+    import numpy as np
+
+    tx = TransactionData(indptr=np.array([0, 2, 3, 5]), indices=np.array([0, 1, 2, 0, 3]),
+                         labels=("a", "b", "c", "d"))
+    columns = [ColumnInfo(name="items", type="categorical", distinct=4)]
+    for name, params in (("mask", {"p": 0.8}), ("png", {"ps": [0.7, 0.9], "group_size": 2})):
+        spec = registry.get(name)
+        p = spec.params.model_validate(params)
+        priced = spec.epsilon_cost(p, columns)
+        out = spec.run(MethodInput(columns=columns, transactions=tx), p, RunContext(rng=SecureRandom(1)))
+        assert priced == pytest.approx(out.guarantees["epsilon"])
+    assert registry.get("mask").epsilon_cost(registry.get("mask").params(p=1.0), columns) is None

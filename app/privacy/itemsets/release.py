@@ -20,6 +20,7 @@ from app.privacy.itemsets.encoding import (
     Encoded, check_item_columns, default_item_columns, one_hot,
 )
 from app.privacy.itemsets.groups import (
+    epsilon_bit,
     MAX_COLUMN_GROUPS, POOLED_ASSUMPTION, Grouping, png_grouping, privacy_figures, row_keep_probabilities,
 )
 from app.privacy.registry import DataShape, Kind, MethodInputError, MethodSpec, Params, register
@@ -265,6 +266,32 @@ def _check(params: ItemParams, columns: list[ColumnInfo], source: SourceRelease 
         raise MethodInputError(f"unknown column {group_column!r}")
 
 
+def _epsilon_upper_bound(params: ItemParams, columns: list[ColumnInfo]) -> float | None:
+    """ε debited from the budget at acceptance: the per-record ε of the most exposed protected
+    row, priced from the schema before any data is read. Two records differ in at most every
+    published item (transactions) or 2 bits per one-hot column (tables), so this bounds the
+    figure the release reports (which caps the bits by the items actually present). Rows of a
+    p = 1 group are unprotected; they are flagged in the release, not priced here."""
+    ps = [params.p] if isinstance(params, MaskParams) else (
+        list(params.ps.values()) if isinstance(params.ps, dict) else list(params.ps))
+    protected = [p for p in ps if p < 1.0]
+    if not protected:
+        return None
+    if len(columns) == 1 and columns[0].name == "items" and params.columns is None:
+        n_items = columns[0].distinct or 0
+        bits = len(params.items) if params.items is not None else n_items
+        if params.top_items is not None:
+            bits = min(bits, params.top_items)
+    else:
+        chosen = params.columns if params.columns is not None else default_item_columns(columns)
+        bits = 2 * len(chosen)
+        if params.items is not None:
+            bits = min(bits, len(params.items))
+        if params.top_items is not None:
+            bits = min(bits, params.top_items)
+    return float(bits * max(epsilon_bit(p) for p in protected))
+
+
 SHAPES = frozenset({DataShape.table, DataShape.transactions})
 
 register(MethodSpec(
@@ -280,6 +307,7 @@ register(MethodSpec(
     run=run_mask,
     shapes=SHAPES,
     check=_check,
+    epsilon=_epsilon_upper_bound,
     docs="docs/methods/mask.md",
 ))
 
@@ -296,5 +324,6 @@ register(MethodSpec(
     run=run_png,
     shapes=SHAPES,
     check=_check,
+    epsilon=_epsilon_upper_bound,
     docs="docs/methods/png.md",
 ))
