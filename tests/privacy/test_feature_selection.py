@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from sklearn.tree import DecisionTreeClassifier
 
 from app.privacy import registry
-from app.privacy.context import RunContext
+from app.privacy.context import Cancelled, RunContext
 from app.privacy.data import ColumnInfo, MethodInput
 from app.privacy.experiments import datasets_dir
 from app.privacy.feature_selection import HamdistParams, RfkaParams, run_hamdist, run_rfka
@@ -208,6 +208,9 @@ def test_hamdist_greedy_by_hand():
     assert [d["decision"] for d in meta["decisions"]] == ["kept", "dropped", "kept", "dropped"]
     assert meta["selected"] == ["a=1", "c=1"]
     assert release.metrics["equivalence_classes"] == 4
+    # Every class of two holds a single label value: the label is disclosed, and said so.
+    assert release.metrics["label_homogeneous_share"] == 1.0
+    assert any("single label value" in w for w in release.guarantees["warnings"])
     # k = 1 keeps everything; k = 5 keeps nothing (a's 4|4 split already fails).
     assert run_hamdist(_hand_made(), HamdistParams(k=1), _ctx()).metrics["selected_features"] == 4
     empty = run_hamdist(_hand_made(), HamdistParams(k=5), _ctx())
@@ -276,6 +279,12 @@ def test_missing_labels_are_rejected():
     data.frame.loc[3, "y"] = np.nan
     with pytest.raises(MethodInputError, match="missing values"):
         run_rfka(data, RfkaParams(k=2, n_estimators=5), _ctx())
+
+
+def test_cancellation_stops_the_forest(breast_cancer):
+    ctx = RunContext(rng=SecureRandom(seed=1), should_stop=lambda: True)
+    with pytest.raises(Cancelled):
+        run_rfka(breast_cancer, RfkaParams(label="class", n_estimators=50), ctx)
 
 
 def test_registered():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,7 @@ from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.feature_selection.encoding import MAX_INDICATORS, BinaryFeatures, encode
 from app.privacy.feature_selection.importance import OOBPermutationImportance
 from app.privacy.feature_selection.selection import (
-    class_sizes, greedy_k_anonymous, hamming_scores, label_homogeneous_share,
+    Decision, class_sizes, greedy_k_anonymous, hamming_scores, label_homogeneous_share,
 )
 from app.privacy.guarantees import guarantee
 from app.privacy.registry import Kind, MethodInputError, MethodSpec, Params, register
@@ -165,6 +166,27 @@ def _rank_by_hamming(features: BinaryFeatures, y: np.ndarray, ctx: RunContext):
                      "closer to the label (Greedy_Hamdist as spec 04 reads it)"}
 
 
+@dataclass
+class _Selection:
+    """Everything one run decided, from which the release is assembled."""
+
+    method: str
+    label: str
+    candidates: list[str]
+    features: BinaryFeatures
+    order: np.ndarray
+    scores: np.ndarray
+    ranking: dict[str, Any]
+    decisions: list[Decision]
+    out: pd.DataFrame
+    sizes: np.ndarray
+    seconds: dict[str, float]
+
+    @property
+    def selected(self) -> list[str]:
+        return [c for c in self.out.columns if c != self.label]
+
+
 def _select(method: str, data: MethodInput, params: FeatureSelectionParams, ctx: RunContext,
             rank: Ranker) -> ReleaseResult:
     frame = data.frame
@@ -189,53 +211,59 @@ def _select(method: str, data: MethodInput, params: FeatureSelectionParams, ctx:
     ranked = time.perf_counter()
     ctx.progress(0.9, "greedy k-anonymity test")
     decisions = greedy_k_anonymous(features.matrix, order, params.k)
-    selected = [features.names[d.feature] for d in decisions if d.kept]
-    columns = [features.names.index(s) for s in selected]
-    out = pd.DataFrame(features.matrix[:, columns], columns=selected, index=frame.index)
+    kept = [d.feature for d in decisions if d.kept]
+    out = pd.DataFrame(features.matrix[:, kept], columns=[features.names[j] for j in kept],
+                       index=frame.index)
     out[label] = frame[label]
-    sizes = class_sizes(out, selected)
+    sizes = class_sizes(out, list(out.columns[:-1]))
     if sizes.min() < params.k:  # an independent group-by, not the greedy loop's bookkeeping
         raise RuntimeError(f"{method}: the projection failed its k-anonymity verification")
     finished = time.perf_counter()
     ctx.progress(1.0, "done")
-    return _release(method, params, label, candidates, features, order, scores, ranking,
-                    decisions, out, sizes, timings={"ranking": ranked - started,
-                                                     "selection": finished - ranked},
-                    columns=data.columns)
+    selection = _Selection(method, label, candidates, features, order, scores, ranking, decisions,
+                           out, sizes, {"ranking": ranked - started, "selection": finished - ranked})
+    return _release(selection, params, data.columns)
 
 
-def _release(method, params, label, candidates, features, order, scores, ranking, decisions,
-             out, sizes, timings, columns) -> ReleaseResult:
-    selected = [c for c in out.columns if c != label]
-    kept_attrs = sorted({features.attributes[features.names.index(s)] for s in selected})
-    removed = [a for a in candidates if a not in kept_attrs]
-    homogeneous = label_homogeneous_share(out, selected, label)
-    log = [{"rank": r + 1, "feature": features.names[d.feature],
-            "attribute": features.attributes[d.feature], "score": float(scores[d.feature]),
-            "decision": "kept" if d.kept else "dropped",
-            # A dropped feature's class sizes are not published: they would describe records
-            # that the release itself keeps hidden.
-            "classes_after": d.classes if d.kept else None,
-            "min_class_size_after": d.min_class_size if d.kept else None}
-           for r, d in enumerate(decisions)]
+def _decision_log(sel: _Selection) -> list[dict[str, Any]]:
+    names, owners = sel.features.names, sel.features.attributes
+    return [{"rank": r + 1, "feature": names[d.feature], "attribute": owners[d.feature],
+             "score": float(sel.scores[d.feature]), "decision": "kept" if d.kept else "dropped",
+             # A dropped feature's class sizes are not published: they describe a projection
+             # the release keeps hidden (e.g. "adding X leaves a class of 1").
+             "classes_after": d.classes if d.kept else None,
+             "min_class_size_after": d.min_class_size if d.kept else None}
+            for r, d in enumerate(sel.decisions)]
+
+
+def _warnings(sel: _Selection, homogeneous: float) -> list[str]:
     warnings = []
-    edges_from_data = [a for a, e in features.encoding.items()
+    edges_from_data = [a for a, e in sel.features.encoding.items()
                        if e.get("edges_from") == "data min and max"]
     if edges_from_data:
         warnings.append("bin edges read from the data (no declared bounds) disclose the min and "
                         "max of: " + ", ".join(edges_from_data))
-    if not selected:
+    if not sel.selected:
         warnings.append("no feature could be kept at this k: the release holds the label only")
     if homogeneous > 0:
         warnings.append(f"{homogeneous:.1%} of records are in classes with a single label value: "
                         "their label is disclosed to anyone who can place them in their class")
+    return warnings
+
+
+def _release(sel: _Selection, params: FeatureSelectionParams,
+             columns: list[ColumnInfo]) -> ReleaseResult:
+    selected, label, sizes = sel.selected, sel.label, sel.sizes
+    kept_attrs = sorted({sel.features.attributes[d.feature] for d in sel.decisions if d.kept})
+    removed = [a for a in sel.candidates if a not in kept_attrs]
+    homogeneous = label_homogeneous_share(sel.out, selected, label)
     label_info = next(c for c in columns if c.name == label)
     out_columns = [ColumnInfo(name=s, type="numeric", role="quasi_identifier", bounds=(0.0, 1.0),
                               integer=True) for s in selected]
     out_columns.append(ColumnInfo(name=label, type=label_info.type, role="label",
                                   categories=label_info.categories, integer=label_info.integer))
     return ReleaseResult(
-        frame=out,
+        frame=sel.out,
         columns=out_columns,
         guarantees=guarantee(
             "k_anonymity", rng="none: the guarantee does not depend on randomness", private=True,
@@ -253,24 +281,25 @@ def _release(method, params, label, candidates, features, order, scores, ranking
                 "the selection read every record and the label; the ranking and each keep/drop "
                 "decision are published in the metadata",
             ],
-            warnings=warnings, k=params.k),
-        metrics={"records": int(len(out)), "candidate_attributes": len(candidates),
-                 "candidate_features": len(features.names), "selected_features": len(selected),
+            warnings=_warnings(sel, homogeneous), k=params.k),
+        metrics={"records": int(len(sel.out)), "candidate_attributes": len(sel.candidates),
+                 "candidate_features": len(sel.features.names), "selected_features": len(selected),
                  "removed_attributes": len(removed), "equivalence_classes": int(len(sizes)),
                  "min_class_size": int(sizes.min()), "average_class_size": float(sizes.mean()),
                  "discernibility": float(np.sum(sizes.astype(float) ** 2)),
                  "label_homogeneous_share": homogeneous,
-                 "seconds": {key: float(v) for key, v in timings.items()},
-                 **({"oob_accuracy": ranking["oob_accuracy"]} if "oob_accuracy" in ranking else {})},
+                 "seconds": {key: float(v) for key, v in sel.seconds.items()},
+                 **({"oob_accuracy": sel.ranking["oob_accuracy"]}
+                    if "oob_accuracy" in sel.ranking else {})},
         metadata={"feature_selection": {
-            "method": method, "label": label, "k": params.k, "bins": params.bins,
-            "candidates": candidates,
+            "method": sel.method, "label": label, "k": params.k, "bins": params.bins,
+            "candidates": sel.candidates,
             "encoding": {"kind": "one-hot of the attributes, numeric ones binned first; an "
                                  "attribute with two values gives one indicator; missing is a "
-                                 "value of its own", "attributes": features.encoding},
-            "ranking": ranking,
-            "order": [features.names[j] for j in order],
-            "decisions": log,
+                                 "value of its own", "attributes": sel.features.encoding},
+            "ranking": sel.ranking,
+            "order": [sel.features.names[j] for j in sel.order],
+            "decisions": _decision_log(sel),
             "selected": selected,
             "attributes_kept": kept_attrs,
             "attributes_removed": removed,
