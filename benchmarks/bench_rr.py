@@ -19,11 +19,12 @@ import pandas as pd
 
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
-from app.privacy.randomized_response import ErrphParams, WarnerParams, run_errph, run_warner
+from app.privacy.randomized_response import ErrphParams, run_errph
 from app.privacy.reconstruction import ReconstructParams, run_reconstruct
 from app.privacy.rng import SecureRandom
 from app.privacy.rr_channels import as_release_input
 from app.privacy.transforming_rr import TrrParams, run_trr
+from app.privacy.warner import WarnerParams, run_warner
 from benchmarks.common import Row, best_time
 
 K = 8  # categories per column

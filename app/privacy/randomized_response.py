@@ -1,11 +1,9 @@
-"""Randomized response on categorical and binary columns: ERRPH and Warner (spec 01 §1, §2, §5).
+"""Randomized response on categorical columns: ERRPH (spec 01 §2), the column coding shared
+with Warner (warner.py), and the categorical reconstructor of both.
 
 ERRPH publishes, independently per record and per attribute, the true value with probability
-p0 and value a_j with probability p_j (Σ p_j = 1 - p0). Warner publishes a binary attribute
-as is with probability p and flipped otherwise, per attribute or — DTPD's randomization
-(spec §5) — with one coin for the whole record. Everything works on whole columns, in
-cache-sized chunks: one uint32 of CSPRNG output per cell (per record for the whole-record
-flip), compared against integer thresholds.
+p0 and value a_j with probability p_j (Σ p_j = 1 - p0). Everything works on whole columns, in
+cache-sized chunks: one uint32 of CSPRNG output per cell, against integer thresholds.
 
 Reconstruction (the ``reconstruct`` analysis) inverts the published channels, also through
 later steps of a chain: see rr_channels.py.
@@ -19,7 +17,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
@@ -35,14 +33,14 @@ from app.privacy.rr_channels import (
 )
 
 _SCALE = 2.0**32
-_CHUNK = 1 << 16  # cells per chunk: keeps the random words and the codes in L2 cache
+CHUNK = 1 << 16  # cells per chunk: keeps the random words and the codes in L2 cache
 MAX_DOMAIN = 10_000  # categories per column; a larger domain is an identifier, not a category
 PAPER = ("Zhang & Tang, Privacy Preserving Naive Bayes Classification, Chinese Journal of "
          "Computers 30(8), 2007 (seed 000)")
 
 
 # ----------------------------------------------------------------------------------- core
-def _threshold(prob: float) -> np.uint32:
+def probability_threshold(prob: float) -> np.uint32:
     return np.uint32(min(max(round(prob * _SCALE), 0), _SCALE - 1))
 
 
@@ -60,14 +58,14 @@ def randomize_codes(codes: np.ndarray, p0: float, p: np.ndarray, rng: SecureRand
     codes = codes.astype(dtype, copy=False)
     if p0 >= 1.0:
         return codes.copy()
-    edges = np.array([_threshold(p0 + s) for s in np.concatenate([[0.0], np.cumsum(p)[:-1]])],
+    edges = np.array([probability_threshold(p0 + s) for s in np.concatenate([[0.0], np.cumsum(p)[:-1]])],
                      dtype=np.uint32)
     uniform = bool(np.all(p == p[0]))
     keep_below = edges[0]
     width = k / (_SCALE - float(keep_below))
     out = np.empty(len(codes), dtype=dtype)
-    for start in range(0, len(codes), _CHUNK):
-        stop = min(start + _CHUNK, len(codes))
+    for start in range(0, len(codes), CHUNK):
+        stop = min(start + CHUNK, len(codes))
         u = rng.uint32(stop - start)
         if uniform:
             # (u - T0) wraps for kept cells; their value is discarded by the where below
@@ -86,31 +84,12 @@ def randomize_codes(codes: np.ndarray, p0: float, p: np.ndarray, rng: SecureRand
     return out
 
 
-def flip_mask(n: int, p: float, rng: SecureRandom) -> np.ndarray:
-    """n independent coins that are True (flip) with probability 1 - p, to within 2^-32."""
-    if p >= 1.0:
-        return np.zeros(n, dtype=bool)
-    threshold = _threshold(1.0 - p)
-    out = np.empty(n, dtype=bool)
-    for start in range(0, n, _CHUNK):
-        stop = min(start + _CHUNK, n)
-        np.less(rng.uint32(stop - start), threshold, out=out[start:stop])
-    return out
-
-
 def local_epsilon(p0: float, p: np.ndarray) -> float:
     """max_j ln((p0 + p_j) / p_j): the local-DP level of one attribute (∞ if some p_j = 0)."""
     p = np.asarray(p, dtype=float)
     if np.any(p <= 0):
         return math.inf
     return float(np.max(np.log((p0 + p) / p)))
-
-
-def warner_epsilon(p: float) -> float:
-    """|ln(p / (1-p))|: the local-DP level of one Warner attribute (∞ for p ∈ {0, 1})."""
-    if p <= 0.0 or p >= 1.0:
-        return math.inf
-    return abs(math.log(p / (1.0 - p)))
 
 
 def estimate_distribution(published_counts: np.ndarray, p0: float, p: np.ndarray) -> np.ndarray:
@@ -206,11 +185,6 @@ def _check_planned_k(info: ColumnInfo, missing: str, actual: int) -> None:
             f"column {info.name!r}: the data has {actual} values (counting the missing category) "
             f"but its profile says {planned}; the job's ε was priced from the profile, so the "
             "dataset must be re-profiled (or its categories declared) first")
-
-
-def _binary_columns(columns: list[ColumnInfo]) -> list[str]:
-    return [c.name for c in columns if c.role not in ("label", "identifier") and (
-        c.type == "boolean" or (c.type == "categorical" and planned_k(c, "preserve") == 2))]
 
 
 # ---------------------------------------------------------------------------------- ERRPH
@@ -434,212 +408,6 @@ def _check_errph(params: ErrphParams, columns: list[ColumnInfo], source: SourceR
             _planned_probabilities(name, k, params)  # list lengths, sums, zeros
 
 
-# --------------------------------------------------------------------------------- Warner
-class WarnerParams(Params):
-    columns: list[str] | None = Field(
-        None, description="binary columns to randomize (boolean, or categorical with two values, or "
-        "any column named in cut_points); default: every binary column that is not the label or an "
-        "identifier, plus the columns in cut_points")
-    p: float = Field(0.75, ge=0.0, le=1.0,
-                     description="probability of publishing the true value (else its complement)")
-    whole_record: bool = Field(
-        False, description="one coin per record flips all the selected columns together (the "
-        "randomization of DTPD, Du & Zhan 2003); default: one coin per cell")
-    cut_points: dict[str, float | list[str]] = Field(
-        default_factory=dict, description="binarize a column before randomizing: a number for a "
-        "numeric column (True when value > cut), a list of values for a categorical one (True when "
-        "the value is in the list; '<missing>' puts missing cells on the True side)")
-    missing: Literal["error", "preserve"] = Field(
-        "error", description="'preserve': missing cells stay missing (whether a cell is missing is "
-        "then unprotected); 'error': a missing cell is an input error")
-    allow_zero_probabilities: bool = Field(
-        False, description="permit p = 0 or p = 1 (one answer never happens), which makes ε infinite")
-
-    _distinct = field_validator("columns")(classmethod(lambda cls, v: unique_names(v)))
-
-    @model_validator(mode="after")
-    def _p_informative(self):
-        if self.p == 0.5:
-            raise ValueError("p = 0.5 publishes pure noise: nothing could be reconstructed")
-        if self.p in (0.0, 1.0) and not self.allow_zero_probabilities:
-            raise ValueError("p = 0 or 1 makes ε infinite; set allow_zero_probabilities to accept that")
-        return self
-
-
-def _warner_columns(params: WarnerParams, columns: list[ColumnInfo]) -> list[str]:
-    by_name = {c.name: c for c in columns}
-    for name in params.cut_points:
-        if name not in by_name:
-            raise MethodInputError(f"unknown column {name!r} in cut_points")
-    binary = _binary_columns(columns)
-    if params.columns is None:
-        chosen = [c.name for c in columns if c.name in binary or c.name in params.cut_points]
-    else:
-        chosen = list(params.columns)
-    for name in chosen:
-        info = by_name.get(name)
-        if info is None:
-            raise MethodInputError(f"unknown column {name!r}")
-        cut = params.cut_points.get(name)
-        if cut is None:
-            if info.type != "boolean" and not (info.type == "categorical" and planned_k(info, "preserve") == 2):
-                raise MethodInputError(f"column {name!r} is not binary; give a cut point in "
-                                       "cut_points to binarize it")
-        elif info.type == "numeric" and not isinstance(cut, (int, float)):
-            raise MethodInputError(f"cut point of numeric column {name!r} must be a number")
-        elif info.type != "numeric" and not isinstance(cut, list):
-            raise MethodInputError(f"cut point of column {name!r} must be a list of its values")
-        elif isinstance(cut, list) and info.categories is not None:
-            unknown = set(cut) - set(map(str, info.categories))
-            if unknown:
-                raise MethodInputError(f"cut point of column {name!r} names {len(unknown)} value(s) "
-                                       "outside its declared categories")
-    for name in params.cut_points:
-        if name not in chosen:
-            raise MethodInputError(f"cut point given for column {name!r}, which is not randomized")
-    if not chosen:
-        raise MethodInputError("no binary column to randomize (give cut_points to binarize columns)")
-    return chosen
-
-
-def binarize(series: pd.Series, cut: float | list[str]) -> pd.Series:
-    """True when value > cut (numeric) or the value is in the list (categorical: a missing cell
-    is the value '<missing>', in the list or not); a missing numeric cell stays missing. This
-    is also how raw records are binarized when a model trained on the release predicts."""
-    if isinstance(cut, list):
-        wanted = set(map(str, cut))
-        codes, values = pd.factorize(series, use_na_sentinel=True)
-        bits = np.array([label_of(v) in wanted for v in values] + [MISSING in wanted])[codes]
-        return pd.Series(bits, index=series.index, name=series.name)
-    missing = series.isna().to_numpy()
-    bits = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float, na_value=np.nan) > float(cut)
-    out = pd.array(bits, dtype="boolean")
-    out[missing] = pd.NA
-    return pd.Series(out, index=series.index, name=series.name)
-
-
-def _binary_bits(series: pd.Series, info: ColumnInfo, cut) -> tuple[list[Any], np.ndarray, np.ndarray | None]:
-    """The two-value domain, each cell's bit (index in the domain) and the missing cells (None
-    when there are none)."""
-    if cut is not None:
-        series = binarize(series, cut)
-        missing = series.isna().to_numpy()
-        return [False, True], series.fillna(False).to_numpy(dtype=bool), missing if missing.any() else None
-    if info.categories is None and series.dtype == np.bool_:
-        return [False, True], series.to_numpy(), None
-    domain, codes, _ = encode_column(series, info, "preserve")
-    if len(domain) != 2:
-        raise MethodInputError(f"column {info.name!r} has {len(domain)} distinct values; warner needs "
-                               "exactly 2 (give a cut point to binarize it)")
-    missing = codes < 0
-    return domain, codes == 1, missing if missing.any() else None
-
-
-def _published_column(bits: np.ndarray, missing: np.ndarray | None, domain: list[Any], as_bool: bool):
-    if as_bool:
-        if missing is None:
-            return bits
-        column = pd.array(bits, dtype="boolean")
-        column[missing] = pd.NA
-        return column
-    codes = bits.astype(np.int8)
-    if missing is not None:
-        codes[missing] = -1
-    return pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(domain), validate=False)
-
-
-def run_warner(data: MethodInput, params: WarnerParams, ctx: RunContext) -> ReleaseResult:
-    frame = data.frame
-    if frame is None:
-        raise MethodInputError("warner needs a table")
-    chosen = _warner_columns(params, data.columns)
-    new_columns: dict[str, Any] = {}
-    out_columns = list(data.columns)
-    shared_flip = flip_mask(len(frame), params.p, ctx.rng) if params.whole_record else None
-    eps1 = warner_epsilon(params.p)
-    per_column: dict[str, Any] = {}
-    for i, name in enumerate(chosen):
-        ctx.progress(i / len(chosen), f"randomizing {name}")
-        info = data.column(name)
-        cut = params.cut_points.get(name)
-        domain, bits, missing = _binary_bits(frame[name], info, cut)
-        if missing is not None and params.missing == "error":
-            raise MethodInputError(f"column {name!r} has missing cells; set missing='preserve' to "
-                                   "leave them missing")
-        flip = shared_flip if shared_flip is not None else flip_mask(len(frame), params.p, ctx.rng)
-        published = bits ^ flip
-        as_bool = cut is not None or pd.api.types.is_bool_dtype(frame[name].dtype)
-        new_columns[name] = _published_column(published, missing, domain, as_bool)
-        if cut is not None:
-            idx = next(j for j, c in enumerate(out_columns) if c.name == name)
-            out_columns[idx] = dataclasses.replace(info, type="boolean", bounds=None, categories=None,
-                                                   integer=False, distinct=2,
-                                                   missing=0 if missing is None else int(missing.sum()))
-        n = len(published) - (0 if missing is None else int(missing.sum()))
-        ones = int(np.count_nonzero(published if missing is None else published & ~missing))
-        pi1 = ((ones / n) - (1.0 - params.p)) / (2.0 * params.p - 1.0) if n else float("nan")
-        per_column[name] = {
-            "domain": domain_labels(domain),
-            "binarize": None if cut is None else (
-                {"in": list(map(str, cut))} if isinstance(cut, list) else {"threshold": float(cut)}),
-            "local_epsilon": eps1,
-            "breach": max(params.p, 1.0 - params.p),
-            "pi_hat_at_release": float(min(max(pi1, 0.0), 1.0)) if n else None,
-            "missing_cells_left_out": len(published) - n,
-        }
-    out = with_columns(frame, new_columns)
-    m = len(chosen)
-    record_eps = math.inf if params.whole_record and m > 1 else m * eps1
-    unprotected = [c for c in frame.columns if c not in per_column]
-    statements = [
-        f"each randomized attribute, taken alone, is local ε-DP with ε = |ln(p/(1-p))| = {eps1:.4g}",
-        "Breach (paper §6.1) of a Warner attribute is max(p, 1-p)",
-        "flip probabilities are realized to within 2^-32",
-    ]
-    warnings: list[str] = []
-    if params.whole_record:
-        statements.append(
-            "whole-record flip (DTPD): one coin per record flips all randomized attributes together, "
-            "so which attributes are equal to which is published exactly; the record as a whole is "
-            "NOT differentially private" + (" (ε = ∞)" if m > 1 else ""))
-    else:
-        statements.append(f"one coin per cell: a record's randomized attributes together are "
-                          f"{record_eps:.4g}-local-DP (sequential composition)")
-    if any(c["missing_cells_left_out"] for c in per_column.values()):
-        warnings.append("missing cells were preserved: whether a cell is missing is unprotected")
-    if any(c["binarize"] for c in per_column.values()):
-        statements.append("columns with a cut point were binarized before randomizing; the cut "
-                          "points are published")
-    if unprotected:
-        statements.append("columns not randomized are released exactly as in the input and carry "
-                          "no guarantee: " + ", ".join(map(str, unprotected)))
-    ctx.progress(1.0, "done")
-    return ReleaseResult(
-        frame=out,
-        columns=out_columns,
-        guarantees=guarantee(
-            "local_dp", rng=ctx.rng.name,
-            private=ctx.rng.is_private and not unprotected and not math.isinf(record_eps),
-            epsilon=record_eps, protected_columns=chosen, unprotected_columns=unprotected,
-            statements=statements, warnings=warnings,
-            columns={name: {"local_epsilon": c["local_epsilon"], "breach": c["breach"]}
-                     for name, c in per_column.items()},
-        ),
-        metadata={"warner": {"p": params.p, "whole_record": params.whole_record, "columns": per_column}},
-    )
-
-
-def _warner_epsilon(params: WarnerParams, columns: list[ColumnInfo]) -> float:
-    m = len(_warner_columns(params, columns))
-    if params.whole_record and m > 1:
-        return math.inf
-    return m * warner_epsilon(params.p)
-
-
-def _check_warner(params: WarnerParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
-    _warner_columns(params, columns)
-
-
 # ------------------------------------------------------------------------- reconstruction
 def reconstruct_categorical(data: MethodInput, step: dict[str, Any], params: Any, ctx: RunContext) -> dict[str, Any]:
     """Per categorical column of ``step``: the unbiased π̂, its standard errors, the
@@ -698,25 +466,7 @@ register(MethodSpec(
     docs="docs/methods/errph.md",
 ))
 
-register(MethodSpec(
-    name="warner",
-    family="randomized_response",
-    kind=Kind.release,
-    summary="Warner's randomized response on binary columns: each cell (or, for DTPD, each whole "
-            "record) is published as is with probability p, flipped otherwise; optional cut points "
-            "binarize columns first.",
-    params=WarnerParams,
-    guarantee="local ε-DP per attribute, ε = |ln(p/(1-p))|; per-cell coins compose over a record, "
-              "the whole-record flip is not DP for more than one column",
-    paper="Warner 1965 (JASA 60); Du & Zhan 2003 (DTPD), as the baseline of seed 000",
-    run=run_warner,
-    epsilon=_warner_epsilon,
-    check=_check_warner,
-    docs="docs/methods/warner.md",
-))
-
 register_reconstructor("errph", reconstruct_categorical)
-register_reconstructor("warner", reconstruct_categorical)
 
-__all__ = ["MISSING", "randomize_codes", "flip_mask", "local_epsilon", "warner_epsilon",
-           "estimate_distribution", "project_to_simplex", "breach", "binarize", "encode_column"]
+__all__ = ["MISSING", "randomize_codes", "local_epsilon", "estimate_distribution",
+           "project_to_simplex", "breach", "encode_column", "planned_k", "reconstruct_categorical"]

@@ -16,10 +16,10 @@ from sklearn.preprocessing import OrdinalEncoder
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
 from app.privacy.experiments import datasets_dir
-from app.privacy.naive_bayes import (
-    DTPDClassifier, DTPDParams, PPNBClassifier, PPNBParams, run_dtpd_train, run_ppnb_train, split_counts,
-)
-from app.privacy.randomized_response import ErrphParams, WarnerParams, run_errph, run_warner
+from app.privacy.dtpd import DTPDClassifier, DTPDParams, run_dtpd_train, split_counts
+from app.privacy.naive_bayes import PPNBClassifier, PPNBParams, run_ppnb_train
+from app.privacy.randomized_response import ErrphParams, run_errph
+from app.privacy.warner import WarnerParams, run_warner
 from app.privacy.reconstruction import ReconstructParams, run_reconstruct
 from app.privacy.registry import MethodInputError
 from app.privacy.rng import SecureRandom

@@ -5,14 +5,12 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import chi2, chisquare
+from scipy.stats import chi2
 
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
-from app.privacy.randomized_response import (
-    ErrphParams, WarnerParams, breach, local_epsilon, run_errph, run_warner, warner_epsilon,
-    _errph_epsilon, _warner_epsilon,
-)
+from app.privacy.randomized_response import ErrphParams, _errph_epsilon, breach, local_epsilon, run_errph
+from app.privacy.warner import WarnerParams, _warner_epsilon, run_warner, warner_epsilon
 from app.privacy.reconstruction import ReconstructParams, run_reconstruct
 from app.privacy.registry import MethodInputError, get
 from app.privacy.rng import SecureRandom

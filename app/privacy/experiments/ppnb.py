@@ -28,14 +28,16 @@ from pydantic import Field, field_validator
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
 from app.privacy.experiments import datasets_dir
-from app.privacy.naive_bayes import DTPDClassifier, PPNBClassifier, release_randomization
-from app.privacy.randomized_response import ErrphParams, WarnerParams, binarize, run_errph, run_warner
+from app.privacy.dtpd import DTPDClassifier
+from app.privacy.naive_bayes import PPNBClassifier, release_randomization
+from app.privacy.randomized_response import ErrphParams, run_errph
 from app.privacy.registry import Kind, MethodInputError, MethodSpec, Params, Source, register
 from app.privacy.results import ReportResult, render_figure
 from app.privacy.rng import SecureRandom
 from app.privacy.rr_channels import MISSING, as_release_input
 from app.privacy.synthetic import CATEGORICAL, LABEL, NUMERIC, generate_bank_customers
 from app.privacy.transforming_rr import TrrParams, run_trr
+from app.privacy.warner import WarnerParams, binarize, run_warner
 
 PAPER_GRID = [0.1, 0.2, 0.3, 0.35, 0.4, 0.45, 0.49, 0.51, 0.55, 0.6, 0.65, 0.7, 0.8, 0.9]
 TRR_SETTINGS = {"a~N(1,1), b~N(0,1)": (1.0, 1.0, 0.0, 1.0), "a~N(2,10), b~N(0,5)": (2.0, 10.0, 0.0, 5.0)}
