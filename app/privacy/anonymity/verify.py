@@ -68,12 +68,12 @@ def verify_release(frame: pd.DataFrame, quasi_identifiers: list[str], *, k: int,
     if n and achieved.k < k:
         failures.append(f"a class has {achieved.k} records, fewer than k = {k}")
     if sensitive is not None and n and (l is not None or alpha is not None or t is not None):
-        values = frame[sensitive]
-        pairs = pd.DataFrame({"c": ids, "s": values.astype(str).where(values.notna(), "<missing>")
-                              if not ordered else values}).value_counts(sort=False)
-        by_class = pairs.groupby(level=0)
-        distinct = by_class.size().to_numpy()
-        top = by_class.max().to_numpy() / sizes
+        codes, m = _sensitive_codes(frame[sensitive], ordered, table_values)
+        pair, count = np.unique(ids * m + codes, return_counts=True)  # sorted by class
+        pair_class = pair // m
+        distinct = np.bincount(pair_class, minlength=len(sizes))
+        first = np.flatnonzero(np.r_[True, pair_class[1:] != pair_class[:-1]])
+        top = np.maximum.reduceat(count, first) / sizes
         if l is not None:
             achieved.l = int(distinct.min())
             if achieved.l < l:
@@ -83,7 +83,7 @@ def verify_release(frame: pd.DataFrame, quasi_identifiers: list[str], *, k: int,
             if achieved.alpha > alpha + 1e-9:
                 failures.append(f"a sensitive value holds {achieved.alpha:.4f} of a class, above alpha = {alpha}")
         if t is not None:
-            achieved.t = _max_distance(ids, values, sizes, table_values, table_dist, ordered)
+            achieved.t = _max_distance(ids, codes, sizes, table_dist, ordered)
             if achieved.t > t + 1e-9:
                 failures.append(f"a class is at distance {achieved.t:.4f} from the table, above t = {t}")
     if failures:
@@ -91,14 +91,26 @@ def verify_release(frame: pd.DataFrame, quasi_identifiers: list[str], *, k: int,
     return achieved
 
 
-def _max_distance(ids: np.ndarray, values: pd.Series, sizes: np.ndarray, table_values: np.ndarray,
-                  table_dist: np.ndarray, ordered: bool) -> float:
-    """Largest EMD over classes, dense class × value rows computed chunk by chunk."""
+def _sensitive_codes(values: pd.Series, ordered: bool, table_values: np.ndarray | None) -> tuple[np.ndarray, int]:
+    """Codes of the sensitive cells in the table's domain (sorted numbers, or labels as text;
+    a missing label is '<missing>'), and the domain's size."""
     if ordered:
-        codes = np.searchsorted(table_values, values.to_numpy(dtype=float))
-    else:
-        labels = values.astype(str).where(values.notna(), "<missing>").to_numpy()
-        codes = pd.Index(table_values).get_indexer(labels)
+        numbers = values.to_numpy(dtype=float)
+        domain = np.unique(numbers) if table_values is None else np.asarray(table_values, dtype=float)
+        return np.searchsorted(domain, numbers).astype(np.int64), len(domain)
+    local, uniques = pd.factorize(values, use_na_sentinel=False)
+    labels = ["<missing>" if pd.isna(u) else str(u) for u in uniques]
+    if table_values is None:
+        return local.astype(np.int64), len(labels)
+    index = pd.Index([str(v) for v in table_values]).get_indexer(labels)
+    if (index < 0).any():
+        raise VerificationError("release holds a sensitive value outside the input table's domain")
+    return index[local].astype(np.int64), len(table_values)
+
+
+def _max_distance(ids: np.ndarray, codes: np.ndarray, sizes: np.ndarray, table_dist: np.ndarray,
+                  ordered: bool) -> float:
+    """Largest EMD over classes, dense class × value rows computed chunk by chunk."""
     m = len(table_dist)
     order = np.argsort(ids, kind="stable")
     ids_sorted, codes_sorted = ids[order], codes[order]
