@@ -119,3 +119,27 @@ def test_release_metrics_are_consistent():
     assert m["normalized_average_class_size"] == pytest.approx(len(frame) / len(sizes) / 5)
     assert m["suppressed"] == 0 and m["ncp"] == pytest.approx(np.mean(list(m["ncp_per_qi"].values())))
     assert "range_from_data" in r.metadata  # no declared bounds: said so
+
+
+def test_lattice_with_automatic_numeric_hierarchy_and_declared_bounds():
+    frame = _synthetic(3000)
+    frame["member"] = frame["dx"] == "a"  # a boolean quasi-identifier
+    columns = [ColumnInfo("age", "numeric", "quasi_identifier", bounds=(0.0, 120.0), integer=True),
+               ColumnInfo("zip", "categorical"), ColumnInfo("member", "boolean", "quasi_identifier"),
+               ColumnInfo("income", "numeric"), ColumnInfo("dx", "categorical")]
+    r = run_kanonymity(MethodInput(columns=columns, frame=frame),
+                       KAnonymityParams(k=8, algorithm="lattice", auto_levels=3), RunContext())
+    assert r.metadata["automatic_hierarchies"] == ["age"]
+    assert "range_from_data" not in r.metadata  # bounds were declared
+    assert r.frame.groupby(["age", "member"]).size().min() >= 8
+    level = r.metadata["lattice"]["levels"]["age"]
+    # finest width: the smallest 1/2/5·10^e ≥ 120 / 2^3 = 15, i.e. 20; doubling per level, from 0
+    assert level in (1, 2, 3)
+    width = 20 * 2 ** (level - 1)
+    spans = []
+    for label, value in zip(r.frame["age"], frame["age"]):
+        a, b = map(int, label.split("-"))
+        assert a % width == 0 and b - a + 1 == width and a <= value <= b
+        spans.append((min(b, 120) - max(a, 0)) / 120)
+    # NCP: the released interval's width (clipped to the declared range 0..120) over that range
+    assert r.metrics["ncp_per_qi"]["age"] == pytest.approx(np.mean(spans))

@@ -65,6 +65,8 @@ def normalize_value(value) -> str | None:
     """The text a data value is matched on: integral numbers lose their '.0'; None for missing."""
     if value is None:
         return None
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
     if isinstance(value, (float, np.floating)):
         if math.isnan(value):
             return None
