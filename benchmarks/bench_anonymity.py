@@ -180,11 +180,14 @@ def _lattice_rows(frame, hierarchies, infos, label: str, quick: bool) -> list[Ro
         frame[QIS].to_csv(path, index=False)
         peer = run_peer(ANJANA, str(path), json.dumps(QIS), "5",
                         str(datasets_dir() / "adult" / "hierarchies"), quick=quick)
-    peer_ncp = None
+    peer_ncp, peer_disc = None, None
     if "levels" in peer:
         axes, _ = build_axes(frame, [infos[q] for q in QIS], hierarchies, numeric="hierarchy")
         cols = _Columns(axes)
-        peer_ncp = float(_loss(cols, [peer["levels"][q] for q in QIS], np.zeros(len(frame), dtype=bool)))
+        levels = [peer["levels"][q] for q in QIS]
+        peer_ncp = float(_loss(cols, levels, np.zeros(len(frame), dtype=bool)))
+        ids, _ = cols.classes(levels)
+        peer_disc = float((np.bincount(ids).astype(float) ** 2).sum())
     note = peer.get("error", f"anjana smallest class {peer.get('smallest_class')}, levels {peer.get('levels')}")
     rows = [
         Row(workload=f"Lattice (optimal full-domain) k = 5, 0% suppression, {label}: time",
@@ -195,7 +198,9 @@ def _lattice_rows(frame, hierarchies, infos, label: str, quick: bool) -> list[Ro
         Row(workload=f"Lattice k = 5, 0% suppression, {label}: average NCP", veil=r.metrics["ncp"],
             unit="NCP", higher_is_better=False, peer="anjana k_anonymity", peer_value=peer_ncp,
             target="far below anjana's", notes=f"Veil smallest class {r.metrics['smallest_class']}, "
-            f"{r.metrics['classes']} classes; anjana's NCP from its levels with the same metric"),
+            f"{r.metrics['classes']} classes, discernibility {r.metrics['discernibility']:.4g}; anjana's "
+            f"NCP from its levels with the same metric, discernibility "
+            f"{'—' if peer_disc is None else f'{peer_disc:.4g}'}"),
     ]
     if not quick:
         started = time.perf_counter()
