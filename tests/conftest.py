@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -28,12 +30,15 @@ ADULT = DATASETS / "adult" / "adult_train.csv"
 
 
 @pytest.fixture(scope="session")
-def database(tmp_path_factory):
+def database():
     from app.config import get_settings
     from app.db import embedded_server, reset_caches, to_sqlalchemy_url
     from app.migrate import upgrade
 
-    server = embedded_server(tmp_path_factory.mktemp("pg"), owner=True)
+    # Our own folder, not pytest's tmp_path: pytest prunes old basetemp folders when other
+    # pytest runs start, which would pull the data directory from under a running server.
+    folder = Path(tempfile.mkdtemp(prefix="veil-test-pg-"))
+    server = embedded_server(folder, owner=True)
     url = to_sqlalchemy_url(server.get_uri())
     os.environ["DATABASE_URL"] = url
     get_settings.cache_clear()
@@ -42,6 +47,7 @@ def database(tmp_path_factory):
     yield url
     reset_caches()
     server.cleanup()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.audit import repository
+from app.jsonsafe import jsonable
 
 
 def record(session: Session, *, tenant: str, actor: str, action: str, subject_type: str,
@@ -16,4 +17,5 @@ def record(session: Session, *, tenant: str, actor: str, action: str, subject_ty
            release_id: uuid.UUID | None = None, details: dict[str, Any] | None = None) -> None:
     repository.insert_event(session, tenant=tenant, actor=actor, action=action,
                             subject_type=subject_type, subject_id=str(subject_id),
-                            dataset_id=dataset_id, release_id=release_id, details=details or {})
+                            dataset_id=dataset_id, release_id=release_id,
+                            details=jsonable(details or {}))

@@ -3,7 +3,11 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
+
+Epsilon = float | Literal["Infinity", "-Infinity"]
 
 
 class BudgetUpdate(BaseModel):
@@ -16,7 +20,7 @@ class BudgetEntry(BaseModel):
     job_id: uuid.UUID
     method: str
     kind: str = Field(..., description="debit (at acceptance) or refund (a job cancelled before it ran)")
-    epsilon: float
+    epsilon: Epsilon
     actor: str
     at: datetime
 
@@ -24,6 +28,6 @@ class BudgetEntry(BaseModel):
 class Budget(BaseModel):
     dataset_id: uuid.UUID
     epsilon_total: float | None
-    epsilon_spent: float
-    epsilon_remaining: float | None
+    epsilon_spent: Epsilon
+    epsilon_remaining: Epsilon | None
     entries: list[BudgetEntry]

@@ -14,6 +14,7 @@ from app.audit.service import record
 from app.auth.schemas import Principal
 from app.budgets import repository
 from app.errors import BudgetExhausted, Conflict
+from app.jsonsafe import jsonable
 
 
 def _dec(x: float) -> Decimal:
@@ -44,9 +45,9 @@ def view(session: Session, dataset_id: uuid.UUID) -> dict[str, Any]:
     row = repository.get(session, dataset_id)
     total = None if row["epsilon_total"] is None else float(row["epsilon_total"])
     spent = float(row["epsilon_spent"])
-    return {"dataset_id": dataset_id, "epsilon_total": total, "epsilon_spent": spent,
-            "epsilon_remaining": None if total is None else max(total - spent, 0.0),
-            "entries": [{**e, "epsilon": float(e["epsilon"]), "actor": str(e["actor"])}
+    return {"dataset_id": dataset_id, "epsilon_total": total, "epsilon_spent": jsonable(spent),
+            "epsilon_remaining": None if total is None else jsonable(max(total - spent, 0.0)),
+            "entries": [{**e, "epsilon": jsonable(float(e["epsilon"])), "actor": str(e["actor"])}
                         for e in repository.entries(session, dataset_id)]}
 
 

@@ -13,7 +13,7 @@ from starlette.datastructures import UploadFile
 from app.auth.dependencies import OwnerPrincipal
 from app.datasets import service
 from app.datasets.schema import SchemaUpdate
-from app.datasets.schemas import Dataset, DatasetPage, Hierarchy, Profile
+from app.datasets.schemas import Dataset, DatasetPage, Hierarchy, Profile, SyntheticRequest
 from app.deps import SessionDep
 from app.errors import Unprocessable, UnsupportedMediaType, problem_responses
 
@@ -66,6 +66,15 @@ async def upload(request: Request, response: Response, principal: OwnerPrincipal
             idempotency_key=idempotency_key)
     response.status_code = 201 if created else 200
     return Dataset(**dataset)
+
+
+@router.post("/synthetic", status_code=201, response_model=Dataset,
+             responses=problem_responses(401, 403, 422, 503))
+def generate(body: SyntheticRequest, principal: OwnerPrincipal, session: SessionDep) -> Dataset:
+    """Create a dataset from a generator (the paper's synthetic bank-card customers); its
+    sha256 is that of the stored Parquet bytes."""
+    return Dataset(**service.create_synthetic(session, principal, generator=body.generator,
+                                              rows=body.rows, seed=body.seed, name=body.name))
 
 
 @router.get("", response_model=DatasetPage, responses=problem_responses(401, 403, 422, 503))

@@ -41,11 +41,20 @@ class SchemaUpdate(BaseModel):
 
 
 def infer_type(series: pd.Series) -> ColumnType:
-    if isinstance(series.dtype, pd.CategoricalDtype):
-        return "categorical"
     if pd.api.types.is_bool_dtype(series.dtype):
         return "boolean"
-    return "numeric"
+    if pd.api.types.is_numeric_dtype(series.dtype) and not isinstance(series.dtype, pd.CategoricalDtype):
+        return "numeric"
+    return "categorical"
+
+
+def normalize(frame: pd.DataFrame) -> pd.DataFrame:
+    """Text columns as categoricals, the storage form of categorical data."""
+    out = frame.copy()
+    for name in out.columns:
+        if infer_type(out[name]) == "categorical" and not isinstance(out[name].dtype, pd.CategoricalDtype):
+            out[name] = out[name].astype("category")
+    return out
 
 
 def profile_column(name: str, series: pd.Series, type_: str, previous: dict[str, Any] | None = None

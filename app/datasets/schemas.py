@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from app.datasets.schema import ColumnRole, ColumnType
 
@@ -32,6 +32,16 @@ class Dataset(BaseModel):
     hierarchies: list[str] = Field(default_factory=list, description="columns with a hierarchy")
     deleted: bool = False
     created_at: datetime
+
+
+class SyntheticRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    generator: Literal["bank_customers"] = Field(
+        "bank_customers", description="bank_customers: the synthetic bank-card customers of seed "
+        "000 (spec 01 §6), with the three-valued customer value as label")
+    rows: int = Field(50_000, ge=10, le=2_000_000)
+    seed: int = Field(0, ge=0, description="synthetic data is not personal: seeds are fine here")
+    name: str | None = Field(None, max_length=300)
 
 
 class DatasetPage(BaseModel):

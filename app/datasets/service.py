@@ -20,7 +20,7 @@ from app.blobs import repository as blobs
 from app.config import get_settings
 from app.datasets import parsing, repository
 from app.datasets.schema import (
-    SchemaUpdate, apply_overrides, infer_columns, public_columns, transaction_columns,
+    SchemaUpdate, apply_overrides, infer_columns, normalize, public_columns, transaction_columns,
 )
 from app.errors import Conflict, NotFound, Unprocessable
 from app.privacy.data import TransactionData
@@ -103,6 +103,29 @@ def create(session: Session, principal: Principal, *, path: Path, filename: str 
            details={"sha256": sha, "format": fmt, "rows": parsed.rows, "columns": len(columns)})
     row = repository.get(session, principal.tenant, dataset_id)
     return to_response(row), True
+
+
+def create_synthetic(session: Session, principal: Principal, *, generator: str, rows: int, seed: int,
+                     name: str | None) -> dict[str, Any]:
+    """A generated dataset (no upload): the synthetic bank-card customers of seed 000."""
+    from app.privacy.synthetic import generate_bank_customers
+
+    frame = normalize(generate_bank_customers(rows, seed))
+    columns = infer_columns(frame)
+    label = next((c for c in columns if c["name"] == "customer_value"), None)
+    if label is not None:
+        label["role"] = "label"
+    payload = codec.table_to_parquet(frame)
+    dataset_id = uuid.uuid4()
+    sha = hashlib.sha256(payload).hexdigest()
+    repository.insert_dataset(
+        session, id=dataset_id, tenant=principal.tenant, name=name or f"{generator}-{rows}-{seed}",
+        format="synthetic", shape="table", rows=len(frame), columns=columns, sha256=sha,
+        size_bytes=len(payload), blob_id=blobs.write(session, payload), created_by=principal.key_id)
+    record(session, tenant=principal.tenant, actor=principal.actor, action="dataset.generated",
+           subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id,
+           details={"generator": generator, "rows": rows, "seed": seed, "sha256": sha})
+    return to_response(repository.get(session, principal.tenant, dataset_id))
 
 
 def _replay(session: Session, existing, request_hash: str) -> dict[str, Any]:

@@ -61,7 +61,8 @@ class Job(BaseModel):
     dataset_id: uuid.UUID | None
     release_id: uuid.UUID | None
     params: dict[str, Any]
-    epsilon: float | None = Field(None, description="ε debited from the dataset's budget")
+    epsilon: float | Literal["Infinity"] | None = Field(
+        None, description="ε debited from the dataset's budget (\"Infinity\" when unbounded)")
     attempt: int
     created_at: datetime
     started_at: datetime | None

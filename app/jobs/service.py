@@ -19,6 +19,7 @@ from app.budgets import service as budgets
 from app.config import get_settings
 from app.datasets import service as datasets
 from app.datasets.schema import column_infos
+from app.jsonsafe import jsonable
 from app.errors import Conflict, Forbidden, NotFound, TooManyRequests, Unprocessable
 from app.jobs import repository
 from app.privacy import registry
@@ -142,9 +143,13 @@ def to_response(session: Session, row, results: dict[str, Any] | None = None) ->
     return {"id": row["id"], "method": row["method"], "status": row["status"],
             "progress": row["progress"], "stage": row["stage"], "error": row["error"],
             "result": results, "dataset_id": row["dataset_id"], "release_id": row["release_id"],
-            "params": row["params"], "epsilon": None if row["epsilon"] is None else float(row["epsilon"]),
+            "params": row["params"], "epsilon": _eps(row["epsilon"]),
             "attempt": row["attempt"], "created_at": row["created_at"],
             "started_at": row["started_at"], "finished_at": row["finished_at"], "links": links}
+
+
+def _eps(value: Decimal | None) -> float | str | None:
+    return None if value is None else jsonable(float(value))
 
 
 def _visible(session: Session, principal: Principal, job_id: uuid.UUID, *, for_update: bool = False):

@@ -88,3 +88,18 @@ def test_audit_trail_records_and_is_append_only(client, owner):
         with pytest.raises(DBAPIError, match="append-only"):
             with transaction() as s:
                 s.execute(text(statement))
+
+
+def test_infinite_epsilon_is_refused_under_a_cap_and_reported_as_infinity(client, owner):
+    """warner's whole-record flip over two columns has no finite ε."""
+    ds = upload(client, owner, b"a,b\nx,u\ny,v\nx,v\n", "w.csv").json()
+    params = {"whole_record": True, "p": 0.8, "columns": ["a", "b"]}
+    r = submit(client, owner, "warner", params, dataset_id=ds["id"])
+    assert r.status_code == 202 and r.json()["epsilon"] == "Infinity"
+    budget = client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner)).json()
+    assert budget["epsilon_spent"] == "Infinity"
+    assert_problem(client.put(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner),
+                              json={"epsilon_total": 100}), 409, "already spent")
+    capped = upload(client, owner, b"a,b\nx,u\ny,v\nx,v\n", "w2.csv").json()
+    client.put(f"/v1/datasets/{capped['id']}/budget", headers=auth(owner), json={"epsilon_total": 100})
+    assert_problem(submit(client, owner, "warner", params, dataset_id=capped["id"]), 409, "budget")

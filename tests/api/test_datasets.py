@@ -186,3 +186,15 @@ def test_hierarchy_upload_validates_against_the_data(client, owner, adult_path):
     assert_problem(client.put(f"/v1/datasets/{ds['id']}/hierarchies/nope", headers=auth(owner),
                               content=hier), 404, "no column 'nope'")
     assert "race" in client.get(f"/v1/datasets/{ds['id']}", headers=auth(owner)).json()["hierarchies"]
+
+
+def test_synthetic_bank_customers_as_a_dataset(client, owner):
+    r = client.post("/v1/datasets/synthetic", headers=auth(owner), json={"rows": 2000, "seed": 3})
+    assert r.status_code == 201, r.text
+    body = r.json()
+    cols = {c["name"]: c for c in body["columns"]}
+    assert body["rows"] == 2000 and cols["customer_value"]["role"] == "label"
+    assert cols["customer_value"]["distinct"] == 3
+    again = client.post("/v1/datasets/synthetic", headers=auth(owner), json={"rows": 2000, "seed": 3}).json()
+    assert again["sha256"] == body["sha256"]  # the generator is deterministic in its seed
+    assert_problem(client.post("/v1/datasets/synthetic", headers=auth(owner), json={"rows": 1}), 422)
