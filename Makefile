@@ -26,9 +26,14 @@ test: install
 test-fast: install
 	$(PY) -m pytest -q -p no:cacheprovider tests/privacy tests/api
 
+# Peers that pin old pandas/numpy (anjana, pycanon, DataSynthesizer) get their own venv and
+# run in their own interpreter (VEIL_PEERS_PYTHON); the rest install beside Veil.
+PEERS := .venv-peers
 bench: install
 	$(PY) -m pip install --quiet -e '.[bench]'
-	$(PY) -m benchmarks
+	test -x $(PEERS)/bin/python || $(PYTHON) -m venv $(PEERS)
+	$(PEERS)/bin/python -m pip install --quiet anjana pycanon DataSynthesizer || true
+	VEIL_PEERS_PYTHON=$(PEERS)/bin/python $(PY) -m benchmarks
 
 openapi: install
 	$(VENV)/bin/veil openapi

@@ -100,7 +100,8 @@ def cases(quick: bool) -> list[Row]:
         ours = best_time(lambda: parse(csv, "csv", limits), repeat=3)
         theirs = best_time(lambda: pd.read_csv(csv), repeat=3)
         rows.append(Row(f"parse {rows_n:,} × 10 CSV ({size_mb:.0f} MB), typed + categorical", ours, "s",
-                        peer="pandas.read_csv", peer_value=theirs, higher_is_better=False))
+                        peer="pandas.read_csv (object strings, no profile)", peer_value=theirs,
+                        higher_is_better=False))
 
         service = Service(Path(tmp) / "data")
         try:
