@@ -34,16 +34,34 @@ WORKER_ID = f"{os.uname().nodename}:{os.getpid()}"
 _CANCEL_GRACE_S = 2.0
 _RETRYABLE = {"crashed"}  # a child that died unexpectedly may succeed on another attempt
 
+# Test-only fault injection, read once at start: the reliability tests (tests/reliability,
+# docs/reliability.md) make a worker die at the worst moments of a job. Never set in production.
+#   exit_before_commit: die after the release is written, before its transaction commits;
+#   exit_after_commit:  die right after the job's final transaction commits.
+_FAULT = os.environ.get("VEIL_FAULT_INJECT", "")
+
+
+def _fault_point(name: str) -> None:
+    if _FAULT == name:
+        os._exit(70)
+
+
 _mp = mp.get_context("forkserver")
 _mp.set_forkserver_preload(["app.worker.child"])
 
 
 def warm_up() -> None:
-    """Start the forkserver now (it imports the whole library once), so the first job does
-    not pay for it."""
+    """Start the forkserver (it imports the whole library once) and multiprocessing's
+    resource tracker (a Queue or Event starts it) now, and import the child module here too,
+    so the first job pays for none of them (≈ 2 s otherwise)."""
+    from app.worker import child  # noqa: F401  (the parent pickles child.main by reference)
+
+    q, ev = _mp.Queue(), _mp.Event()
     proc = _mp.Process(target=_noop)
     proc.start()
     proc.join()
+    q.close()
+    del ev
 
 
 def _noop() -> None:
@@ -71,6 +89,7 @@ def execute(job_id: uuid.UUID) -> None:
         t2 = time.perf_counter()
         try:
             _finish(job, inputs, outcome)
+            _fault_point("exit_after_commit")
         except Fenced:
             log.warning("job %s attempt %s was fenced off; its result is discarded",
                         job_id, job["attempt"])
@@ -201,6 +220,7 @@ def _finish(job, inputs: dict[str, Any], outcome: dict[str, Any]) -> None:
         if error is None:
             _store(session, row, inputs, outcome)
             jobs_repo.finish(session, job["id"], "succeeded", stage="done")
+            _fault_point("exit_before_commit")
             action, details = "job.succeeded", {"attempt": job["attempt"]}
         elif error["type"] == "cancelled" or row["cancel_requested"]:
             jobs_repo.finish(session, job["id"], "cancelled",
