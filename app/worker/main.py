@@ -52,9 +52,9 @@ def reap_stalled(stall_timeout_s: float) -> None:
 
 
 def run() -> None:
+    runner.warm_up()  # before the first heartbeat: a worker counts as ready once it can take jobs
     stop = threading.Event()
     threading.Thread(target=beat_and_reap, args=(stop,), daemon=True, name="heartbeat").start()
-    runner.warm_up()
     app = queue.worker_app()
     log.info("worker %s starting", runner.WORKER_ID)
     try:
