@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app import codec
+from app import codec, pagination
 from app.audit.service import record
 from app.auth.schemas import Principal
 from app.blobs import repository as blobs
@@ -161,16 +161,10 @@ def get(session: Session, principal: Principal, dataset_id: uuid.UUID) -> dict[s
 
 
 def list_page(session: Session, principal: Principal, cursor: str | None, limit: int) -> dict[str, Any]:
-    after = None
-    if cursor:
-        try:
-            ts, ident = cursor.split("_", 1)
-            after = (pd.Timestamp(ts).to_pydatetime(), uuid.UUID(ident))
-        except ValueError:
-            raise Unprocessable("cursor must be the `next` value of a previous page") from None
+    after = pagination.decode(cursor)
     rows = repository.list_page(session, principal.tenant, after=after, limit=limit)
     hier = repository.hierarchy_columns(session, [r["id"] for r in rows]) if rows else {}
-    nxt = f"{rows[-1]['created_at'].isoformat()}_{rows[-1]['id']}" if len(rows) == limit else None
+    nxt = pagination.next_cursor(rows, limit)
     return {"items": [to_response(r, hier.get(r["id"], [])) for r in rows], "next": nxt}
 
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-import pandas as pd
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app import pagination
 from app.audit.service import record
 from app.auth.schemas import Principal, Role
 from app.budgets import service as budgets
@@ -169,17 +169,11 @@ def list_page(session: Session, principal: Principal, *, status: str | None, met
               limit: int) -> dict[str, Any]:
     if principal.role != Role.admin:
         tenant = principal.tenant
-    after = None
-    if cursor:
-        try:
-            ts, ident = cursor.split("_", 1)
-            after = (pd.Timestamp(ts).to_pydatetime(), uuid.UUID(ident))
-        except ValueError:
-            raise Unprocessable("cursor must be the `next` value of a previous page") from None
+    after = pagination.decode(cursor)
     rows = repository.list_page(session, tenant=tenant, status=status, method=method,
                                 dataset_id=dataset_id, after=after, limit=limit)
     results = repository.results_of(session, [r["id"] for r in rows])
-    nxt = f"{rows[-1]['created_at'].isoformat()}_{rows[-1]['id']}" if len(rows) == limit else None
+    nxt = pagination.next_cursor(rows, limit)
     return {"items": [to_response(session, r, results[r["id"]]) for r in rows], "next": nxt}
 
 

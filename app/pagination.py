@@ -1,0 +1,25 @@
+"""Keyset pagination over (created_at, id), newest first: the `next` cursor of a page."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+
+from app.errors import Unprocessable
+
+
+def decode(cursor: str | None) -> tuple[datetime, uuid.UUID] | None:
+    if not cursor:
+        return None
+    try:
+        ts, ident = cursor.split("_", 1)
+        return pd.Timestamp(ts).to_pydatetime(), uuid.UUID(ident)
+    except ValueError:
+        raise Unprocessable("cursor must be the `next` value of a previous page") from None
+
+
+def next_cursor(rows: list[dict[str, Any]], limit: int) -> str | None:
+    return f"{rows[-1]['created_at'].isoformat()}_{rows[-1]['id']}" if len(rows) == limit else None
