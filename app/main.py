@@ -7,7 +7,7 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import DataError, DBAPIError, InterfaceError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.audit.router import router as audit_router
@@ -68,8 +68,14 @@ def create_app() -> FastAPI:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
-        titles = {404: "Not found", 405: "Method not allowed", 400: "Bad request"}
+        titles = {404: "Not found", 405: "Method not allowed"}
         detail = exc.detail if isinstance(exc.detail, str) else "request refused"
+        if exc.status_code == 400:
+            # Starlette/FastAPI raise 400 for a body they cannot parse (not UTF-8, a broken
+            # multipart); FastAPI itself answers invalid JSON with 422, and every route with a
+            # body declares 422: answer alike.
+            return _problem(422, "Unprocessable content", f"the request body cannot be parsed: {detail}",
+                            request.url.path)
         if exc.status_code == 404 and detail == "Not Found":
             detail = f"no resource at {request.url.path}"
         return _problem(exc.status_code, titles.get(exc.status_code, "Error"), detail,
@@ -81,6 +87,14 @@ def create_app() -> FastAPI:
         return JSONResponse(ServiceUnavailable("the database is unavailable; retry later")
                             .problem(request.url.path).model_dump(exclude_none=True),
                             status_code=503, media_type=PROBLEM, headers={"Retry-After": "2"})
+
+    @app.exception_handler(DataError)
+    async def value_refused(request: Request, exc: DataError):
+        # PostgreSQL refused a value that came with the request (a NUL character in a text
+        # parameter, a time zone offset or a number outside its range): the request's fault.
+        log.warning("the database refused a request value (%s)", type(getattr(exc, "orig", exc)).__name__)
+        return _problem(422, "Unprocessable content", "a value in the request cannot be processed "
+                        "(a NUL character, or a number, date or time zone out of range)", request.url.path)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception):

@@ -69,6 +69,17 @@ def detect_format(path: Path, filename: str | None, declared: str | None) -> str
 def parse(path: Path, fmt: str, limits: Limits) -> Parsed:
     if path.stat().st_size == 0:
         raise Unprocessable("the uploaded file is empty")
+    try:
+        return _parse(path, fmt, limits)
+    except UnicodeDecodeError:
+        raise Unprocessable("the file is not valid UTF-8 text (a column name or a text cell)") from None
+    except pa.ArrowException as exc:  # the reader's own messages may quote the data: not passed on
+        if "utf8" in str(exc).lower() or "utf-8" in str(exc).lower():
+            raise Unprocessable("the file is not valid UTF-8 text (a column name or a text cell)") from None
+        raise Unprocessable(f"the file cannot be read as {fmt}") from None
+
+
+def _parse(path: Path, fmt: str, limits: Limits) -> Parsed:
     if fmt in ("csv", "tsv"):
         return Parsed(fmt, frame=_finish_table(_read_csv(path, fmt, limits), limits))
     if fmt == "parquet":

@@ -20,7 +20,7 @@ _MEDIA = {"csv": "text/csv", "jsonl": "application/x-ndjson", "parquet": "applic
 @router.get("", response_model=list[Release], responses=problem_responses(401, 403, 422, 503))
 def list_releases(principal: ReaderPrincipal, session: SessionDep, dataset_id: uuid.UUID | None = None,
                   limit: Annotated[int, Query(ge=1, le=200)] = 50,
-                  offset: Annotated[int, Query(ge=0)] = 0) -> list[Release]:
+                  offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0) -> list[Release]:
     return [Release(**r) for r in service.list_releases(session, principal, dataset_id, limit, offset)]
 
 
