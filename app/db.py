@@ -60,10 +60,15 @@ def database_url() -> str:
     return embedded_url(settings.data_dir)
 
 
+# Connections per process. The API admits at most POOL_SIZE + POOL_OVERFLOW requests at once
+# (middleware.InFlightLimit), fewer than the threads of the thread pool (anyio's 40).
+POOL_SIZE, POOL_OVERFLOW = 10, 20
+
+
 @lru_cache
 def get_engine() -> Engine:
-    engine = create_engine(database_url(), pool_size=10, max_overflow=20, pool_pre_ping=True,
-                           pool_recycle=300)
+    engine = create_engine(database_url(), pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW,
+                           pool_pre_ping=True, pool_recycle=300)
 
     @event.listens_for(engine, "connect")
     def _set_timeouts(dbapi_conn, _record):  # a stuck query must not hang a request forever

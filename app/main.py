@@ -14,11 +14,12 @@ from app.audit.router import router as audit_router
 from app.auth.router import router as keys_router
 from app.budgets.router import router as budgets_router
 from app.config import get_settings
+from app.db import POOL_OVERFLOW, POOL_SIZE
 from app.datasets.router import router as datasets_router
 from app.errors import ServiceUnavailable, VeilError
 from app.jobs.router import router as jobs_router
 from app.methods.router import router as methods_router
-from app.middleware import BodyLimit, RequestContext
+from app.middleware import BodyLimit, InFlightLimit, RequestContext
 from app.models.router import router as models_router
 from app.ops.router import router as ops_router
 from app.releases.router import router as releases_router
@@ -106,6 +107,7 @@ def create_app() -> FastAPI:
                    releases_router, reports_router, models_router, audit_router, keys_router):
         app.include_router(router)
 
+    app.add_middleware(InFlightLimit, limit=POOL_SIZE + POOL_OVERFLOW)  # inside the body limit
     app.add_middleware(BodyLimit, upload_limit=settings.max_upload_bytes,
                        default_limit=max(settings.max_hierarchy_bytes, 32 * 1024 * 1024),
                        upload_paths=("/v1/datasets",))

@@ -1,14 +1,17 @@
-"""Pure ASGI middleware: request id + access log + latency metric, and the body size limit
-(enforced while the body streams in, so an oversized upload is refused early)."""
+"""Pure ASGI middleware: request id + access log + latency metric, the body size limit
+(enforced while the body streams in, so an oversized upload is refused early), and the limit
+on requests in flight (so a burst waits in the event loop instead of starving the threads)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
 import uuid
+import weakref
 
-from app.errors import PayloadTooLarge
+from app.errors import PayloadTooLarge, ServiceUnavailable, VeilError
 from app.logging_setup import request_id_var
 from app.ops.metrics import REQUEST_LATENCY
 
@@ -97,10 +100,55 @@ class BodyLimit:
         await self.app(scope, limited_receive, guarded_send)
 
 
+class InFlightLimit:
+    """At most ``limit`` requests past this point at once; the others wait here, in the event
+    loop, holding neither a worker thread nor a database connection (503 after ``wait_s``).
+
+    Why: a request holds its database connection from authentication to the commit, across
+    several hops through the thread pool (dependency, endpoint, response validation). Without
+    a bound, a burst larger than the connection pool fills every thread with requests blocked
+    in the pool's checkout or on a row lock (concurrent job submissions on one budget), while
+    the requests that hold the connections and the lock wait for a thread: nothing moves until
+    the pool's 30 s timeout turns them into 500s. With ``limit`` ≤ the connection pool and
+    below the thread pool's size, every admitted request always finds both."""
+
+    def __init__(self, app, limit: int, wait_s: float = 30.0, exempt: tuple[str, ...] = ("/healthz",)) -> None:
+        self.app = app
+        self.limit = limit
+        self.wait_s = wait_s
+        self.exempt = exempt
+        self._semaphores: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()  # one per event loop (the test client runs several)
+        sem = self._semaphores.get(loop)
+        if sem is None:
+            sem = self._semaphores[loop] = asyncio.Semaphore(self.limit)
+        return sem
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["path"] in self.exempt:
+            return await self.app(scope, receive, send)
+        sem = self._semaphore()
+        try:
+            await asyncio.wait_for(sem.acquire(), self.wait_s)
+        except TimeoutError:
+            return await _send_problem(send, scope, ServiceUnavailable(
+                "the service is busy; retry later"), {b"retry-after": b"2"})
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            sem.release()
+
+
 async def _send_413(send, scope, limit: int) -> None:
-    problem = PayloadTooLarge(f"the request body is larger than the limit of {limit} bytes").problem(scope["path"])
-    body = json.dumps(problem.model_dump(exclude_none=True)).encode()
-    await send({"type": "http.response.start", "status": 413,
+    await _send_problem(send, scope, PayloadTooLarge(
+        f"the request body is larger than the limit of {limit} bytes"), {b"connection": b"close"})
+
+
+async def _send_problem(send, scope, error: VeilError, headers: dict[bytes, bytes]) -> None:
+    body = json.dumps(error.problem(scope["path"]).model_dump(exclude_none=True)).encode()
+    await send({"type": "http.response.start", "status": error.status,
                 "headers": [(b"content-type", b"application/problem+json"),
-                            (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
+                            (b"content-length", str(len(body)).encode()), *headers.items()]})
     await send({"type": "http.response.body", "body": body})
