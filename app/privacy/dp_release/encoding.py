@@ -241,3 +241,32 @@ def check_declared(columns: list[ColumnInfo], bounds: dict | None, categories: d
         if info.type == "boolean" and info.categories is None and (categories or {}).get(info.name) is None:
             continue
         plan_column(info, bounds, categories, None, require_declared=True)
+
+
+# ------------------------------------------------------------------------ calibration
+def calibrate(matrix: np.ndarray, enc: Encoding, mean: np.ndarray, iterations: int = 60) -> np.ndarray:
+    """Post-processing that gives a noise-dominated release the category frequencies of an
+    estimate: per one-hot block, offsets b_c found by iterative proportional fitting so that
+    argmax(block + b) releases category c about as often as ``mean[block]`` (the estimated
+    frequencies) says. Plain argmax of a noise-dominated block releases every category about
+    equally often; the offsets keep the order of the records' scores, hence the associations
+    the projection carried. Numeric columns are left alone (a DP variance estimate was tried
+    and is too noisy in high dimension to rescale them)."""
+    out = matrix.copy()
+    for plan in enc.plans:
+        if plan.kind == "numeric":
+            continue
+        cols = slice(plan.start, plan.start + plan.width)
+        block = out[:, cols]
+        want = np.clip(mean[cols], 0.0, None)
+        want = want / want.sum() if want.sum() > 0 else np.full(plan.width, 1.0 / plan.width)
+        want = want * len(block)
+        offsets = np.zeros(plan.width)
+        step = 0.3 * (block.std() or 1.0)
+        for _ in range(iterations):
+            counts = np.bincount(np.argmax(block + offsets, axis=1), minlength=plan.width)
+            offsets += step * (np.log(want + 0.5) - np.log(counts + 0.5))
+        chosen = np.argmax(block + offsets, axis=1)  # a one-hot block decodes to this choice
+        out[:, cols] = 0.0
+        out[np.arange(len(block)), plan.start + chosen] = 1.0
+    return out
