@@ -32,7 +32,7 @@ from app.privacy.dp_release.encoding import Encoding, plan_column
 from app.privacy.dp_release.icahdp import IcahdpParams, run_icahdp
 from app.privacy.experiments import datasets_dir
 from app.privacy.experiments.dp_release import (
-    ADULT_BOUNDS, ExperimentDpReleaseParams, Releaser, _schema, run_protocol,
+    ADULT_BOUNDS, ExperimentDpReleaseParams, Releaser, declared_schema, run_protocol,
 )
 from app.privacy.noise import discrete_gaussian, laplace_mechanism
 from app.privacy.rng import SecureRandom
@@ -171,7 +171,7 @@ def _noise_rows(quick: bool) -> list[Row]:
 def adult_all(rows: int | None = None) -> MethodInput:
     frame = pd.read_csv(datasets_dir() / "adult" / "adult_train.csv", na_values="?",
                         skipinitialspace=True, nrows=rows)
-    return MethodInput(_schema(frame, ADULT_BOUNDS), frame)
+    return MethodInput(declared_schema(frame, ADULT_BOUNDS), frame)
 
 
 def _release_rows(quick: bool) -> list[Row]:

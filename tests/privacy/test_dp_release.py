@@ -16,12 +16,11 @@ from app.privacy.dp_release.dppro import DpproParams, run_dppro
 from app.privacy.dp_release.encoding import Encoding, plan_column
 from app.privacy.dp_release.icahdp import IcahdpParams, icahdp_epsilon, run_icahdp
 from app.privacy.experiments import datasets_dir
+from app.privacy.experiments.dp_release import ADULT_BOUNDS, declared_schema
 from app.privacy.noise import on_grid
 from app.privacy.registry import MethodInputError
 from app.privacy.rng import SecureRandom
 
-BOUNDS = {"age": (17, 90), "fnlwgt": (0, 1_500_000), "education-num": (1, 16),
-          "capital-gain": (0, 99_999), "capital-loss": (0, 4_356), "hours-per-week": (1, 99)}
 
 
 def ctx(seed: int | None = 1) -> RunContext:
@@ -32,14 +31,7 @@ def ctx(seed: int | None = 1) -> RunContext:
 def adult() -> MethodInput:
     frame = pd.read_csv(datasets_dir() / "adult" / "adult_train.csv", na_values="?",
                         skipinitialspace=True, nrows=3000)
-    columns = []
-    for name in frame.columns:
-        if name in BOUNDS:
-            columns.append(ColumnInfo(name, "numeric", bounds=BOUNDS[name], integer=True))
-        else:
-            cats = tuple(sorted(frame[name].dropna().astype(str).unique()))
-            columns.append(ColumnInfo(name, "categorical", categories=cats))
-    return MethodInput(columns=columns, frame=frame)
+    return MethodInput(columns=declared_schema(frame, ADULT_BOUNDS), frame=frame)
 
 
 @pytest.fixture(scope="module")

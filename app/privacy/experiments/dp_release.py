@@ -71,7 +71,7 @@ class Task:
     description: str
 
 
-def _schema(frame: pd.DataFrame, bounds: dict[str, tuple[float, float]]) -> list[ColumnInfo]:
+def declared_schema(frame: pd.DataFrame, bounds: dict[str, tuple[float, float]]) -> list[ColumnInfo]:
     """Numeric columns with declared bounds (integer); the others categorical, their domain
     taken from the data (declared for the experiment: it is the published census domain)."""
     cols = []
@@ -101,7 +101,7 @@ def load_task(name: str) -> Task:
             f[TARGET] = _binary(f["marital-status"].fillna("").str.startswith("Married"))
             f = f.drop(columns=["marital-status"])
             desc = "Adult: is married (marital-status Married-*); marital-status dropped, relationship kept"
-        return Task(name, MethodInput(_schema(f, ADULT_BOUNDS), f), desc)
+        return Task(name, MethodInput(declared_schema(f, ADULT_BOUNDS), f), desc)
     if name.startswith("coil"):
         f = pd.read_csv(root / "coil2000" / "coil2000.csv")
         if name == "coil_caravan":
@@ -114,10 +114,10 @@ def load_task(name: str) -> Task:
             desc = ("CoIL 2000: home owners are the majority of the customer's postcode "
                     "(attr_31 MHKOOP ≥ 5, the paper's 'house'); attr_30/31 dropped")
         bounds = {c: coil_bounds(c) for c in f.columns if c.startswith("attr_")}
-        return Task(name, MethodInput(_schema(f, bounds), f), desc)
+        return Task(name, MethodInput(declared_schema(f, bounds), f), desc)
     f = pd.read_csv(root / "bank" / "bank_full.csv")
     f[TARGET] = f.pop("y")
-    return Task(name, MethodInput(_schema(f, BANK_BOUNDS), f), "Bank marketing: subscribed (y)")
+    return Task(name, MethodInput(declared_schema(f, BANK_BOUNDS), f), "Bank marketing: subscribed (y)")
 
 
 # --------------------------------------------------------------------------- evaluation
