@@ -181,15 +181,34 @@ def _read_parquet(path: Path, limits: Limits) -> pa.Table:
         raise Unprocessable(f"the file has {meta.num_columns} columns; the limit is {limits.max_columns}")
     if meta.num_rows > limits.max_rows:
         raise Unprocessable(f"the file has {meta.num_rows} rows; the limit is {limits.max_rows}")
+    # What reading will allocate, from the metadata alone: the encoded pages (which hold the
+    # dictionaries) plus, per row, each column's decoded width. The encoded size alone misses
+    # run-length and dictionary "bombs" (a few KB declaring gigabytes of repeated values).
     declared = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    per_row = sum(_decoded_width(meta.schema.column(i)) for i in range(meta.num_columns))
+    decoded = declared + meta.num_rows * per_row
     budget = limits.max_rows * min(limits.max_columns, 64) * 16
-    if declared > budget:
-        raise PayloadTooLarge(f"the Parquet file declares {declared} uncompressed bytes; the "
+    if decoded > budget:
+        raise PayloadTooLarge(f"the Parquet file would decode to about {decoded} bytes; the "
                               f"limit is {budget}")
     try:
-        return pq.read_table(path)
+        # Text read as dictionaries: memory follows the distinct values, not rows × length.
+        text = [f.name for f in pq.ParquetFile(path).schema_arrow
+                if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+                or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
+        return pq.read_table(path, read_dictionary=text)
     except (pa.ArrowInvalid, OSError, MemoryError):
         raise Unprocessable("the Parquet file is corrupt or inconsistent with its metadata") from None
+
+
+_PHYSICAL_WIDTH = {"BOOLEAN": 1, "INT32": 4, "INT64": 8, "INT96": 12, "FLOAT": 4, "DOUBLE": 8,
+                   "BYTE_ARRAY": 4}  # byte arrays: a dictionary index per row (values are in the pages)
+
+
+def _decoded_width(column) -> int:
+    if column.physical_type == "FIXED_LEN_BYTE_ARRAY":
+        return max(int(column.length or 0), 1)
+    return _PHYSICAL_WIDTH.get(column.physical_type, 8)
 
 
 # ------------------------------------------------------------------------------ JSON Lines
@@ -214,6 +233,9 @@ def _read_jsonl(path: Path, limits: Limits) -> pa.Table:
 def _read_transactions(path: Path, limits: Limits) -> TransactionData:
     """One transaction per line, items separated by white space (FIMI .dat)."""
     text = path.read_bytes()
+    newlines = text.count(b"\n")  # before splitting: a Python string per line costs ~50 bytes
+    if newlines > limits.max_rows + 1:
+        raise Unprocessable(f"the file has more than {limits.max_rows} transactions (the limit)")
     try:
         text.decode("utf-8")
     except UnicodeDecodeError:
