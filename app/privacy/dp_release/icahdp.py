@@ -29,9 +29,7 @@ from pydantic import Field, model_validator
 
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
-from app.privacy.dp_release.budget import (
-    discretize, entropy_of_counts, mean_mutual_information, personalized_budgets,
-)
+from app.privacy.dp_release.budget import mean_mutual_information, personalized_budgets
 from app.privacy.dp_release.common import (
     NEIGHBOURING, TableParams, assemble, check_references, check_width, require_rows,
     rng_statements,
@@ -39,11 +37,13 @@ from app.privacy.dp_release.common import (
 from app.privacy.dp_release.encoding import (
     ColumnPlan, Encoding, calibrate, check_declared, plan_column,
 )
+from app.privacy.dp_release.projection import (
+    eigh_desc, filter_by_importance, importance, project, sensitive_release, top_k,
+)
 from app.privacy.guarantees import guarantee
-from app.privacy.noise import NoiseRecord, laplace_mechanism
+from app.privacy.noise import laplace_mechanism
 from app.privacy.registry import Kind, MethodInputError, MethodSpec, register
 from app.privacy.results import ReleaseResult
-from app.privacy.rng import SecureRandom
 
 DEFAULT_K_CANDIDATES = [2, 4, 6, 8, 10]
 PAPER_DEFAULT_THRESHOLD = 0.02
@@ -147,77 +147,6 @@ def _plans(data: MethodInput, params: IcahdpParams, frame: pd.DataFrame | None,
     return projection, [p for p in plans if p.name in sensitive]
 
 
-def _project(X: np.ndarray, mu: np.ndarray, basis: np.ndarray, enc: Encoding, epsilon: float,
-             rng: SecureRandom) -> tuple[np.ndarray, NoiseRecord]:
-    """Z = (X - μ)U_k with discrete Laplace noise; returns Z̃U_kᵀ + μ.
-
-    One record changes one row of Z, by (x - x')U_k: ‖·‖₁ ≤ √k‖x - x'‖₂ ≤ √k · l2_diameter
-    (U_k has orthonormal columns), on at most k coordinates."""
-    k = basis.shape[1]
-    z = (X - mu) @ basis
-    noisy, record = laplace_mechanism(z, math.sqrt(k) * enc.l2_diameter, k, epsilon, rng)
-    return noisy @ basis.T + mu, record
-
-
-def _sensitive_release(frame: pd.DataFrame, plans: list[ColumnPlan], budgets: dict[str, float],
-                       fill: dict[str, float], rng: SecureRandom) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Each sensitive column on its own: numeric scaled to [0, 1] (sensitivity 1, i.e. the
-    column's range), categorical one-hot (L1 sensitivity 2, two coordinates), argmax."""
-    parts: dict[str, Any] = {}
-    records: dict[str, Any] = {}
-    for plan in plans:
-        block = plan.encode(frame[plan.name], fill.get(plan.name))
-        sens, coords = (1.0, 1) if plan.kind == "numeric" else (2.0, 2)
-        noisy, record = laplace_mechanism(block, sens, coords, budgets[plan.name], rng)
-        parts[plan.name] = plan.decode(noisy)
-        records[f"sensitive:{plan.name}"] = record.as_dict()
-    return parts, records
-
-
-def _top_k(eigenvalues: np.ndarray, fraction: float, k_max: int) -> int:
-    positive = np.clip(eigenvalues, 0.0, None)
-    if positive.sum() <= 0:
-        return 1
-    k = int(np.searchsorted(np.cumsum(positive) / positive.sum(), fraction - 1e-12) + 1)
-    return max(1, min(k, k_max, len(eigenvalues)))
-
-
-def _eigh_desc(cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    values, vectors = np.linalg.eigh((cov + cov.T) / 2.0)
-    order = np.argsort(values)[::-1]
-    return values[order], vectors[:, order]
-
-
-def _importance(frame: pd.DataFrame, plans: list[ColumnPlan], bins: int,
-                noisy: tuple[float, SecureRandom] | None) -> tuple[dict[str, float], dict | None]:
-    """w_j = H_j / Σ H of every plan's histogram (noisy when ``noisy`` = (ε, rng) is given:
-    one record moves one count in each histogram, so L1 sensitivity 2 per attribute)."""
-    counts, sizes = [], []
-    for plan in plans:
-        codes, size = discretize(frame[plan.name], plan, bins)
-        counts.append(np.bincount(codes, minlength=size).astype(float))
-        sizes.append(size)
-    flat = np.concatenate(counts)
-    record = None
-    if noisy is not None:
-        flat, rec = laplace_mechanism(flat, 2.0 * len(plans), 2 * len(plans), noisy[0], noisy[1])
-        record = rec.as_dict()
-    entropies, start = [], 0
-    for size in sizes:
-        entropies.append(entropy_of_counts(flat[start:start + size]))
-        start += size
-    total = sum(entropies) or 1.0
-    return {p.name: h / total for p, h in zip(plans, entropies)}, record
-
-
-def _filter(plans: list[ColumnPlan], weights: dict[str, float], threshold: float) -> tuple[list[ColumnPlan], list[str]]:
-    """Drop attributes below the threshold (label columns are always kept)."""
-    kept = [p for p in plans if weights[p.name] >= threshold or (p.info and p.info.role == "label")]
-    if not kept:
-        raise MethodInputError("the entropy filter dropped every attribute: lower 'threshold'")
-    return kept, [p.name for p in plans if p not in kept]
-
-
 def _decoding(params: IcahdpParams) -> str:
     plain = "numeric: clip to [0, 1] → bounds → output grid (integers rounded); "
     if not params.calibrated:
@@ -255,8 +184,8 @@ def _run_strict(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> Rel
     eigen: list[float] | None = None
     if params.threshold is not None:
         ctx.progress(0.05, "noisy entropy filter")
-        weights, noise["filter"] = _importance(frame, projection, params.bins, (shares["filter"], ctx.rng))
-        projection, gone = _filter(projection, weights, params.threshold)
+        weights, noise["filter"] = importance(frame, projection, params.bins, (shares["filter"], ctx.rng))
+        projection, gone = filter_by_importance(projection, weights, params.threshold)
         dropped.update({name: "entropy filter (noisy histograms)" for name in gone})
     enc = Encoding(projection)
     ctx.progress(0.1, "encoding")
@@ -286,17 +215,17 @@ def _run_strict(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> Rel
         M = np.zeros((enc.width, enc.width))
         M[iu] = noisy_second
         M = M + np.triu(M, 1).T
-        values, vectors = _eigh_desc(M / n - np.outer(mu, mu))
+        values, vectors = eigh_desc(M / n - np.outer(mu, mu))
         eigen = values.tolist()
         if params.k is not None:
             k, k_source = min(params.k, enc.width), "user"
         else:
-            k = _top_k(values, params.variance_fraction, params.k_max)
+            k = top_k(values, params.variance_fraction, params.k_max)
             k_source = f"noisy eigenvalues (variance fraction {params.variance_fraction})"
         basis = vectors[:, :k]
 
     ctx.progress(0.5, "noisy projection")
-    released, rec = _project(X, mu, basis, enc, shares["projection"], ctx.rng)
+    released, rec = project(X, mu, basis, enc, shares["projection"], ctx.rng)
     noise["projection"] = rec.as_dict()
     if params.calibrated:
         released = calibrate(released, enc, mu)
@@ -305,7 +234,7 @@ def _run_strict(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> Rel
     split = _budget_split(params)
     if sensitive:
         ctx.progress(0.8, "sensitive attributes")
-        sens_parts, sens_noise = _sensitive_release(frame, sensitive, split["assignment"], {}, ctx.rng)
+        sens_parts, sens_noise = sensitive_release(frame, sensitive, split["assignment"], {}, ctx.rng)
         parts.update(sens_parts)
         noise.update(sens_noise)
     out = assemble(frame, parts)
@@ -385,8 +314,8 @@ def _run_paper(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> Rele
         non_private.append("attributes dropped by their exact fraction of missing values")
     threshold = PAPER_DEFAULT_THRESHOLD if params.threshold is None else params.threshold
     ctx.progress(0.05, "entropy filter")
-    weights, _ = _importance(frame, projection, params.bins, None)
-    projection, gone = _filter(projection, weights, threshold)
+    weights, _ = importance(frame, projection, params.bins, None)
+    projection, gone = filter_by_importance(projection, weights, threshold)
     dropped.update({name: "entropy filter" for name in gone})
     non_private.append(f"entropy filter on exact histograms (threshold {threshold:g})")
 
@@ -396,7 +325,7 @@ def _run_paper(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> Rele
     fill = {k: (0.5 if math.isnan(v) else v) for k, v in fill.items()}
     X = enc.encode(frame, fill)
     mu = X.mean(axis=0)
-    values, vectors = _eigh_desc(np.cov(X, rowvar=False, bias=True).reshape(enc.width, enc.width))
+    values, vectors = eigh_desc(np.cov(X, rowvar=False, bias=True).reshape(enc.width, enc.width))
     non_private += ["exact mean (centering and the released mean)",
                     "exact covariance and its eigenvectors U_k", "missing numeric cells imputed by the exact mean"]
 
@@ -404,7 +333,7 @@ def _run_paper(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> Rele
     releases, scores, records = {}, {}, {}
     for i, k in enumerate(candidates):
         ctx.progress(0.1 + 0.7 * i / len(candidates), f"candidate k = {k}")
-        released, rec = _project(X, mu, vectors[:, :k], enc, rest, ctx.rng)
+        released, rec = project(X, mu, vectors[:, :k], enc, rest, ctx.rng)
         if params.calibrated:
             released = calibrate(released, enc, mu)
         releases[k] = enc.decode(released, frame.index)
@@ -424,7 +353,7 @@ def _run_paper(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> Rele
     noise: dict[str, Any] = {"projection": records[k]}
     split = _budget_split(params)
     if sensitive:
-        sens_parts, sens_noise = _sensitive_release(frame, sensitive, split["assignment"], fill, ctx.rng)
+        sens_parts, sens_noise = sensitive_release(frame, sensitive, split["assignment"], fill, ctx.rng)
         parts.update(sens_parts)
         noise.update(sens_noise)
     out = assemble(frame, parts)

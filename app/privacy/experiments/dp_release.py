@@ -312,5 +312,5 @@ register(MethodSpec(
     run=run_experiment,
     sources=frozenset({Source.none}),
     produces_randomness=False,
-    docs="docs/experiments/dp_release.md",
+    docs="docs/methods/experiment_dp_release.md",
 ))
