@@ -294,7 +294,7 @@ def laplace_mechanism(values: np.ndarray, sensitivity: float, coords: int, epsil
     (see ``NoiseRecord.epsilon_delivered`` for the exact bound, which is ≤ epsilon)."""
     e, t, delivered = calibrate_laplace(sensitivity, coords, epsilon)
     gamma = 2.0**e
-    steps = np.rint(np.asarray(values, dtype=np.float64) / gamma)
+    steps = _steps(values, gamma)
     noisy = (steps + discrete_laplace(t, steps.shape, rng)) * gamma
     shift = sensitivity / gamma + coords
     return noisy, NoiseRecord(
@@ -371,7 +371,7 @@ def gaussian_mechanism(values: np.ndarray, sensitivity: float, coords: int, epsi
     (ε, δ)-DP for a query of L2 sensitivity ``sensitivity`` over ≤ ``coords`` coordinates."""
     e, sigma, eps_out, delta_out = calibrate_gaussian(sensitivity, coords, epsilon, delta)
     gamma = 2.0**e
-    steps = np.rint(np.asarray(values, dtype=np.float64) / gamma)
+    steps = _steps(values, gamma)
     noisy = (steps + discrete_gaussian(sigma, steps.shape, rng)) * gamma
     slack_eps, _ = gaussian_slack(sigma, coords)
     return noisy, NoiseRecord(
@@ -384,6 +384,14 @@ def gaussian_mechanism(values: np.ndarray, sensitivity: float, coords: int, epsi
 
 
 # ------------------------------------------------------------------------------ helpers
+def _steps(values: np.ndarray, gamma: float) -> np.ndarray:
+    """Values rounded to the grid, in steps; the sums with the noise must stay exact."""
+    steps = np.rint(np.asarray(values, dtype=np.float64) / gamma)
+    if steps.size and not np.all(np.abs(steps) < 2.0**52):
+        raise ValueError("values too large (or not finite) for the noise grid")
+    return steps
+
+
 def clamp(values: np.ndarray, lo, hi) -> np.ndarray:
     """Clip into [lo, hi] (broadcasting per column); NaN stays NaN."""
     return np.minimum(np.maximum(values, lo), hi)
