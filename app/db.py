@@ -62,7 +62,7 @@ def database_url() -> str:
 
 # Connections per process. The API admits at most POOL_SIZE + POOL_OVERFLOW requests at once
 # (middleware.InFlightLimit), fewer than the threads of the thread pool (anyio's 40).
-POOL_SIZE, POOL_OVERFLOW = 10, 20
+POOL_SIZE, POOL_OVERFLOW = 30, 0
 
 
 @lru_cache

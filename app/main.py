@@ -9,6 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError, DBAPIError, InterfaceError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from app.audit.router import router as audit_router
 from app.auth.router import router as keys_router
@@ -96,6 +97,13 @@ def create_app() -> FastAPI:
         log.warning("the database refused a request value (%s)", type(getattr(exc, "orig", exc)).__name__)
         return _problem(422, "Unprocessable content", "a value in the request cannot be processed "
                         "(a NUL character, or a number, date or time zone out of range)", request.url.path)
+
+    @app.exception_handler(ClientDisconnect)
+    async def client_gone(request: Request, exc: ClientDisconnect):
+        # The client went away mid-body, or the body limit cut it off (the 413 is already
+        # sent): nobody reads this answer, and it is not a server error.
+        log.info("the client disconnected before the request body was complete")
+        return _problem(400, "Bad request", "the request body was not received completely", request.url.path)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception):
