@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
 
-.PHONY: install run test test-fast bench openapi clean
+.PHONY: install run test test-fast bench openapi clean fuzz faults stress load reliability
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,10 +21,27 @@ run: install
 
 # pytest exits 5 when it collects no test: that fails this target (and CI), as it should.
 test: install
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider -m "not long"
 
 test-fast: install
 	$(PY) -m pytest -q -p no:cacheprovider tests/privacy tests/api
+
+# Reliability runs that take minutes (docs/reliability.md); `make test` runs small versions.
+LONG := $(PY) -m pytest -q -s -p no:cacheprovider --timeout 1800
+
+fuzz: install  # schemathesis, every operation, >= 2,000 requests (VEIL_FUZZ_EXAMPLES per operation and mode)
+	$(LONG) -m long tests/reliability/test_fuzz.py
+
+faults: install  # every fault test, including 50 jobs under repeated SIGKILLs of the workers
+	$(LONG) tests/reliability/test_faults.py tests/reliability/test_postgres_outage.py
+
+stress: install  # 1,000 two-request budget races, five 50-request races
+	$(LONG) tests/reliability/test_races.py
+
+load: install  # constant-rate load on a real `veil serve` (60 s; VEIL_LOAD_SECONDS, VEIL_LOAD_READS, VEIL_LOAD_SUBMITS)
+	$(PY) -m benchmarks.load
+
+reliability: fuzz faults stress load
 
 # Peers that pin old pandas/numpy (anjana, pycanon, DataSynthesizer) get their own venv and
 # run in their own interpreter (VEIL_PEERS_PYTHON); the rest install beside Veil.
