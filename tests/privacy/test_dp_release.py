@@ -250,3 +250,16 @@ def test_calibrated_decoding_matches_the_dp_category_frequencies(adult):
     white = adult.frame["race"].eq("White").mean()
     assert white > 0.8 and plain.frame["race"].astype(str).eq("White").mean() < 0.5
     assert "offsets" in meta["decoding"] and "plain argmax" in plain.metadata["icahdp"]["decoding"]
+
+
+def test_check_names_the_offending_parameter_before_any_work(adult):
+    spec = registry.get("icahdp")
+    with pytest.raises(MethodInputError, match="'salary'"):
+        spec.validate_against(IcahdpParams(epsilon=1.0, sensitive={"salary": 0.5}), adult.columns, None)
+    with pytest.raises(MethodInputError, match="'race'.*not numeric"):
+        spec.validate_against(IcahdpParams(epsilon=1.0, bounds={"race": (0, 1)}), adult.columns, None)
+    with pytest.raises(MethodInputError, match="'age'.*not released"):
+        spec.validate_against(IcahdpParams(epsilon=1.0, columns=["sex"], bounds={"age": (0, 99)}),
+                              adult.columns, None)
+    spec.validate_against(IcahdpParams(epsilon=1.0, mode="paper"),
+                          [ColumnInfo("x", "numeric")], None)  # paper mode may read bounds
