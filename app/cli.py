@@ -71,21 +71,32 @@ def cmd_serve(args) -> None:
     key = _dev_key(settings)
     with transaction() as session:
         ensure_key(session, tenant="dev", role=Role.owner, key=key)
+    # uvicorn shuts down gracefully on SIGTERM, then raises the signal again: with the default
+    # action the process would end before the `finally` below, leaving the workers and the
+    # embedded PostgreSQL running. Exit through the `finally` instead.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     workers = WorkerPool(args.workers if args.workers is not None else settings.workers)
     workers.start()
-    print(f"\nVeil is running on http://{settings.host}:{settings.port}  "
-          f"({'embedded PostgreSQL in ' + str(Path(settings.data_dir).resolve()) if server else 'DATABASE_URL'})",
-          flush=True)
-    print(f"Development API key (tenant dev, role owner):\n  {key}\n"
-          f"Try: curl -H 'Authorization: Bearer {key}' http://{settings.host}:{settings.port}/v1/methods\n",
-          flush=True)
     try:
+        print(f"\nVeil is running on http://{settings.host}:{settings.port}  "
+              f"({'embedded PostgreSQL in ' + str(Path(settings.data_dir).resolve()) if server else 'DATABASE_URL'})",
+              flush=True)
+        print(f"Development API key (tenant dev, role owner):\n  {key}\n"
+              f"Try: curl -H 'Authorization: Bearer {key}' http://{settings.host}:{settings.port}/v1/methods\n",
+              flush=True)
         uvicorn.run("app.main:create_app", factory=True, host=settings.host, port=settings.port,
                     log_config=None, access_log=False)
     finally:
         workers.stop()
         if server is not None:
+            # The workers joined the server; one that died without running its exit hooks
+            # (SIGKILL, out of memory) would still count as a user and keep it running.
+            server.global_process_id_list.put([os.getpid()])
             server.cleanup()
+
+
+def _exit_on_sigterm(signum, frame) -> None:
+    raise SystemExit(0)
 
 
 class WorkerPool:

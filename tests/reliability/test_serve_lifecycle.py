@@ -1,0 +1,33 @@
+"""`veil serve` (embedded mode) stopped with SIGTERM takes its worker processes and its
+PostgreSQL down with it, also after one of its workers was SIGKILLed and restarted."""
+
+from __future__ import annotations
+
+import time
+
+import psutil
+
+from tests.support.server import LiveServer
+
+
+def test_sigterm_stops_the_workers_and_the_embedded_postgres(tmp_path):
+    server = LiveServer(tmp_path / "serve", workers=2, env={"VEIL_PLUGINS": ""}, ready_path="/readyz")
+    try:
+        workers = [p for p in psutil.Process(server.pid).children()
+                   if "worker" in " ".join(p.cmdline())]
+        postgres = [p for p in psutil.process_iter(["name", "cmdline"]) if p.info["name"] == "postgres"
+                    and str(tmp_path / "serve") in " ".join(p.info["cmdline"] or [])]
+        assert len(workers) == 2 and postgres
+        workers[0].kill()  # dies without its exit hooks; the supervisor starts another
+        deadline = time.monotonic() + 30
+        while len([p for p in psutil.Process(server.pid).children() if "worker" in " ".join(p.cmdline())
+                   and p.pid != workers[0].pid]) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        everything = psutil.Process(server.pid).children(recursive=True) + postgres
+    finally:
+        server.stop()  # SIGTERM
+    assert server.proc.returncode == 0
+    time.sleep(1)
+    left = [p.pid for p in everything if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not left, f"still running after veil serve exited: {left}"
