@@ -25,6 +25,7 @@ import asyncio
 import collections
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -88,6 +89,8 @@ class RawClient:
     CPU per request (httpx's async client costs ~1 ms, which on two shared cores competes
     with the server being measured). Enough for JSON requests with a Content-Length answer."""
 
+    IDLE_S = 4.0  # uvicorn closes a keep-alive connection idle for 5 s: never reuse one that old
+
     def __init__(self, host: str, port: int, headers: dict[str, str], max_connections: int = 256) -> None:
         self.host, self.port = host, port
         self.head = "".join(f"{k}: {v}\r\n" for k, v in {"Host": f"{host}:{port}", **headers}.items())
@@ -99,7 +102,15 @@ class RawClient:
         extra = f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n" if body else ""
         raw = f"{method} {url} HTTP/1.1\r\n{self.head}{extra}\r\n".encode() + body
         async with self.slots:
-            reader, writer = self.idle.pop() if self.idle else await asyncio.open_connection(self.host, self.port)
+            reader = writer = None
+            while self.idle and reader is None:
+                r, w, last = self.idle.pop()
+                if time.monotonic() - last < self.IDLE_S:
+                    reader, writer = r, w
+                else:
+                    w.close()
+            if reader is None:
+                reader, writer = await asyncio.open_connection(self.host, self.port)
             try:
                 writer.write(raw)
                 head = await reader.readuntil(b"\r\n\r\n")
@@ -115,11 +126,11 @@ class RawClient:
             if b"connection: close" in head.lower():
                 writer.close()
             else:
-                self.idle.append((reader, writer))
+                self.idle.append((reader, writer, time.monotonic()))
             return status
 
     async def close(self) -> None:
-        for _, writer in self.idle:
+        for _, writer, _ in self.idle:
             writer.close()
 
 
@@ -190,20 +201,85 @@ def summarize(results: list, t0: float, seconds: float, offered: dict[str, float
     return out
 
 
+class CpuMeter:
+    """CPU seconds used by the API process, its workers (with their job processes), the
+    PostgreSQL server, this client, and everything else on the machine, over a run."""
+
+    def __init__(self, server: LiveServer, pgdata: Path) -> None:
+        import psutil
+
+        self.psutil, self.server, self.pgdata = psutil, server, str(pgdata)
+
+    def _proc(self, p) -> float:
+        t = p.cpu_times()
+        return t.user + t.system + t.children_user + t.children_system
+
+    def sample(self) -> dict[str, float]:
+        ps = self.psutil
+        api = ps.Process(self.server.pid)
+        out = {"api": api.cpu_times().user + api.cpu_times().system, "workers": 0.0, "postgres": 0.0}
+        for child in api.children(recursive=True):
+            try:
+                out["workers"] += self._proc(child)
+            except ps.Error:
+                pass
+        for p in ps.process_iter(["name", "cmdline"]):
+            try:
+                if p.info["name"] == "postgres" and self.pgdata in " ".join(p.info["cmdline"] or []):
+                    out["postgres"] += self._proc(p) + sum(
+                        c.cpu_times().user + c.cpu_times().system for c in p.children())
+            except ps.Error:
+                pass
+        me = os.times()
+        out["client"] = me.user + me.system
+        t = ps.cpu_times()
+        out["machine"] = t.user + t.system + t.nice + getattr(t, "irq", 0) + getattr(t, "softirq", 0)
+        out["wall"] = time.monotonic()
+        return out
+
+    @staticmethod
+    def cores(before: dict, after: dict) -> dict[str, float]:
+        wall = after["wall"] - before["wall"]
+        used = {k: (after[k] - before[k]) / wall for k in before if k != "wall"}
+        used["others"] = used.pop("machine") - sum(used.values())
+        return {k: round(max(v, 0.0), 2) for k, v in used.items()}
+
+
+def _temporary_worker(data_dir: Path, env: dict[str, str]) -> subprocess.Popen:
+    """A worker for the warm-up only (the measured server then runs no worker)."""
+    full = {**os.environ, **env, "VEIL_DATA_DIR": str(data_dir)}
+    full.pop("DATABASE_URL", None)
+    return subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], env=full, cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def run(seconds: float = 60, reads: float = 200, submits: float = 20, workers: int = 2) -> dict:
+    """workers = 0: the API alone (jobs made for the warm-up by a temporary worker; the
+    submissions of the run stay queued)."""
     with tempfile.TemporaryDirectory(prefix="veil-load-") as tmp:
-        env = {"VEIL_TENANT_MAX_ACTIVE_JOBS": "1000000", "VEIL_WORKERS": str(workers), "VEIL_PLUGINS": ""}
-        server = LiveServer(Path(tmp), workers=workers, env=env, ready_path="/readyz")
+        env = {"VEIL_TENANT_MAX_ACTIVE_JOBS": "1000000", "VEIL_WORKERS": str(workers), "VEIL_PLUGINS": "",
+               "VEIL_LOG_LEVEL": "WARNING"}
+        server = LiveServer(Path(tmp), workers=workers, env=env, ready_path="/readyz" if workers else "/healthz")
+        helper = _temporary_worker(Path(tmp), env) if workers == 0 else None
         try:
             with server.client(headers=server.headers) as c:
                 objects = _prepare(c)
+            if helper is not None:
+                helper.terminate()
+                helper.wait(30)
+            meter = CpuMeter(server, Path(tmp) / "pg")
+            before = meter.sample()
             results, t0 = asyncio.run(_run_load(server.base_url, server.headers, objects, seconds, reads, submits))
+            cpu = CpuMeter.cores(before, meter.sample())
             report = summarize(results, t0, seconds, {"read": reads, "submit": submits})
             report["server_errors_logged"] = len(server.server_errors())
         finally:
+            if helper is not None and helper.poll() is None:
+                helper.kill()
             server.stop()
     report["config"] = {"seconds": seconds, "workers": workers, "cpus": os.cpu_count(),
                         "loadavg_after": [round(x, 2) for x in os.getloadavg()]}
+    report["cpu_cores_used"] = cpu
     return report
 
 
@@ -220,6 +296,7 @@ def render(report: dict) -> str:
                  f"(load average after the run: {c['loadavg_after']}); client lag p99: read "
                  f"{report['read']['client_lag_p99_ms']} ms, submit {report['submit']['client_lag_p99_ms']} ms; "
                  f"server errors logged: {report['server_errors_logged']}")
+    lines.append("CPU cores used during the run: " + ", ".join(f"{k} {v}" for k, v in report["cpu_cores_used"].items()))
     return "\n".join(lines)
 
 
@@ -228,7 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=float(os.environ.get("VEIL_LOAD_SECONDS", 60)))
     parser.add_argument("--reads", type=float, default=float(os.environ.get("VEIL_LOAD_READS", 200)))
     parser.add_argument("--submits", type=float, default=float(os.environ.get("VEIL_LOAD_SUBMITS", 20)))
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=2,
+                        help="worker processes of the served instance (0: the API alone, see run())")
     parser.add_argument("--json", type=Path, default=None, help="also write the report as JSON here")
     args = parser.parse_args(argv)
     report = run(args.seconds, args.reads, args.submits, args.workers)
