@@ -10,18 +10,27 @@ import psutil
 from tests.support.server import LiveServer
 
 
+def _workers(pid: int) -> list[psutil.Process]:
+    out = []
+    for p in psutil.Process(pid).children():
+        try:
+            if "worker" in " ".join(p.cmdline()):
+                out.append(p)
+        except psutil.Error:  # a killed worker not reaped yet
+            pass
+    return out
+
+
 def test_sigterm_stops_the_workers_and_the_embedded_postgres(tmp_path):
     server = LiveServer(tmp_path / "serve", workers=2, env={"VEIL_PLUGINS": ""}, ready_path="/readyz")
     try:
-        workers = [p for p in psutil.Process(server.pid).children()
-                   if "worker" in " ".join(p.cmdline())]
+        workers = _workers(server.pid)
         postgres = [p for p in psutil.process_iter(["name", "cmdline"]) if p.info["name"] == "postgres"
                     and str(tmp_path / "serve") in " ".join(p.info["cmdline"] or [])]
         assert len(workers) == 2 and postgres
         workers[0].kill()  # dies without its exit hooks; the supervisor starts another
         deadline = time.monotonic() + 30
-        while len([p for p in psutil.Process(server.pid).children() if "worker" in " ".join(p.cmdline())
-                   and p.pid != workers[0].pid]) < 2:
+        while len([p for p in _workers(server.pid) if p.pid != workers[0].pid]) < 2:
             assert time.monotonic() < deadline
             time.sleep(0.2)
         everything = psutil.Process(server.pid).children(recursive=True) + postgres
