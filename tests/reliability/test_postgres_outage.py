@@ -47,7 +47,12 @@ class Postgres:
         self._pg_ctl("-w", "-o", '-h ""', "-o", f"-k {self.socket_dir}", "-l", str(self.pgdata / "log"), "start")
 
     def close(self) -> None:
-        self.server.cleanup()
+        # pgserver only stops the postmaster it started, and that one died at the immediate
+        # stop: stop the restarted one here.
+        try:
+            self._pg_ctl("-m", "fast", "-w", "stop")
+        finally:
+            self.server.cleanup()
 
 
 @pytest.fixture
