@@ -1,13 +1,14 @@
 """Schema fuzzing (schemathesis) of every operation of the served OpenAPI document, through a
 real server: no 5xx, no response outside the declared status codes / content types /
-schemas, negative data rejected, and without a key every /v1 operation but the public
-method catalogue answers 401.
+schemas, negative data rejected, and without a valid key (none, a wrong secret, an unknown
+key, another scheme, no scheme) every /v1 operation but the public method catalogue answers 401.
 
 `make test` runs a small derandomized pass; `make fuzz` runs the full one (VEIL_FUZZ_EXAMPLES
 per operation and mode, ≥ 2,000 requests in all)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 
 import pytest
@@ -42,14 +43,19 @@ def _run(live, tenant, examples: int, derandomize: bool) -> tuple[FuzzResult, Fu
     owner = {"Authorization": tenant["owner"]["Authorization"]}
     authed = fuzz(schema, live.base_url, examples=examples, derandomize=derandomize,
                   headers_for=lambda case: owner, ids=tenant["ids"])
+    key = owner["Authorization"]
+    invalid = itertools.cycle([{}, {"Authorization": key[:-1] + ("A" if key[-1] != "A" else "B")},
+                               {"Authorization": "Bearer veil_000000000000_not-a-key"},
+                               {"Authorization": "Basic " + key.split()[1]}, {"Authorization": key.split()[1]}])
     anonymous = fuzz(schema, live.base_url, examples=max(examples // 3, 3), derandomize=derandomize,
-                     negative=False, headers_for=lambda case: {}, ids=tenant["ids"],
+                     negative=False, headers_for=lambda case: next(invalid), ids=tenant["ids"],
                      expect=_unauthenticated_expectation)
     return authed, anonymous, offset
 
 
 def _assert_clean(live, authed: FuzzResult, anonymous: FuzzResult, offset: int, minimum: int) -> None:
-    print("\nauthenticated (owner key):", authed.summary(), "\nno key:", anonymous.summary())
+    print("\nauthenticated (owner key):", authed.summary(),
+          "\nno key or an invalid one:", anonymous.summary())
     assert not authed.failures, authed.report()
     assert not anonymous.failures, anonymous.report()
     # 5xx: only /readyz's declared 503 "not ready" (no worker runs beside the fuzzed server)
