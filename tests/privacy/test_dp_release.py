@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -88,6 +89,7 @@ def test_strict_values_lie_within_bounds_on_the_output_grid_and_categories_are_d
 
 def test_strict_noise_records_name_sampler_grid_and_rng(strict_release):
     _, result = strict_release
+    json.dumps([result.metadata, result.guarantees, result.metrics], allow_nan=False)  # storable
     for record in result.metadata["icahdp"]["noise"].values():
         assert "discrete Laplace" in record["sampler"]
         assert record["grid"] == 2.0 ** record["grid_exponent"]
