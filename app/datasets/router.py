@@ -38,7 +38,9 @@ _UPLOAD_BODY = {
 
 
 @router.post("", status_code=201, response_model=Dataset, openapi_extra=_UPLOAD_BODY,
-             responses=problem_responses(401, 403, 409, 413, 415, 422, 503))
+             responses={200: {"model": Dataset, "description": "a replay: the same Idempotency-Key "
+                              "and request as before; the original dataset"},
+                        **problem_responses(401, 403, 409, 413, 415, 422, 503)})
 async def upload(request: Request, response: Response, principal: OwnerPrincipal,
                  session: SessionDep,
                  idempotency_key: Annotated[str | None, Header(max_length=200)] = None) -> Dataset:

@@ -15,7 +15,9 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
 
 @router.post("", status_code=202, response_model=Job,
-             responses=problem_responses(401, 403, 404, 409, 422, 429, 503))
+             responses={200: {"model": Job, "description": "a replay: the same Idempotency-Key and "
+                              "request as before; the original job"},
+                        **problem_responses(401, 403, 404, 409, 422, 429, 503)})
 def submit_job(body: Annotated[JobRequest, Body()], response: Response, principal: AnyPrincipal,
                session: SessionDep,
                idempotency_key: Annotated[str | None, Header(max_length=200)] = None) -> Job:
