@@ -157,7 +157,10 @@ def _csv_problem(path: Path, parse_opts, message: str) -> Unprocessable:
         return "error"
 
     try:
-        pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=_BLOCK, use_threads=False),
+        # latin-1: the reader hands the row's text to the handler, and a row that is not
+        # UTF-8 made that fail (the handler never ran; the row number was lost).
+        pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=_BLOCK, use_threads=False,
+                                                            encoding="latin-1"),
                        parse_options=pacsv.ParseOptions(delimiter=parse_opts.delimiter,
                                                         invalid_row_handler=handler))
     except pa.ArrowInvalid:
