@@ -72,3 +72,33 @@ def test_fuzz_small(live, fuzz_tenant):
 def test_fuzz_full(live, fuzz_tenant):
     examples = int(os.environ.get("VEIL_FUZZ_EXAMPLES", "40"))
     _assert_clean(live, *_run(live, fuzz_tenant, examples=examples, derandomize=False), minimum=2000)
+
+
+@pytest.mark.parametrize("data,fragment", [
+    (b"a\x83b,c\n1,2\n", "not valid UTF-8"),               # header not UTF-8
+    (b"a,b\n1,\x83\x84\n2,x\n", "not valid UTF-8"),         # a cell not UTF-8
+    (b"a,b\n1,2\n3,\x83\x84,5\n", "unparsable row 2"),      # a bad row that is not UTF-8 either
+])
+def test_fuzz_findings_uploads(client, make_key, data, fragment):
+    """Found by the fuzzer (500s before): kept as plain regression tests."""
+    from tests.support.api import assert_problem, upload
+
+    assert_problem(upload(client, make_key("owner"), data, "x.csv"), 422, fragment)
+
+
+def test_fuzz_findings_requests(client, make_key):
+    from tests.support.api import assert_problem, auth, upload
+
+    owner = make_key("owner")
+    h = auth(owner)
+    assert_problem(upload(client, owner, b'{"a": "\x83"}\n', "x.jsonl"), 422)
+    assert_problem(client.get("/v1/audit", headers=h, params={"actor": "a\x00b"}), 422, "NUL")
+    assert_problem(client.get("/v1/jobs", headers=h, params={"method": "\x00"}), 422, "NUL")
+    assert_problem(client.get("/v1/releases", headers=h, params={"offset": 2**70}), 422)
+    r = client.post("/v1/jobs", headers={**h, "Content-Type": "application/json"}, content=b"\xff\xfe{")
+    assert_problem(r, 422, "cannot be parsed")
+    ds = upload(client, owner, b"a,b\n1,x\n2,y\n", "i.csv", idempotency_key="fz-1")
+    again = upload(client, owner, b"a,b\n1,x\n2,y\n", "i.csv", idempotency_key="fz-1")
+    assert (ds.status_code, again.status_code) == (201, 200)  # 200 is declared for a replay
+    spec = client.get("/openapi.json").json()["paths"]
+    assert "200" in spec["/v1/datasets"]["post"]["responses"] and "200" in spec["/v1/jobs"]["post"]["responses"]
