@@ -61,13 +61,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes (seconds)")
     parser.add_argument("--only", default="", help="comma-separated families (module suffixes)")
     parser.add_argument("--no-write", action="store_true", help="do not write docs/benchmarks.md")
+    parser.add_argument("--skip", default="", help="comma-separated families to leave out")
     args = parser.parse_args(argv)
     only = {x.strip() for x in args.only.split(",") if x.strip()}
+    skip = {x.strip() for x in args.skip.split(",") if x.strip()}
     rows: list[tuple[str, Row]] = []
     failures = 0
     for mod in sorted(m.name for m in pkgutil.iter_modules(benchmarks.__path__) if m.name.startswith("bench_")):
         family = mod.removeprefix("bench_")
-        if only and family not in only:
+        if (only and family not in only) or family in skip:
             continue
         print(f"[{family}] running…", file=sys.stderr, flush=True)
         started = time.perf_counter()
@@ -82,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     text = table(rows)
     print(text)
     if not args.no_write and not only:
+        left_out = (f"\n\nLeft out of this run: {', '.join(sorted(skip))} (their figures: "
+                    "docs/experiments/dp_release.md, docs/reliability.md)." if skip else "")
         doc = ROOT / "docs" / "benchmarks.md"
         doc.parent.mkdir(exist_ok=True)
         doc.write_text(
@@ -89,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{' --quick' if args.quick else ''}`) on {time.strftime('%Y-%m-%d')}.\n\n"
             f"Machine: {machine()}.\n\nRatio: how many times Veil is better than the peer "
             "(throughput: Veil / peer; times: peer / Veil). Peers run in the same process on the "
-            "same data; a peer that is not installed shows no value.\n\n" + text + "\n")
+            "same data; a peer that is not installed shows no value." + left_out + "\n\n" + text + "\n")
     return 1 if failures else 0
 
 
