@@ -246,27 +246,48 @@ def check_declared(columns: list[ColumnInfo], bounds: dict | None, categories: d
 # ------------------------------------------------------------------------ calibration
 def calibrate(matrix: np.ndarray, enc: Encoding, mean: np.ndarray, iterations: int = 60) -> np.ndarray:
     """Post-processing that gives a noise-dominated release the category frequencies of an
-    estimate: per one-hot block, offsets b_c found by iterative proportional fitting so that
-    argmax(block + b) releases category c about as often as ``mean[block]`` (the estimated
-    frequencies) says. Plain argmax of a noise-dominated block releases every category about
-    equally often; the offsets keep the order of the records' scores, hence the associations
-    the projection carried. Numeric columns are left alone (a DP variance estimate was tried
-    and is too noisy in high dimension to rescale them)."""
+    estimate: per one-hot block, the argmax of the block plus per-category offsets chosen so
+    that category c is released about as often as ``mean[block]`` (the estimated frequencies)
+    says — exactly for two categories (the top records by score difference), by iterative
+    proportional fitting otherwise. Plain argmax of a noise-dominated block releases every
+    category about equally often; the offsets keep the order of the records' scores, hence the
+    associations the projection carried. Numeric columns are left alone (a DP variance estimate
+    was tried and is too noisy in high dimension to rescale them)."""
     out = matrix.copy()
+    rows = np.arange(len(out))
     for plan in enc.plans:
         if plan.kind == "numeric":
             continue
         cols = slice(plan.start, plan.start + plan.width)
-        block = out[:, cols]
+        block = np.ascontiguousarray(out[:, cols])
         want = np.clip(mean[cols], 0.0, None)
         want = want / want.sum() if want.sum() > 0 else np.full(plan.width, 1.0 / plan.width)
         want = want * len(block)
-        offsets = np.zeros(plan.width)
-        step = 0.3 * (block.std() or 1.0)
-        for _ in range(iterations):
-            counts = np.bincount(np.argmax(block + offsets, axis=1), minlength=plan.width)
-            offsets += step * (np.log(want + 0.5) - np.log(counts + 0.5))
-        chosen = np.argmax(block + offsets, axis=1)  # a one-hot block decodes to this choice
+        if plan.width == 2:
+            chosen = _top(block[:, 1] - block[:, 0], int(round(want[1])))
+        else:
+            chosen = _fitted_argmax(block, want, iterations)
         out[:, cols] = 0.0
-        out[np.arange(len(block)), plan.start + chosen] = 1.0
+        out[rows, plan.start + chosen] = 1.0
     return out
+
+
+def _top(score: np.ndarray, count: int) -> np.ndarray:
+    """1 for the ``count`` highest scores, else 0."""
+    chosen = np.zeros(len(score), dtype=np.int64)
+    if count > 0:
+        chosen[np.argpartition(score, len(score) - min(count, len(score)))[-count:]] = 1
+    return chosen
+
+
+def _fitted_argmax(block: np.ndarray, want: np.ndarray, iterations: int) -> np.ndarray:
+    """argmax(block + b) with offsets b fitted until every count is within 0.2% of ``want``."""
+    offsets = np.zeros(block.shape[1])
+    step = 0.3 * (block.std() or 1.0)
+    tolerance = max(1.0, 0.002 * len(block))
+    for _ in range(iterations):
+        counts = np.bincount(np.argmax(block + offsets, axis=1), minlength=block.shape[1])
+        if np.all(np.abs(counts - want) <= tolerance):
+            break
+        offsets += step * (np.log(want + 0.5) - np.log(counts + 0.5))
+    return np.argmax(block + offsets, axis=1)
