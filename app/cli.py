@@ -85,7 +85,7 @@ def cmd_serve(args) -> None:
               f"Try: curl -H 'Authorization: Bearer {key}' http://{settings.host}:{settings.port}/v1/methods\n",
               flush=True)
         uvicorn.run("app.main:create_app", factory=True, host=settings.host, port=settings.port,
-                    log_config=None, access_log=False)
+                    log_config=None, access_log=False, workers=_api_processes(settings))
     finally:
         workers.stop()
         if server is not None:
@@ -93,6 +93,21 @@ def cmd_serve(args) -> None:
             # (SIGKILL, out of memory) would still count as a user and keep it running.
             server.global_process_id_list.put([os.getpid()])
             server.cleanup()
+
+
+def _api_processes(settings) -> int:
+    """uvicorn workers behind the one port. With more than one, the request-latency
+    histogram is kept in files shared by the processes (prometheus_client's multiprocess
+    mode), so /metrics reports the whole service whichever process answers."""
+    n = settings.api_processes
+    if n > 1:
+        import shutil
+
+        metrics_dir = Path(settings.data_dir).resolve() / "metrics"
+        shutil.rmtree(metrics_dir, ignore_errors=True)  # counts of an earlier run
+        metrics_dir.mkdir(parents=True)
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
+    return n
 
 
 def _exit_on_sigterm(signum, frame) -> None:
@@ -136,7 +151,9 @@ class WorkerPool:
 
 def cmd_worker(_args) -> None:
     from app import logging_setup
-    from app.worker.main import run
+    from app.worker.main import lower_priority, run
+
+    lower_priority(get_settings().worker_nice)  # before the forkserver starts: jobs inherit it
 
     logging_setup.configure(get_settings().log_level)
     logging.getLogger("pgserver").setLevel(logging.WARNING)

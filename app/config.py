@@ -19,6 +19,11 @@ class Settings(BaseSettings):
     port: int = 8000
     dev_api_key: str | None = None
     workers: int = 2  # worker processes started by `veil serve` in embedded mode
+    # API processes (uvicorn workers) behind one port: one process uses at most one core.
+    api_processes: int = Field(2, ge=1, le=64)
+    # Worker processes (and their job processes) run at this lower CPU priority so that a
+    # backlog of CPU-heavy jobs cannot starve the API (Linux nice, 0-19).
+    worker_nice: int = Field(10, ge=0, le=19)
 
     # Upload and parsing limits (each answered by a clear 4xx).
     max_upload_bytes: int = 512 * 1024 * 1024

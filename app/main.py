@@ -11,6 +11,7 @@ from sqlalchemy.exc import DataError, DBAPIError, InterfaceError, OperationalErr
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from app import logging_setup
 from app.audit.router import router as audit_router
 from app.auth.router import router as keys_router
 from app.budgets.router import router as budgets_router
@@ -52,6 +53,8 @@ def _validation_errors(exc: RequestValidationError) -> list[dict]:
 
 def create_app() -> FastAPI:
     settings = get_settings()
+    if not logging.getLogger().handlers:  # an API process spawned by `veil serve` (uvicorn workers)
+        logging_setup.configure(settings.log_level)
     app = FastAPI(title="Veil", version=code_version().split("+")[0], description=DESCRIPTION,
                   openapi_url="/openapi.json")
 

@@ -102,6 +102,8 @@ jobs = Table(
     UniqueConstraint("tenant", "idempotency_key", name="uq_jobs_idempotency"),
     Index("ix_jobs_tenant_created", "tenant", "created_at"),
     Index("ix_jobs_status_heartbeat", "status", "heartbeat_at"),
+    # the active-job cap counts these on every submission
+    Index("ix_jobs_tenant_active", "tenant", postgresql_where=text("status IN ('queued', 'running')")),
 )
 
 releases = Table(

@@ -218,9 +218,11 @@ class CpuMeter:
         ps = self.psutil
         api = ps.Process(self.server.pid)
         out = {"api": api.cpu_times().user + api.cpu_times().system, "workers": 0.0, "postgres": 0.0}
-        for child in api.children(recursive=True):
+        for child in api.children():
+            # `veil worker` processes (with their job processes) vs uvicorn's API processes
             try:
-                out["workers"] += self._proc(child)
+                role = "workers" if "worker" in child.cmdline() else "api"
+                out[role] += self._proc(child) + sum(self._proc(c) for c in child.children(recursive=True))
             except ps.Error:
                 pass
         for p in ps.process_iter(["name", "cmdline"]):
@@ -253,12 +255,13 @@ def _temporary_worker(data_dir: Path, env: dict[str, str]) -> subprocess.Popen:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def run(seconds: float = 60, reads: float = 200, submits: float = 20, workers: int = 2) -> dict:
+def run(seconds: float = 60, reads: float = 200, submits: float = 20, workers: int = 2,
+        api_processes: int = 2) -> dict:
     """workers = 0: the API alone (jobs made for the warm-up by a temporary worker; the
     submissions of the run stay queued)."""
     with tempfile.TemporaryDirectory(prefix="veil-load-") as tmp:
         env = {"VEIL_TENANT_MAX_ACTIVE_JOBS": "1000000", "VEIL_WORKERS": str(workers), "VEIL_PLUGINS": "",
-               "VEIL_LOG_LEVEL": "WARNING"}
+               "VEIL_LOG_LEVEL": "WARNING", "VEIL_API_PROCESSES": str(api_processes)}
         server = LiveServer(Path(tmp), workers=workers, env=env, ready_path="/readyz" if workers else "/healthz")
         helper = _temporary_worker(Path(tmp), env) if workers == 0 else None
         try:
@@ -277,7 +280,8 @@ def run(seconds: float = 60, reads: float = 200, submits: float = 20, workers: i
             if helper is not None and helper.poll() is None:
                 helper.kill()
             server.stop()
-    report["config"] = {"seconds": seconds, "workers": workers, "cpus": os.cpu_count(),
+    report["config"] = {"seconds": seconds, "workers": workers, "api_processes": api_processes,
+                        "cpus": os.cpu_count(),
                         "loadavg_after": [round(x, 2) for x in os.getloadavg()]}
     report["cpu_cores_used"] = cpu
     return report
@@ -292,7 +296,8 @@ def render(report: dict) -> str:
                      f"{r['p95_ms']} | {r['p99_ms']} | {r['max_ms']} | ≤ {r['target_p99_ms']:g} ms "
                      f"({'PASS' if r['target_met'] else 'MISS'}) | {r['statuses']} |")
     c = report["config"]
-    lines.append(f"\n{c['seconds']:g} s on loopback, {c['workers']} workers, {c['cpus']} CPUs "
+    lines.append(f"\n{c['seconds']:g} s on loopback, {c.get('api_processes', 1)} API processes, "
+                 f"{c['workers']} workers, {c['cpus']} CPUs "
                  f"(load average after the run: {c['loadavg_after']}); client lag p99: read "
                  f"{report['read']['client_lag_p99_ms']} ms, submit {report['submit']['client_lag_p99_ms']} ms; "
                  f"server errors logged: {report['server_errors_logged']}")
@@ -307,9 +312,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--submits", type=float, default=float(os.environ.get("VEIL_LOAD_SUBMITS", 20)))
     parser.add_argument("--workers", type=int, default=2,
                         help="worker processes of the served instance (0: the API alone, see run())")
+    parser.add_argument("--api-processes", type=int, default=2,
+                        help="API processes of the served instance (VEIL_API_PROCESSES)")
     parser.add_argument("--json", type=Path, default=None, help="also write the report as JSON here")
     args = parser.parse_args(argv)
-    report = run(args.seconds, args.reads, args.submits, args.workers)
+    report = run(args.seconds, args.reads, args.submits, args.workers, args.api_processes)
     print(render(report))
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n")

@@ -59,14 +59,25 @@ def served(tmp_path_factory):
         yield proc, client, data_dir
     finally:
         client.close()
+        children = psutil.Process(proc.pid).children(recursive=True)
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(30)
         except subprocess.TimeoutExpired:
             proc.kill()
+        _, alive = psutil.wait_procs(children, timeout=15)
+        for p in alive:
+            p.kill()
+        assert not alive, f"left running after SIGTERM: {[p.pid for p in alive]}"
         import shutil
 
         shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def _api_processes(proc) -> list[psutil.Process]:
+    """uvicorn's API processes (spawned children that are not `veil worker`)."""
+    return [c for c in psutil.Process(proc.pid).children()
+            if "spawn_main" in " ".join(c.cmdline()) and c.status() != psutil.STATUS_ZOMBIE]
 
 
 def _workers(proc) -> list[psutil.Process]:
@@ -127,3 +138,29 @@ def test_a_dead_worker_is_restarted(served):
         time.sleep(0.5)
     else:
         raise AssertionError("the killed worker was not replaced")
+
+
+def test_two_api_processes_one_metrics_view_and_workers_below_the_api(served):
+    """The default `veil serve`: two API processes behind one port whose request counts
+    /metrics merges whichever answers, and workers (with their job processes) at a lower CPU
+    priority than the API."""
+    proc, client, _ = served
+    api = _api_processes(proc)
+    assert len(api) == 2
+    assert {p.nice() for p in api} == {psutil.Process(proc.pid).nice()}
+    deadline = time.monotonic() + 20  # a worker restarted by the test above may still be starting
+    while {w.nice() for w in _workers(proc)} != {psutil.Process(proc.pid).nice() + 10}:
+        assert time.monotonic() < deadline, [(w.pid, w.nice()) for w in _workers(proc)]
+        time.sleep(0.2)
+    for worker in _workers(proc):
+        assert all(c.nice() >= worker.nice() for c in worker.children(recursive=True))
+
+    def healthz_count() -> float:
+        text = client.get("/metrics").text
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith("veil_request_duration_seconds_count") and '"/healthz"' in line)
+
+    before = healthz_count()
+    for _ in range(40):  # a new connection each time: the kernel spreads them over both processes
+        assert httpx.get(f"{client.base_url}/healthz").status_code == 200
+    assert healthz_count() - before == 40

@@ -32,6 +32,13 @@ def by_idempotency_key(session: Session, tenant: str, key: str):
                                               jobs.c.idempotency_key == key)).mappings().first()
 
 
+def lock_tenant_submissions(session: Session, tenant: str) -> None:
+    """Serialize this tenant's job submissions until the transaction ends, so that the
+    active-job count read next cannot be passed by a concurrent submission."""
+    session.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
+                    {"key": f"veil.tenant-jobs:{tenant}"})
+
+
 def count_active(session: Session, tenant: str) -> int:
     return session.execute(select(func.count()).select_from(jobs).where(
         jobs.c.tenant == tenant, jobs.c.status.in_(ACTIVE))).scalar_one()

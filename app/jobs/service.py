@@ -100,6 +100,7 @@ def submit(session: Session, principal: Principal, req, idempotency_key: str | N
     except registry.MethodInputError as exc:
         raise Unprocessable(str(exc), errors=[{"loc": ["body", "params"], "msg": str(exc),
                                                "type": "method_input"}]) from None
+    repository.lock_tenant_submissions(session, principal.tenant)
     if repository.count_active(session, principal.tenant) >= settings.tenant_max_active_jobs:
         raise TooManyRequests(f"the tenant already has {settings.tenant_max_active_jobs} queued or "
                               "running jobs; wait for some to finish")

@@ -4,7 +4,9 @@ the same, whole-service figures)."""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Histogram, generate_latest
+import os
+
+from prometheus_client import CollectorRegistry, Histogram, generate_latest, multiprocess
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 from sqlalchemy import text
 
@@ -44,8 +46,14 @@ class JobCollector:
         yield hist
 
 
-REGISTRY.register(JobCollector())
+JOBS = JobCollector()
+REGISTRY.register(JOBS)
 
 
 def render() -> bytes:
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):  # several API processes (`veil serve`)
+        merged = CollectorRegistry()
+        multiprocess.MultiProcessCollector(merged)
+        merged.register(JOBS)
+        return generate_latest(merged)
     return generate_latest(REGISTRY)

@@ -51,6 +51,16 @@ def reap_stalled(stall_timeout_s: float) -> None:
                    details={"attempt": job["attempt"], "error": "stalled"})
 
 
+def lower_priority(increment: int) -> None:
+    """Run this worker (and the job processes it forks) below the API's CPU priority: a
+    backlog of heavy jobs then slows the jobs, not the requests."""
+    if increment > 0:
+        try:
+            os.nice(increment)
+        except OSError as exc:  # not permitted in some sandboxes: run at normal priority
+            log.warning("could not lower the worker's priority: %s", exc)
+
+
 def run() -> None:
     runner.warm_up()  # before the first heartbeat: a worker counts as ready once it can take jobs
     stop = threading.Event()

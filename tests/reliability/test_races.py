@@ -167,6 +167,26 @@ def test_budget_race_fifty_repeated(live, make_key):
     assert not live.server_errors(offset)
 
 
+def test_tenant_active_job_cap_holds_under_a_race(live, make_key):
+    """60 concurrent submissions by a fresh tenant whose cap is 50 (no worker runs them):
+    exactly 50 accepted, the other 10 get 429 — the cap is read under a per-tenant lock."""
+    from app.config import get_settings
+
+    cap = get_settings().tenant_max_active_jobs
+    headers = make_key("owner")
+    racer = Racer(live, cap + 10)
+    with live.client(timeout=60) as c:
+        ds = _dataset(c, headers, 1000.0)
+        body = {"dataset_id": ds["id"], "method": "errph", "params": {"p0": 0.05, "columns": ["b"]}}
+        responses = racer.race(_auth(headers), body)
+        statuses = collections.Counter(r.status_code for r in responses)
+        assert statuses == {202: cap, 429: 10}, statuses
+        assert all("queued or running jobs" in r.json()["detail"] for r in responses if r.status_code == 429)
+        active = c.get("/v1/jobs", params={"status": "queued", "limit": 200}, headers=_auth(headers)).json()
+        assert len(active["items"]) == cap
+    racer.close()
+
+
 def test_in_flight_limit_queues_a_burst_then_answers_503():
     """The limit that keeps a burst from starving the threads (app/middleware.py): requests
     beyond it wait in the event loop, and get a 503 problem+json only after ``wait_s``."""

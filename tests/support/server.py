@@ -42,7 +42,9 @@ class LiveServer:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = data_dir / "serve.log"
         full_env = {**os.environ, "VEIL_DATA_DIR": str(data_dir), "VEIL_PORT": str(self.port),
-                    "VEIL_DEV_API_KEY": self.key, "VEIL_LOG_LEVEL": "WARNING", **(env or {})}
+                    "VEIL_DEV_API_KEY": self.key, "VEIL_LOG_LEVEL": "WARNING",
+                    # one API process unless asked: the abuse tests measure the memory of `pid`
+                    "VEIL_API_PROCESSES": "1", **(env or {})}
         if database_url:
             full_env["DATABASE_URL"] = database_url
         else:
