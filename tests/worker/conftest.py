@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 class WorkerPool:
     def __init__(self, count: int, env: dict[str, str]) -> None:
-        self.env = {**os.environ, **env}
+        # normal CPU priority: these tests time job semantics on a machine the test process
+        # shares; the lowered priority of `veil serve`'s workers is tested in tests/test_serve.py
+        self.env = {**os.environ, "VEIL_WORKER_NICE": "0", **env}
         self.procs = [self._spawn() for _ in range(count)]
 
     def _spawn(self) -> subprocess.Popen:
