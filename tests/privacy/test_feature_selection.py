@@ -19,7 +19,9 @@ from app.privacy.experiments import datasets_dir
 from app.privacy.feature_selection import HamdistParams, RfkaParams, run_hamdist, run_rfka
 from app.privacy.feature_selection.encoding import encode
 from app.privacy.feature_selection.importance import OOBPermutationImportance
-from app.privacy.feature_selection.selection import hamming_scores
+from app.privacy.feature_selection.selection import (
+    greedy_k_anonymous, hamming_scores, jackknife_gini,
+)
 from app.privacy.registry import MethodInputError
 from app.privacy.rng import SecureRandom
 
@@ -83,9 +85,59 @@ def test_hamdist_projection_is_k_anonymous(breast_cancer, k):
 
 
 # ------------------------------------------------------------------------- decision log
-@pytest.mark.parametrize("k", [2, 20])
-def test_decision_log_replays(rfka_releases, breast_cancer, k):
-    meta = rfka_releases[k].metadata["feature_selection"]
+def _loo_brier(table: pd.DataFrame, kept: list[str], y: pd.Series) -> float:
+    """Leave-one-out Brier score of predicting each label by the labels of the other records
+    of its class, from a class × label count table (independent of selection.jackknife_gini)."""
+    keys = table[kept].to_numpy(dtype=np.int64) @ (1 << np.arange(len(kept)))
+    counts = pd.crosstab(keys, y).to_numpy().astype(float)  # classes × labels
+    size = counts.sum(axis=1, keepdims=True)
+    total = 0.0
+    for label in range(counts.shape[1]):  # the records of each class with this label
+        others = counts.copy()
+        others[:, label] -= 1
+        p = others / (size - 1)
+        loss = (1 - p[:, label]) ** 2 + (p ** 2).sum(axis=1) - p[:, label] ** 2
+        total += float((counts[:, label] * loss).sum())
+    return total / len(y)
+
+
+def _replay(table: pd.DataFrame, order: list[str], k: int, y: pd.Series | None):
+    """Algorithm 1 by group-bys; with ``y``, the lookahead: a passing feature is dropped when
+    completing the walk without it gives a lower leave-one-out Brier score."""
+    def passes(kept, name):  # the kept bits read as one integer per record: its class
+        bits = table[[*kept, name]].to_numpy(dtype=np.int64)
+        return bool(np.unique(bits @ (1 << np.arange(bits.shape[1])),
+                              return_counts=True)[1].min() >= k)
+
+    def complete(kept, rest):
+        kept = list(kept)
+        for name in rest:
+            if passes(kept, name):
+                kept.append(name)
+        return kept
+
+    kept, log = [], []
+    for i, name in enumerate(order):
+        if not passes(kept, name):
+            log.append((name, "dropped", "fails k-anonymity"))
+            continue
+        if y is not None:
+            rest = order[i + 1:]
+            with_it = _loo_brier(table, complete([*kept, name], rest), y)
+            without = _loo_brier(table, complete(kept, rest), y)
+            if without < with_it - 1e-9:
+                log.append((name, "dropped", "lookahead"))
+                continue
+        kept.append(name)
+        log.append((name, "kept", "kept"))
+    return kept, log
+
+
+@pytest.mark.parametrize("k, lookahead", [(2, False), (20, False), (5, True)])
+def test_decision_log_replays(breast_cancer, k, lookahead):
+    release = run_rfka(breast_cancer, RfkaParams(label="class", k=k, bins=10, n_estimators=60,
+                                                  lookahead=lookahead), _ctx())
+    meta = release.metadata["feature_selection"]
     decisions = meta["decisions"]
     features = encode(breast_cancer.frame, breast_cancer.columns,
                       [c for c in breast_cancer.frame.columns if c != "class"], 10)
@@ -95,17 +147,74 @@ def test_decision_log_replays(rfka_releases, breast_cancer, k):
     assert [d["rank"] for d in decisions] == list(range(1, len(decisions) + 1))
     scores = [d["score"] for d in decisions]
     assert scores == sorted(scores, reverse=True)  # importance, descending
-    kept: list[str] = []
+    y = breast_cancer.frame["class"] if lookahead else None
+    kept, log = _replay(table, meta["order"], k, y)
+    assert [(d["feature"], d["decision"], d["reason"].split(":")[0]) for d in decisions] == log
+    assert kept == meta["selected"]
+    assert meta["lookahead"]["used"] is lookahead
     for d in decisions:
-        sizes = table.groupby([*kept, d["feature"]]).size()
-        assert (d["decision"] == "kept") == bool(sizes.min() >= k), d["feature"]
         if d["decision"] == "kept":
-            kept.append(d["feature"])
+            sizes = table.groupby(kept[:kept.index(d["feature"]) + 1]).size()
             assert d["classes_after"] == len(sizes)
             assert d["min_class_size_after"] == sizes.min()
         else:
             assert d["classes_after"] is None and d["min_class_size_after"] is None
-    assert kept == meta["selected"]
+    brier = _loo_brier(table, kept, breast_cancer.frame["class"])
+    assert release.metrics["label_loo_brier"] == pytest.approx(brier, rel=1e-9)
+    if lookahead:  # it made at least one non-trivial choice on this table
+        assert any(d["reason"].startswith("lookahead") for d in decisions)
+
+
+def test_jackknife_gini_is_the_leave_one_out_brier_score():
+    rng = np.random.default_rng(4)
+    group = rng.integers(0, 6, 120)
+    group[:1] = 9  # a class of one record: predicted by the whole table's frequencies
+    label = rng.integers(0, 3, 120)
+    prior = np.bincount(label, minlength=3) / 120
+    losses = []
+    for i in range(120):  # record by record, its class without it
+        others = np.flatnonzero((group == group[i]) & (np.arange(120) != i))
+        p = np.bincount(label[others], minlength=3) / len(others) if len(others) else prior
+        losses.append(np.sum((np.eye(3)[label[i]] - p) ** 2))
+    assert jackknife_gini(group, label) == pytest.approx(np.mean(losses), rel=1e-12)
+
+
+def _blocking_table():
+    """A (ranked first) splits 15|15 and says little; B and C are two values of one attribute
+    that decide 20 of the 30 labels, but with A kept neither fits at k = 10."""
+    value = np.repeat([1, 2, 3], 10)
+    y = np.concatenate([np.ones(10), np.zeros(10), np.tile([1, 0], 5)]).astype(int)
+    a = np.tile(np.repeat([1, 0], 5), 3)
+    return np.column_stack([a, value == 1, value == 2]).astype(np.uint8), y
+
+
+def test_lookahead_drops_a_feature_that_blocks_better_ones():
+    X, y = _blocking_table()
+    greedy = greedy_k_anonymous(X, np.array([0, 1, 2]), 10)
+    assert [d.kept for d in greedy] == [True, False, False]  # the paper's rule: A alone
+    rolled = greedy_k_anonymous(X, np.array([0, 1, 2]), 10, label=y)
+    assert [d.kept for d in rolled] == [False, True, True]
+    assert rolled[0].reason.startswith("lookahead") and rolled[1].reason == "kept"
+    assert jackknife_gini((X[:, 1] + 2 * X[:, 2]).astype(int), y) < jackknife_gini(X[:, 0], y)
+
+
+@pytest.mark.parametrize("k", [2, 5, 12])
+def test_lookahead_is_never_worse_than_the_papers_rule(k):
+    """A rollout of the paper's greedy rule: by the score it compares, its release is at
+    least as good as the rule's own, for any ranking."""
+    rng = np.random.default_rng(k)
+    for _ in range(15):
+        X = (rng.random((150, 14)) < rng.uniform(0.05, 0.6, 14)).astype(np.uint8)
+        y = ((X[:, :3].sum(axis=1) + (rng.random(150) < 0.3)) >= 2).astype(int)
+        order = rng.permutation(14)
+        score = {}
+        for lookahead in (False, True):
+            decisions = greedy_k_anonymous(X, order, k, label=y if lookahead else None)
+            kept = [d.feature for d in decisions if d.kept]
+            ids = np.unique(X[:, kept], axis=0, return_inverse=True)[1].ravel()
+            assert np.bincount(ids).min() >= k
+            score[lookahead] = jackknife_gini(ids, y)
+        assert score[True] <= score[False] + 1e-12
 
 
 # ------------------------------------------------------------------------- importance

@@ -22,7 +22,8 @@ from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.feature_selection.encoding import MAX_INDICATORS, BinaryFeatures, encode
 from app.privacy.feature_selection.importance import OOBPermutationImportance
 from app.privacy.feature_selection.selection import (
-    Decision, class_sizes, greedy_k_anonymous, hamming_scores, label_homogeneous_share,
+    Decision, class_ids, class_sizes, greedy_k_anonymous, hamming_scores, jackknife_gini,
+    label_homogeneous_share,
 )
 from app.privacy.guarantees import guarantee
 from app.privacy.registry import Kind, MethodInputError, MethodSpec, Params, register
@@ -56,7 +57,14 @@ class FeatureSelectionParams(Params):
         return v
 
 
+_LOOKAHEAD = ("decide each feature that passes the k-test by a lookahead: complete the walk "
+              "with and without it (the paper's rule for the rest) and drop it when the release "
+              "without it predicts the label better (lower leave-one-out Brier score of the "
+              "classes' label frequencies); false = the paper's Algorithm 1, keep whatever passes")
+
+
 class RfkaParams(FeatureSelectionParams):
+    lookahead: bool = Field(True, description=_LOOKAHEAD)
     n_estimators: int = Field(1000, ge=1, le=5000, description="trees of the random forest "
                               "(paper: 1000)")
     max_oob_rows: int = Field(2000, ge=50, le=1_000_000, description="OOB rows evaluated per "
@@ -65,6 +73,8 @@ class RfkaParams(FeatureSelectionParams):
 
 
 class HamdistParams(FeatureSelectionParams):
+    lookahead: bool = Field(False, description=_LOOKAHEAD + ". Default false: Greedy_Hamdist as "
+                            "spec 04 reads it; true is for comparisons only")
     n_estimators: int | None = Field(
         None, ge=1, le=5000, description="not used: Greedy_Hamdist grows no forest; accepted so "
         "that rfka and hamdist take the same parameters")
@@ -181,6 +191,7 @@ class _Selection:
     out: pd.DataFrame
     sizes: np.ndarray
     seconds: dict[str, float]
+    label_brier: tuple[float, float]  # leave-one-out Brier: the release's, the label alone's
 
     @property
     def selected(self) -> list[str]:
@@ -210,7 +221,8 @@ def _select(method: str, data: MethodInput, params: FeatureSelectionParams, ctx:
     order, scores, ranking = rank(features, y, ctx)
     ranked = time.perf_counter()
     ctx.progress(0.9, "greedy k-anonymity test")
-    decisions = greedy_k_anonymous(features.matrix, order, params.k)
+    decisions = greedy_k_anonymous(features.matrix, order, params.k,
+                                   label=y if params.lookahead else None)
     kept = [d.feature for d in decisions if d.kept]
     out = pd.DataFrame(features.matrix[:, kept], columns=[features.names[j] for j in kept],
                        index=frame.index)
@@ -220,8 +232,11 @@ def _select(method: str, data: MethodInput, params: FeatureSelectionParams, ctx:
         raise RuntimeError(f"{method}: the projection failed its k-anonymity verification")
     finished = time.perf_counter()
     ctx.progress(1.0, "done")
+    brier = (jackknife_gini(class_ids(out, list(out.columns[:-1])), y),
+             jackknife_gini(np.zeros(n, dtype=np.int64), y))
     selection = _Selection(method, label, candidates, features, order, scores, ranking, decisions,
-                           out, sizes, {"ranking": ranked - started, "selection": finished - ranked})
+                           out, sizes, {"ranking": ranked - started, "selection": finished - ranked},
+                           brier)
     return _release(selection, params, data.columns)
 
 
@@ -229,11 +244,23 @@ def _decision_log(sel: _Selection) -> list[dict[str, Any]]:
     names, owners = sel.features.names, sel.features.attributes
     return [{"rank": r + 1, "feature": names[d.feature], "attribute": owners[d.feature],
              "score": float(sel.scores[d.feature]), "decision": "kept" if d.kept else "dropped",
+             "reason": d.reason,
              # A dropped feature's class sizes are not published: they describe a projection
              # the release keeps hidden (e.g. "adding X leaves a class of 1").
              "classes_after": d.classes if d.kept else None,
              "min_class_size_after": d.min_class_size if d.kept else None}
             for r, d in enumerate(sel.decisions)]
+
+
+def _lookahead_note(params: FeatureSelectionParams) -> dict[str, Any]:
+    used = params.lookahead and params.k >= 2
+    return {"used": used,
+            "rule": ("a feature that passes the k-test is kept unless the walk completed without "
+                     "it (the rest of the ranking, keeping what passes) gives a release with a "
+                     "lower leave-one-out Brier score of the classes' label frequencies; ties keep "
+                     "it") if used else
+                    ("none: every feature that passes the k-test is kept (seed 004 Algorithm 1)"
+                     + (" — at k = 1 every feature passes and is kept" if params.lookahead else ""))}
 
 
 def _warnings(sel: _Selection, homogeneous: float) -> list[str]:
@@ -287,12 +314,17 @@ def _release(sel: _Selection, params: FeatureSelectionParams,
                  "removed_attributes": len(removed), "equivalence_classes": int(len(sizes)),
                  "min_class_size": int(sizes.min()), "average_class_size": float(sizes.mean()),
                  "discernibility": float(np.sum(sizes.astype(float) ** 2)),
+                 # How well the label can be predicted from the release's classes (lower =
+                 # better); the second is with no feature at all, for scale.
+                 "label_loo_brier": sel.label_brier[0],
+                 "label_loo_brier_no_features": sel.label_brier[1],
                  "label_homogeneous_share": homogeneous,
                  "seconds": {key: float(v) for key, v in sel.seconds.items()},
                  **({"oob_accuracy": sel.ranking["oob_accuracy"]}
                     if "oob_accuracy" in sel.ranking else {})},
         metadata={"feature_selection": {
             "method": sel.method, "label": label, "k": params.k, "bins": params.bins,
+            "lookahead": _lookahead_note(params),
             "candidates": sel.candidates,
             "encoding": {"kind": "one-hot of the attributes, numeric ones binned first; an "
                                  "attribute with two values gives one indicator; missing is a "
