@@ -31,6 +31,11 @@ class Settings(BaseSettings):
     max_columns: int = 2_000
     max_cell_length: int = 65_536
     max_hierarchy_bytes: int = 16 * 1024 * 1024
+    # Uploads stream in without holding a database connection or a general request slot; at
+    # most this many per API process receive at once, and one whose body stalls this long
+    # between two chunks is answered 408 (a slow client cannot pin the service).
+    max_concurrent_uploads: int = Field(4, ge=1, le=64)
+    body_idle_timeout_s: float = Field(30.0, gt=0)
 
     # Jobs.
     job_time_limit_s: float = 900.0

@@ -62,7 +62,9 @@ def database_url() -> str:
 
 # Connections per process. The API admits at most POOL_SIZE + POOL_OVERFLOW requests at once
 # (middleware.InFlightLimit), fewer than the threads of the thread pool (anyio's 40).
-POOL_SIZE, POOL_OVERFLOW = 30, 0
+# Of those, up to UPLOAD_CONNECTIONS serve uploads (their own slots, see InFlightLimit).
+POOL_SIZE, POOL_OVERFLOW = 34, 0
+UPLOAD_CONNECTIONS = 8
 
 
 @lru_cache

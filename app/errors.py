@@ -58,6 +58,10 @@ class BudgetExhausted(Conflict):
     title, slug = "Privacy budget exhausted", "budget-exhausted"
 
 
+class RequestTimeout(VeilError):
+    status, title, slug = 408, "Request timeout", "request-timeout"
+
+
 class PayloadTooLarge(VeilError):
     status, title, slug = 413, "Payload too large", "payload-too-large"
 
@@ -81,7 +85,8 @@ class ServiceUnavailable(VeilError):
 # Declared on every route so the OpenAPI document lists the problem responses.
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     descriptions = {400: "Bad request", 401: "Missing or invalid API key",
-                    403: "Role not allowed", 404: "Not found", 409: "Conflict",
+                    403: "Role not allowed", 404: "Not found", 408: "The request body stalled",
+                    409: "Conflict",
                     413: "Payload too large", 415: "Unsupported media type",
                     422: "Invalid input", 429: "Too many requests", 503: "Database unavailable"}
     return {s: {"model": ProblemDetail, "description": descriptions[s],

@@ -16,7 +16,7 @@ from app.audit.router import router as audit_router
 from app.auth.router import router as keys_router
 from app.budgets.router import router as budgets_router
 from app.config import get_settings
-from app.db import POOL_OVERFLOW, POOL_SIZE
+from app.db import POOL_OVERFLOW, POOL_SIZE, UPLOAD_CONNECTIONS
 from app.datasets.router import router as datasets_router
 from app.errors import ServiceUnavailable, VeilError
 from app.jobs.router import router as jobs_router
@@ -118,9 +118,11 @@ def create_app() -> FastAPI:
                    releases_router, reports_router, models_router, audit_router, keys_router):
         app.include_router(router)
 
-    app.add_middleware(InFlightLimit, limit=POOL_SIZE + POOL_OVERFLOW)  # inside the body limit
+    # inside the body limit; the two kinds of slots together never exceed the connection pool
+    uploads = min(settings.max_concurrent_uploads, UPLOAD_CONNECTIONS)
+    app.add_middleware(InFlightLimit, limit=POOL_SIZE + POOL_OVERFLOW - uploads, upload_limit=uploads)
     app.add_middleware(BodyLimit, upload_limit=settings.max_upload_bytes,
                        default_limit=max(settings.max_hierarchy_bytes, 32 * 1024 * 1024),
-                       upload_paths=("/v1/datasets",))
+                       idle_timeout_s=settings.body_idle_timeout_s)
     app.add_middleware(RequestContext)
     return app

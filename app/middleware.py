@@ -11,7 +11,7 @@ import time
 import uuid
 import weakref
 
-from app.errors import PayloadTooLarge, ServiceUnavailable, VeilError
+from app.errors import PayloadTooLarge, RequestTimeout, ServiceUnavailable, VeilError
 from app.logging_setup import request_id_var
 from app.ops.metrics import REQUEST_LATENCY
 
@@ -50,19 +50,26 @@ class RequestContext:
             request_id_var.reset(token)
 
 
+def is_upload(scope) -> bool:
+    """Requests whose body may be large and slow: dataset and hierarchy uploads."""
+    path = scope["path"].rstrip("/")
+    return ((scope["method"] == "POST" and path == "/v1/datasets")
+            or (scope["method"] == "PUT" and path.startswith("/v1/datasets/") and "/hierarchies/" in path))
+
+
 class BodyLimit:
     """Refuse bodies over the limit: at once from Content-Length, or as soon as the streamed
-    body passes the limit (the client gets 413 problem+json; the app sees a disconnect)."""
+    body passes the limit (the client gets 413 problem+json; the app sees a disconnect).
+    A body that stalls for ``idle_timeout_s`` between two chunks gets 408 the same way."""
 
-    def __init__(self, app, upload_limit: int, default_limit: int, upload_paths: tuple[str, ...]) -> None:
+    def __init__(self, app, upload_limit: int, default_limit: int, idle_timeout_s: float = 30.0) -> None:
         self.app = app
         self.upload_limit = upload_limit
         self.default_limit = default_limit
-        self.upload_paths = upload_paths
+        self.idle_timeout_s = idle_timeout_s
 
     def _limit(self, scope) -> int:
-        path = scope["path"]
-        if scope["method"] == "POST" and path.rstrip("/") in self.upload_paths:
+        if scope["method"] == "POST" and scope["path"].rstrip("/") == "/v1/datasets":
             return self.upload_limit
         return self.default_limit
 
@@ -74,20 +81,31 @@ class BodyLimit:
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             return await _send_413(send, scope, limit)
-        state = {"received": 0, "refused": False, "started": False}
+        state = {"received": 0, "refused": False, "started": False, "complete": False}
+
+        async def refuse(error: VeilError) -> dict:
+            state["refused"] = True
+            if not state["started"]:
+                await _send_problem(send, scope, error, {b"connection": b"close"})
+                state["started"] = True
+            return {"type": "http.disconnect"}
 
         async def limited_receive():
             if state["refused"]:
                 return {"type": "http.disconnect"}
-            message = await receive()
+            if state["complete"]:  # after the body: waiting for a disconnect is not a stall
+                return await receive()
+            try:
+                message = await asyncio.wait_for(receive(), self.idle_timeout_s)
+            except TimeoutError:
+                return await refuse(RequestTimeout(
+                    f"no part of the request body arrived for {self.idle_timeout_s:g} s"))
             if message["type"] == "http.request":
                 state["received"] += len(message.get("body", b""))
+                state["complete"] = not message.get("more_body", False)
                 if state["received"] > limit:
-                    state["refused"] = True
-                    if not state["started"]:
-                        await _send_413(send, scope, limit)
-                        state["started"] = True
-                    return {"type": "http.disconnect"}
+                    return await refuse(PayloadTooLarge(
+                        f"the request body is larger than the limit of {limit} bytes"))
             return message
 
         async def guarded_send(message):
@@ -110,26 +128,32 @@ class InFlightLimit:
     in the pool's checkout or on a row lock (concurrent job submissions on one budget), while
     the requests that hold the connections and the lock wait for a thread: nothing moves until
     the pool's 30 s timeout turns them into 500s. With ``limit`` ≤ the connection pool and
-    below the thread pool's size, every admitted request always finds both."""
+    below the thread pool's size, every admitted request always finds both.
 
-    def __init__(self, app, limit: int, wait_s: float = 30.0, exempt: tuple[str, ...] = ("/healthz",)) -> None:
+    Uploads have their own ``upload_limit`` slots instead (``is_upload``): their body may
+    stream in for a long time, and they hold no connection meanwhile (the endpoint commits
+    after authentication), so slow uploads cannot take the slots of other requests. The
+    connection pool has room for both (``limit + upload_limit``)."""
+
+    def __init__(self, app, limit: int, upload_limit: int = 4, wait_s: float = 30.0,
+                 exempt: tuple[str, ...] = ("/healthz",)) -> None:
         self.app = app
-        self.limit = limit
+        self.limits = {"general": limit, "upload": upload_limit}
         self.wait_s = wait_s
         self.exempt = exempt
         self._semaphores: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-    def _semaphore(self) -> asyncio.Semaphore:
-        loop = asyncio.get_running_loop()  # one per event loop (the test client runs several)
-        sem = self._semaphores.get(loop)
-        if sem is None:
-            sem = self._semaphores[loop] = asyncio.Semaphore(self.limit)
-        return sem
+    def _semaphore(self, kind: str) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()  # one set per event loop (the test client runs several)
+        sems = self._semaphores.get(loop)
+        if sems is None:
+            sems = self._semaphores[loop] = {k: asyncio.Semaphore(n) for k, n in self.limits.items()}
+        return sems[kind]
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope["path"] in self.exempt:
             return await self.app(scope, receive, send)
-        sem = self._semaphore()
+        sem = self._semaphore("upload" if is_upload(scope) else "general")
         try:
             await asyncio.wait_for(sem.acquire(), self.wait_s)
         except TimeoutError:

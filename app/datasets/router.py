@@ -40,7 +40,7 @@ _UPLOAD_BODY = {
 @router.post("", status_code=201, response_model=Dataset, openapi_extra=_UPLOAD_BODY,
              responses={200: {"model": Dataset, "description": "a replay: the same Idempotency-Key "
                               "and request as before; the original dataset"},
-                        **problem_responses(401, 403, 409, 413, 415, 422, 503)})
+                        **problem_responses(401, 403, 408, 409, 413, 415, 422, 503)})
 async def upload(request: Request, response: Response, principal: OwnerPrincipal,
                  session: SessionDep,
                  idempotency_key: Annotated[str | None, Header(max_length=200)] = None) -> Dataset:
@@ -49,6 +49,7 @@ async def upload(request: Request, response: Response, principal: OwnerPrincipal
     content_type = request.headers.get("content-type", "")
     if not content_type.startswith("multipart/form-data"):
         raise UnsupportedMediaType("upload the file as multipart/form-data with a field named 'file'")
+    await run_in_threadpool(session.commit)  # authenticated: hold no connection while the body streams in
     with tempfile.TemporaryDirectory(prefix="veil-upload-") as tmp:
         async with request.form(max_files=1, max_fields=10) as form:
             upload_file = form.get("file")
@@ -120,7 +121,7 @@ def put_schema(dataset_id: uuid.UUID, body: SchemaUpdate, principal: OwnerPrinci
 
 
 @router.put("/{dataset_id}/hierarchies/{column}", response_model=Hierarchy,
-            responses=problem_responses(401, 403, 404, 413, 422, 503),
+            responses=problem_responses(401, 403, 404, 408, 413, 422, 503),
             openapi_extra={"requestBody": {"required": True, "content": {
                 "text/csv": {"schema": {"type": "string"}},
                 "text/plain": {"schema": {"type": "string"}}}}})
@@ -128,6 +129,7 @@ async def put_hierarchy(dataset_id: uuid.UUID, column: str, request: Request,
                         principal: OwnerPrincipal, session: SessionDep) -> Hierarchy:
     """Upload a generalization hierarchy for a column in ARX's CSV format
     (`value;level1;…;*`, one row per value). Every data value must appear exactly once."""
+    await run_in_threadpool(session.commit)  # authenticated: hold no connection while the body streams in
     raw = await request.body()
     try:
         text = raw.decode("utf-8-sig")

@@ -306,3 +306,57 @@ def test_seed_in_test_mode_is_reproducible_and_marked_not_private(client, make_k
         assert rel["guarantees"]["private"] is False
         outputs.append(client.get(f"/v1/releases/{rid}/data", headers=auth(headers)).content)
     assert outputs[0] == outputs[1]  # the same seed, the same release
+
+
+def _stalled_upload(live) -> socket.socket:
+    """An upload that sends its headers and the start of its body, then nothing more."""
+    sock = socket.create_connection(("127.0.0.1", live.port))
+    body_start = (b"--veilslow\r\nContent-Disposition: form-data; name=\"file\"; filename=\"s.csv\"\r\n"
+                  b"Content-Type: text/csv\r\n\r\na,b\r\n1,2\r\n")
+    sock.sendall((f"POST /v1/datasets HTTP/1.1\r\nHost: 127.0.0.1:{live.port}\r\n"
+                  f"Authorization: Bearer {live.key}\r\n"
+                  "Content-Type: multipart/form-data; boundary=veilslow\r\n"
+                  f"Content-Length: {10 * MiB}\r\n\r\n").encode() + body_start)
+    return sock
+
+
+def test_slow_uploads_neither_block_other_requests_nor_hold_on_forever(database, tmp_path):
+    """Slowloris: more stalled uploads than the API process has upload slots. They hold no
+    database connection and no general slot, so reads and job submissions go on; each
+    stalled upload gets 408 problem+json once its body has been idle for the timeout, and
+    nothing is stored for it."""
+    from tests.support.server import LiveServer
+
+    server = LiveServer(tmp_path / "slow", database_url=database,
+                        env={"VEIL_PLUGINS": "", "VEIL_BODY_IDLE_TIMEOUT_S": "2",
+                             "VEIL_MAX_CONCURRENT_UPLOADS": "2"})
+    try:
+        before = _datasets_count()
+        stalled = [_stalled_upload(server) for _ in range(6)]
+        time.sleep(0.5)  # the first two are now receiving, the others queued for an upload slot
+        with transaction() as s:  # authenticated, but no transaction stays open while they stall
+            open_tx = s.execute(text("SELECT count(*) FROM pg_stat_activity WHERE state LIKE "
+                                     "'idle in transaction%' AND pid <> pg_backend_pid()")).scalar_one()
+        assert open_tx == 0
+        with server.client(headers=server.headers) as c:
+            for _ in range(50):  # 50 reads while all six stall
+                assert c.get("/v1/datasets").status_code == 200
+            ds = c.post("/v1/datasets/synthetic", json={"rows": 100}).json()
+            job = submit(c, server.headers, "errph", {"p0": 0.5}, dataset_id=ds["id"])
+            assert job.status_code == 202, job.text
+        answers = []
+        for sock in stalled:
+            sock.settimeout(30)
+            answer = b""
+            while chunk := sock.recv(65536):  # the server closes the connection after a 408
+                answer += chunk
+            answers.append(answer)
+            sock.close()
+        head = [a.split(b"\r\n\r\n")[0] for a in answers]
+        assert all(h.startswith(b"HTTP/1.1 408 ") and b"application/problem+json" in h for h in head), head
+        assert all(b"no part of the request body arrived for 2 s" in a for a in answers)
+        assert _datasets_count() == before + 1  # the synthetic one; no stalled upload stored anything
+        with server.client(headers=server.headers) as c:  # uploads work again
+            assert _upload_live(server, b"a,b\n1,2\n3,4\n", "ok.csv").status_code == 201
+    finally:
+        server.stop()
