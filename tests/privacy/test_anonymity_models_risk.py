@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from app.privacy.anonymity import models
+from app.privacy.anonymity import models, mondrian
 from app.privacy.anonymity.axes import build_axes
 from app.privacy.anonymity.methods import KAnonymityParams, RiskParams, run_kanonymity, run_risk
 from app.privacy.anonymity.models import Constraints, Sensitive, class_stats
@@ -69,6 +69,85 @@ def test_mondrian_partition_invariants(k):
     with_sensitive = mondrian_partition(axes, Constraints(k=k, l=3),
                                         Sensitive.from_series("dx", frame.dx, False))
     assert (frame.assign(c=with_sensitive).groupby("c").dx.nunique() >= 3).all()
+
+
+def _cuttable_classes(frame, ids, column, c: Constraints, table) -> int:
+    """Classes that some value boundary of ``column`` (sorted; text order for the flat zip
+    hierarchy) cuts into two sides that both satisfy k, distinct l, α and t (equal-distance
+    EMD to ``table``), recomputed from the raw cells."""
+    codes = pd.Categorical(frame.dx, categories=table.index).codes
+    m = len(table)
+    found = 0
+    for _, idx in frame.groupby(ids).indices.items():
+        keys = frame[column].to_numpy()[idx]
+        order = np.argsort(keys, kind="stable")
+        keys, dx = keys[order], codes[idx][order]
+        cum = np.cumsum(np.eye(m)[dx], axis=0)
+        cuts = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+        left = cum[cuts - 1]
+        right = cum[-1] - left
+
+        def fine(side):
+            size = side.sum(axis=1, keepdims=True)
+            ok = size[:, 0] >= c.k
+            if c.l is not None:
+                ok &= (side > 0).sum(axis=1) >= c.l
+            if c.alpha is not None:
+                ok &= (side / size).max(axis=1) <= c.alpha + 1e-12
+            if c.t is not None:
+                ok &= 0.5 * np.abs(side / size - table.to_numpy()).sum(axis=1) <= c.t + 1e-12
+            return ok
+        found += bool((fine(left) & fine(right)).any())
+    return found
+
+
+@pytest.mark.parametrize("constraints", [Constraints(k=5, l=3), Constraints(k=5, alpha=0.5),
+                                         Constraints(k=5, t=0.12)])
+def test_mondrian_with_sensitive_constraints_leaves_no_class_cuttable(constraints):
+    """With l/α/t every boundary is searched when the two nearest the median fail: no
+    released class can be cut anywhere on any axis with both sides satisfying the model. The
+    two-nearest search leaves such classes behind on this table."""
+    frame = _synthetic(n=2500, seed=5)
+    rng = np.random.default_rng(5)  # a sensitive value tied to age and zip, so cuts matter
+    skew = (frame.age > 60) | frame.zip.isin(["z1", "z2", "z3"])
+    frame["dx"] = np.where(skew & (rng.random(len(frame)) < 0.6), "a", frame.dx)
+    infos = [ColumnInfo("age", "numeric"), ColumnInfo("zip", "categorical"), ColumnInfo("income", "numeric")]
+    axes, _ = build_axes(frame, infos, {})
+    sens = Sensitive.from_series("dx", frame.dx, False)
+    table = frame.dx.value_counts(normalize=True).sort_index()
+    ids = mondrian_partition(axes, constraints, sens)
+    nearest = mondrian_partition(axes, constraints, sens, search="nearest")
+    assert sum(_cuttable_classes(frame, nearest, q, constraints, table)
+               for q in ("age", "zip", "income")) > 0
+    for q in ("age", "zip", "income"):
+        assert _cuttable_classes(frame, ids, q, constraints, table) == 0, q
+    classes = frame.assign(c=ids).groupby("c").dx
+    assert classes.size().min() >= constraints.k
+    if constraints.l:
+        assert classes.nunique().min() >= constraints.l
+    if constraints.alpha:
+        assert classes.apply(lambda v: v.value_counts(normalize=True).iloc[0]).max() <= constraints.alpha
+    if constraints.t:
+        tv = classes.apply(lambda v: 0.5 * (v.value_counts(normalize=True).reindex(table.index, fill_value=0)
+                                            - table).abs().sum())
+        assert tv.max() <= constraints.t + 1e-12
+    # The full search refines the two-nearest partition: every class lies inside one of its.
+    assert (pd.Series(nearest).groupby(ids).nunique() == 1).all()
+
+
+def test_full_cut_search_fallback_matches_the_dense_search(monkeypatch):
+    """The layered fallback (used when the count table would be too large) picks the same
+    cuts as the dense search whenever those lie among the boundaries it tries."""
+    frame = _synthetic(n=1500, seed=9)
+    infos = [ColumnInfo("age", "numeric"), ColumnInfo("zip", "categorical"), ColumnInfo("income", "numeric")]
+    axes, _ = build_axes(frame, infos, {})
+    sens = Sensitive.from_series("income", frame.income, True)  # ordered EMD on many values
+    c = Constraints(k=4, t=0.35)
+    dense = mondrian_partition(axes, c, sens)
+    monkeypatch.setattr(mondrian, "_SEARCH_CELLS", 0)
+    layered = mondrian_partition(axes, c, sens)
+    assert pd.crosstab(dense, layered).astype(bool).sum(axis=1).max() == 1  # same partition
+    assert np.bincount(layered).min() >= 4
 
 
 def test_prosecutor_risk_by_hand():

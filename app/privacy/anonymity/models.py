@@ -110,22 +110,32 @@ def class_stats(class_ids: np.ndarray, n_classes: int, c: Constraints,
     return _sensitive_stats(stats, class_ids, s, n_classes, c, sensitive)
 
 
+def stats_from_counts(counts: np.ndarray, c: Constraints, sensitive: Sensitive) -> ClassStats:
+    """Class statistics from a dense classes × sensitive-values count matrix."""
+    size = counts.sum(axis=1)
+    stats = ClassStats(size=size)
+    if not c.needs_sensitive:
+        return stats
+    safe = np.maximum(size, 1)
+    stats.distinct = (counts > 0).sum(axis=1)
+    stats.max_share = counts.max(axis=1) / safe
+    if c.t is not None:
+        diff = counts / safe[:, None] - sensitive.table_dist[None, :]
+        if sensitive.ordered:
+            m = counts.shape[1]
+            stats.distance = np.abs(np.cumsum(diff, axis=1)[:, :-1]).sum(axis=1) / max(m - 1, 1)
+        else:
+            stats.distance = 0.5 * np.abs(diff).sum(axis=1)
+    return stats
+
+
 def _sensitive_stats(stats: ClassStats, g: np.ndarray, s: np.ndarray, n_classes: int,
                      c: Constraints, sensitive: Sensitive) -> ClassStats:
     m = sensitive.m
     size = np.maximum(stats.size, 1)
     if n_classes * m <= _DENSE_CELLS:
         counts = np.bincount(g.astype(np.int64) * m + s, minlength=n_classes * m).reshape(n_classes, m)
-        stats.distinct = (counts > 0).sum(axis=1)
-        stats.max_share = counts.max(axis=1) / size
-        if c.t is not None:
-            p = counts / size[:, None]
-            diff = p - sensitive.table_dist[None, :]
-            if sensitive.ordered:
-                stats.distance = np.abs(np.cumsum(diff, axis=1)[:, :-1]).sum(axis=1) / max(m - 1, 1)
-            else:
-                stats.distance = 0.5 * np.abs(diff).sum(axis=1)
-        return stats
+        return stats_from_counts(counts, c, sensitive)
     # pair form: distinct (class, value) pairs with their counts, sorted by class then value
     pair, count = np.unique(g.astype(np.int64) * m + s, return_counts=True)
     pg, ps = pair // m, pair % m

@@ -1,14 +1,30 @@
 """Strict multidimensional Mondrian (LeFevre, DeWitt & Ramakrishnan 2006), breadth-first and
 vectorized over all partitions of a round.
 
-Each round, for every partition and every quasi-identifier, the candidate cut is the value
-boundary nearest the partition's median: between distinct values for a numeric axis; between
-children of the partition's lowest common ancestor for a hierarchy, the children kept in
-their depth-first order, so children too small on their own are *grouped* with their
-neighbours instead of forcing the whole partition up to the ancestor. A cut is allowed when
-both sides satisfy every constraint (k, and l/α/t when given); each partition takes the allowed
-cut on the axis with the widest normalized range (numeric (max−min)/R, hierarchy the NCP of
-the LCA). Partitions with no allowed cut become equivalence classes.
+Each round, for every partition and every quasi-identifier, the cut is the most balanced unit
+boundary (nearest the partition's median) at which both sides satisfy every constraint. Units:
+distinct values for a numeric axis; children of the partition's lowest common ancestor for a
+hierarchy, the children kept in their depth-first order, so children too small on their own are
+*grouped* with their neighbours instead of forcing the whole partition up to the ancestor.
+Each partition takes the allowed cut on the axis with the widest normalized range (numeric
+(max−min)/R, hierarchy the NCP of the LCA). Partitions with no allowed cut become equivalence
+classes.
+
+Which boundaries are searched. With k alone, the two boundaries nearest the median are enough
+(a farther one only makes the smaller side smaller). With l, α or t a farther, less balanced
+boundary can be the only one whose two sides both satisfy the sensitive constraints. So the
+two nearest boundaries of every axis are tried first (Mondrian's balanced cut, widest axis
+first); a partition where none passes on any axis — where the two-nearest search would stop
+and release it as a class — gets every boundary of every axis evaluated, and takes the most
+balanced passing one on the widest axis that has one. Every class the two-nearest search
+releases is therefore either released too or cut further, so the partition refines it and no
+record's NCP can grow (tested); and no released class can be cut anywhere (maximality). Every
+boundary is evaluated at once: the sensitive-value counts left of each boundary come from one
+bincount of (segment, value) pairs and a cumulative sum along each partition, the right side's
+are the partition's total minus them, and the constraints are checked on all of them together
+(cost O(n + boundaries × m) per axis and round, m the sensitive column's distinct values). When
+that table would exceed ``_SEARCH_CELLS`` cells (huge m), the ``_FALLBACK_LAYERS`` boundaries on
+each side nearest the median are tried instead, one vectorized check per layer.
 
 Records are kept, per axis, in an order sorted by (partition, code); a round splits each
 partition's run of that order into its two sides, stably, so a round costs O(n) per axis.
@@ -17,11 +33,15 @@ partition's run of that order into its two sides, stably, so a round costs O(n) 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 import numpy as np
 
 from app.privacy.anonymity.axes import Axis, NumericAxis
-from app.privacy.anonymity.models import Constraints, Sensitive, class_stats
+from app.privacy.anonymity.models import Constraints, Sensitive, class_stats, stats_from_counts
+
+_SEARCH_CELLS = 8_000_000  # (boundaries + partitions) × sensitive values for the full search
+_FALLBACK_LAYERS = 8  # boundaries per side of the median tried when the full table is too big
 
 
 class _AxisView:
@@ -53,10 +73,13 @@ class _AxisView:
 
 
 def mondrian_partition(axes: list[Axis], constraints: Constraints, sensitive: Sensitive | None = None,
-                       progress: Callable[[float, str], None] | None = None) -> np.ndarray:
+                       progress: Callable[[float, str], None] | None = None,
+                       search: Literal["all", "nearest"] = "all") -> np.ndarray:
     """Class id of every record (0..C-1) of a strict Mondrian partition satisfying the constraints.
 
     The whole table must satisfy them (else there is no partition at all): the caller checks.
+    ``search="nearest"`` tries only the two boundaries nearest the median even with l/α/t (the
+    former behaviour, kept to measure what the full search gains).
 
     State of a round: per axis, the ids of the records still being split, ordered by
     (partition, code); partition p occupies the same positions [start_p, start_p + size_p) in
@@ -85,15 +108,25 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints, sensitive: Se
         best_width = np.full(n_part, -1.0)
         best_dim = np.full(n_part, -1, dtype=np.int64)
         best_cut = np.zeros(n_part, dtype=np.int64)
+        axis_state = []
         for d, view in enumerate(views):
             o = orders[d]
             kv = view.keys[o]
             width, unit = view.width_and_unit(kv, sizes, starts, starts + sizes - 1)
+            axis_state.append((width, unit))
             cut, ok = _nearest_cut(unit, same_part, starts, sizes, k, extra and (
                 lambda cand, valid: _cut_satisfies(cand, valid, part, o, sens_all, n_part,
                                                    constraints, sensitive)))
             take = ok & (width > 0) & (width > best_width)
             best_width[take], best_dim[take], best_cut[take] = width[take], d, cut[take]
+        stuck = best_dim < 0
+        if extra and search == "all" and stuck.any():
+            # no axis has a valid cut near its median: search every boundary of every axis
+            for d, (width, unit) in enumerate(axis_state):
+                cut, ok = _best_cut(unit, same_part, part, starts, sizes, sens_all[orders[d]],
+                                    constraints, sensitive, stuck & (width > 0))
+                take = ok & (width > best_width)
+                best_width[take], best_dim[take], best_cut[take] = width[take], d, cut[take]
         split = best_dim >= 0
         done = ~split
         if done.any():  # partitions with no allowed cut are final classes
@@ -160,6 +193,77 @@ def _nearest_cut(unit: np.ndarray, same_part: np.ndarray, starts: np.ndarray, si
         gap = np.abs(cand - mid)
         better = valid & (gap < best_gap)
         best[better], best_gap[better], ok[better] = cand[better], gap[better], True
+    return best, ok
+
+
+def _best_cut(unit: np.ndarray, same_part: np.ndarray, part: np.ndarray, starts: np.ndarray,
+              sizes: np.ndarray, sens: np.ndarray, c: Constraints, sensitive: Sensitive,
+              only: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per partition in ``only``, the boundary nearest its median whose two sides both satisfy
+    k and the sensitive constraints, searching every boundary (see the module docstring).
+
+    ``sens`` is the sensitive code of each position (records in this axis's order)."""
+    n_part = len(starts)
+    b = np.flatnonzero((unit[1:] != unit[:-1]) & same_part) + 1
+    bp = part[b] if len(b) else np.zeros(0, dtype=np.int64)
+    lhs = b - starts[bp]
+    fits_k = only[bp] & (lhs >= c.k) & (sizes[bp] - lhs >= c.k)
+    b, bp, lhs = b[fits_k], bp[fits_k], lhs[fits_k]
+    best = np.zeros(n_part, dtype=np.int64)
+    ok = np.zeros(n_part, dtype=bool)
+    if not len(b):
+        return best, ok
+    m = sensitive.m
+    if (len(b) + n_part) * m > _SEARCH_CELLS:
+        return _layered_cut(b, bp, lhs, part, starts, sizes, sens, c, sensitive)
+    # Segments start at every partition start and every boundary; per segment, the count of
+    # each sensitive value; a cumulative sum gives the counts before any segment start.
+    breaks = np.union1d(starts, b)
+    segment = np.searchsorted(breaks, np.arange(len(sens)), side="right") - 1
+    counts = np.bincount(segment * m + sens, minlength=len(breaks) * m).reshape(-1, m)
+    before = np.vstack([np.zeros((1, m), dtype=np.int64), np.cumsum(counts, axis=0)])
+    at = lambda pos: before[np.searchsorted(breaks, pos)]  # counts of positions < pos
+    first = at(starts)
+    total = at(starts + sizes) - first
+    left = at(b) - first[bp]
+    right = total[bp] - left
+    good = (stats_from_counts(left, c, sensitive).satisfied(c)
+            & stats_from_counts(right, c, sensitive).satisfied(c))
+    b, bp, lhs = b[good], bp[good], lhs[good]
+    gap = np.abs(lhs - sizes[bp] / 2.0)
+    pick = np.lexsort((b, gap, bp))  # per partition: smallest gap, then the leftmost
+    head = pick[np.r_[True, bp[pick][1:] != bp[pick][:-1]]] if len(pick) else pick
+    best[bp[head]] = b[head]
+    ok[bp[head]] = True
+    return best, ok
+
+
+def _layered_cut(b, bp, lhs, part, starts, sizes, sens, c, sensitive):
+    """The fallback when the full count table is too big: the ``_FALLBACK_LAYERS`` boundaries
+    on each side of the median, nearest first, each layer checked for all partitions at once
+    (a partition keeps the first layer that passes)."""
+    n_part = len(starts)
+    gap = np.abs(lhs - sizes[bp] / 2.0)
+    order = np.lexsort((b, gap, bp))
+    b, bp = b[order], bp[order]
+    rank = np.arange(len(b)) - np.searchsorted(bp, bp)  # 0 = nearest the median
+    best = np.zeros(n_part, dtype=np.int64)
+    ok = np.zeros(n_part, dtype=bool)
+    sorted_sub = Sensitive(sensitive.column, sens, sensitive.ordered, sensitive.table_dist)
+    for layer in range(2 * _FALLBACK_LAYERS):
+        here = (rank == layer) & ~ok[bp]
+        if not here.any():
+            if not (rank > layer).any():
+                break
+            continue
+        cut = np.zeros(n_part, dtype=np.int64)
+        cut[bp[here]] = b[here]
+        tried = np.zeros(n_part, dtype=bool)
+        tried[bp[here]] = True
+        side = np.arange(len(sens)) >= cut[part]
+        stats = class_stats(2 * part + side, 2 * n_part, c, sorted_sub)
+        passed = tried & stats.satisfied(c).reshape(n_part, 2).all(axis=1)
+        best[passed], ok[passed] = cut[passed], True
     return best, ok
 
 
