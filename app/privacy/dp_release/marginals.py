@@ -1,0 +1,300 @@
+"""What the marginal-based synthesizers (mst, aim) share: parameters, the discrete domain of
+every column, marginal counts, decoding of synthetic codes, and the bridge to ``mbi``.
+
+Domain (never read from the data): a categorical column's levels are its declared categories
+(params, else schema; a boolean column's are False/True); a numeric column is cut into
+equal-width bins over its declared bounds — for an integer column one level per integer when
+they fit in ``bins``, else bins of ⌊K/bins⌋ or ⌈K/bins⌉ consecutive integers. Every column also
+gets one level for a missing value (data-independent: a column without missing values
+simply measures a count near 0 there). Values are clipped into the bounds.
+
+Decoding (post-processing): a category level is the category; a numeric bin becomes a value
+drawn uniformly inside the bin (uniform over its integers for an integer column), from the
+job's random source; the missing level is a missing value.
+
+``mbi`` (private-pgm 2.x, McKenna) does the inference and the sampling. It and jax are
+imported inside the run (``load_mbi``), never when the registry imports this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import math
+import os
+import sys
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import Field, field_validator
+
+from app.privacy.context import RunContext
+from app.privacy.data import ColumnInfo, SourceRelease
+from app.privacy.dp_release.common import NEIGHBOURING, TableParams, check_references
+from app.privacy.dp_release.encoding import ColumnPlan, check_declared, plan_column
+from app.privacy.registry import MethodInputError
+from app.privacy.rng import SecureRandom
+
+MAX_LEVELS = 1024  # levels of one column, missing level included
+MAX_COLUMNS = 100
+MAX_BINS = 256
+
+
+class SynthParams(TableParams):
+    """Parameters of mst and aim (epsilon, columns, bounds, categories from TableParams)."""
+
+    delta: float = Field(1e-9, gt=0.0, le=1e-3, description="δ of the (ε, δ) guarantee")
+    bins: int | dict[str, int] = Field(
+        32, description=f"number of equal-width bins of a numeric column over its declared bounds "
+        f"(2-{MAX_BINS}); one number for every numeric column or column → number. An integer "
+        "column with at most that many values gets one level per integer")
+    rows: int | None = Field(None, ge=1, le=2_000_000, description="rows of the synthetic table; "
+                             "default the number of input records")
+    iterations: int = Field(2000, ge=50, le=20_000, description="mirror-descent iterations of the "
+                            "final graphical-model fit")
+    max_cells: int = Field(100_000, ge=4, le=1_000_000, description="a marginal over more cells "
+                           "(on the declared domains) is never measured")
+
+    @field_validator("bins")
+    @classmethod
+    def _bins(cls, v):
+        values = v.values() if isinstance(v, dict) else [v]
+        if any(not 2 <= b <= MAX_BINS for b in values):
+            raise ValueError(f"bins must lie in [2, {MAX_BINS}]")
+        return v
+
+    def bins_of(self, name: str) -> int:
+        if isinstance(self.bins, dict):
+            return self.bins.get(name, 32)
+        return self.bins
+
+
+# ----------------------------------------------------------------------------- domain
+@dataclass
+class Column:
+    """One column's discrete domain: levels 0..size-2 are values (categories or bins), level
+    size-1 is "missing"."""
+
+    plan: ColumnPlan
+    bins: int = 0  # numeric: number of bins
+    per_integer: bool = False  # numeric integer column with one level per integer
+
+    @property
+    def name(self) -> str:
+        return self.plan.name
+
+    @property
+    def values(self) -> int:
+        return len(self.plan.categories) if self.plan.kind == "categorical" else self.bins
+
+    @property
+    def size(self) -> int:
+        return self.values + 1
+
+    @property
+    def missing_level(self) -> int:
+        return self.values
+
+    @property
+    def _int_range(self) -> tuple[int, int]:
+        lo, hi = math.ceil(self.plan.lo), math.floor(self.plan.hi)
+        return lo, hi - lo + 1
+
+    def codes(self, series: pd.Series) -> np.ndarray:
+        plan = self.plan
+        missing = series.isna().to_numpy()
+        if plan.kind == "categorical":
+            labels = [str(c) for c in plan.categories]
+            codes = pd.Index(labels).get_indexer(series.astype(str)).astype(np.int64)
+            if np.any((codes < 0) & ~missing):
+                raise MethodInputError(f"column {self.name!r} holds values outside its declared categories")
+        else:
+            v = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64)
+            if np.any(np.isnan(v) & ~missing):
+                raise MethodInputError(f"column {self.name!r} holds non-numeric values")
+            v = np.clip(v, plan.lo, plan.hi)
+            if plan.integer:
+                ilo, count = self._int_range
+                k = np.nan_to_num(np.clip(np.rint(v), ilo, ilo + count - 1) - ilo).astype(np.int64)
+                codes = k if self.per_integer else (k * self.bins) // count  # exact integers
+            else:
+                codes = np.floor((v - plan.lo) / (plan.hi - plan.lo) * self.bins)
+            codes = np.nan_to_num(np.minimum(codes, self.bins - 1), nan=0).astype(np.int64)
+        codes[missing] = self.missing_level
+        return codes
+
+    def bin_edges(self) -> list[float]:
+        """Numeric: the lower edge of every bin and the upper edge of the last one (for an
+        integer column: the first integer of every bin, then the last integer + 1)."""
+        if self.plan.integer:
+            ilo, count = self._int_range
+            return [ilo + (b * count + self.bins - 1) // self.bins for b in range(self.bins + 1)]
+        width = (self.plan.hi - self.plan.lo) / self.bins
+        return [self.plan.lo + b * width for b in range(self.bins)] + [self.plan.hi]
+
+    def decode(self, codes: np.ndarray, rng: SecureRandom) -> Any:
+        codes = np.asarray(codes, dtype=np.int64)
+        missing = codes == self.missing_level
+        plan = self.plan
+        if plan.kind == "categorical":
+            out = pd.Categorical.from_codes(np.where(missing, -1, codes), categories=list(plan.categories))
+            if all(isinstance(c, (bool, np.bool_)) for c in plan.categories):
+                return pd.Series(out).astype(object if missing.any() else bool).to_numpy()
+            return out
+        edges = np.asarray(self.bin_edges(), dtype=np.float64)
+        b = np.where(missing, 0, codes)
+        if plan.integer:
+            first, width = edges[b], edges[b + 1] - edges[b]  # integers first .. first+width-1
+            values = first + np.minimum(np.floor(rng.random(len(b)) * width), width - 1)
+            if not missing.any():
+                return values.astype(np.int64)
+        else:
+            values = edges[b] + rng.random(len(b)) * (edges[b + 1] - edges[b])
+            values = np.clip(values, plan.lo, plan.hi)
+        return np.where(missing, np.nan, values)
+
+    def describe(self) -> dict[str, Any]:
+        out = self.plan.describe()
+        out.pop("decoding", None)
+        out.update(levels=self.size, missing_level=self.missing_level)
+        if self.plan.kind == "numeric":
+            out.update(bins=self.bins, one_level_per_integer=self.per_integer,
+                       bin_edges=self.bin_edges(),
+                       decoding="uniform inside the bin" + (" (its integers)" if self.plan.integer else ""))
+        return out
+
+
+def build_columns(params: SynthParams, infos: list[ColumnInfo]) -> list[Column]:
+    """The released columns' discrete domains, from declared bounds and categories only."""
+    chosen = check_references(params, infos)
+    if len(chosen) > MAX_COLUMNS:
+        raise MethodInputError(f"{len(chosen)} columns to release (limit {MAX_COLUMNS})")
+    names = {c.name for c in chosen}
+    numeric = {c.name for c in chosen if c.type == "numeric"}
+    for name in params.bins if isinstance(params.bins, dict) else {}:
+        if name not in names:
+            raise MethodInputError(f"bins given for column {name!r}, which is not released")
+        if name not in numeric:
+            raise MethodInputError(f"bins given for column {name!r}, which is not numeric")
+    check_declared(chosen, params.bounds, params.categories)
+    out = []
+    for info in chosen:
+        if info.type == "boolean" and info.categories is None and (params.categories or {}).get(info.name) is None:
+            plan = ColumnPlan(info.name, "categorical", categories=(False, True), source="type", info=info)
+        else:
+            plan = plan_column(info, params.bounds, params.categories, None, require_declared=True)
+        if plan.kind == "numeric":
+            bins = params.bins_of(info.name)
+            col = Column(plan, bins=bins)
+            if plan.integer:
+                _, count = col._int_range
+                col = Column(plan, bins=min(bins, count), per_integer=count <= bins)
+        else:
+            col = Column(plan)
+        if col.size > MAX_LEVELS:
+            raise MethodInputError(f"column {info.name!r} has {col.size} levels (limit {MAX_LEVELS})")
+        out.append(col)
+    return out
+
+
+def candidate_pairs(columns: list[Column], max_cells: int) -> list[tuple[int, int]]:
+    """Pairs of columns whose 2-way marginal fits in ``max_cells`` (declared domains only)."""
+    return [(i, j) for i, j in itertools.combinations(range(len(columns)), 2)
+            if columns[i].size * columns[j].size <= max_cells]
+
+
+def encode_frame(columns: list[Column], frame: pd.DataFrame) -> dict[str, np.ndarray]:
+    if len(frame) < 2:
+        raise MethodInputError("the table needs at least 2 records")
+    return {c.name: c.codes(frame[c.name]) for c in columns}
+
+
+def marginal(codes: dict[str, np.ndarray], clique: tuple[str, ...], shape: tuple[int, ...]) -> np.ndarray:
+    """Counts of the clique's level combinations, flattened in C order."""
+    index = np.ravel_multi_index(tuple(codes[c] for c in clique), shape)
+    return np.bincount(index, minlength=math.prod(shape)).astype(np.float64)
+
+
+def decode_frame(columns: list[Column], codes: dict[str, np.ndarray], rng: SecureRandom) -> pd.DataFrame:
+    return pd.DataFrame({c.name: c.decode(codes[c.name], rng) for c in columns})
+
+
+def output_infos(columns: list[Column]) -> list[ColumnInfo]:
+    return [c.plan.output_info() for c in columns]
+
+
+def check(params: SynthParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
+    build_columns(params, columns)
+
+
+# ------------------------------------------------------------------------------ mbi
+XLA_FLAGS = "--xla_backend_optimization_level=0"
+
+
+def load_mbi():
+    """Import jax and mbi for this run: float64 (mbi's estimates stall in float32 on large
+    tables) and no persistent compilation cache (mbi compiles many small programs). Their
+    advisory warnings are silenced.
+
+    When this process has not started jax yet (a job's child process), XLA's backend
+    optimizations are turned off: a model's programs then compile in about half the time
+    and run ~4× slower, which wins below a few thousand iterations (measured on Adult)."""
+    if "jax" not in sys.modules and "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + XLA_FLAGS).strip()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        jax.config.update("jax_enable_compilation_cache", False)
+        import mbi
+        from mbi import estimation  # noqa: F401
+    return mbi
+
+
+def mirror_descent(mbi):
+    """mbi's MirrorDescent whose marginal oracle (HUGIN message passing) is compiled once:
+    the estimator calls it outside its compiled loop too (start and end), where it would run
+    op by op (seconds of tiny compilations)."""
+    import jax
+
+    return mbi.estimation.MirrorDescent(
+        marginal_oracle=jax.jit(mbi.marginal_oracles.message_passing_hugin))
+
+
+@contextlib.contextmanager
+def numpy_global_seed(rng: SecureRandom):
+    """mbi's sampler draws from numpy's global generator. Seed it from the job's random source
+    for the duration (reproducible in test mode) and restore it afterwards. Sampling from the
+    fitted model is post-processing: its randomness protects nobody."""
+    state = np.random.get_state()
+    np.random.seed(rng.uint32(8))
+    try:
+        yield
+    finally:
+        np.random.set_state(state)
+
+
+# ------------------------------------------------------------------------- metadata
+def statements(method: str, epsilon: float, delta: float, ctx: RunContext) -> list[str]:
+    from app.privacy.dp_release.common import rng_statements
+
+    return [
+        f"(ε, δ)-differential privacy with ε = {epsilon:g}, δ = {delta:.3g} for the whole synthetic "
+        f"table: {NEIGHBOURING}",
+        f"{method} reads the data only through the measurements and selections listed in "
+        "metadata.measurements / metadata.selections; each is charged in ρ-zCDP, the ρ add up to at "
+        "most the ρ that converts to (ε, δ) (metadata.accountant, metadata.conversion)",
+        "measurements are integer counts plus discrete Gaussian noise on a power-of-two grid; "
+        "selections are exponential mechanisms on exact rational scores, sampled exactly (no "
+        "floating-point argmax)",
+        "domains come from the declared bounds and categories (never from the data); values are "
+        "clipped into the bounds; every column has a 'missing' level",
+        "the graphical model (mbi), the synthetic records it samples and their decoding (uniform "
+        "inside a numeric bin) are post-processing; mbi's sampler uses numpy's generator, seeded "
+        "from the job's random source — that randomness protects nobody",
+        *rng_statements(ctx),
+    ]

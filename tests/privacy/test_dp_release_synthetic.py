@@ -1,0 +1,276 @@
+"""mst (and the zCDP machinery it shares with aim): the accounting adds up to the (ε, δ) asked
+for, the exact samplers have the right laws, domains come from the declared schema, and the
+synthetic table keeps the structure the model measured without inventing any (the mbi 1.1
+sampling bug made columns drawn from the same parent co-monotone)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from app.privacy import registry
+from app.privacy.context import RunContext
+from app.privacy.data import ColumnInfo, MethodInput
+from app.privacy.dp_release.marginals import SynthParams, build_columns
+from app.privacy.dp_release.mst import MstParams, compression, decompress, one_way_fit, run_mst
+from app.privacy.dp_release.zcdp import ExactSampler, Ledger, gaussian_counts, l1_error, rho_for
+from app.privacy.noise import zcdp_delta
+from app.privacy.registry import MethodInputError
+from app.privacy.rng import SecureRandom
+
+N = 6000
+
+
+def ctx(seed: int | None = 1) -> RunContext:
+    return RunContext(SecureRandom(seed=seed))
+
+
+def parent_children(n: int, seed: int = 0) -> pd.DataFrame:
+    """A → B and A → C (B ⟂ C given A), a numeric x that depends on A, a boolean f, and a few
+    missing cells in B."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 4, n)
+    b = np.where(rng.random(n) < 0.7, a, rng.integers(0, 5, n))
+    c = np.where(rng.random(n) < 0.7, a, rng.integers(0, 5, n))
+    x = np.clip(np.rint(30 + 10 * a + rng.normal(0, 4, n)), 18, 90).astype(int)
+    frame = pd.DataFrame({"a": np.array(list("pqrs"))[a], "b": b.astype(str), "c": c.astype(str),
+                          "x": x, "f": rng.random(n) < 0.3})
+    frame.loc[rng.choice(n, 400, replace=False), "b"] = None
+    return frame
+
+
+SCHEMA = [ColumnInfo("a", "categorical", categories=tuple("pqrs")),
+          ColumnInfo("b", "categorical", categories=tuple("01234")),
+          ColumnInfo("c", "categorical", categories=tuple("01234")),
+          ColumnInfo("x", "numeric", bounds=(18, 90), integer=True),
+          ColumnInfo("f", "boolean")]
+
+
+@pytest.fixture(scope="module")
+def data() -> MethodInput:
+    return MethodInput(SCHEMA, parent_children(N))
+
+
+@pytest.fixture(scope="module")
+def release(data):
+    params = MstParams(epsilon=5.0, bins=16, iterations=1000)
+    return params, run_mst(data, params, ctx())
+
+
+# ---------------------------------------------------------------------------- accounting
+@pytest.mark.parametrize("epsilon,delta", [(0.5, 1e-9), (1.0, 1e-9), (2.0, 1e-6)])
+def test_rho_for_is_the_largest_rho_that_converts_to_epsilon_delta(epsilon, delta):
+    rho, slack, tails = rho_for(epsilon, delta, 30)
+    assert 0 < slack < 1e-4 and 0 < tails < 1e-10
+    assert zcdp_delta(rho, epsilon - slack) * math.exp(slack / 2) + tails <= delta
+    assert zcdp_delta(rho * 1.01, epsilon - slack) * math.exp(slack / 2) + tails > delta  # tight
+    # the textbook bound ρ ≥ (√(ε + ln 1/δ) - √(ln 1/δ))² is never better than the tight one
+    assert rho >= (math.sqrt(epsilon + math.log(1 / delta)) - math.sqrt(math.log(1 / delta))) ** 2
+
+
+def test_release_spends_exactly_its_rho_and_lists_every_step(release):
+    params, result = release
+    meta = result.metadata["mst"]
+    rho, slack, tails = rho_for(params.epsilon, params.delta, len(meta["measurements"]))
+    assert meta["rho"] == pytest.approx(rho, rel=1e-12)
+    assert sum(s["rho"] for s in meta["measurements"] + meta["selections"]) == pytest.approx(meta["rho_spent"])
+    assert meta["rho_spent"] <= meta["rho"] and meta["rho_spent"] == pytest.approx(meta["rho"], rel=1e-9)
+    split = meta["budget_split"]
+    assert split["1-way"] == pytest.approx(split["select"]) == pytest.approx(split["2-way"])
+    assert sorted(m["clique"][0] for m in meta["measurements"] if m["stage"] == "1-way") == list("abcfx")
+    d = 5
+    assert len(meta["selections"]) == d - 1 == meta["rounds"]
+    for m in meta["measurements"]:
+        assert m["rho"] == pytest.approx(1.0 / m["sigma"] ** 2, rel=1e-9)  # (√2)²/2σ²
+        assert m["sigma"] / m["grid"] >= 16 and math.log2(m["grid"]) == int(math.log2(m["grid"]))
+    for s in meta["selections"]:
+        assert s["rho"] == pytest.approx(s["epsilon0"] ** 2 / 8, rel=1e-9)
+        assert s["score_sensitivity"] == 2
+    g = result.guarantees
+    assert g["notion"] == "central_dp" and g["epsilon"] == params.epsilon
+    assert g["delta"] <= params.delta and g["delta"] == pytest.approx(meta["delta_delivered"])
+    assert g["delta"] == pytest.approx(zcdp_delta(meta["rho_spent"], params.epsilon - slack)
+                                       * math.exp(slack / 2) + tails, rel=1e-6)
+    assert meta["sampler_slack_realized"]["epsilon"] <= meta["sampler_slack_reserved"]["epsilon"]
+    assert g["private"] is False  # seeded test RNG
+    assert registry.get("mst").epsilon_cost(params, SCHEMA) == params.epsilon
+    json.dumps(result.metadata)  # plain JSON
+
+
+def test_ledger_refuses_to_overspend():
+    ledger = Ledger(rho=0.1)
+    ledger.spend(0.06, {"kind": "select"})
+    with pytest.raises(RuntimeError):
+        ledger.spend(0.05, {"kind": "select"})
+
+
+def test_gaussian_counts_have_the_calibrated_spread_and_stay_on_the_grid():
+    rng = SecureRandom(seed=3)
+    counts = np.arange(20000, dtype=float) % 7
+    for sigma in (5.0, 40.0):
+        noisy, record = gaussian_counts(counts, sigma, rng)
+        residual = noisy - counts
+        assert np.all(residual / record["grid"] == np.rint(residual / record["grid"]))
+        assert abs(residual.mean()) < 4 * sigma / math.sqrt(len(counts))
+        assert residual.std() == pytest.approx(sigma, rel=0.03)  # a 10% error in σ is rejected
+
+
+# ------------------------------------------------------------------------- exact sampling
+def test_bernoulli_exp_is_exact_in_law():
+    sampler = ExactSampler(SecureRandom(seed=5))
+    for x in (Fraction(3, 10), Fraction(17, 10), Fraction(0)):
+        draws = np.array([sampler.bernoulli_exp(x) for _ in range(20000)])
+        p = math.exp(-float(x))
+        assert abs(draws.mean() - p) < 4.5 * math.sqrt(p * (1 - p) / len(draws)) + 1e-12
+
+
+def test_exponential_mechanism_has_the_exponential_law_and_the_test_has_power():
+    sampler = ExactSampler(SecureRandom(seed=7))
+    scores = [Fraction(s) for s in (0, 3, 5, 6, 10)]
+    eta = Fraction(1, 4)
+    draws = np.bincount([sampler.exponential(scores, eta) for _ in range(20000)], minlength=5)
+    weights = np.exp([float(eta * s) for s in scores])
+    right = stats.chisquare(draws, weights / weights.sum() * draws.sum()).pvalue
+    wrong_w = np.exp([float(eta * s) * 1.2 for s in scores])  # a 20% error in η
+    wrong = stats.chisquare(draws, wrong_w / wrong_w.sum() * draws.sum()).pvalue
+    assert right > 1e-3 and wrong < 1e-6
+
+
+def test_l1_score_is_exact_and_moves_by_at_most_two_when_one_record_is_replaced():
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 50, 400).astype(float)
+    est = rng.random(400) * 50
+    y = x.copy()
+    y[3] -= 1
+    y[200] += 1
+    assert abs(l1_error(x, est) - l1_error(y, est)) <= 2
+    assert l1_error(x, est) == float(Fraction(l1_error(x, est)))
+
+
+# ------------------------------------------------------------------------------- domains
+def test_domains_come_from_the_declared_schema_never_from_the_data(data):
+    columns = build_columns(SynthParams(epsilon=1.0, bins=16), SCHEMA)
+    by = {c.name: c for c in columns}
+    assert by["a"].size == 5 and by["b"].size == 6 and by["f"].size == 3  # + missing level
+    assert by["x"].bins == 16 and by["x"].bin_edges()[0] == 18 and by["x"].bin_edges()[-1] == 91
+    narrow = build_columns(SynthParams(epsilon=1.0, bins={"x": 200}), SCHEMA)
+    assert narrow[3].per_integer and narrow[3].size == 73 + 1
+    with pytest.raises(MethodInputError, match="'x'"):
+        build_columns(SynthParams(epsilon=1.0), [ColumnInfo("x", "numeric")])
+    with pytest.raises(MethodInputError, match="'a'"):
+        build_columns(SynthParams(epsilon=1.0), [ColumnInfo("a", "categorical")])
+    with pytest.raises(MethodInputError, match="'a'.*not numeric"):
+        build_columns(SynthParams(epsilon=1.0, bins={"a": 4}), SCHEMA)
+    # the params can declare what the schema does not
+    ok = build_columns(SynthParams(epsilon=1.0, bounds={"x": (0, 100)}, categories={"a": ["u", "v"]}),
+                       [ColumnInfo("x", "numeric"), ColumnInfo("a", "categorical")])
+    assert ok[0].plan.source == "params" and ok[1].size == 3
+    bad = data.frame.copy()
+    bad.loc[0, "a"] = "zz"
+    with pytest.raises(MethodInputError, match="outside its declared categories"):
+        run_mst(MethodInput(SCHEMA, bad), MstParams(epsilon=1.0), ctx())
+
+
+def test_check_names_the_column_without_reading_data():
+    spec = registry.get("mst")
+    with pytest.raises(MethodInputError, match="'age'"):
+        spec.validate_against(MstParams(epsilon=1.0), [ColumnInfo("age", "numeric")], None)
+    with pytest.raises(MethodInputError, match="unknown column"):
+        spec.validate_against(MstParams(epsilon=1.0, columns=["nope"]), SCHEMA, None)
+    spec.validate_against(MstParams(epsilon=1.0, columns=["a", "x"]), SCHEMA, None)
+
+
+def test_compression_merges_rare_levels_and_folds_a_rare_missing_level():
+    y = np.array([500.0, 3.0, 400.0, -2.0, 1.0])  # level 4 is "missing"
+    mapping = compression(y, sigma=10.0, missing_level=4, enabled=True)
+    assert mapping.tolist() == [0, 2, 1, 2, 0]  # 1 and 3 share a level; missing goes with 0
+    out = decompress(np.array([0, 1, 2, 2, 2, 2] * 500), mapping, 4, SecureRandom(seed=1))
+    assert set(out[0::6]) == {0} and set(out[1::6]) == {2}
+    shared = out.reshape(-1, 6)[:, 2:].ravel()
+    assert set(shared) == {1, 3} and abs((shared == 1).mean() - 0.5) < 0.05
+    fit = one_way_fit(y, mapping, 900)
+    assert fit.sum() == pytest.approx(1.0) and np.all(fit >= 0)
+
+
+# ------------------------------------------------------------------------------- release
+def test_release_has_the_declared_columns_values_and_size(release, data):
+    params, result = release
+    out = result.frame
+    assert list(out.columns) == ["a", "b", "c", "x", "f"] and len(out) == N
+    assert set(out["a"].dropna()) <= set("pqrs") and set(out["b"].dropna()) <= set("01234")
+    assert out["x"].dtype.kind == "i" and out["x"].between(18, 90).all()
+    assert out["f"].dtype == bool
+    assert out["a"].isna().sum() == 0  # no missing value in a: its missing level is not released
+    assert 200 < out["b"].isna().sum() < 600  # 400 in the data
+    infos = {c.name: c for c in result.columns}
+    assert infos["x"].bounds == (18.0, 90.0) and infos["a"].categories == tuple("pqrs")
+
+
+def test_one_way_marginals_are_close_and_the_measured_dependence_survives(release, data):
+    _, result = release
+    real, syn = data.frame, result.frame
+    for col in ["a", "b", "c", "f"]:
+        p = real[col].astype(str).value_counts(normalize=True)
+        q = syn[col].astype(str).value_counts(normalize=True)
+        assert 0.5 * p.subtract(q, fill_value=0).abs().sum() < 0.03, col
+    chosen = {tuple(sorted(s["chosen"])) for s in result.metadata["mst"]["selections"]}
+    assert {("a", "b"), ("a", "c"), ("a", "x")} <= chosen
+    assert abs(_cramers_v(syn["a"], syn["b"]) - _cramers_v(real["a"], real["b"])) < 0.08
+    assert abs(syn.groupby("a", observed=True)["x"].mean() - real.groupby("a")["x"].mean()).max() < 3
+
+
+def _cramers_v(u: pd.Series, v: pd.Series) -> float:
+    table = pd.crosstab(u.astype(str), v.astype(str)).to_numpy()
+    chi2 = stats.chi2_contingency(table, correction=False)[0]
+    return math.sqrt(chi2 / table.sum() / (min(table.shape) - 1))
+
+
+def _conditional_independence_pvalue(frame: pd.DataFrame) -> float:
+    """G-test of B ⟂ C given A: 2·Σ_a n_a·I(B; C | A = a) against χ² with Σ_a (r_B - 1)(r_C - 1)."""
+    g, dof = 0.0, 0
+    for _, part in frame.dropna(subset=["b", "c"]).groupby("a", observed=True):
+        table = pd.crosstab(part["b"].astype(str), part["c"].astype(str)).to_numpy()
+        if min(table.shape) < 2:
+            continue
+        g += stats.chi2_contingency(table, correction=False, lambda_="log-likelihood")[0]
+        dof += (table.shape[0] - 1) * (table.shape[1] - 1)
+    return float(stats.chi2.sf(g, dof))
+
+
+def test_columns_sampled_from_the_same_parent_are_not_co_monotone(release):
+    """B and C hang off A in the model (B ⟂ C | A exactly): the synthetic table must not
+    couple them. mbi 1.1.0's randomized rounding drew both in the same row order inside each
+    parent group, so they came out co-monotone; the same statistic flags such a table."""
+    _, result = release
+    syn = result.frame.dropna(subset=["b", "c"]).astype({"b": str, "c": str})
+    assert _conditional_independence_pvalue(syn) > 1e-3
+    comonotone = syn.copy()
+    for _, index in syn.groupby("a", observed=True).groups.items():
+        comonotone.loc[index, "b"] = np.sort(syn.loc[index, "b"].to_numpy())
+        comonotone.loc[index, "c"] = np.sort(syn.loc[index, "c"].to_numpy())
+    assert _conditional_independence_pvalue(comonotone) < 1e-6
+
+
+def test_rows_parameter_sets_the_size_and_seeded_runs_repeat(data):
+    small = MethodInput(SCHEMA, data.frame.iloc[:800].reset_index(drop=True))
+    params = MstParams(epsilon=1.0, rows=123, iterations=200, columns=["a", "x"])
+    one = run_mst(small, params, ctx(9))
+    two = run_mst(small, params, ctx(9))
+    assert list(one.frame.columns) == ["a", "x"] and len(one.frame) == 123
+    pd.testing.assert_frame_equal(one.frame, two.frame)
+
+
+def test_registry_import_does_not_load_jax():
+    code = ("import sys\nfrom app.privacy import registry\nregistry.load_all()\n"
+            "assert 'mst' in registry.load_all()\n"
+            "print('jax' in sys.modules, 'mbi' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]

@@ -1,0 +1,65 @@
+"""mst through the HTTP API with real workers: the job is priced and debited at acceptance,
+runs in the worker's child process (jax and mbi load there, not in the API), and the
+downloaded release has the declared columns, the asked-for size and its accounting."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.support.api import assert_problem, auth, submit, upload, wait_job
+
+
+def _table(n: int = 800) -> bytes:
+    rng = np.random.default_rng(4)
+    a = rng.integers(0, 3, n)
+    frame = pd.DataFrame({"id": np.arange(n), "group": np.array(["x", "y", "z"])[a],
+                          "age": np.clip(np.rint(30 + 8 * a + rng.normal(0, 5, n)), 18, 90).astype(int),
+                          "ok": np.where(rng.random(n) < 0.3 + 0.2 * a, "yes", "no")})
+    return frame.to_csv(index=False).encode()
+
+
+def test_mst_job_debits_the_ledger_and_releases_the_declared_table(client, make_key, workers):
+    headers = make_key("owner")
+    schema = {"id": {"role": "identifier"},
+              "group": {"type": "categorical", "categories": ["x", "y", "z"]},
+              "age": {"bounds": [18, 90]},
+              "ok": {"type": "categorical", "categories": ["no", "yes"]}}
+    ds = upload(client, headers, _table(), "people.csv", schema=schema).json()
+    client.put(f"/v1/datasets/{ds['id']}/budget", headers=auth(headers), json={"epsilon_total": 1.5})
+
+    r = submit(client, headers, "mst", {"epsilon": 1.0, "rows": 300, "iterations": 300}, dataset_id=ds["id"])
+    assert r.status_code == 202, r.text
+    assert r.json()["epsilon"] == pytest.approx(1.0)
+    ledger = client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(headers)).json()
+    assert ledger["epsilon_spent"] == pytest.approx(1.0)
+    assert [e["job_id"] for e in ledger["entries"] if e["kind"] == "debit"] == [r.json()["id"]]
+    # a second job would overspend: refused before any work
+    assert_problem(submit(client, headers, "mst", {"epsilon": 1.0}, dataset_id=ds["id"]), 409, "budget")
+
+    job = wait_job(client, headers, r.json()["id"], timeout=240)
+    assert job["status"] == "succeeded", (job["status"], job["error"])
+    rid = job["result"]["release_ids"][0]
+    rel = client.get(f"/v1/releases/{rid}", headers=auth(headers)).json()
+    g = rel["guarantees"]
+    assert g["notion"] == "central_dp" and g["epsilon"] == pytest.approx(1.0) and g["delta"] <= 1e-9
+    assert g["private"] is True
+    meta = rel["metadata"]["mst"]
+    assert meta["rho_spent"] <= meta["rho"] and len(meta["measurements"]) == 3 + meta["rounds"]
+    body = client.get(f"/v1/releases/{rid}/data", headers=auth(headers), params={"format": "parquet"})
+    frame = pd.read_parquet(io.BytesIO(body.content))
+    assert list(frame.columns) == ["group", "age", "ok"] and len(frame) == 300  # no identifier
+    assert set(frame["group"].dropna().astype(str)) <= {"x", "y", "z"}
+    assert frame["age"].between(18, 90).all()
+
+
+def test_mst_without_declared_bounds_is_refused_naming_the_column(client, make_key, workers):
+    headers = make_key("owner")
+    ds = upload(client, headers, _table(50), "people.csv",
+                schema={"group": {"type": "categorical", "categories": ["x", "y", "z"]},
+                        "ok": {"type": "categorical", "categories": ["no", "yes"]}}).json()
+    assert_problem(submit(client, headers, "mst", {"epsilon": 1.0, "columns": ["group", "age"]},
+                          dataset_id=ds["id"]), 422, "'age'")
