@@ -351,6 +351,22 @@ def test_encoding_bins_values_and_missing():
     assert (table.filter(like="x=").sum(axis=1) == 1).all()  # one bin per record
 
 
+def test_discrete_numeric_columns_keep_their_values():
+    """Scores 1..8 are discrete (≤ discrete_values distinct values): one indicator per value,
+    as seed 004 encodes Breast Cancer; with discrete_values = 0 they are binned like a
+    continuous column."""
+    frame = pd.DataFrame({"score": np.arange(1, 9).repeat(3), "x": np.linspace(0, 1, 24)})
+    columns = [ColumnInfo("score", "numeric"), ColumnInfo("x", "numeric")]
+    enc = encode(frame, columns, ["score", "x"], bins=4, discrete_max=10)
+    assert [n for n in enc.names if n.startswith("score")] == [f"score={v}" for v in range(1, 9)]
+    assert enc.encoding["score"]["binning"] == "values"
+    assert enc.encoding["x"]["binning"] == "equal_width"  # 24 values: continuous
+    binned = encode(frame, columns, ["score", "x"], bins=4, discrete_max=0)
+    assert binned.encoding["score"]["binning"] == "equal_width"
+    assert len([n for n in binned.names if n.startswith("score")]) == 4
+    assert RfkaParams().discrete_values == 10 and HamdistParams().discrete_values == 10
+
+
 # ------------------------------------------------------------------------- parameters
 def test_bad_parameters(breast_cancer):
     spec = registry.get("rfka")

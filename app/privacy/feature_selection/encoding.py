@@ -36,18 +36,21 @@ def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
 
-def _numeric_codes(values: pd.Series, info: ColumnInfo, bins: int) -> tuple[np.ndarray, list[str], dict]:
+def _numeric_codes(values: pd.Series, info: ColumnInfo, bins: int,
+                   discrete_max: int) -> tuple[np.ndarray, list[str], dict]:
     """Integer codes (-1 = missing) and their labels for a numeric column.
 
-    A column with at most ``bins`` distinct values keeps its values (binning could only merge
-    them); otherwise ``bins`` equal-width bins over the declared bounds, or over the data's
-    min..max when none are declared (the edges then disclose the min and max)."""
+    A column with at most max(``bins``, ``discrete_max``) distinct values is discrete and keeps
+    its values (seed 004 one-hot encodes discrete attributes such as Breast Cancer's 1..10
+    scores as they are and discretizes only continuous ones); otherwise ``bins`` equal-width
+    bins over the declared bounds, or over the data's min..max when none are declared (the
+    edges then disclose the min and max)."""
     x = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
     present = ~np.isnan(x)
     if not present.any():
         return np.full(len(x), -1), [], {"binning": "none", "reason": "no values"}
     distinct = np.unique(x[present])
-    if len(distinct) <= bins:
+    if len(distinct) <= max(bins, discrete_max):
         codes = np.full(len(x), -1)
         codes[present] = np.searchsorted(distinct, x[present])
         return codes, [_fmt(v) for v in distinct], {"binning": "values", "values": len(distinct)}
@@ -75,7 +78,7 @@ def _categorical_codes(values: pd.Series) -> tuple[np.ndarray, list[str], dict]:
 
 
 def encode(frame: pd.DataFrame, columns: list[ColumnInfo], attributes: list[str],
-           bins: int) -> BinaryFeatures:
+           bins: int, discrete_max: int = 0) -> BinaryFeatures:
     """One-hot encode ``attributes`` (numeric ones binned first). Missing is a value of its
     own. An attribute with two values gives one indicator (the second is its complement);
     values that never occur give none; a constant attribute gives none."""
@@ -87,7 +90,7 @@ def encode(frame: pd.DataFrame, columns: list[ColumnInfo], attributes: list[str]
     for attr in attributes:
         info = by_name[attr]
         if info.type == "numeric":
-            codes, labels, how = _numeric_codes(frame[attr], info, bins)
+            codes, labels, how = _numeric_codes(frame[attr], info, bins, discrete_max)
         else:
             codes, labels, how = _categorical_codes(frame[attr])
         if (codes < 0).any():

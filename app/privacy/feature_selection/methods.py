@@ -42,9 +42,15 @@ class FeatureSelectionParams(Params):
         "column); default: the column whose role is label")
     k: int = Field(5, ge=1, le=1_000_000, description="every combination of released feature "
                    "values is shared by at least k records")
-    bins: int = Field(5, ge=2, le=100, description="numeric columns with more than `bins` "
-                      "distinct values are cut into `bins` equal-width bins (over the declared "
-                      "bounds, else the data's min..max) before one-hot encoding")
+    bins: int = Field(5, ge=2, le=100, description="continuous numeric columns (more distinct "
+                      "values than `discrete_values` and `bins`) are cut into `bins` equal-width "
+                      "bins (over the declared bounds, else the data's min..max) before one-hot "
+                      "encoding")
+    discrete_values: int = Field(10, ge=0, le=100, description="a numeric column with at most "
+                                 "this many distinct values is discrete: one indicator per value, "
+                                 "never binned (seed 004 one-hot encodes Breast Cancer's 1..10 "
+                                 "scores as they are and bins only continuous attributes); 0 = "
+                                 "bin every column with more than `bins` values")
     quasi_identifiers: list[str] | None = Field(
         None, min_length=1, description="candidate attributes; default: the columns whose role "
         "is quasi_identifier, else every column that is not the label, an identifier or sensitive")
@@ -120,9 +126,13 @@ def _check(params: FeatureSelectionParams, columns: list[ColumnInfo],
            source: SourceRelease | None) -> None:
     label, candidates = _roles(params, columns)
     by_name = {c.name: c for c in columns}
-    # Indicators per attribute are at most its distinct values (numeric: at most bins).
-    bound = sum(min(params.bins, by_name[c].distinct or 0) if by_name[c].type == "numeric"
-                else (by_name[c].distinct or 0) for c in candidates)
+    # Indicators per attribute are at most its distinct values (continuous numeric: bins).
+    def indicators(info: ColumnInfo) -> int:
+        distinct = info.distinct or 0
+        if info.type == "numeric" and distinct > max(params.bins, params.discrete_values):
+            return params.bins
+        return distinct
+    bound = sum(indicators(by_name[c]) for c in candidates)
     if bound > MAX_INDICATORS + len(candidates):
         raise MethodInputError(f"the candidates have about {bound} distinct values in all; the "
                                f"one-hot encoding allows {MAX_INDICATORS} indicators")
@@ -211,7 +221,7 @@ def _select(method: str, data: MethodInput, params: FeatureSelectionParams, ctx:
         raise MethodInputError(f"k = {params.k} exceeds the number of records ({n})")
     ctx.progress(0.0, "encoding")
     started = time.perf_counter()
-    features = encode(frame, data.columns, candidates, params.bins)
+    features = encode(frame, data.columns, candidates, params.bins, params.discrete_values)
     if label in features.names:
         raise MethodInputError(f"an indicator is named like the label column {label!r}")
     y = pd.factorize(frame[label], sort=True)[0]
@@ -324,6 +334,7 @@ def _release(sel: _Selection, params: FeatureSelectionParams,
                     if "oob_accuracy" in sel.ranking else {})},
         metadata={"feature_selection": {
             "method": sel.method, "label": label, "k": params.k, "bins": params.bins,
+            "discrete_values": params.discrete_values,
             "lookahead": _lookahead_note(params),
             "candidates": sel.candidates,
             "encoding": {"kind": "one-hot of the attributes, numeric ones binned first; an "
