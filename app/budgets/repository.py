@@ -4,7 +4,7 @@ import uuid
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import insert, select, text
+from sqlalchemy import func, insert, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
@@ -47,7 +47,23 @@ def add_entry(session: Session, **values: Any) -> None:
     session.execute(insert(budget_entries).values(**values))
 
 
-def entries(session: Session, dataset_id: uuid.UUID) -> list[dict[str, Any]]:
-    return [dict(r) for r in session.execute(
+def latest_entries(session: Session, dataset_id: uuid.UUID, limit: int) -> list[dict[str, Any]]:
+    """The ``limit`` most recent ledger entries, oldest first."""
+    rows = [dict(r) for r in session.execute(
         select(budget_entries).where(budget_entries.c.dataset_id == dataset_id)
-        .order_by(budget_entries.c.id)).mappings()]
+        .order_by(budget_entries.c.id.desc()).limit(limit)).mappings()]
+    return rows[::-1]
+
+
+def entries_after(session: Session, dataset_id: uuid.UUID, after: int | None, limit: int
+                  ) -> list[dict[str, Any]]:
+    """A page of the ledger, oldest first, after the entry ``after`` (keyset on the id)."""
+    q = select(budget_entries).where(budget_entries.c.dataset_id == dataset_id)
+    if after is not None:
+        q = q.where(budget_entries.c.id > after)
+    return [dict(r) for r in session.execute(q.order_by(budget_entries.c.id).limit(limit)).mappings()]
+
+
+def count_entries(session: Session, dataset_id: uuid.UUID) -> int:
+    return session.execute(select(func.count()).select_from(budget_entries)
+                           .where(budget_entries.c.dataset_id == dataset_id)).scalar_one()

@@ -2,21 +2,23 @@ from __future__ import annotations
 
 import uuid
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 
 from app.auth.dependencies import OwnerPrincipal
 from app.budgets import service
-from app.budgets.schemas import Budget, BudgetUpdate
+from app.budgets.schemas import Budget, BudgetUpdate, LedgerPage
 from app.datasets.service import get_row
 from app.deps import SessionDep
-from app.errors import problem_responses
+from app.errors import Unprocessable, problem_responses
 
 router = APIRouter(prefix="/v1/datasets/{dataset_id}/budget", tags=["budgets"])
 
 
 @router.get("", response_model=Budget, responses=problem_responses(401, 403, 404, 422, 503))
 def get_budget(dataset_id: uuid.UUID, principal: OwnerPrincipal, session: SessionDep) -> Budget:
-    """The dataset's ε cap, what is spent and remains, and the ledger of every debit."""
+    """The dataset's ε cap, what is spent and remains, and the latest entries of its ledger."""
     get_row(session, principal, dataset_id)
     return Budget(**service.view(session, dataset_id))
 
@@ -27,3 +29,14 @@ def put_budget(dataset_id: uuid.UUID, body: BudgetUpdate, principal: OwnerPrinci
     """Set the ε cap (never below what is already spent)."""
     get_row(session, principal, dataset_id, for_update=True)
     return Budget(**service.set_total(session, principal, dataset_id, body.epsilon_total))
+
+
+@router.get("/entries", response_model=LedgerPage, responses=problem_responses(401, 403, 404, 422, 503))
+def get_ledger(dataset_id: uuid.UUID, principal: OwnerPrincipal, session: SessionDep,
+               cursor: Annotated[str | None, Query(max_length=20)] = None,
+               limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> LedgerPage:
+    """The whole ε ledger of the dataset, oldest first: every debit and refund."""
+    get_row(session, principal, dataset_id)
+    if cursor is not None and not cursor.isdigit():
+        raise Unprocessable("cursor must be the `next` value of a previous page")
+    return LedgerPage(**service.ledger_page(session, dataset_id, int(cursor) if cursor else None, limit))

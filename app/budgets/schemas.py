@@ -30,4 +30,12 @@ class Budget(BaseModel):
     epsilon_total: float | None
     epsilon_spent: Epsilon
     epsilon_remaining: Epsilon | None
-    entries: list[BudgetEntry]
+    entries: list[BudgetEntry] = Field(
+        ..., description="the latest entries of the ledger (at most 100), oldest first; the whole "
+        "ledger: GET /v1/datasets/{dataset_id}/budget/entries")
+    entry_count: int = Field(..., description="entries in the whole ledger")
+
+
+class LedgerPage(BaseModel):
+    items: list[BudgetEntry]
+    next: str | None = Field(None, description="pass as `cursor` for the next page; null on the last")

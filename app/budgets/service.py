@@ -40,15 +40,31 @@ def refund(session: Session, *, dataset_id: uuid.UUID, job_id: uuid.UUID, method
                          kind="refund", epsilon=-epsilon, actor=actor)
 
 
+# The budget view shows the latest entries of the ledger; the whole ledger is paginated
+# (a dataset with many jobs would otherwise make every budget read heavier).
+ENTRIES_SHOWN = 100
+
+
+def _entry(e: dict[str, Any]) -> dict[str, Any]:
+    return {**e, "epsilon": jsonable(float(e["epsilon"])), "actor": str(e["actor"])}
+
+
 def view(session: Session, dataset_id: uuid.UUID) -> dict[str, Any]:
     repository.ensure_row(session, dataset_id)
     row = repository.get(session, dataset_id)
     total = None if row["epsilon_total"] is None else float(row["epsilon_total"])
     spent = float(row["epsilon_spent"])
+    shown = repository.latest_entries(session, dataset_id, ENTRIES_SHOWN)
+    count = len(shown) if len(shown) < ENTRIES_SHOWN else repository.count_entries(session, dataset_id)
     return {"dataset_id": dataset_id, "epsilon_total": total, "epsilon_spent": jsonable(spent),
             "epsilon_remaining": None if total is None else jsonable(max(total - spent, 0.0)),
-            "entries": [{**e, "epsilon": jsonable(float(e["epsilon"])), "actor": str(e["actor"])}
-                        for e in repository.entries(session, dataset_id)]}
+            "entries": [_entry(e) for e in shown], "entry_count": count}
+
+
+def ledger_page(session: Session, dataset_id: uuid.UUID, after: int | None, limit: int) -> dict[str, Any]:
+    rows = repository.entries_after(session, dataset_id, after, limit)
+    return {"items": [_entry(e) for e in rows],
+            "next": str(rows[-1]["id"]) if len(rows) == limit else None}
 
 
 def set_total(session: Session, principal: Principal, dataset_id: uuid.UUID,

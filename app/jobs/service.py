@@ -100,14 +100,7 @@ def submit(session: Session, principal: Principal, req, idempotency_key: str | N
     except registry.MethodInputError as exc:
         raise Unprocessable(str(exc), errors=[{"loc": ["body", "params"], "msg": str(exc),
                                                "type": "method_input"}]) from None
-    repository.lock_tenant_submissions(session, principal.tenant)
-    if repository.count_active(session, principal.tenant) >= settings.tenant_max_active_jobs:
-        raise TooManyRequests(f"the tenant already has {settings.tenant_max_active_jobs} queued or "
-                              "running jobs; wait for some to finish")
     job_id = uuid.uuid4()
-    if epsilon is not None:
-        budgets.debit(session, dataset_id=resolved.dataset_id, job_id=job_id, method=spec.name,
-                      epsilon=epsilon, actor=principal.key_id)
     values = dict(id=job_id, tenant=principal.tenant, created_by=principal.key_id, method=spec.name,
                   kind=spec.kind.value, dataset_id=resolved.dataset_id, release_id=resolved.release_id,
                   params=req.params.model_dump(mode="json"), seed=req.seed,
@@ -128,7 +121,18 @@ def submit(session: Session, principal: Principal, req, idempotency_key: str | N
            subject_type="job", subject_id=job_id, dataset_id=resolved.dataset_id,
            release_id=resolved.release_id,
            details={"method": spec.name, "epsilon": epsilon, "seed_given": req.seed is not None})
-    return to_response(session, repository.get(session, job_id)), True
+    row = repository.get(session, job_id)
+    # The two checks that lock (the tenant's submissions, the dataset's budget row) come last:
+    # the locks are held until the request commits, so the less work after them, the less
+    # concurrent submissions wait. Failing either rolls the whole submission back.
+    repository.lock_tenant_submissions(session, principal.tenant)
+    if repository.count_active(session, principal.tenant) > settings.tenant_max_active_jobs:  # with this one
+        raise TooManyRequests(f"the tenant already has {settings.tenant_max_active_jobs} queued or "
+                              "running jobs; wait for some to finish")
+    if epsilon is not None:
+        budgets.debit(session, dataset_id=resolved.dataset_id, job_id=job_id, method=spec.name,
+                      epsilon=epsilon, actor=principal.key_id)
+    return to_response(session, row, results={"release_ids": [], "report_id": None, "model_id": None}), True
 
 
 def to_response(session: Session, row, results: dict[str, Any] | None = None) -> dict[str, Any]:

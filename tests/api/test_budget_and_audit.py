@@ -103,3 +103,35 @@ def test_infinite_epsilon_is_refused_under_a_cap_and_reported_as_infinity(client
     capped = upload(client, owner, b"a,b\nx,u\ny,v\nx,v\n", "w2.csv").json()
     client.put(f"/v1/datasets/{capped['id']}/budget", headers=auth(owner), json={"epsilon_total": 100})
     assert_problem(submit(client, owner, "warner", params, dataset_id=capped["id"]), 409, "budget")
+
+
+def test_budget_shows_the_latest_entries_and_the_ledger_pages_through_all(client, owner):
+    """A dataset with a long ledger: the budget view carries the latest 100 entries and the
+    count; /budget/entries pages through every entry, oldest first, none twice."""
+    import uuid
+    from decimal import Decimal
+
+    from app.budgets import repository
+
+    ds = _binary_dataset(client, owner)
+    job_ids = [uuid.uuid4() for _ in range(120)]
+    with transaction() as s:
+        repository.ensure_row(s, uuid.UUID(ds["id"]))
+        for i, job in enumerate(job_ids):
+            repository.add_entry(s, dataset_id=uuid.UUID(ds["id"]), job_id=job, method="errph",
+                                 kind="debit", epsilon=Decimal(i + 1) / 1000, actor=uuid.uuid4())
+    budget = client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner)).json()
+    assert budget["entry_count"] == 120
+    assert [e["job_id"] for e in budget["entries"]] == [str(j) for j in job_ids[20:]]
+    seen, cursor, pages = [], None, 0
+    while True:
+        params = {"limit": 50, **({"cursor": cursor} if cursor else {})}
+        page = client.get(f"/v1/datasets/{ds['id']}/budget/entries", params=params, headers=auth(owner)).json()
+        seen += [e["job_id"] for e in page["items"]]
+        pages += 1
+        cursor = page["next"]
+        if cursor is None:
+            break
+    assert seen == [str(j) for j in job_ids] and pages == 3
+    assert_problem(client.get(f"/v1/datasets/{ds['id']}/budget/entries", params={"cursor": "x"},
+                              headers=auth(owner)), 422, "cursor")
