@@ -28,6 +28,7 @@ TABLE = {
                                     "other_analyst": 403},
     "GET /v1/datasets/{dataset_id}": DATASET_OBJECT,
     "GET /v1/datasets/{dataset_id}/budget": DATASET_OBJECT,
+    "GET /v1/datasets/{dataset_id}/budget/entries": DATASET_OBJECT,
     "PUT /v1/datasets/{dataset_id}/budget": DATASET_OBJECT,
     "GET /v1/datasets/{dataset_id}/data": DATASET_OBJECT,
     "GET /v1/datasets/{dataset_id}/profile": DATASET_OBJECT,
