@@ -6,11 +6,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from app.privacy import registry
 from app.privacy.context import RunContext
 from app.privacy.experiments.dp_release import (
-    ExperimentDpReleaseParams, TARGET, load_task, run_protocol, svm_error,
+    ExperimentDpReleaseParams, TARGET, load_task, marginal_tvd, run_protocol, svm_error,
 )
 from app.privacy.rng import SecureRandom
 
@@ -42,3 +43,27 @@ def test_svm_error_is_the_misclassification_rate():
         test[TARGET] == "yes", "no", "yes")})], task.data.columns, 1000, np.random.default_rng(0))
     assert 0 < err < 0.3
     assert err + flipped == 1.0  # every prediction is either right or wrong
+
+
+def test_adult_income_task_releases_adult_train_and_tests_on_adult_test_with_mst():
+    params = ExperimentDpReleaseParams(tasks=["adult_income"], methods=["mst", "noprivacy"],
+                                       epsilons=[2.0], repetitions=1, train_rows=300, test_rows=300,
+                                       seed=3)
+    report = run_protocol(params, RunContext(SecureRandom(seed=3)))
+    runs = report.tables["runs"].set_index("method")
+    assert runs.loc["mst", "majority_error"] == pytest.approx(0.246, abs=0.02)  # adult_test's base rate
+    assert runs.loc["noprivacy", "tvd_1way"] == 0 and runs.loc["noprivacy", "tvd_2way"] == 0
+    assert 0 < runs.loc["mst", "tvd_1way"] < 0.02 and runs.loc["mst", "tvd_2way"] < 0.08
+    assert runs.loc["mst", "error_raw_holdout"] < runs.loc["mst", "majority_error"]
+    assert runs.loc["mst", "release_seconds"] > 0
+    assert {"tvd_1way", "tvd_2way"} <= set(report.tables["summary_marginals"].columns)
+
+
+def test_marginal_tvd_sees_a_broken_dependence_but_not_the_marginals():
+    task = load_task("adult_degree")
+    frame = task.data.frame.iloc[:4000].reset_index(drop=True)
+    assert marginal_tvd(frame, frame, task.data.columns) == (0.0, 0.0)
+    rng = np.random.default_rng(1)  # every column permuted on its own: marginals kept, joint broken
+    shuffled = frame.apply(lambda col: col.to_numpy()[rng.permutation(len(col))])
+    one, two = marginal_tvd(frame, shuffled, task.data.columns)
+    assert one == pytest.approx(0.0, abs=1e-12) and two > 0.05

@@ -35,7 +35,9 @@ from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, SourceRelease
 from app.privacy.dp_release.common import NEIGHBOURING, TableParams, check_references
 from app.privacy.dp_release.encoding import ColumnPlan, check_declared, plan_column
+from app.privacy.guarantees import guarantee
 from app.privacy.registry import MethodInputError
+from app.privacy.results import ReleaseResult
 from app.privacy.rng import SecureRandom
 
 MAX_LEVELS = 1024  # levels of one column, missing level included
@@ -230,6 +232,11 @@ def check(params: SynthParams, columns: list[ColumnInfo], source: SourceRelease 
     build_columns(params, columns)
 
 
+def synthetic_epsilon(params: SynthParams, columns: list[ColumnInfo]) -> float:
+    """ε debited at acceptance: the ε of the (ε, δ) guarantee (δ is reported, not budgeted)."""
+    return params.epsilon
+
+
 # ------------------------------------------------------------------------------ mbi
 XLA_FLAGS = "--xla_backend_optimization_level=0"
 
@@ -279,6 +286,49 @@ def numpy_global_seed(rng: SecureRandom):
 
 
 # ------------------------------------------------------------------------- metadata
+def release(method: str, params: SynthParams, ctx: RunContext, columns: list[Column],
+            out: pd.DataFrame, ledger, budget: tuple[float, float, float], facts: dict[str, Any],
+            extra: dict[str, Any]) -> ReleaseResult:
+    """The release of a marginal-based synthesizer: the (ε, δ) delivered by the ledger's ρ,
+    every measurement and selection, the columns' domains, and ``extra`` (method-specific)."""
+    from app.privacy.dp_release.zcdp import ACCOUNTANT, CONVERSION, delivered, noise_description
+
+    rho, slack, tails = budget
+    eps, delta_out = delivered(ledger.spent, params.epsilon, slack, tails)
+    measurements = [s for s in ledger.steps if s["kind"] == "measure"]
+    selections = [s for s in ledger.steps if s["kind"] == "select"]
+    split = {"1-way": sum(s["rho"] for s in measurements if s["stage"] == "1-way"),
+             "select": sum(s["rho"] for s in selections),
+             "marginals chosen": sum(s["rho"] for s in measurements if s["stage"] != "1-way")}
+    meta = {
+        "method": method, "epsilon": params.epsilon, "delta": params.delta,
+        "delta_delivered": delta_out, "rho": rho, "rho_spent": ledger.spent,
+        "accountant": ACCOUNTANT, "conversion": CONVERSION, "neighbouring": NEIGHBOURING,
+        "sampler_slack_reserved": {"epsilon": slack, "delta": tails},
+        "sampler_slack_realized": {"epsilon": ledger.slack, "delta": ledger.tails},
+        "budget_split": split, "noise": noise_description(ctx.rng),
+        "measurements": measurements, "selections": selections,
+        "columns": {c.name: c.describe() for c in columns}, "rows": facts["rows"],
+        "model": {"library": f"mbi {mbi_version()}", "known_total": facts["n"],
+                  "sampling": "mbi MarkovRandomField.synthetic_data (randomized rounding along the "
+                  "junction tree, shuffled within each parent group)", **extra.pop("model", {})},
+        **extra,
+    }
+    g = guarantee("central_dp", rng=ctx.rng.name, private=ctx.rng.is_private, epsilon=eps,
+                  delta=delta_out, protected_columns=list(out.columns),
+                  statements=statements(method, eps, delta_out, ctx), rho=rho, accountant=ACCOUNTANT,
+                  conversion=CONVERSION, neighbouring=NEIGHBOURING, rho_split=split)
+    return ReleaseResult(frame=out, columns=output_infos(columns), guarantees=g, metadata={method: meta},
+                         metrics={"rows": facts["rows"], "seconds": facts["seconds"],
+                                  "measurements": len(measurements), "selections": len(selections)})
+
+
+def mbi_version() -> str:
+    from importlib.metadata import version
+
+    return version("mbi")
+
+
 def statements(method: str, epsilon: float, delta: float, ctx: RunContext) -> list[str]:
     from app.privacy.dp_release.common import rng_statements
 

@@ -29,17 +29,15 @@ import numpy as np
 from pydantic import Field
 
 from app.privacy.context import RunContext
-from app.privacy.data import ColumnInfo, MethodInput
-from app.privacy.dp_release.common import NEIGHBOURING, require_rows
+from app.privacy.data import MethodInput
+from app.privacy.dp_release.common import require_rows
 from app.privacy.dp_release.marginals import (
     Column, SynthParams, build_columns, candidate_pairs, check, decode_frame, encode_frame,
-    load_mbi, marginal, mirror_descent, numpy_global_seed, output_infos, statements,
+    load_mbi, marginal, mirror_descent, numpy_global_seed, release, synthetic_epsilon,
 )
 from app.privacy.dp_release.zcdp import (
-    ACCOUNTANT, CONVERSION, ExactSampler, Ledger, delivered, em_epsilon, exact_score, l1_error,
-    noise_description, rho_for, sigma_for,
+    ExactSampler, Ledger, em_epsilon, exact_score, l1_error, rho_for, sigma_for,
 )
-from app.privacy.guarantees import guarantee
 from app.privacy.registry import Kind, MethodSpec, register
 from app.privacy.results import ReleaseResult
 from app.privacy.rng import SecureRandom
@@ -97,9 +95,10 @@ def compression(y: np.ndarray, sigma: float, missing_level: int, enabled: bool) 
     return mapping
 
 
-def decompress(codes: np.ndarray, mapping: np.ndarray, missing_level: int,
+def decompress(codes: np.ndarray, mapping: np.ndarray, missing_level: int, noisy: np.ndarray,
                rng: SecureRandom) -> np.ndarray:
-    """Compressed codes back to levels; the shared level goes uniformly to its members."""
+    """Compressed codes back to levels; the shared level goes to its members in proportion to
+    their noisy 1-way counts clipped at 0 (uniformly if none is positive): post-processing."""
     own = np.ones(len(mapping), dtype=bool)
     folded = (mapping == mapping[missing_level]).sum() > 1
     own[missing_level] = not folded
@@ -110,7 +109,8 @@ def decompress(codes: np.ndarray, mapping: np.ndarray, missing_level: int,
     members = np.flatnonzero(own & (mapping == shared))
     if len(members) > 1:
         rest = np.flatnonzero(codes == shared)
-        out[rest] = members[rng.integers(len(members), len(rest))]
+        weights = np.clip(noisy[members], 0.0, None)
+        out[rest] = members[rng.choice(len(members), len(rest), p=weights if weights.sum() > 0 else None)]
     return out
 
 
@@ -209,57 +209,29 @@ def run_mst(data: MethodInput, params: MstParams, ctx: RunContext) -> ReleaseRes
     with numpy_global_seed(ctx.rng):
         synthetic = model.synthetic_data(rows)
     levels = {c.name: decompress(np.asarray(synthetic.data[c.name], dtype=np.int64),
-                                 mappings[c.name], c.missing_level, ctx.rng) for c in columns}
+                                 mappings[c.name], c.missing_level, noisy[c.name], ctx.rng)
+              for c in columns}
     out = decode_frame(columns, levels, ctx.rng)
     ctx.progress(1.0, "done")
-    return _result(params, ctx, columns, out, ledger, rho, slack, tails, mappings,
+    return _result(params, ctx, columns, out, ledger, (rho, slack, tails), mappings,
                    {"n": n, "rows": rows, "rounds": rounds, "candidate_pairs": len(pairs),
-                    "seconds": time.perf_counter() - started, "mbi": mbi_version()})
-
-
-def mbi_version() -> str:
-    from importlib.metadata import version
-
-    return f"mbi {version('mbi')}"
+                    "seconds": time.perf_counter() - started})
 
 
 def _result(params: MstParams, ctx: RunContext, columns: list[Column], out, ledger: Ledger,
-            rho: float, slack: float, tails: float, mappings: dict[str, np.ndarray],
+            budget: tuple[float, float, float], mappings: dict[str, np.ndarray],
             facts: dict[str, Any]) -> ReleaseResult:
-    eps, delta_out = delivered(ledger.spent, params.epsilon, slack, tails)
-    measurements = [s for s in ledger.steps if s["kind"] == "measure"]
-    selections = [s for s in ledger.steps if s["kind"] == "select"]
-    described = {}
-    for c in columns:
-        described[c.name] = {**c.describe(), **_compression_facts(mappings[c.name], c.missing_level)}
-    meta = {
-        "method": "mst", "epsilon": params.epsilon, "delta": params.delta, "delta_delivered": delta_out,
-        "rho": rho, "rho_spent": ledger.spent, "accountant": ACCOUNTANT, "conversion": CONVERSION,
-        "neighbouring": NEIGHBOURING, "sampler_slack_reserved": {"epsilon": slack, "delta": tails},
-        "sampler_slack_realized": {"epsilon": ledger.slack, "delta": ledger.tails},
-        "budget_split": {"1-way": sum(s["rho"] for s in measurements if s["stage"] == "1-way"),
-                         "select": sum(s["rho"] for s in selections),
-                         "2-way": sum(s["rho"] for s in measurements if s["stage"] == "2-way")},
-        "noise": noise_description(ctx.rng), "measurements": measurements, "selections": selections,
-        "columns": described,
+    result = release("mst", params, ctx, columns, out, ledger, budget, facts, {
         "compression": ("levels with a noisy 1-way count below 3σ₁ share one level (post-processing), "
-                        "sampled back uniformly among them ('shared_levels'); " if params.compress else "") +
-                       "a missing level below 5σ₁ is folded into the level with the largest noisy count "
-                       "('missing_folded_into') and never released",
-        "model": {"library": facts["mbi"], "estimator": "MirrorDescent", "iterations": params.iterations,
-                  "known_total": facts["n"], "sampling": "mbi MarkovRandomField.synthetic_data "
-                  "(randomized rounding along the junction tree)"},
-        "rows": facts["rows"], "rounds": facts["rounds"], "candidate_pairs": facts["candidate_pairs"],
-    }
-    g = guarantee("central_dp", rng=ctx.rng.name, private=ctx.rng.is_private, epsilon=eps,
-                  delta=delta_out, protected_columns=list(out.columns),
-                  statements=statements("mst", eps, delta_out, ctx), rho=rho,
-                  accountant=ACCOUNTANT, conversion=CONVERSION, neighbouring=NEIGHBOURING,
-                  rho_split=meta["budget_split"])
-    return ReleaseResult(frame=out, columns=output_infos(columns), guarantees=g,
-                         metadata={"mst": meta},
-                         metrics={"rows": facts["rows"], "seconds": facts["seconds"],
-                                  "measurements": len(measurements), "rounds": facts["rounds"]})
+                        "sampled back among them in proportion to their noisy counts clipped at 0 "
+                        "('shared_levels'); " if params.compress else "")
+        + "a missing level below 5σ₁ is folded into the level with the largest noisy count "
+          "('missing_folded_into') and never released",
+        "model": {"estimator": "mbi MirrorDescent", "iterations": params.iterations},
+        "rounds": facts["rounds"], "candidate_pairs": facts["candidate_pairs"]})
+    for c in columns:
+        result.metadata["mst"]["columns"][c.name].update(_compression_facts(mappings[c.name], c.missing_level))
+    return result
 
 
 def _compression_facts(mapping: np.ndarray, missing_level: int) -> dict[str, Any]:
@@ -268,10 +240,6 @@ def _compression_facts(mapping: np.ndarray, missing_level: int) -> dict[str, Any
     own = np.flatnonzero(np.arange(len(mapping)) != missing_level)
     shared = [int(v) for v in own if (mapping[own] == mapping[v]).sum() > 1]
     return {"shared_levels": shared, "missing_folded_into": folded[0] if folded else None}
-
-
-def mst_epsilon(params: MstParams, columns: list[ColumnInfo]) -> float:
-    return params.epsilon
 
 
 register(MethodSpec(
@@ -286,7 +254,7 @@ register(MethodSpec(
     paper="McKenna, Miklau & Sheldon, Winning the NIST Contest: A scalable and general approach "
           "to differentially private synthetic data, Journal of Privacy and Confidentiality 11(3), 2021",
     run=run_mst,
-    epsilon=mst_epsilon,
+    epsilon=synthetic_epsilon,
     check=check,
     docs="docs/methods/mst.md",
 ))
