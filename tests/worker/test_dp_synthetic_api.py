@@ -63,3 +63,21 @@ def test_mst_without_declared_bounds_is_refused_naming_the_column(client, make_k
                         "ok": {"type": "categorical", "categories": ["no", "yes"]}}).json()
     assert_problem(submit(client, headers, "mst", {"epsilon": 1.0, "columns": ["group", "age"]},
                           dataset_id=ds["id"]), 422, "'age'")
+
+
+def test_aim_job_runs_in_the_worker_and_lists_its_rounds(client, make_key, workers):
+    headers = make_key("owner")
+    schema = {"id": {"role": "identifier"},
+              "group": {"type": "categorical", "categories": ["x", "y", "z"]},
+              "age": {"bounds": [18, 90]},
+              "ok": {"type": "categorical", "categories": ["no", "yes"]}}
+    ds = upload(client, headers, _table(), "people.csv", schema=schema).json()
+    r = submit(client, headers, "aim", {"epsilon": 2.0, "iterations": 300}, dataset_id=ds["id"])
+    assert r.status_code == 202, r.text
+    assert r.json()["epsilon"] == pytest.approx(2.0)
+    job = wait_job(client, headers, r.json()["id"], timeout=240)
+    assert job["status"] == "succeeded", (job["status"], job["error"])
+    rel = client.get(f"/v1/releases/{job['result']['release_ids'][0]}", headers=auth(headers)).json()
+    meta = rel["metadata"]["aim"]
+    assert meta["rounds"] == len(meta["selections"]) >= 1 and meta["rho_spent"] <= meta["rho"]
+    assert rel["rows"] == 800 and rel["guarantees"]["epsilon"] == pytest.approx(2.0)
