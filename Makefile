@@ -43,13 +43,14 @@ load: install  # constant-rate load on a real `veil serve` (60 s; VEIL_LOAD_SECO
 
 reliability: fuzz faults stress load
 
-# Peers that pin old pandas/numpy (anjana, pycanon, DataSynthesizer) get their own venv and
-# run in their own interpreter (VEIL_PEERS_PYTHON); the rest install beside Veil.
+# Peers that pin old pandas/numpy or mbi 1.1 (anjana, pycanon, DataSynthesizer, smartnoise-synth)
+# get their own venv and run in their own interpreter (VEIL_PEERS_PYTHON); the rest install
+# beside Veil.
 PEERS := .venv-peers
 bench: install
 	$(PY) -m pip install --quiet -e '.[bench]'
 	test -x $(PEERS)/bin/python || $(PYTHON) -m venv $(PEERS)
-	$(PEERS)/bin/python -m pip install --quiet anjana pycanon DataSynthesizer || true
+	$(PEERS)/bin/python -m pip install --quiet anjana pycanon DataSynthesizer smartnoise-synth || true
 	VEIL_PEERS_PYTHON=$(PEERS)/bin/python $(PY) -m benchmarks
 
 openapi: install
