@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="comma-separated families (module suffixes)")
     parser.add_argument("--no-write", action="store_true", help="do not write docs/benchmarks.md")
     parser.add_argument("--skip", default="", help="comma-separated families to leave out")
+    parser.add_argument("--merge", action="store_true",
+                        help="with --only: replace those families' rows in docs/benchmarks.md, keep the rest")
     args = parser.parse_args(argv)
     only = {x.strip() for x in args.only.split(",") if x.strip()}
     skip = {x.strip() for x in args.skip.split(",") if x.strip()}
@@ -83,7 +85,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{family}] {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
     text = table(rows)
     print(text)
-    if not args.no_write and not only:
+    if args.merge and only and not args.no_write:
+        merge_into_doc(ROOT / "docs" / "benchmarks.md", rows, only)
+    elif not args.no_write and not only:
         left_out = (f"\n\nLeft out of this run: {', '.join(sorted(skip))} (their figures: "
                     "docs/experiments/dp_release.md, docs/reliability.md)." if skip else "")
         doc = ROOT / "docs" / "benchmarks.md"
@@ -95,6 +99,28 @@ def main(argv: list[str] | None = None) -> int:
             "(throughput: Veil / peer; times: peer / Veil). Peers run in the same process on the "
             "same data; a peer that is not installed shows no value." + left_out + "\n\n" + text + "\n")
     return 1 if failures else 0
+
+
+def merge_into_doc(doc: Path, rows: list[tuple[str, Row]], families: set[str]) -> None:
+    """Replace the rows of ``families`` in the written report (a family's own run, e.g. one
+    that must wait for a quiet machine); the other rows and the header stay."""
+    lines = doc.read_text().splitlines()
+    body = [i for i, line in enumerate(lines) if line.startswith("| ") and not line.startswith("| family ")]
+    kept = [lines[i] for i in body if lines[i].split("|")[1].strip() not in families]
+    new = table(rows).splitlines()[2:]
+    start = body[0]
+    stamp = f"Rows of {', '.join(sorted(families))} from a separate run on {time.strftime('%Y-%m-%d %H:%M')}."
+    head = []
+    for line in lines[:start]:
+        if line.startswith("Left out of this run: "):  # those now merged are no longer left out
+            left = [f for f in line.removeprefix("Left out of this run: ").split(" (")[0].split(", ")
+                    if f not in families]
+            line = (f"Left out of this run: {', '.join(left)} (their figures: "
+                    "docs/experiments/dp_release.md, docs/reliability.md).") if left else None
+        if line is not None:
+            head.append(line)
+    head.insert(head.index(next(line for line in head if line.startswith("| family "))) - 1, stamp + "\n")
+    doc.write_text("\n".join(head + kept + new + lines[body[-1] + 1:]) + "\n")
 
 
 if __name__ == "__main__":
