@@ -1,11 +1,16 @@
-"""DP release (spec 03 / issue 5): safe noise throughput, icahdp/dppro on Adult, utility vs peers.
+"""DP release (spec 03 / issues 5 and 8): safe noise throughput, icahdp/dppro on Adult, the
+synthesizers mst/aim on Adult income, utility vs peers.
 
 Targets: safe noise ≥ 10 M values/s on one core, next to numpy's (insecure) float Laplace,
 diffprivlib's Laplace and OpenDP's float Laplace; icahdp strict on Adult (all numeric + one-hot
-categorical) at ε = 1 ≤ 5 s. Peers at the same ε where they install: PrivBayes
-(DataSynthesizer) and diffprivlib's PCA (as the basis of a strict-mode projection).
+categorical) at ε = 1 ≤ 5 s; at ε = 1 on Adult income, aim ≤ 0.165 misclassification in ≤ 60 s
+(or mst ≤ 0.19 in ≤ 20 s). Peers at the same ε where they install: PrivBayes
+(DataSynthesizer), diffprivlib's PCA (as the basis of a strict-mode projection), and
+smartnoise-synth's MST and AIM, which pin mbi 1.1 and run in the peers' interpreter
+($VEIL_PEERS_PYTHON, else .venv-peers).
 
-    python -m benchmarks.bench_dp --report [--repetitions N] [--tasks ...] [--privbayes] [--pca]
+    python -m benchmarks.bench_dp --report [--repetitions N] [--tasks ...] [--methods ...]
+        [--privbayes] [--pca] [--smartnoise sn_mst,sn_aim,...] [--train-rows N] [--test-rows N]
 runs experiment_dp_release (with the chosen peers), writes docs/experiments/img/dp_*.png and
 prints the tables (markdown) for docs/experiments/dp_release.md.
 """
@@ -387,34 +392,33 @@ def _synthetic_rows(quick: bool) -> list[Row]:
                     unit="s", higher_is_better=False, notes="quick mode: no peer"),
                 Row(workload="aim ε = 1, Adult 2,000 rows × 5 columns (quick; in-process)", veil=aim,
                     unit="s", higher_is_better=False, notes="quick mode: no peer")]
-    rows = []
-    for method, key, peer_reps, target in [("mst", "sn_mst", 3, "≤ 0.19 in ≤ 20 s"),
-                                           ("aim", "sn_aim", 1, "≤ 0.165 in ≤ 60 s")]:
-        peers, missing = peer_releasers(privbayes=False, pca=False, smartnoise=(key,))
-        label = SMARTNOISE_PEERS[key][0]
-        params = ExperimentDpReleaseParams(tasks=["adult_income"], methods=[method], epsilons=[1.0],
-                                           repetitions=3, train_rows=10_000, test_rows=20_000)
-        runs = run_protocol(params, RunContext()).tables["runs"]
-        veil_error = float(runs["error_raw_holdout"].mean())
-        peer_error, peer_seconds, note = None, None, missing.get(label, "")
-        if label in peers:
-            peer_params = params.model_copy(update={"methods": ["noprivacy"], "repetitions": peer_reps})
-            peer_runs = run_protocol(peer_params, RunContext(), extra=peers).tables["runs"]
-            peer_runs = peer_runs[peer_runs["method"] == label]
-            peer_error, peer_seconds = float(peer_runs["error_raw_holdout"].mean()), peers[label].last["seconds"]
-            note = f"peer: {peer_reps} run(s)"
-        seconds = cold_seconds(method)
-        tvd = f"TVD 1-way {runs['tvd_1way'].mean():.4f}, 2-way {runs['tvd_2way'].mean():.4f}"
-        rows += [
-            Row(workload=f"{method} ε = 1 on Adult income (30,162 rows), fresh process", veil=seconds,
-                unit="s", peer=label, peer_value=peer_seconds, higher_is_better=False, target=target,
-                notes="Veil: jax import and compilation included; peer: its fit + sample"),
-            Row(workload=f"{method} ε = 1 on Adult income: SVM misclassification (train on 10,000 "
-                         "synthetic, test on adult_test, 3 runs)", veil=veil_error, unit="error",
-                peer=label, peer_value=peer_error, higher_is_better=False, target=target,
-                notes=f"{tvd}; {note}; majority class {runs['majority_error'].mean():.3f}"),
-        ]
-    return rows
+    return (synthetic_method_rows("mst", "sn_mst", 3, 3, "≤ 0.19 in ≤ 20 s")
+            + synthetic_method_rows("aim", "sn_aim", 3, 1, "≤ 0.165 in ≤ 60 s"))
+
+
+def synthetic_method_rows(method: str, key: str, reps: int, peer_reps: int, target: str) -> list[Row]:
+    """Time (fresh process) and misclassification of one synthesizer and its smartnoise peer."""
+    peers, missing = peer_releasers(privbayes=False, pca=False, smartnoise=(key,))
+    label = SMARTNOISE_PEERS[key][0]
+    params = ExperimentDpReleaseParams(tasks=["adult_income"], methods=[method], epsilons=[1.0],
+                                       repetitions=reps, train_rows=10_000, test_rows=20_000)
+    runs = run_protocol(params, RunContext()).tables["runs"]
+    peer_error, peer_seconds, note = None, None, missing.get(label, "")
+    if label in peers:
+        peer_params = params.model_copy(update={"methods": ["noprivacy"], "repetitions": peer_reps})
+        peer_runs = run_protocol(peer_params, RunContext(), extra=peers).tables["runs"]
+        peer_error = float(peer_runs.loc[peer_runs["method"] == label, "error_raw_holdout"].mean())
+        peer_seconds, note = peers[label].last["seconds"], f"peer: {peer_reps} run(s)"
+    tvd = f"TVD 1-way {runs['tvd_1way'].mean():.4f}, 2-way {runs['tvd_2way'].mean():.4f}"
+    return [
+        Row(workload=f"{method} ε = 1 on Adult income (30,162 rows), fresh process", veil=cold_seconds(method),
+            unit="s", peer=label, peer_value=peer_seconds, higher_is_better=False, target=target,
+            notes="Veil: jax import and compilation included; peer: its fit + sample"),
+        Row(workload=f"{method} ε = 1 on Adult income: SVM misclassification (train on 10,000 "
+                     f"synthetic, test on adult_test, {reps} runs)", veil=float(runs["error_raw_holdout"].mean()),
+            unit="error", peer=label, peer_value=peer_error, higher_is_better=False, target=target,
+            notes=f"{tvd}; {note}; majority class {runs['majority_error'].mean():.3f}"),
+    ]
 
 
 def cases(quick: bool) -> list[Row]:
@@ -429,11 +433,14 @@ def _markdown(frame: pd.DataFrame) -> str:
 
 
 def write_report(repetitions: int, tasks: list[str] | None, epsilons: list[float] | None,
-                 privbayes: bool, pca: bool, images: bool) -> None:
-    peers, missing = peer_releasers(privbayes, pca)
-    params = ExperimentDpReleaseParams(repetitions=repetitions, train_rows=3000, test_rows=3000,
+                 privbayes: bool, pca: bool, images: bool, methods: list[str] | None = None,
+                 smartnoise: tuple[str, ...] = (), train_rows: int = 3000, test_rows: int = 3000,
+                 save: str | None = None) -> None:
+    peers, missing = peer_releasers(privbayes, pca, smartnoise)
+    params = ExperimentDpReleaseParams(repetitions=repetitions, train_rows=train_rows, test_rows=test_rows,
                                        **({"tasks": tasks} if tasks else {}),
-                                       **({"epsilons": epsilons} if epsilons else {}))
+                                       **({"epsilons": epsilons} if epsilons else {}),
+                                       **({"methods": methods} if methods else {}))
     start = time.perf_counter()
     report = run_protocol(params, RunContext(on_progress=lambda f, s: print(
         f"{time.perf_counter() - start:7.0f}s {f:.2f} {s}", flush=True)), extra=peers)
@@ -441,16 +448,20 @@ def write_report(repetitions: int, tasks: list[str] | None, epsilons: list[float
     img.mkdir(parents=True, exist_ok=True)
     for name, plot in report.plots.items() if images else ():
         (img / f"dp_{name}.png").write_bytes(plot.png)
+    runs = report.tables["runs"]
+    if save:
+        runs.to_csv(save, index=False)
     lines = [f"{repetitions} repetition(s), {time.perf_counter() - start:.0f} s; peers: "
              f"{', '.join(peers) or 'none'}; missing: {missing or 'none'}.", ""]
     for key in ("summary_raw_holdout", "summary_release_split"):
         lines += [f"### {key}", "", _markdown(report.tables[key].round(3)), ""]
-    runs = report.tables["runs"]
     se = (runs.groupby(["task", "method", "epsilon"])["error_raw_holdout"]
           .agg(lambda x: x.std(ddof=1) / math.sqrt(len(x)) if len(x) > 1 else float("nan"))
           .unstack("epsilon"))
     se.columns = [("no privacy" if math.isinf(c) else f"eps={c:g}") for c in se.columns]
     lines += ["### standard error of the raw-holdout means", "", _markdown(se.round(3).reset_index()), ""]
+    lines += ["### marginals (mean TVD) and release time", "",
+              _markdown(report.tables["summary_marginals"].round(4)), ""]
     lines += ["### majority-class error", "",
               _markdown(pd.Series(report.data["majority_error"]).round(3).rename("error").reset_index()),
               "", "### mean release time (s)", "",
@@ -466,13 +477,22 @@ if __name__ == "__main__":
     parser.add_argument("--epsilons", default="", help="comma-separated; default the spec's grid")
     parser.add_argument("--privbayes", action="store_true", help="include PrivBayes (slow)")
     parser.add_argument("--pca", action="store_true", help="include diffprivlib's PCA (slow)")
+    parser.add_argument("--smartnoise", default="", help="comma-separated peers of smartnoise-synth: "
+                        + ", ".join(SMARTNOISE_PEERS) + " (slow: AIM takes minutes a release)")
+    parser.add_argument("--methods", default="", help="comma-separated Veil methods; default the "
+                        "experiment's (mst and aim are opt-in)")
+    parser.add_argument("--train-rows", type=int, default=3000)
+    parser.add_argument("--test-rows", type=int, default=3000)
+    parser.add_argument("--save", default="", help="write the runs table to this CSV")
     parser.add_argument("--no-images", action="store_true")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     if args.report:
         write_report(args.repetitions, [t for t in args.tasks.split(",") if t],
                      [float(e) for e in args.epsilons.split(",") if e], args.privbayes, args.pca,
-                     not args.no_images)
+                     not args.no_images, [m for m in args.methods.split(",") if m] or None,
+                     tuple(k for k in args.smartnoise.split(",") if k), args.train_rows,
+                     args.test_rows, args.save or None)
     else:
         for r in cases(args.quick):
             print(r)

@@ -5,15 +5,16 @@ with the exponential mechanism, measure those, fit a graphical model (mbi), samp
 ρ (the zCDP budget that converts to the (ε, δ) asked for) is split in thirds:
 
   1-way       every column's marginal, discrete Gaussian σ₁ = √(3d/ρ) (ρ/3d each)
-  compress    levels whose noisy count is below 3σ₁ are merged into one (post-processing)
+  compress    levels whose noisy count is below 3σ₁ share one level, a missing level below 5σ₁
+              joins the largest level (post-processing)
   select      Kruskal's algorithm with the exponential mechanism: r rounds, each picks a pair
               of not-yet-connected columns with probability ∝ exp(η·q), q = ‖x - x̂‖₁ of the
               pair on the compressed domain (x̂ from the 1-way model), sensitivity 2,
               ε₀ = √(8ρ/3r), η = ε₀/4 (ρ/3r each)
   2-way       the r chosen pairs on the compressed domain, σ₂ = √(3r/ρ) (ρ/3r each)
   estimate    mbi mirror descent on all measurements with the public total n
-  sample      mbi's synthetic_data, then merged levels uniformly back to their members and
-              levels back to values (post-processing)
+  sample      mbi's synthetic_data, then a shared level back to its members in proportion to
+              their noisy counts, and levels back to values (post-processing)
 
 r = d - (components of the candidate graph): a pair is a candidate when its declared 2-way
 domain fits ``max_cells``, so r depends on the schema only.
@@ -132,6 +133,34 @@ def one_way_fit(y: np.ndarray, mapping: np.ndarray, n: int) -> np.ndarray:
     return mu / mu.sum() if mu.sum() > 0 else np.full(len(t), 1.0 / len(t))
 
 
+def select_tree(pairs: list[tuple[int, int]], names: list[str], codes: dict[str, np.ndarray],
+                model_1way: dict[str, np.ndarray], n: int, rho_round: float, rounds: int,
+                ledger: Ledger, rng: SecureRandom) -> list[tuple[str, str]]:
+    """Kruskal's algorithm in which each round's edge is drawn by the exponential mechanism
+    (ρ_round each) among the pairs not yet connected, scored by the exact L1 distance between
+    the pair's counts and the 1-way model's product estimate (sensitivity 2)."""
+    scores = {}
+    for i, j in pairs:
+        a, b = names[i], names[j]
+        p, q = model_1way[a], model_1way[b]
+        xhat = n * np.outer(p, q).ravel()
+        scores[(i, j)] = exact_score(l1_error(marginal(codes, (a, b), (len(p), len(q))), xhat))
+    eps0 = em_epsilon(rho_round)
+    eta = Fraction(eps0) / (2 * SCORE_SENSITIVITY)
+    sampler, forest = ExactSampler(rng), _Forest(len(names))
+    chosen: list[tuple[str, str]] = []
+    for r in range(rounds):
+        open_pairs = [e for e in pairs if forest.find(e[0]) != forest.find(e[1])]
+        pick = open_pairs[sampler.exponential([scores[e] for e in open_pairs], eta)]
+        forest.union(*pick)
+        chosen.append((names[pick[0]], names[pick[1]]))
+        ledger.spend(rho_round, {"kind": "select", "stage": "exponential mechanism", "round": r + 1,
+                                 "candidates": len(open_pairs), "chosen": list(chosen[-1]),
+                                 "epsilon0": eps0, "score": "L1 error of the 2-way marginal against "
+                                 "the 1-way model", "score_sensitivity": SCORE_SENSITIVITY})
+    return chosen
+
+
 def run_mst(data: MethodInput, params: MstParams, ctx: RunContext) -> ReleaseResult:
     started = time.perf_counter()
     frame = require_rows(data)
@@ -166,30 +195,12 @@ def run_mst(data: MethodInput, params: MstParams, ctx: RunContext) -> ReleaseRes
     ccodes = {c: mappings[c][codes[c]] for c in names}
     estimator = mirror_descent(mbi)
 
-    # selection: Kruskal with the exponential mechanism
     chosen: list[tuple[str, str]] = []
     if rounds:
         ctx.progress(0.2, "selecting pairs")
-        p = {c: one_way_fit(noisy[c], mappings[c], n) for c in names}
-        scores = {}
-        for i, j in pairs:
-            a, b = names[i], names[j]
-            shape = (small[a], small[b])
-            xhat = n * np.outer(p[a], p[b]).ravel()
-            scores[(i, j)] = exact_score(l1_error(marginal(ccodes, (a, b), shape), xhat))
-        rho_select = (rho - rho_one) / 2.0 / rounds
-        eps0 = em_epsilon(rho_select)
-        eta = Fraction(eps0) / (2 * SCORE_SENSITIVITY)
-        sampler, forest = ExactSampler(ctx.rng), _Forest(d)
-        for r in range(rounds):
-            open_pairs = [e for e in pairs if forest.find(e[0]) != forest.find(e[1])]
-            pick = open_pairs[sampler.exponential([scores[e] for e in open_pairs], eta)]
-            forest.union(*pick)
-            chosen.append((names[pick[0]], names[pick[1]]))
-            ledger.spend(rho_select, {"kind": "select", "stage": "exponential mechanism", "round": r + 1,
-                                      "candidates": len(open_pairs), "chosen": list(chosen[-1]),
-                                      "epsilon0": eps0, "score": "L1 error of the 2-way marginal "
-                                      "against the 1-way model", "score_sensitivity": SCORE_SENSITIVITY})
+        model_1way = {c: one_way_fit(noisy[c], mappings[c], n) for c in names}
+        chosen = select_tree(pairs, names, ccodes, model_1way, n, (rho - rho_one) / 2.0 / rounds,
+                             rounds, ledger, ctx.rng)
 
     ctx.progress(0.35, "2-way marginals")
     two_way = []

@@ -321,6 +321,7 @@ def _plot(runs: pd.DataFrame, task: str, labels: dict[str, str]):
                 ax.plot(means.index, means.values, marker="o", label=labels.get(method, method))
         ax.axhline(sub["majority_error"].mean(), color="grey", linestyle=":", label="majority class")
         ax.set_xscale("log")
+        ax.minorticks_off()  # only the grid's ε are labelled
         ax.set_xticks(eps, [f"{e:g}" for e in eps])
         ax.set_xlabel("ε")
         ax.set_title(title, fontsize=10)
