@@ -47,10 +47,16 @@ reliability: fuzz faults stress load
 # get their own venv and run in their own interpreter (VEIL_PEERS_PYTHON); the rest install
 # beside Veil.
 PEERS := .venv-peers
+# smartnoise-synth's MST and AIM without its declared extras: its dependencies pull torch and
+# several GB of CUDA libraries (through opacus) that MST and AIM never import.
+SMARTNOISE := smartnoise-synth==1.0.8 smartnoise-sql==1.0.10 mbi==1.1.0 disjoint-set PyYAML \
+	SQLAlchemy antlr4-python3-runtime==4.9.3 opendp==0.14.2 Deprecated wrapt Faker attrs \
+	jax==0.10.2 jaxlib==0.10.2 ml_dtypes opt_einsum chex absl-py toolz optax networkx
 bench: install
 	$(PY) -m pip install --quiet -e '.[bench]'
 	test -x $(PEERS)/bin/python || $(PYTHON) -m venv $(PEERS)
-	$(PEERS)/bin/python -m pip install --quiet anjana pycanon DataSynthesizer smartnoise-synth || true
+	$(PEERS)/bin/python -m pip install --quiet anjana pycanon DataSynthesizer || true
+	$(PEERS)/bin/python -m pip install --quiet --no-deps $(SMARTNOISE) || true
 	VEIL_PEERS_PYTHON=$(PEERS)/bin/python $(PY) -m benchmarks
 
 openapi: install
