@@ -110,6 +110,19 @@ def test_readme_loop_over_real_http(served):
     assert out.shape == raw.shape and (out["income"] == raw["income"]).all()
     assert {"dataset.uploaded", "job.submitted", "release.created", "release.downloaded"} <= {
         e["action"] for e in client.get("/v1/audit", params={"dataset_id": ds["id"]}).json()["items"]}
+    # step 6b of the README: AIM with the domains declared in the job
+    aim = client.post("/v1/jobs", json={"dataset_id": ds["id"], "method": "aim", "params": {
+        "epsilon": 1, "columns": ["age", "income"], "bounds": {"age": [17, 90]},
+        "categories": {"income": ["<=50K", ">50K"]}}}).json()
+    deadline = time.monotonic() + 120
+    while (aim := client.get(f"/v1/jobs/{aim['id']}").json())["status"] not in ("succeeded", "failed"):
+        assert time.monotonic() < deadline
+        time.sleep(0.5)
+    assert aim["status"] == "succeeded", aim
+    synthetic = pd.read_csv(io.BytesIO(client.get(
+        f"/v1/releases/{aim['result']['release_ids'][0]}/data?format=csv").content))
+    assert list(synthetic.columns) == ["age", "income"] and len(synthetic) == (raw["income"].notna()).sum()
+    assert synthetic["age"].between(17, 90).all() and set(synthetic["income"]) <= {"<=50K", ">50K"}
 
 
 def test_keys_create_against_the_running_instance(served):
