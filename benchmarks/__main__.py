@@ -119,8 +119,11 @@ def merge_into_doc(doc: Path, rows: list[tuple[str, Row]], families: set[str]) -
                     "docs/experiments/dp_release.md, docs/reliability.md).") if left else None
         if line is not None:
             head.append(line)
-    head.insert(head.index(next(line for line in head if line.startswith("| family "))) - 1, stamp + "\n")
-    doc.write_text("\n".join(head + kept + new + lines[body[-1] + 1:]) + "\n")
+    head, header = head[:-2], head[-2:]  # the table's header and rule stay above the rows
+    while head and not head[-1].strip():
+        head.pop()
+    head += ["", stamp, ""]
+    doc.write_text("\n".join(head + header + kept + new + lines[body[-1] + 1:]) + "\n")
 
 
 if __name__ == "__main__":
