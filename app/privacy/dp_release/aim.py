@@ -40,7 +40,7 @@ from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.dp_release.common import require_rows
 from app.privacy.dp_release.marginals import (
     Column, SynthParams, build_columns, decode_frame, encode_frame, load_mbi, marginal,
-    numpy_global_seed, release, synthetic_epsilon,
+    sampler_random_source, release, synthetic_epsilon,
 )
 from app.privacy.dp_release.pgm import Clique, Measurement, MirrorDescent, maximal_subset
 from app.privacy.dp_release.zcdp import (
@@ -175,7 +175,7 @@ def run_aim(data: MethodInput, params: AimParams, ctx: RunContext) -> ReleaseRes
     ctx.progress(0.85, "sampling")
     rows = params.rows or n
     fitted = _markov_random_field(mbi, names, sizes, state.model, maximal, n)
-    with numpy_global_seed(ctx.rng):
+    with sampler_random_source(ctx.rng):
         synthetic = fitted.synthetic_data(rows)
     levels = {c.name: np.asarray(synthetic.data[c.name], dtype=np.int64) for c in columns}
     out = decode_frame(columns, levels, ctx.rng)

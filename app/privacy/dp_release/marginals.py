@@ -23,6 +23,7 @@ import itertools
 import math
 import os
 import sys
+import types
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -272,17 +273,31 @@ def mirror_descent(mbi):
         marginal_oracle=jax.jit(mbi.marginal_oracles.message_passing_hugin))
 
 
+class _NumpyWithOwnRandom(types.ModuleType):
+    """numpy as mbi's sampler sees it: every attribute is numpy's, but ``random`` is a
+    generator of its own."""
+
+    def __init__(self, random_state: np.random.RandomState) -> None:
+        super().__init__("numpy")
+        self.random = random_state
+
+    def __getattr__(self, name: str):
+        return getattr(np, name)
+
+
 @contextlib.contextmanager
-def numpy_global_seed(rng: SecureRandom):
-    """mbi's sampler draws from numpy's global generator. Seed it from the job's random source
-    for the duration (reproducible in test mode) and restore it afterwards. Sampling from the
-    fitted model is post-processing: its randomness protects nobody."""
-    state = np.random.get_state()
-    np.random.seed(rng.uint32(8))
+def sampler_random_source(rng: SecureRandom):
+    """mbi's sampler calls numpy's global generator (``np.random.choice``, ``shuffle``,
+    ``rand``). For the duration, its module sees a numpy whose ``random`` is a generator seeded
+    from the job's random source (reproducible in test mode); numpy's global state is never
+    touched. Sampling from the fitted model is post-processing: its randomness protects nobody."""
+    module = sys.modules["mbi.markov_random_field"]
+    seed = [int(w) for w in rng.uint32(8)]
+    module.np = _NumpyWithOwnRandom(np.random.RandomState(np.random.MT19937(np.random.SeedSequence(seed))))
     try:
         yield
     finally:
-        np.random.set_state(state)
+        module.np = np
 
 
 # ------------------------------------------------------------------------- metadata

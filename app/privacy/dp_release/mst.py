@@ -34,7 +34,7 @@ from app.privacy.data import MethodInput
 from app.privacy.dp_release.common import require_rows
 from app.privacy.dp_release.marginals import (
     Column, SynthParams, build_columns, candidate_pairs, check, decode_frame, encode_frame,
-    load_mbi, marginal, mirror_descent, numpy_global_seed, release, synthetic_epsilon,
+    load_mbi, marginal, mirror_descent, sampler_random_source, release, synthetic_epsilon,
 )
 from app.privacy.dp_release.zcdp import (
     ExactSampler, Ledger, em_epsilon, exact_score, l1_error, rho_for, sigma_for,
@@ -217,7 +217,7 @@ def run_mst(data: MethodInput, params: MstParams, ctx: RunContext) -> ReleaseRes
     model = estimator.estimate(small, one_way + two_way, known_total=float(n), iters=params.iterations)
     ctx.progress(0.85, "sampling")
     rows = params.rows or n
-    with numpy_global_seed(ctx.rng):
+    with sampler_random_source(ctx.rng):
         synthetic = model.synthetic_data(rows)
     levels = {c.name: decompress(np.asarray(synthetic.data[c.name], dtype=np.int64),
                                  mappings[c.name], c.missing_level, noisy[c.name], ctx.rng)
