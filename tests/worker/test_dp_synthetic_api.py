@@ -22,13 +22,18 @@ def _table(n: int = 800) -> bytes:
     return frame.to_csv(index=False).encode()
 
 
-def test_mst_job_debits_the_ledger_and_releases_the_declared_table(client, make_key, workers):
-    headers = make_key("owner")
+def _declared_dataset(client, headers) -> dict:
+    """The test table uploaded with every released column's domain declared."""
     schema = {"id": {"role": "identifier"},
               "group": {"type": "categorical", "categories": ["x", "y", "z"]},
               "age": {"bounds": [18, 90]},
               "ok": {"type": "categorical", "categories": ["no", "yes"]}}
-    ds = upload(client, headers, _table(), "people.csv", schema=schema).json()
+    return upload(client, headers, _table(), "people.csv", schema=schema).json()
+
+
+def test_mst_job_debits_the_ledger_and_releases_the_declared_table(client, make_key, workers):
+    headers = make_key("owner")
+    ds = _declared_dataset(client, headers)
     client.put(f"/v1/datasets/{ds['id']}/budget", headers=auth(headers), json={"epsilon_total": 1.5})
 
     r = submit(client, headers, "mst", {"epsilon": 1.0, "rows": 300, "iterations": 300}, dataset_id=ds["id"])
@@ -67,11 +72,7 @@ def test_mst_without_declared_bounds_is_refused_naming_the_column(client, make_k
 
 def test_aim_job_runs_in_the_worker_and_lists_its_rounds(client, make_key, workers):
     headers = make_key("owner")
-    schema = {"id": {"role": "identifier"},
-              "group": {"type": "categorical", "categories": ["x", "y", "z"]},
-              "age": {"bounds": [18, 90]},
-              "ok": {"type": "categorical", "categories": ["no", "yes"]}}
-    ds = upload(client, headers, _table(), "people.csv", schema=schema).json()
+    ds = _declared_dataset(client, headers)
     r = submit(client, headers, "aim", {"epsilon": 2.0, "iterations": 300}, dataset_id=ds["id"])
     assert r.status_code == 202, r.text
     assert r.json()["epsilon"] == pytest.approx(2.0)
