@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -136,7 +138,7 @@ def _replay(table: pd.DataFrame, order: list[str], k: int, y: pd.Series | None):
 @pytest.mark.parametrize("k, lookahead", [(2, False), (20, False), (5, True)])
 def test_decision_log_replays(breast_cancer, k, lookahead):
     release = run_rfka(breast_cancer, RfkaParams(label="class", k=k, bins=10, n_estimators=60,
-                                                  lookahead=lookahead), _ctx())
+                                                  lookahead=lookahead, beam_width=1), _ctx())
     meta = release.metadata["feature_selection"]
     decisions = meta["decisions"]
     features = encode(breast_cancer.frame, breast_cancer.columns,
@@ -198,8 +200,8 @@ def test_lookahead_drops_a_feature_that_blocks_better_ones():
     assert jackknife_gini((X[:, 1] + 2 * X[:, 2]).astype(int), y) < jackknife_gini(X[:, 0], y)
 
 
-@pytest.mark.parametrize("k", [2, 5, 12])
-def test_lookahead_is_never_worse_than_the_papers_rule(k):
+@pytest.mark.parametrize("k, width", [(2, 1), (5, 1), (12, 1), (2, 4), (5, 4), (12, 4)])
+def test_lookahead_is_never_worse_than_the_papers_rule(k, width):
     """A rollout of the paper's greedy rule: by the score it compares, its release is at
     least as good as the rule's own, for any ranking."""
     rng = np.random.default_rng(k)
@@ -209,12 +211,66 @@ def test_lookahead_is_never_worse_than_the_papers_rule(k):
         order = rng.permutation(14)
         score = {}
         for lookahead in (False, True):
-            decisions = greedy_k_anonymous(X, order, k, label=y if lookahead else None)
+            decisions = greedy_k_anonymous(X, order, k, label=y if lookahead else None,
+                                           beam_width=width)
             kept = [d.feature for d in decisions if d.kept]
             ids = np.unique(X[:, kept], axis=0, return_inverse=True)[1].ravel()
             assert np.bincount(ids).min() >= k
             score[lookahead] = jackknife_gini(ids, y)
         assert score[True] <= score[False] + 1e-12
+
+
+def _subset_score(X, y, kept, k):
+    """Brier score of the projection on ``kept``, or None when it is not k-anonymous."""
+    ids = np.unique(X[:, list(kept)], axis=0, return_inverse=True)[1].ravel() if kept \
+        else np.zeros(len(y), dtype=np.int64)
+    return jackknife_gini(ids, y) if np.bincount(ids).min() >= k else None
+
+
+@pytest.mark.parametrize("k", [3, 8, 20])
+def test_a_beam_wide_enough_for_every_path_finds_the_best_k_anonymous_subset(k):
+    """With room for every path nothing is pruned, so the search must return the best-scoring
+    k-anonymous subset (brute force over all 2^7 subsets); a narrow beam can only be worse."""
+    rng = np.random.default_rng(100 + k)
+    for _ in range(6):
+        X = (rng.random((160, 7)) < rng.uniform(0.1, 0.6, 7)).astype(np.uint8)
+        y = ((X[:, [0, 3, 5]].sum(axis=1) + (rng.random(160) < 0.25)) >= 2).astype(int)
+        order = rng.permutation(7)
+        scores = [_subset_score(X, y, s, k) for r in range(8)
+                  for s in itertools.combinations(range(7), r)]
+        best = min(s for s in scores if s is not None)
+        found = {}
+        for width in (1, 2, 128):
+            decisions = greedy_k_anonymous(X, order, k, label=y, beam_width=width)
+            found[width] = _subset_score(X, y, [d.feature for d in decisions if d.kept], k)
+            assert found[width] is not None  # k-anonymous whatever the width
+            assert [d.feature for d in decisions] == list(order)  # every feature judged once
+        assert found[128] == pytest.approx(best, rel=1e-12)
+        assert found[1] >= best - 1e-12 and found[2] >= best - 1e-12
+
+
+def test_the_beam_finds_the_pair_the_rollout_misses():
+    """A ranked first predicts the label alone but leaves room for nothing at k = 10; B and C
+    (ranked after it) together predict it better. The single rollout compares A kept with the
+    completion without A, which starts with a decoy D that also blocks B and C; so it keeps A.
+    Width 2 keeps the path without A alive past D and reaches B + C."""
+    n = 40
+    value = np.repeat([0, 1, 2, 3], 10)  # B = value in {1, 3}, C = value in {2, 3}
+    y = np.array([0] * 10 + [1] * 10 + [1] * 10 + [1] * 7 + [0] * 3)
+    a = (value >= 1).astype(np.uint8)
+    a[[10, 20]] = 0  # A misclassifies a little
+    a[[0]] = 1
+    b, c = np.isin(value, [1, 3]).astype(np.uint8), np.isin(value, [2, 3]).astype(np.uint8)
+    d = np.tile([1, 0], n // 2).astype(np.uint8)  # a balanced decoy, unrelated to y
+    X = np.column_stack([a, d, b, c])
+    order = np.array([0, 1, 2, 3])
+    scores = {}
+    for width in (1, 2):
+        decisions = greedy_k_anonymous(X, order, 10, label=y, beam_width=width)
+        kept = [x.feature for x in decisions if x.kept]
+        scores[width] = (kept, _subset_score(X, y, kept, 10))
+    assert scores[2][0] == [2, 3]
+    assert scores[2][1] < scores[1][1]
 
 
 # ------------------------------------------------------------------------- importance

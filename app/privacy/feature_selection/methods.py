@@ -54,6 +54,9 @@ class FeatureSelectionParams(Params):
     quasi_identifiers: list[str] | None = Field(
         None, min_length=1, description="candidate attributes; default: the columns whose role "
         "is quasi_identifier, else every column that is not the label, an identifier or sensitive")
+    beam_width: int = Field(4, ge=1, le=64, description="with the lookahead: how many partial "
+                            "walks the search keeps at each feature (1 = a single keep-or-drop "
+                            "rollout per feature); cost grows linearly")
 
     @field_validator("quasi_identifiers")
     @classmethod
@@ -64,9 +67,10 @@ class FeatureSelectionParams(Params):
 
 
 _LOOKAHEAD = ("decide each feature that passes the k-test by a lookahead: complete the walk "
-              "with and without it (the paper's rule for the rest) and drop it when the release "
-              "without it predicts the label better (lower leave-one-out Brier score of the "
-              "classes' label frequencies); false = the paper's Algorithm 1, keep whatever passes")
+              "with and without it (the paper's rule for the rest), keep the `beam_width` best "
+              "partial walks by the release they complete to (lower leave-one-out Brier score of "
+              "the classes' label frequencies = the label better predicted) and release the best; "
+              "false = the paper's Algorithm 1, keep whatever passes")
 
 
 class RfkaParams(FeatureSelectionParams):
@@ -232,7 +236,8 @@ def _select(method: str, data: MethodInput, params: FeatureSelectionParams, ctx:
     ranked = time.perf_counter()
     ctx.progress(0.9, "greedy k-anonymity test")
     decisions = greedy_k_anonymous(features.matrix, order, params.k,
-                                   label=y if params.lookahead else None)
+                                   label=y if params.lookahead else None,
+                                   beam_width=params.beam_width)
     kept = [d.feature for d in decisions if d.kept]
     out = pd.DataFrame(features.matrix[:, kept], columns=[features.names[j] for j in kept],
                        index=frame.index)
@@ -264,11 +269,13 @@ def _decision_log(sel: _Selection) -> list[dict[str, Any]]:
 
 def _lookahead_note(params: FeatureSelectionParams) -> dict[str, Any]:
     used = params.lookahead and params.k >= 2
-    return {"used": used,
-            "rule": ("a feature that passes the k-test is kept unless the walk completed without "
-                     "it (the rest of the ranking, keeping what passes) gives a release with a "
-                     "lower leave-one-out Brier score of the classes' label frequencies; ties keep "
-                     "it") if used else
+    return {"used": used, "beam_width": params.beam_width if used else None,
+            "rule": ("a beam search over keep/drop decisions along the ranking: at a feature that "
+                     "passes the k-test each kept walk forks (with it, without it), every walk is "
+                     "valued by the release the paper's rule completes it to (the rest of the "
+                     "ranking, keeping what passes), scored by the leave-one-out Brier score of "
+                     "the classes' label frequencies; the beam_width best walks go on (ties keep "
+                     "the feature) and the best release is published") if used else
                     ("none: every feature that passes the k-test is kept (seed 004 Algorithm 1)"
                      + (" — at k = 1 every feature passes and is kept" if params.lookahead else ""))}
 
