@@ -27,7 +27,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import sparse
 
 KEPT = "kept"
 FAILS_K = "fails k-anonymity"
@@ -81,27 +80,47 @@ def jackknife_gini(group: np.ndarray, label: np.ndarray) -> float:
     return total / n
 
 
-def _complete(columns: np.ndarray, group: np.ndarray, n_groups: int, rest: np.ndarray,
+@dataclass(frozen=True)
+class _Ones:
+    """The 1-cells of a binary feature matrix (row, column), read once: per-class counts of
+    every feature are then one bincount over the 1-cells, O(records × attributes), instead of
+    a product with the dense matrix, O(records × indicators)."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+    column_codes: np.ndarray  # (n, features) int64 view for refining
+    width: int
+
+    @classmethod
+    def of(cls, codes: np.ndarray) -> _Ones:
+        rows, cols = np.nonzero(codes)
+        return cls(rows, cols, codes, codes.shape[1])
+
+    def per_class(self, group: np.ndarray, n_groups: int) -> np.ndarray:
+        """(n_groups, features): records of each class that have each feature."""
+        keys = group[self.rows] * self.width + self.cols
+        return np.bincount(keys, minlength=n_groups * self.width).reshape(n_groups, self.width)
+
+
+def _complete(ones: _Ones, group: np.ndarray, n_groups: int, rest: np.ndarray,
               k: int) -> np.ndarray:
     """Continue the paper's rule from the classes ``group``: walk ``rest`` in order, keep each
-    binary feature that passes the k-test. Vectorized: one sparse product tests every
-    remaining feature against the current classes; the first that passes is kept and the
-    product is redone only for the features after it (as many products as features kept)."""
+    binary feature that passes the k-test. Vectorized: one count per (class, feature) tests
+    every remaining feature against the current classes; the first that passes is kept and the
+    counts are redone for the features after it (as many counts as features kept)."""
     n = len(group)
     pos = 0
     while pos < len(rest):
         cand = rest[pos:]
-        members = sparse.csr_matrix((np.ones(n, dtype=np.float32), (group, np.arange(n))),
-                                    shape=(n_groups, n))
-        ones = np.asarray(members @ columns[:, cand])  # per class: records with the feature
-        zeros = np.bincount(group, minlength=n_groups)[:, None] - ones
-        sides = np.concatenate([ones, zeros])
+        with_it = ones.per_class(group, n_groups)[:, cand]
+        without = np.bincount(group, minlength=n_groups)[:, None] - with_it
+        sides = np.concatenate([with_it, without])
         smallest = np.where(sides > 0, sides, n + 1).min(axis=0)
         passing = np.flatnonzero(smallest >= k)
         if not len(passing):
             break
         j = cand[passing[0]]
-        group, n_groups, _ = _refine(group, n_groups, columns[:, j].astype(np.int64))
+        group, n_groups, _ = _refine(group, n_groups, ones.column_codes[:, j].astype(np.int64))
         pos += int(passing[0]) + 1
     return group
 
@@ -157,7 +176,7 @@ def _beam_search(codes: np.ndarray, order: np.ndarray, k: int, label: np.ndarray
     rule by this score. Width 1 is the single keep-or-drop rollout."""
     if codes.size and codes.max() > 1:
         raise ValueError("the lookahead needs binary features")
-    columns = np.asarray(codes, dtype=np.float32)
+    columns = _Ones.of(codes)
     n = len(label)
     start = np.zeros(n, dtype=np.int64)
     paths = [_Path(start, 1, [], jackknife_gini(_complete(columns, start, 1, order, k), label))]
