@@ -31,6 +31,7 @@ def test_report_rows_and_baseline(report):
     # K = 0 keeps every candidate for both methods: the same table, the same folds, the same AUC.
     assert (base.rfka_features == base.hamdist_features).all()
     np.testing.assert_allclose(base.rfka_auc, base.hamdist_auc)
+    np.testing.assert_allclose(base.rfka_auc_converged, base.hamdist_auc_converged)
     assert (base.auc_difference == 0).all()
     for variant in ("rfka", "rfka_greedy"):  # every variant keeps everything at K = 0
         assert (base[f"{variant}_features"] == base.hamdist_features).all()
@@ -43,11 +44,13 @@ def test_report_rows_and_baseline(report):
     assert (runs[runs.K == 0].dropped_by_lookahead == 0).all()
     assert (summary.rfka_auc.between(0, 1) & summary.hamdist_auc.between(0, 1)).all()
     assert {c["dataset"] for c in report.data["claims"]} == {"adult", "breast_cancer"}
+    measures = {c.get("measure") for c in report.data["claims"] if "AUC" in c["claim"]}
+    assert len(measures) == 2  # the paper's default SVM and the converged one, judged apart
     json.dumps(report.data)
 
 
 def test_plots_are_images(report):
-    assert set(report.plots) == {"auc", "lookup_auc", "runtime", "features"}
+    assert set(report.plots) == {"auc", "auc_converged", "lookup_auc", "runtime", "features"}
     for plot in report.plots.values():
         assert plot.png.startswith(b"\x89PNG") and b"<svg" in plot.svg
 
@@ -67,6 +70,22 @@ def test_svm_auc_sees_a_perfect_feature():
     assert (svm_auc(release[["label"]], "label", 5, 0) == 0.5).all()
     assert lookup_auc(release, "label", 5, 0).min() == 1.0
     assert (lookup_auc(release[["label"]], "label", 5, 0) == 0.5).all()
+
+
+def test_mixed_cells_sit_on_the_svm_margin_whatever_the_tolerance():
+    """Three mixed cells (positive shares 0.8, 0.3, 0.05): every cell is on the margin, so the
+    SVM's decision values are ±1 up to libsvm's stopping tolerance; the AUC can then depend on
+    the tolerance, and it must stay a valid AUC either way."""
+    rng = np.random.default_rng(1)
+    a, b = np.repeat([1, 0, 0], 150), np.repeat([0, 1, 0], 150)
+    y = np.where(rng.random(450) < np.repeat([0.8, 0.3, 0.05], 150), "pos", "neg")
+    release = pd.DataFrame({"a": a, "b": b, "label": y})
+    for tol in (1e-3, 1e-9):
+        folds = svm_auc(release, "label", 5, 0, tol=tol)
+        assert len(folds) == 5 and ((folds >= 0) & (folds <= 1)).all()
+    from sklearn.svm import SVC
+    values = SVC().fit(release[["a", "b"]], release["label"]).decision_function(release[["a", "b"]])
+    assert np.allclose(np.abs(values), 1.0, atol=0.01)  # all on the margin: ties up to tol
 
 
 def test_lookup_auc_ranks_classes_by_their_training_share():
