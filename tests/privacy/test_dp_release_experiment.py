@@ -47,7 +47,7 @@ def test_svm_error_is_the_misclassification_rate():
 
 def test_adult_income_task_releases_adult_train_and_tests_on_adult_test_with_mst():
     params = ExperimentDpReleaseParams(tasks=["adult_income"], methods=["mst", "noprivacy"],
-                                       epsilons=[2.0], repetitions=1, train_rows=300, test_rows=300,
+                                       epsilons=[2.0], repetitions=1, train_rows=2000, test_rows=1000,
                                        seed=3)
     report = run_protocol(params, RunContext(SecureRandom(seed=3)))
     runs = report.tables["runs"].set_index("method")

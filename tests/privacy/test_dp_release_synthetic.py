@@ -84,8 +84,15 @@ def test_release_spends_exactly_its_rho_and_lists_every_step(release):
     assert sum(s["rho"] for s in meta["measurements"] + meta["selections"]) == pytest.approx(meta["rho_spent"])
     assert meta["rho_spent"] <= meta["rho"] and meta["rho_spent"] == pytest.approx(meta["rho"], rel=1e-9)
     split = meta["budget_split"]
-    assert split["1-way"] == pytest.approx(split["select"]) == pytest.approx(split["marginals chosen"])
-    assert sorted(m["clique"][0] for m in meta["measurements"] if m["stage"] == "1-way") == list("abcfx")
+    assert params.one_way_share == 0.5 and params.one_way_weights == "levels"
+    assert split["1-way"] == pytest.approx(0.5 * meta["rho"], rel=1e-9)
+    assert split["select"] == pytest.approx(split["marginals chosen"]) == pytest.approx(0.25 * meta["rho"], rel=1e-9)
+    one_way = {m["clique"][0]: m for m in meta["measurements"] if m["stage"] == "1-way"}
+    assert sorted(one_way) == list("abcfx")
+    levels = {c: meta["columns"][c]["levels"] for c in one_way}
+    for c, m in one_way.items():  # ρ_c ∝ levels^(2/3), from the declared domain only
+        share = levels[c] ** (2 / 3) / sum(k ** (2 / 3) for k in levels.values())
+        assert m["rho"] == pytest.approx(share * split["1-way"], rel=1e-9)
     d = 5
     assert len(meta["selections"]) == d - 1 == meta["rounds"]
     for m in meta["measurements"]:
@@ -326,6 +333,13 @@ def test_aim_spends_its_rho_adaptively_and_lists_every_step(aim_release):
     meta = result.metadata["aim"]
     assert meta["rho_spent"] <= meta["rho"] and meta["rho_spent"] == pytest.approx(meta["rho"], rel=1e-9)
     measurements, selections = meta["measurements"], meta["selections"]
+    assert meta["budget_split"]["1-way"] == pytest.approx(0.08 * meta["rho"], rel=1e-9)
+    assert meta["round_rho"] == pytest.approx(0.92 * meta["rho"] / (16 * 5 - 5), rel=1e-9)
+    first = [m for m in measurements if m["stage"] == "1-way"]
+    assert len(first) == 5 and first[0]["clique"] == ["a"]
+    assert first[3]["sigma"] < first[0]["sigma"]  # x (17 levels) gets more of the share than a (5)
+    assert (first[0]["sigma"] / first[3]["sigma"]) ** 2 == pytest.approx((17 / 5) ** (2 / 3), rel=1e-9)
+    assert measurements[5]["sigma"] == pytest.approx(math.sqrt(1 / (0.9 * meta["round_rho"])), rel=1e-9)
     assert len(selections) == meta["rounds"] == len(measurements) - 5
     assert meta["rounds"] <= meta["planned_rounds"] + 1 and meta["planned_rounds"] == 16 * 5
     for m in measurements:
@@ -361,3 +375,33 @@ def test_aim_refuses_fewer_rounds_than_columns():
 
     with pytest.raises(MethodInputError, match="rounds"):
         registry.get("aim").validate_against(AimParams(epsilon=1.0, rounds=3), SCHEMA, None)
+
+
+# ------------------------------------------------------------------- 1-way budget split
+def test_levels_split_minimizes_the_expected_l1_noise_of_the_one_way_marginals():
+    from app.privacy.dp_release.marginals import one_way_rhos
+
+    columns = build_columns(SynthParams(epsilon=1.0, bins=16), SCHEMA)
+    levels = np.array([c.size for c in columns], dtype=float)
+    noise = lambda rhos: float(np.sum(levels / np.sqrt(rhos)))  # Σ_c k_c·σ_c (∝ E‖noise‖₁)  # noqa: E731
+    best = np.array(one_way_rhos(columns, 0.3, "levels"))
+    uniform = np.array(one_way_rhos(columns, 0.3, "uniform"))
+    assert best.sum() == pytest.approx(0.3) and uniform.sum() == pytest.approx(0.3)
+    assert np.allclose(uniform, 0.06)
+    assert noise(best) < noise(uniform)
+    rng = np.random.default_rng(0)
+    for _ in range(200):  # no other split of the same total does better
+        other = best * np.exp(rng.normal(0, 0.3, len(best)))
+        assert noise(best) <= noise(0.3 * other / other.sum()) + 1e-9
+
+
+def test_aim_paper_start_is_available(data):
+    from app.privacy.dp_release.aim import AimParams, run_aim
+
+    params = AimParams(epsilon=3.0, bins=16, iterations=200, one_way_share=None, one_way_weights="uniform")
+    meta = run_aim(data, params, ctx(3)).metadata["aim"]
+    T = meta["planned_rounds"]
+    assert meta["round_rho"] == pytest.approx(meta["rho"] / T, rel=1e-12)
+    for m in meta["measurements"][:5]:  # σ = √(T/0.9ρ) for every column
+        assert m["stage"] == "1-way" and m["sigma"] == pytest.approx(math.sqrt(T / (0.9 * meta["rho"])), rel=1e-9)
+    assert meta["rho_spent"] == pytest.approx(meta["rho"], rel=1e-9)

@@ -6,11 +6,15 @@ Workload W: every pair of columns whose declared 2-way domain has at most ``max_
 candidates: W and every single column, r weighing w_r = Σ_{s ∈ W} |r ∩ s|. ρ is spent
 adaptively, the total never exceeding it (a zCDP filter):
 
-  start     every 1-way marginal, σ = √(T/0.9ρ) (T = ``rounds``, default 16·d)
-  round     the exponential mechanism (ε₀ = √(0.8ρ/T) at first, ρ = ε₀²/8) picks among the
+  start     every 1-way marginal, together ``one_way_share``·ρ (default 0.08), column c getting
+            ρ_c ∝ k_c^(2/3) (k_c its declared levels; ``one_way_weights``); the paper's start,
+            σ = √(T/0.9ρ) for every column (0.9·d/T of ρ), is one_way_share=None with
+            one_way_weights="uniform"
+  round     a round's ρ_T = (ρ - ρ_1way)/(T - d) (the paper's ρ/T with its start; T = ``rounds``,
+            default 16·d): the exponential mechanism (ε₀ = √(0.8ρ_T) at first, ρ = ε₀²/8) picks among the
             candidates whose model would stay within ``max_model_size`` × (ρ used / ρ), by the
             score w_r·(‖x_r - x̂_r‖₁ - √(2/π)·σ·|r|) (sensitivity 2·max w: replace one record);
-            the pick is measured with σ (ρ = 1/σ²) and the model refitted; when the refit moved
+            the pick is measured with σ = √(1/0.9ρ_T) (ρ = 1/σ²) and the model refitted; when the refit moved
             the model's answer by less than the noise expected (√(2/π)·σ·|r| in L1), σ /= 2 and
             ε₀ *= 2
   last      when what is left would not pay two more rounds, one round spends all of it
@@ -39,8 +43,8 @@ from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.dp_release.common import require_rows
 from app.privacy.dp_release.marginals import (
-    Column, SynthParams, build_columns, decode_frame, encode_frame, load_mbi, marginal,
-    sampler_random_source, release, synthetic_epsilon,
+    Column, OneWayWeights, SynthParams, build_columns, decode_frame, encode_frame, load_mbi,
+    marginal, one_way_rhos, sampler_random_source, release, synthetic_epsilon,
 )
 from app.privacy.dp_release.pgm import Clique, Measurement, MirrorDescent, maximal_subset
 from app.privacy.dp_release.zcdp import (
@@ -54,6 +58,7 @@ MEASURE_SHARE = 0.9  # of each round's ρ; the rest selects
 BIAS = math.sqrt(2.0 / math.pi)  # E|N(0, σ²)| / σ
 MISSING_SIGMAS = 5.0  # a missing level whose first noisy count is below 5σ gets no mass
 NO_MASS = -1e4  # log-potential of such a level: exp underflows to exactly 0
+ONE_WAY_SHARE = 0.08  # the paper's 0.9·d/T is 0.056; 0.08 measured best on Adult (docs/methods/aim.md)
 
 
 class AimParams(SynthParams):
@@ -64,6 +69,13 @@ class AimParams(SynthParams):
                                   "junction tree may reach (the limit grows with the budget used)")
     round_iterations: int = Field(100, ge=10, le=5000, description="mirror-descent iterations of "
                                   "the refit after each measurement (warm-started)")
+    one_way_share: float | None = Field(ONE_WAY_SHARE, ge=0.01, le=0.95, description="share of ρ spent "
+                                        "on the first 1-way marginals (the rounds share the rest); "
+                                        "null: the paper's 0.9·d/T, each 1-way costing one round's "
+                                        "measurement")
+    one_way_weights: OneWayWeights = Field("levels", description="split of the 1-way share among "
+                                           "the columns: 'levels' (ρ_c ∝ levels^(2/3), the split "
+                                           "with the least expected L1 noise) or 'uniform' (the paper's)")
 
 
 def workload_weights(names: list[str], columns: list[Column], max_cells: int) -> dict[Clique, float]:
@@ -92,13 +104,13 @@ class _Rounds:
     annealed: int = 0
 
 
-def _first_model(columns: list[Column], truth, sigma: float, ledger: Ledger, n: int,
+def _first_model(columns: list[Column], truth, sigmas: list[float], ledger: Ledger, n: int,
                  iterations: int, rng) -> _Rounds:
     """Every 1-way marginal. A missing level whose noisy count is below 5σ gets no mass in the
     model (post-processing), so a column without missing values releases none."""
     sizes = {c.name: c.size for c in columns}
     measured, mask = [], {}
-    for col in columns:
+    for col, sigma in zip(columns, sigmas):
         y = ledger.measure(truth[(col.name,)], sigma, rng,
                            {"kind": "measure", "clique": [col.name], "stage": "1-way"})
         measured.append(Measurement((col.name,), y, sigma))
@@ -109,10 +121,11 @@ def _first_model(columns: list[Column], truth, sigma: float, ledger: Ledger, n: 
 
 
 def _adaptive_rounds(state: _Rounds, weights: dict[Clique, float], truth, sizes: dict[str, int],
-                     rho: float, T: int, n: int, params: AimParams, mbi, ctx: RunContext) -> None:
+                     rho: float, per_round: float, n: int, params: AimParams, mbi,
+                     ctx: RunContext) -> None:
     ledger = state.ledger
-    sigma = sigma_for(MEASURE_SHARE * rho / T)
-    eps0 = em_epsilon((1 - MEASURE_SHARE) * rho / T)
+    sigma = sigma_for(MEASURE_SHARE * per_round)
+    eps0 = em_epsilon((1 - MEASURE_SHARE) * per_round)
     domain = mbi.Domain(list(sizes), list(sizes.values()))
     sampler = ExactSampler(ctx.rng)
     max_weight = max(weights.values())
@@ -167,9 +180,11 @@ def run_aim(data: MethodInput, params: AimParams, ctx: RunContext) -> ReleaseRes
     truth = {r: marginal(codes, r, tuple(sizes[a] for a in r)).reshape([sizes[a] for a in r])
              for r in weights}
     ctx.progress(0.05, "1-way marginals")
-    state = _first_model(columns, truth, sigma_for(MEASURE_SHARE * rho / T), Ledger(rho), n,
-                         params.round_iterations, ctx.rng)
-    _adaptive_rounds(state, weights, truth, sizes, rho, T, n, params, mbi, ctx)
+    d = len(columns)
+    rho_one, per_round = _one_way_budget(params, rho, d, T)
+    sigmas = [sigma_for(r) for r in one_way_rhos(columns, rho_one, params.one_way_weights)]
+    state = _first_model(columns, truth, sigmas, Ledger(rho), n, params.round_iterations, ctx.rng)
+    _adaptive_rounds(state, weights, truth, sizes, rho, per_round, n, params, mbi, ctx)
     ctx.progress(0.72, "fitting the graphical model")
     maximal = state.model.run(params.iterations)
     ctx.progress(0.85, "sampling")
@@ -182,17 +197,26 @@ def run_aim(data: MethodInput, params: AimParams, ctx: RunContext) -> ReleaseRes
     ctx.progress(1.0, "done")
     return _result(params, ctx, columns, out, state.ledger, (rho, slack, tails),
                    {"n": n, "rows": rows, "rounds": state.rounds, "annealed": state.annealed,
-                    "planned_rounds": T, "workload": sum(len(r) == 2 for r in weights),
+                    "planned_rounds": T, "round_rho": per_round,
+                    "workload": sum(len(r) == 2 for r in weights),
                     "candidates": len(weights), "model_cells": state.model.tree.cells,
                     "model_cliques": [list(m) for m in state.model.tree.maximal],
                     "missing_released": [c.name for c in columns if c.name not in state.masked],
                     "seconds": time.perf_counter() - started})
 
 
+def _one_way_budget(params: AimParams, rho: float, d: int, T: int) -> tuple[float, float]:
+    """(ρ of all the 1-way measurements, a planned round's ρ)."""
+    if params.one_way_share is None:  # the paper's: each 1-way costs a round's measurement
+        return MEASURE_SHARE * rho * d / T, rho / T
+    rho_one = params.one_way_share * rho  # the 1-ways take d of the T planned rounds' slots
+    return rho_one, (rho - rho_one) / max(T - d, 1)
+
+
 def _check_rounds(params: AimParams, d: int) -> None:
     if params.rounds is not None and params.rounds < d:
         raise MethodInputError(f"rounds ({params.rounds}) must be at least the number of released "
-                               f"columns ({d}): the 1-way marginals alone cost 0.9·d/T of ρ")
+                               f"columns ({d}): the 1-way marginals take d of the T planned rounds")
 
 
 def _check(params: AimParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
@@ -223,7 +247,10 @@ def _result(params: AimParams, ctx: RunContext, columns: list[Column], out, ledg
                           f"when its first noisy count is below 5σ (post-processing); released for {released}",
         "workload": {"marginals": facts["workload"], "candidates": facts["candidates"],
                      "max_cells": params.max_cells, "weights": "w_r = Σ_{s ∈ W} |r ∩ s|"},
+        "one_way": {"share": params.one_way_share, "weights": params.one_way_weights,
+                    "rule": "ρ_c ∝ levels^(2/3)" if params.one_way_weights == "levels" else "equal"},
         "rounds": facts["rounds"], "planned_rounds": facts["planned_rounds"],
+        "round_rho": facts["round_rho"],
         "annealed": facts["annealed"],
         "model": {"estimator": "mirror descent (app/privacy/dp_release/pgm.py: mbi's algorithm in "
                   "numpy), warm-started from round to round", "iterations": params.iterations,

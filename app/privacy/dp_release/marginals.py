@@ -26,7 +26,7 @@ import sys
 import types
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -207,6 +207,18 @@ def candidate_pairs(columns: list[Column], max_cells: int) -> list[tuple[int, in
     """Pairs of columns whose 2-way marginal fits in ``max_cells`` (declared domains only)."""
     return [(i, j) for i, j in itertools.combinations(range(len(columns)), 2)
             if columns[i].size * columns[j].size <= max_cells]
+
+
+OneWayWeights = Literal["uniform", "levels"]
+
+
+def one_way_rhos(columns: list[Column], rho: float, weights: str) -> list[float]:
+    """ρ of each column's 1-way measurement, summing to ``rho``. "uniform": equal shares;
+    "levels": ρ_c ∝ k_c^(2/3) (k_c the declared levels), the split that minimizes the expected
+    total L1 noise Σ_c k_c·σ_c (σ_c = 1/√ρ_c) for a fixed total — the sum of the columns' TVDs
+    before post-processing. Depends on the declared schema only."""
+    w = np.ones(len(columns)) if weights == "uniform" else np.array([c.size ** (2.0 / 3.0) for c in columns])
+    return [float(rho * x / w.sum()) for x in w]
 
 
 def encode_frame(columns: list[Column], frame: pd.DataFrame) -> dict[str, np.ndarray]:

@@ -2,16 +2,18 @@
 general form): measure every 1-way marginal, pick a maximum spanning tree of 2-way marginals
 with the exponential mechanism, measure those, fit a graphical model (mbi), sample.
 
-ρ (the zCDP budget that converts to the (ε, δ) asked for) is split in thirds:
+ρ (the zCDP budget that converts to the (ε, δ) asked for) is split: s = ``one_way_share``
+(default 1/2; the paper's 1/3) for the 1-ways, (1 - s)/2 each for selecting and measuring pairs:
 
-  1-way       every column's marginal, discrete Gaussian σ₁ = √(3d/ρ) (ρ/3d each)
+  1-way       every column's marginal, discrete Gaussian σ₁ = 1/√ρ_c, Σ_c ρ_c = sρ with
+              ρ_c ∝ k_c^(2/3) (k_c the declared levels; ``one_way_weights``="uniform": sρ/d)
   compress    levels whose noisy count is below 3σ₁ share one level, a missing level below 5σ₁
               joins the largest level (post-processing)
   select      Kruskal's algorithm with the exponential mechanism: r rounds, each picks a pair
               of not-yet-connected columns with probability ∝ exp(η·q), q = ‖x - x̂‖₁ of the
               pair on the compressed domain (x̂ from the 1-way model), sensitivity 2,
-              ε₀ = √(8ρ/3r), η = ε₀/4 (ρ/3r each)
-  2-way       the r chosen pairs on the compressed domain, σ₂ = √(3r/ρ) (ρ/3r each)
+              ε₀ = √(8ρ_s), η = ε₀/4 (ρ_s = (1 - s)ρ/2r each)
+  2-way       the r chosen pairs on the compressed domain, σ₂ = 1/√ρ_s (ρ_s each)
   estimate    mbi mirror descent on all measurements with the public total n
   sample      mbi's synthetic_data, then a shared level back to its members in proportion to
               their noisy counts, and levels back to values (post-processing)
@@ -33,8 +35,9 @@ from app.privacy.context import RunContext
 from app.privacy.data import MethodInput
 from app.privacy.dp_release.common import require_rows
 from app.privacy.dp_release.marginals import (
-    Column, SynthParams, build_columns, candidate_pairs, check, decode_frame, encode_frame,
-    load_mbi, marginal, mirror_descent, sampler_random_source, release, synthetic_epsilon,
+    Column, OneWayWeights, SynthParams, build_columns, candidate_pairs, check, decode_frame,
+    encode_frame, load_mbi, marginal, mirror_descent, one_way_rhos, sampler_random_source, release,
+    synthetic_epsilon,
 )
 from app.privacy.dp_release.zcdp import (
     ExactSampler, Ledger, em_epsilon, exact_score, l1_error, rho_for, sigma_for,
@@ -51,6 +54,12 @@ MISSING_SIGMAS = 5.0  # a column without missing values keeps a spurious missing
 class MstParams(SynthParams):
     compress: bool = Field(True, description="merge the levels whose noisy 1-way count is below "
                            "3σ into one level before selecting and measuring pairs (post-processing)")
+    one_way_share: float = Field(0.5, ge=0.05, le=0.95, description="share of ρ spent on the "
+                                 "1-way marginals (the rest is split equally between selecting "
+                                 "and measuring the tree's pairs); the paper's is 1/3")
+    one_way_weights: OneWayWeights = Field("levels", description="split of the 1-way share among "
+                                           "the columns: 'levels' (ρ_c ∝ levels^(2/3), the split "
+                                           "with the least expected L1 noise) or 'uniform' (the paper's)")
 
 
 class _Forest:
@@ -173,18 +182,18 @@ def run_mst(data: MethodInput, params: MstParams, ctx: RunContext) -> ReleaseRes
     rounds = spanning_rounds(d, pairs)
     rho, slack, tails = rho_for(params.epsilon, params.delta, d + rounds)
     ledger = Ledger(rho)
-    rho_one = rho if rounds == 0 else rho / 3.0
+    rho_one = rho if rounds == 0 else rho * params.one_way_share
     ctx.progress(0.02, "loading the inference library")
     mbi = load_mbi()
     from mbi.marginal_loss import LinearMeasurement
 
     # 1-way marginals on the declared domains
     ctx.progress(0.08, "1-way marginals")
-    sigma1 = sigma_for(rho_one / d)
+    sigmas = [sigma_for(r) for r in one_way_rhos(columns, rho_one, params.one_way_weights)]
     full = mbi.Domain(names, [c.size for c in columns])
     mappings: dict[str, np.ndarray] = {}
     one_way, noisy = [], {}
-    for col in columns:
+    for col, sigma1 in zip(columns, sigmas):
         y = ledger.measure(marginal(codes, (col.name,), (col.size,)), sigma1, ctx.rng,
                            {"kind": "measure", "clique": [col.name], "stage": "1-way"})
         mappings[col.name] = compression(y, sigma1, col.missing_level, params.compress)
@@ -239,6 +248,8 @@ def _result(params: MstParams, ctx: RunContext, columns: list[Column], out, ledg
         + "a missing level below 5σ₁ is folded into the level with the largest noisy count "
           "('missing_folded_into') and never released",
         "model": {"estimator": "mbi MirrorDescent", "iterations": params.iterations},
+        "one_way": {"share": params.one_way_share, "weights": params.one_way_weights,
+                    "rule": "ρ_c ∝ levels^(2/3)" if params.one_way_weights == "levels" else "equal"},
         "rounds": facts["rounds"], "candidate_pairs": facts["candidate_pairs"]})
     for c in columns:
         result.metadata["mst"]["columns"][c.name].update(_compression_facts(mappings[c.name], c.missing_level))

@@ -1,0 +1,111 @@
+"""Marginal fidelity of mst/aim on Adult income (issue 8's targets), outside the full experiment.
+
+For each variant, ε and seed: release adult_train (30,162 records) with run_mst/run_aim, then
+measure what experiment_dp_release measures for the task adult_income — the RBF SVM's
+misclassification on adult_test (trained on 10,000 records of 70% of the release, the doc's
+protocol, ``svm_error``), the mean 1-way and 2-way TVD against adult_train (``marginal_tvd``:
+numeric columns on 32 bins over the declared bounds) — and the release's seconds.
+
+    python -m benchmarks.synth_fidelity [--eps 0.5,1,2] [--seeds 3] [--first-seed 0] [--no-svm]
+        [--columns] [--csv FILE]
+        [--variant NAME=METHOD:{json params}] ...
+
+Without --variant: the defaults of mst and aim. --columns prints each column's 1-way TVD.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import zlib
+
+import numpy as np
+import pandas as pd
+
+from app.privacy.context import RunContext
+from app.privacy.data import MethodInput
+from app.privacy.dp_release.aim import AimParams, run_aim
+from app.privacy.dp_release.mst import MstParams, run_mst
+from app.privacy.experiments.dp_release import load_task, marginal_tvd, svm_error
+from app.privacy.rng import SecureRandom
+
+RUNNERS = {"mst": (MstParams, run_mst), "aim": (AimParams, run_aim)}
+TRAIN_ROWS, TEST_ROWS = 10_000, 20_000
+
+
+def column_tvd(raw: pd.DataFrame, release: pd.DataFrame, columns) -> dict[str, float]:
+    """Each column's 1-way TVD (the same binning as ``marginal_tvd``)."""
+    return {c.name: marginal_tvd(raw[[c.name]], release[[c.name]], [c])[0] for c in columns}
+
+
+def measure(variants: dict[str, tuple[str, dict]], epsilons: list[float], seeds: range, svm: bool,
+            per_column: bool) -> pd.DataFrame:
+    task = load_task("adult_income")
+    data = task.data
+    holdout = task.holdout.iloc[:TEST_ROWS]
+    rows = []
+    for name, (method, extra) in variants.items():
+        params_type, run = RUNNERS[method]
+        for eps in epsilons:
+            for seed in seeds:
+                rng = SecureRandom(seed=zlib.crc32(f"fidelity:{seed}:{method}:{eps}".encode()))
+                start = time.perf_counter()
+                result = run(data, params_type(epsilon=eps, **extra), RunContext(rng))
+                seconds = time.perf_counter() - start
+                release = result.frame
+                tvd1, tvd2 = marginal_tvd(data.frame, release, data.columns)
+                row = {"variant": name, "epsilon": eps, "seed": seed, "tvd_1way": tvd1,
+                       "tvd_2way": tvd2, "seconds": seconds}
+                meta = result.metadata[method]
+                row["rho_spent/rho"] = meta["rho_spent"] / meta["rho"]
+                if svm:
+                    split = np.random.default_rng([seed, 5])
+                    order = split.permutation(len(release))
+                    train = release.iloc[order[:int(0.7 * len(release))]]
+                    row["error"] = svm_error(train, [holdout], data.columns, TRAIN_ROWS, split)[0]
+                if per_column:
+                    row.update({f"c:{k}": v for k, v in column_tvd(data.frame, release, data.columns).items()})
+                rows.append(row)
+                print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()
+                                  if not k.startswith("c:")}), flush=True)
+    return pd.DataFrame(rows)
+
+
+def summary(frame: pd.DataFrame) -> pd.DataFrame:
+    figures = [c for c in ("error", "tvd_1way", "tvd_2way", "seconds") if c in frame]
+    grouped = frame.groupby(["variant", "epsilon"])[figures]
+    mean, se = grouped.mean(), (grouped.std(ddof=1) / np.sqrt(grouped.count())).fillna(0.0)
+    return mean.round(4).astype(str) + " ± " + se.round(4).astype(str)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--eps", default="0.5,1,2")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed+seeds-1")
+    parser.add_argument("--no-svm", action="store_true")
+    parser.add_argument("--columns", action="store_true")
+    parser.add_argument("--csv", help="also write every run to this CSV file")
+    parser.add_argument("--variant", action="append", default=[],
+                        help='NAME=METHOD:{"param": value}, e.g. aim_t=aim:{"rounds": 120}')
+    args = parser.parse_args()
+    variants = {}
+    for spec in args.variant:
+        name, rest = spec.split("=", 1)
+        method, _, params = rest.partition(":")
+        variants[name] = (method, json.loads(params or "{}"))
+    variants = variants or {"mst": ("mst", {}), "aim": ("aim", {})}
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    frame = measure(variants, [float(e) for e in args.eps.split(",")], seeds, not args.no_svm,
+                    args.columns)
+    if args.csv:
+        frame.to_csv(args.csv, index=False)
+    print(summary(frame).to_string())
+    if args.columns:
+        cols = [c for c in frame if c.startswith("c:")]
+        print(frame.groupby(["variant", "epsilon"])[cols].mean().T.round(4).to_string())
+
+
+if __name__ == "__main__":
+    main()
