@@ -364,7 +364,8 @@ def _utility_rows(quick: bool) -> list[Row]:
         return []
     peers, missing = peer_releasers(pca=False)
     missing["diffprivlib PCA basis + projection"] = (
-        "installed, but one DP-PCA fit on the 22,792-record training part did not finish in 15 min")
+        "not run in this row: when tried (Nov 2026) one DP-PCA fit on the 22,792-record training "
+        "part did not finish in 15 min; the DP PCA row above times it under a limit")
     params = ExperimentDpReleaseParams(tasks=["adult_degree"], epsilons=[1.0], repetitions=3)
     report = run_protocol(params, RunContext(), extra=peers)
     runs = report.tables["runs"]
