@@ -43,8 +43,8 @@ from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.dp_release.common import require_rows
 from app.privacy.dp_release.marginals import (
-    Column, OneWayWeights, SynthParams, build_columns, decode_frame, encode_frame, load_mbi,
-    marginal, one_way_rhos, sampler_random_source, release, synthetic_epsilon,
+    Column, SynthParams, build_columns, decode_frame, encode_frame, load_mbi,
+    marginal, one_way_facts, one_way_rhos, sampler_random_source, release, synthetic_epsilon,
 )
 from app.privacy.dp_release.pgm import Clique, Measurement, MirrorDescent, maximal_subset
 from app.privacy.dp_release.zcdp import (
@@ -73,9 +73,6 @@ class AimParams(SynthParams):
                                         "on the first 1-way marginals (the rounds share the rest); "
                                         "null: the paper's 0.9·d/T, each 1-way costing one round's "
                                         "measurement")
-    one_way_weights: OneWayWeights = Field("levels", description="split of the 1-way share among "
-                                           "the columns: 'levels' (ρ_c ∝ levels^(2/3), the split "
-                                           "with the least expected L1 noise) or 'uniform' (the paper's)")
 
 
 def workload_weights(names: list[str], columns: list[Column], max_cells: int) -> dict[Clique, float]:
@@ -247,8 +244,7 @@ def _result(params: AimParams, ctx: RunContext, columns: list[Column], out, ledg
                           f"when its first noisy count is below 5σ (post-processing); released for {released}",
         "workload": {"marginals": facts["workload"], "candidates": facts["candidates"],
                      "max_cells": params.max_cells, "weights": "w_r = Σ_{s ∈ W} |r ∩ s|"},
-        "one_way": {"share": params.one_way_share, "weights": params.one_way_weights,
-                    "rule": "ρ_c ∝ levels^(2/3)" if params.one_way_weights == "levels" else "equal"},
+        "one_way": one_way_facts(params.one_way_share, params.one_way_weights),
         "rounds": facts["rounds"], "planned_rounds": facts["planned_rounds"],
         "round_rho": facts["round_rho"],
         "annealed": facts["annealed"],

@@ -60,6 +60,9 @@ class SynthParams(TableParams):
                             "final graphical-model fit")
     max_cells: int = Field(100_000, ge=4, le=1_000_000, description="a marginal over more cells "
                            "(on the declared domains) is never measured")
+    one_way_weights: Literal["uniform", "levels"] = Field(
+        "levels", description="split of the 1-way share among the columns: 'levels' (ρ_c ∝ "
+        "levels^(2/3), the split with the least expected L1 noise) or 'uniform' (the paper's)")
 
     @field_validator("bins")
     @classmethod
@@ -209,7 +212,10 @@ def candidate_pairs(columns: list[Column], max_cells: int) -> list[tuple[int, in
             if columns[i].size * columns[j].size <= max_cells]
 
 
-OneWayWeights = Literal["uniform", "levels"]
+def one_way_facts(share: float | None, weights: str) -> dict[str, Any]:
+    """The 1-way budget as the release's metadata states it."""
+    return {"share": share, "weights": weights,
+            "rule": "ρ_c ∝ levels^(2/3)" if weights == "levels" else "equal"}
 
 
 def one_way_rhos(columns: list[Column], rho: float, weights: str) -> list[float]:

@@ -35,9 +35,9 @@ from app.privacy.context import RunContext
 from app.privacy.data import MethodInput
 from app.privacy.dp_release.common import require_rows
 from app.privacy.dp_release.marginals import (
-    Column, OneWayWeights, SynthParams, build_columns, candidate_pairs, check, decode_frame,
-    encode_frame, load_mbi, marginal, mirror_descent, one_way_rhos, sampler_random_source, release,
-    synthetic_epsilon,
+    Column, SynthParams, build_columns, candidate_pairs, check, decode_frame, encode_frame,
+    load_mbi, marginal, mirror_descent, one_way_facts, one_way_rhos, release,
+    sampler_random_source, synthetic_epsilon,
 )
 from app.privacy.dp_release.zcdp import (
     ExactSampler, Ledger, em_epsilon, exact_score, l1_error, rho_for, sigma_for,
@@ -57,9 +57,6 @@ class MstParams(SynthParams):
     one_way_share: float = Field(0.5, ge=0.05, le=0.95, description="share of ρ spent on the "
                                  "1-way marginals (the rest is split equally between selecting "
                                  "and measuring the tree's pairs); the paper's is 1/3")
-    one_way_weights: OneWayWeights = Field("levels", description="split of the 1-way share among "
-                                           "the columns: 'levels' (ρ_c ∝ levels^(2/3), the split "
-                                           "with the least expected L1 noise) or 'uniform' (the paper's)")
 
 
 class _Forest:
@@ -248,8 +245,7 @@ def _result(params: MstParams, ctx: RunContext, columns: list[Column], out, ledg
         + "a missing level below 5σ₁ is folded into the level with the largest noisy count "
           "('missing_folded_into') and never released",
         "model": {"estimator": "mbi MirrorDescent", "iterations": params.iterations},
-        "one_way": {"share": params.one_way_share, "weights": params.one_way_weights,
-                    "rule": "ρ_c ∝ levels^(2/3)" if params.one_way_weights == "levels" else "equal"},
+        "one_way": one_way_facts(params.one_way_share, params.one_way_weights),
         "rounds": facts["rounds"], "candidate_pairs": facts["candidate_pairs"]})
     for c in columns:
         result.metadata["mst"]["columns"][c.name].update(_compression_facts(mappings[c.name], c.missing_level))

@@ -88,7 +88,7 @@ class _Ones:
 
     rows: np.ndarray
     cols: np.ndarray
-    column_codes: np.ndarray  # (n, features) int64 view for refining
+    column_codes: np.ndarray  # the (n, features) 0/1 matrix itself, for refining
     width: int
 
     @classmethod
