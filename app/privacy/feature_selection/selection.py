@@ -155,13 +155,26 @@ def greedy_k_anonymous(codes: np.ndarray, order: np.ndarray, k: int,
 
 @dataclass
 class _Path:
-    """One partial walk of the beam: its classes, its decisions so far, and the score of the
-    release the paper's rule would complete it to (the lookahead's value of the path)."""
+    """One partial walk of the beam: its classes, its last decision (earlier ones through
+    ``parent``: a child shares its walk's history instead of copying it, so a step costs O(1)
+    in the number of features), and the score of the release the paper's rule would complete
+    it to (the lookahead's value of the path)."""
 
     group: np.ndarray
     n_groups: int
-    decisions: list[Decision]
     score: float
+    decision: Decision | None = None
+    parent: _Path | None = None
+
+    def child(self, group: np.ndarray, n_groups: int, decision: Decision, score: float) -> _Path:
+        return _Path(group, n_groups, score, decision, self)
+
+    def decisions(self) -> list[Decision]:
+        out, path = [], self
+        while path.decision is not None:
+            out.append(path.decision)
+            path = path.parent
+        return out[::-1]
 
 
 def _beam_search(codes: np.ndarray, order: np.ndarray, k: int, label: np.ndarray,
@@ -179,27 +192,27 @@ def _beam_search(codes: np.ndarray, order: np.ndarray, k: int, label: np.ndarray
     columns = _Ones.of(codes)
     n = len(label)
     start = np.zeros(n, dtype=np.int64)
-    paths = [_Path(start, 1, [], jackknife_gini(_complete(columns, start, 1, order, k), label))]
+    paths = [_Path(start, 1, jackknife_gini(_complete(columns, start, 1, order, k), label))]
     for i, j in enumerate(order):
         column = codes[:, j].astype(np.int64)
         children: list[_Path] = []
         for path in paths:
             refined, classes, smallest = _refine(path.group, path.n_groups, column)
             if smallest < k:
-                children.append(_Path(path.group, path.n_groups, [*path.decisions, Decision(
-                    int(j), False, classes, smallest, FAILS_K)], path.score))
+                children.append(path.child(path.group, path.n_groups, Decision(
+                    int(j), False, classes, smallest, FAILS_K), path.score))
                 continue
-            children.append(_Path(refined, classes, [*path.decisions, Decision(
-                int(j), True, classes, smallest, KEPT)], path.score))
+            children.append(path.child(refined, classes, Decision(
+                int(j), True, classes, smallest, KEPT), path.score))
             without = jackknife_gini(_complete(columns, path.group, path.n_groups,
                                                order[i + 1:], k), label)
-            children.append(_Path(path.group, path.n_groups, [*path.decisions, Decision(
-                int(j), False, classes, smallest, LOOKAHEAD)], without))
+            children.append(path.child(path.group, path.n_groups, Decision(
+                int(j), False, classes, smallest, LOOKAHEAD), without))
         # A dropped child must beat the kept one by more than float noise (ties keep).
-        children.sort(key=lambda p: p.score + (0.0 if p.decisions[-1].reason != LOOKAHEAD
+        children.sort(key=lambda p: p.score + (0.0 if p.decision.reason != LOOKAHEAD
                                                else _TIE * max(abs(p.score), 1e-300)))
         paths = children[:max(1, width)]
-    return paths[0].decisions
+    return paths[0].decisions()
 
 
 def hamming_scores(binary: np.ndarray, label: np.ndarray) -> np.ndarray:
