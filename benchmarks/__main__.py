@@ -88,8 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.merge and only and not args.no_write:
         merge_into_doc(ROOT / "docs" / "benchmarks.md", rows, only)
     elif not args.no_write and not only:
-        left_out = (f"\n\nLeft out of this run: {', '.join(sorted(skip))} (their figures: "
-                    "docs/experiments/dp_release.md, docs/reliability.md)." if skip else "")
+        left_out = f"\n\n{_left_out_line(skip)}" if skip else ""
         doc = ROOT / "docs" / "benchmarks.md"
         doc.parent.mkdir(exist_ok=True)
         doc.write_text(
@@ -101,27 +100,42 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failures else 0
 
 
+LEFT_OUT = "Left out of this run: "
+MERGED = "Rows of "
+
+
+def _left_out_line(families) -> str:
+    return (f"{LEFT_OUT}{', '.join(sorted(families))} (their figures: "
+            "docs/experiments/dp_release.md, docs/reliability.md).")
+
+
 def merge_into_doc(doc: Path, rows: list[tuple[str, Row]], families: set[str]) -> None:
     """Replace the rows of ``families`` in the written report (a family's own run, e.g. one
-    that must wait for a quiet machine); the other rows and the header stay."""
+    that must wait for a quiet machine); the other rows and the header stay. The header's
+    notes follow: a merged family is no longer "left out", and an earlier "rows of … from a
+    separate run" stamp no longer names it."""
     lines = doc.read_text().splitlines()
     body = [i for i, line in enumerate(lines) if line.startswith("| ") and not line.startswith("| family ")]
     kept = [lines[i] for i in body if lines[i].split("|")[1].strip() not in families]
     new = table(rows).splitlines()[2:]
     start = body[0]
-    stamp = f"Rows of {', '.join(sorted(families))} from a separate run on {time.strftime('%Y-%m-%d %H:%M')}."
+    stamp = f"{MERGED}{', '.join(sorted(families))} from a separate run on {time.strftime('%Y-%m-%d %H:%M')}."
     head = []
     for line in lines[:start]:
-        if line.startswith("Left out of this run: "):  # those now merged are no longer left out
-            left = [f for f in line.removeprefix("Left out of this run: ").split(" (")[0].split(", ")
-                    if f not in families]
-            line = (f"Left out of this run: {', '.join(left)} (their figures: "
-                    "docs/experiments/dp_release.md, docs/reliability.md).") if left else None
+        if line.startswith(LEFT_OUT):
+            left = [f for f in line.removeprefix(LEFT_OUT).split(" (")[0].split(", ") if f not in families]
+            line = _left_out_line(left) if left else None
+        elif line.startswith(MERGED):
+            named, rest = line.removeprefix(MERGED).split(" from a separate run", 1)
+            left = [f for f in named.split(", ") if f not in families]
+            line = f"{MERGED}{', '.join(left)} from a separate run{rest}" if left else None
         if line is not None:
             head.append(line)
     head, header = head[:-2], head[-2:]  # the table's header and rule stay above the rows
     while head and not head[-1].strip():
         head.pop()
+    # blank lines left by dropped notes collapse to one
+    head = [x for i, x in enumerate(head) if x.strip() or (i and head[i - 1].strip())]
     head += ["", stamp, ""]
     doc.write_text("\n".join(head + header + kept + new + lines[body[-1] + 1:]) + "\n")
 
