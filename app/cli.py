@@ -123,7 +123,7 @@ class WorkerPool:
         self.stopping = threading.Event()
 
     def _spawn(self) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], env=os.environ.copy())
+        return subprocess.Popen([sys.executable, "-m", "app", "worker"], env=os.environ.copy())
 
     def start(self) -> None:
         self.procs = [self._spawn() for _ in range(self.size)]

@@ -46,7 +46,7 @@ class Service:
                "VEIL_DEV_API_KEY": KEY, "VEIL_WORKERS": "1", "VEIL_LOG_LEVEL": "WARNING"}
         env.pop("DATABASE_URL", None)
         env.pop("VEIL_PLUGINS", None)
-        self.proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], env=env, cwd=ROOT,
+        self.proc = subprocess.Popen([sys.executable, "-m", "app", "serve"], env=env, cwd=ROOT,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.client = httpx.Client(base_url=f"http://127.0.0.1:{self.port}",
                                    headers={"Authorization": f"Bearer {KEY}"}, timeout=120)

@@ -251,7 +251,7 @@ def _temporary_worker(data_dir: Path, env: dict[str, str]) -> subprocess.Popen:
     """A worker for the warm-up only (the measured server then runs no worker)."""
     full = {**os.environ, **env, "VEIL_DATA_DIR": str(data_dir)}
     full.pop("DATABASE_URL", None)
-    return subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], env=full, cwd=ROOT,
+    return subprocess.Popen([sys.executable, "-m", "app", "worker"], env=full, cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

@@ -54,10 +54,10 @@ def test_compose_services():
 def test_cli_openapi_and_keys(tmp_path, database):
     out = tmp_path / "openapi.json"
     env = {k: v for k, v in os.environ.items() if k != "VEIL_PLUGINS"}
-    subprocess.run([sys.executable, "-m", "app.cli", "openapi", "--output", str(out)], check=True,
+    subprocess.run([sys.executable, "-m", "app", "openapi", "--output", str(out)], check=True,
                    env=env, cwd=ROOT, capture_output=True)
     assert json.loads(out.read_text())["info"]["title"] == "Veil"
-    done = subprocess.run([sys.executable, "-m", "app.cli", "keys", "create", "--tenant", "cli-t",
+    done = subprocess.run([sys.executable, "-m", "app", "keys", "create", "--tenant", "cli-t",
                            "--role", "analyst"], check=True, cwd=ROOT, capture_output=True, text=True)
     key = done.stdout.strip()
     assert key.startswith("veil_") and "shown once" in done.stderr
@@ -71,5 +71,5 @@ def test_cli_openapi_and_keys(tmp_path, database):
 
 @pytest.mark.parametrize("args", [["keys", "create", "--tenant", "t"], ["nope"]])
 def test_cli_rejects_bad_invocations(args):
-    done = subprocess.run([sys.executable, "-m", "app.cli", *args], cwd=ROOT, capture_output=True)
+    done = subprocess.run([sys.executable, "-m", "app", *args], cwd=ROOT, capture_output=True)
     assert done.returncode == 2

@@ -37,7 +37,7 @@ def served(tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "VEIL_PLUGINS", "VEIL_DEV_API_KEY")}
     env.update(VEIL_DATA_DIR=str(data_dir), VEIL_PORT=str(port))
     log = open(tmp_path_factory.mktemp("serve") / "serve.log", "w+")
-    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], env=env, cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "app", "serve"], env=env, cwd=ROOT,
                             stdout=log, stderr=subprocess.STDOUT)
     client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60)
     deadline = time.monotonic() + 180
@@ -129,7 +129,7 @@ def test_keys_create_against_the_running_instance(served):
     _, client, data_dir = served
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "VEIL_PLUGINS")}
     env["VEIL_DATA_DIR"] = str(data_dir)
-    done = subprocess.run([sys.executable, "-m", "app.cli", "keys", "create", "--tenant", "acme",
+    done = subprocess.run([sys.executable, "-m", "app", "keys", "create", "--tenant", "acme",
                            "--role", "owner"], env=env, cwd=ROOT, capture_output=True, text=True, check=True)
     other = done.stdout.strip()
     mine = client.get("/v1/datasets").json()["items"]

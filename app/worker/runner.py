@@ -47,8 +47,9 @@ def _fault_point(name: str) -> None:
 
 
 _mp = mp.get_context("forkserver")
-# Each job process re-runs the worker's main module (`python -m app.cli` → multiprocessing's
-# "__mp_main__" fix-up): preloading it keeps that to the module body, not its imports
+# A worker started as `python -m app` (app/__main__.py) is not re-run in its job processes
+# (multiprocessing skips `__main__` modules); one started as the `veil` script is, as
+# "__mp_main__": preloading app.cli keeps that to the script's two lines, not app.cli's imports
 # (pydantic-settings and friends: ~0.1 s a job otherwise).
 _mp.set_forkserver_preload(["app.cli", "app.config", "app.worker.child"])
 

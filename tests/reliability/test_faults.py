@@ -38,7 +38,7 @@ class LoggedPool(WorkerPool):
 
     def _spawn(self) -> subprocess.Popen:
         log = open(self.log_dir / f"worker-{time.monotonic_ns()}.log", "wb")
-        return subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], env=self.env, cwd=ROOT,
+        return subprocess.Popen([sys.executable, "-m", "app", "worker"], env=self.env, cwd=ROOT,
                                 stdout=log, stderr=subprocess.STDOUT)
 
     def logs(self) -> str:

@@ -30,7 +30,7 @@ def rss_bytes(pid: int) -> int:
 
 
 class LiveServer:
-    """`python -m app.cli serve` as a subprocess. With ``database_url`` it joins that database
+    """`python -m app serve` as a subprocess. With ``database_url`` it joins that database
     (the test session's); without it, it starts its own embedded PostgreSQL in ``data_dir``."""
 
     def __init__(self, data_dir: Path, *, database_url: str | None = None, workers: int = 0,
@@ -50,7 +50,7 @@ class LiveServer:
         else:
             full_env.pop("DATABASE_URL", None)
         self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--workers", str(workers)],
+        self.proc = subprocess.Popen([sys.executable, "-m", "app", "serve", "--workers", str(workers)],
                                      env=full_env, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         self.headers = {"Authorization": f"Bearer {self.key}"}

@@ -1,4 +1,4 @@
-"""Real worker processes (`python -m app.cli worker`) against the session's PostgreSQL."""
+"""Real worker processes (`python -m app worker`) against the session's PostgreSQL."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class WorkerPool:
         self.procs = [self._spawn() for _ in range(count)]
 
     def _spawn(self) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], env=self.env, cwd=ROOT,
+        return subprocess.Popen([sys.executable, "-m", "app", "worker"], env=self.env, cwd=ROOT,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def wait_ready(self, timeout: float = 60) -> None:
