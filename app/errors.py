@@ -58,6 +58,10 @@ class BudgetExhausted(Conflict):
     title, slug = "Privacy budget exhausted", "budget-exhausted"
 
 
+class MethodNotAllowed(VeilError):
+    status, title, slug = 405, "Method not allowed", "method-not-allowed"
+
+
 class RequestTimeout(VeilError):
     status, title, slug = 408, "Request timeout", "request-timeout"
 
@@ -78,8 +82,22 @@ class TooManyRequests(VeilError):
     status, title, slug = 429, "Too many requests", "too-many-requests"
 
 
+class InternalError(VeilError):
+    status, title, slug = 500, "Internal server error", "internal"
+
+
 class ServiceUnavailable(VeilError):
     status, title, slug = 503, "Service unavailable", "service-unavailable"
+
+
+class FrameworkError(VeilError):
+    """A status the framework raised that has no class of its own."""
+
+    title, slug = "Error", "error"
+
+    def __init__(self, status: int, detail: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(detail, headers=headers)
+        self.status = status
 
 
 # Declared on every route so the OpenAPI document lists the problem responses.

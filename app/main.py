@@ -18,7 +18,8 @@ from app.budgets.router import router as budgets_router
 from app.config import get_settings
 from app.db import POOL_OVERFLOW, POOL_SIZE, UPLOAD_CONNECTIONS
 from app.datasets.router import router as datasets_router
-from app.errors import ServiceUnavailable, VeilError
+from app.errors import (BadRequest, FrameworkError, InternalError, MethodNotAllowed, NotFound,
+                        ServiceUnavailable, Unprocessable, VeilError)
 from app.jobs.router import router as jobs_router
 from app.methods.router import router as methods_router
 from app.middleware import BodyLimit, InFlightLimit, RequestContext
@@ -37,12 +38,9 @@ dataset and an append-only audit trail. Authenticate with `Authorization: Bearer
 Every error is RFC 9457 problem+json."""
 
 
-def _problem(status: int, title: str, detail: str, instance: str, errors=None, headers=None) -> JSONResponse:
-    body = {"type": f"https://veil.dev/problems/{title.lower().replace(' ', '-')}", "title": title,
-            "status": status, "detail": detail, "instance": instance}
-    if errors:
-        body["errors"] = errors
-    return JSONResponse(body, status_code=status, media_type=PROBLEM, headers=headers)
+def _problem(exc: VeilError, request: Request) -> JSONResponse:
+    body = exc.problem(request.url.path).model_dump(exclude_none=True)
+    return JSONResponse(body, status_code=exc.status, media_type=PROBLEM, headers=exc.headers)
 
 
 def _validation_errors(exc: RequestValidationError) -> list[dict]:
@@ -60,59 +58,56 @@ def create_app() -> FastAPI:
 
     @app.exception_handler(VeilError)
     async def veil_error(request: Request, exc: VeilError):
-        body = exc.problem(request.url.path).model_dump(exclude_none=True)
-        return JSONResponse(body, status_code=exc.status, media_type=PROBLEM, headers=exc.headers)
+        return _problem(exc, request)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError):
         errors = _validation_errors(exc)
         first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
         where = ".".join(str(p) for p in first["loc"] if p != "body") or "request"
-        return _problem(422, "Unprocessable content", f"{where}: {first['msg']}", request.url.path,
-                        errors=errors)
+        return _problem(Unprocessable(f"{where}: {first['msg']}", errors=errors), request)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
-        titles = {404: "Not found", 405: "Method not allowed"}
         detail = exc.detail if isinstance(exc.detail, str) else "request refused"
         if exc.status_code == 400:
             # Starlette/FastAPI raise 400 for a body they cannot parse (not UTF-8, a broken
             # multipart); FastAPI itself answers invalid JSON with 422, and every route with a
             # body declares 422: answer alike.
-            return _problem(422, "Unprocessable content", f"the request body cannot be parsed: {detail}",
-                            request.url.path)
-        if exc.status_code == 404 and detail == "Not Found":
-            detail = f"no resource at {request.url.path}"
-        return _problem(exc.status_code, titles.get(exc.status_code, "Error"), detail,
-                        request.url.path, headers=getattr(exc, "headers", None))
+            return _problem(Unprocessable(f"the request body cannot be parsed: {detail}"), request)
+        headers = getattr(exc, "headers", None)
+        if exc.status_code == 404:
+            return _problem(NotFound(f"no resource at {request.url.path}" if detail == "Not Found"
+                                     else detail, headers=headers), request)
+        if exc.status_code == 405:
+            return _problem(MethodNotAllowed(detail, headers=headers), request)
+        return _problem(FrameworkError(exc.status_code, detail, headers), request)
 
     @app.exception_handler(OperationalError)
     @app.exception_handler(InterfaceError)
     async def database_down(request: Request, exc: DBAPIError):
-        return JSONResponse(ServiceUnavailable("the database is unavailable; retry later")
-                            .problem(request.url.path).model_dump(exclude_none=True),
-                            status_code=503, media_type=PROBLEM, headers={"Retry-After": "2"})
+        return _problem(ServiceUnavailable("the database is unavailable; retry later",
+                                           headers={"Retry-After": "2"}), request)
 
     @app.exception_handler(DataError)
     async def value_refused(request: Request, exc: DataError):
         # PostgreSQL refused a value that came with the request (a NUL character in a text
         # parameter, a time zone offset or a number outside its range): the request's fault.
         log.warning("the database refused a request value (%s)", type(getattr(exc, "orig", exc)).__name__)
-        return _problem(422, "Unprocessable content", "a value in the request cannot be processed "
-                        "(a NUL character, or a number, date or time zone out of range)", request.url.path)
+        return _problem(Unprocessable("a value in the request cannot be processed (a NUL character, "
+                                      "or a number, date or time zone out of range)"), request)
 
     @app.exception_handler(ClientDisconnect)
     async def client_gone(request: Request, exc: ClientDisconnect):
         # The client went away mid-body, or the body limit cut it off (the 413 is already
         # sent): nobody reads this answer, and it is not a server error.
         log.info("the client disconnected before the request body was complete")
-        return _problem(400, "Bad request", "the request body was not received completely", request.url.path)
+        return _problem(BadRequest("the request body was not received completely"), request)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception):
         log.error("unhandled %s", type(exc).__name__, exc_info=exc)
-        return _problem(500, "Internal server error", "an unexpected error occurred; it has been logged",
-                        request.url.path)
+        return _problem(InternalError("an unexpected error occurred; it has been logged"), request)
 
     for router in (ops_router, methods_router, datasets_router, budgets_router, jobs_router,
                    releases_router, reports_router, models_router, audit_router, keys_router):

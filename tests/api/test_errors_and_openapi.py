@@ -14,8 +14,23 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_unknown_route_and_method(client):
-    assert_problem(client.get("/v1/nothing"), 404, "/v1/nothing")
-    assert_problem(client.delete("/v1/methods"), 405)
+    assert assert_problem(client.get("/v1/nothing"), 404, "/v1/nothing")["type"].endswith("/not-found")
+    assert assert_problem(client.delete("/v1/methods"), 405)["type"].endswith("/method-not-allowed")
+
+
+def test_one_problem_type_per_status_whoever_raises_it(client, owner):
+    """A 422 from request validation, an unparsable body and the service's own checks are one
+    kind of problem to a caller: the same ``type`` URI."""
+    ds = upload(client, owner, b"num,cat\n1,x\n2,y\n", "p.csv").json()
+    bodies = [
+        assert_problem(client.post("/v1/jobs", headers=auth(owner), json={"method": "nope"}), 422),
+        assert_problem(client.post("/v1/jobs", headers={**auth(owner), "Content-Type": "application/json"},
+                                   content=b"{oops"), 422),
+        assert_problem(submit(client, owner, "errph", {"p0": 1.5}, dataset_id=ds["id"]), 422, "p0"),
+        assert_problem(submit(client, owner, "errph", {"columns": ["missing"]}, dataset_id=ds["id"]), 422),
+    ]
+    assert {b["type"] for b in bodies} == {"https://veil.dev/problems/unprocessable"}
+    assert {b["title"] for b in bodies} == {"Unprocessable content"}
 
 
 def test_validation_errors_are_problem_json_without_input_echo(client, owner):
