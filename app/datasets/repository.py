@@ -63,6 +63,11 @@ def hierarchy_texts(session: Session, dataset_id: uuid.UUID) -> dict[str, str]:
     return {r[0]: r[1] for r in rows}
 
 
+def hierarchy_text(session: Session, dataset_id: uuid.UUID, column: str) -> str | None:
+    return session.execute(select(hierarchies.c.text).where(
+        hierarchies.c.dataset_id == dataset_id, hierarchies.c.column_name == column)).scalar_one_or_none()
+
+
 def hierarchy_columns(session: Session, dataset_ids: list[uuid.UUID]) -> dict[uuid.UUID, list[str]]:
     rows = session.execute(select(hierarchies.c.dataset_id, hierarchies.c.column_name)
                            .where(hierarchies.c.dataset_id.in_(dataset_ids))).all()

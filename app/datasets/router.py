@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import StreamingResponse
+from fastapi.responses import PlainTextResponse, StreamingResponse
 from starlette.datastructures import UploadFile
 
 from app.auth.dependencies import OwnerPrincipal
@@ -18,6 +18,7 @@ from app.deps import SessionDep
 from app.errors import Unprocessable, UnsupportedMediaType, problem_responses
 
 router = APIRouter(prefix="/v1/datasets", tags=["datasets"])
+FORM_MEDIA = ("multipart/form-data", "application/x-www-form-urlencoded")
 
 _UPLOAD_BODY = {
     "requestBody": {
@@ -121,7 +122,7 @@ def put_schema(dataset_id: uuid.UUID, body: SchemaUpdate, principal: OwnerPrinci
 
 
 @router.put("/{dataset_id}/hierarchies/{column}", response_model=Hierarchy,
-            responses=problem_responses(401, 403, 404, 408, 413, 422, 503),
+            responses=problem_responses(401, 403, 404, 408, 413, 415, 422, 503),
             openapi_extra={"requestBody": {"required": True, "content": {
                 "text/csv": {"schema": {"type": "string"}},
                 "text/plain": {"schema": {"type": "string"}}}}})
@@ -129,6 +130,10 @@ async def put_hierarchy(dataset_id: uuid.UUID, column: str, request: Request,
                         principal: OwnerPrincipal, session: SessionDep) -> Hierarchy:
     """Upload a generalization hierarchy for a column in ARX's CSV format
     (`value;level1;…;*`, one row per value). Every data value must appear exactly once."""
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media in FORM_MEDIA:  # curl -F / -d: a form, not the file (-d also drops the newlines)
+        raise UnsupportedMediaType(f"send the hierarchy file itself as the body, not as a form ({media}): "
+                                   "curl -X PUT -H 'Content-Type: text/csv' --data-binary @FILE.csv …")
     await run_in_threadpool(session.commit)  # authenticated: hold no connection while the body streams in
     raw = await request.body()
     try:
@@ -139,6 +144,17 @@ async def put_hierarchy(dataset_id: uuid.UUID, column: str, request: Request,
         raise Unprocessable("the hierarchy is empty")
     return Hierarchy(**await run_in_threadpool(service.put_hierarchy, session, principal,
                                                dataset_id, column, text))
+
+
+@router.get("/{dataset_id}/hierarchies/{column}", response_class=PlainTextResponse,
+            responses={200: {"description": "the hierarchy as uploaded (ARX CSV)",
+                             "content": {"text/csv": {"schema": {"type": "string"}}}},
+                       **problem_responses(401, 403, 404, 422, 503)})
+def get_hierarchy(dataset_id: uuid.UUID, column: str, principal: OwnerPrincipal,
+                  session: SessionDep) -> PlainTextResponse:
+    """A column's hierarchy as it was uploaded (owners only; audited like a download)."""
+    return PlainTextResponse(service.get_hierarchy(session, principal, dataset_id, column),
+                             media_type="text/csv")
 
 
 @router.delete("/{dataset_id}", status_code=204, responses=problem_responses(401, 403, 404, 422, 503))

@@ -238,6 +238,17 @@ def put_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID,
             "values": int(hierarchy.shape[0])}
 
 
+def get_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID, column: str) -> str:
+    """The hierarchy as uploaded (it lists every value of the column: audited like a download)."""
+    get_row(session, principal, dataset_id, live=True)
+    text = repository.hierarchy_text(session, dataset_id, column)
+    if text is None:
+        raise NotFound(f"dataset {dataset_id} has no hierarchy for column {column!r}")
+    record(session, tenant=principal.tenant, actor=principal.actor, action="dataset.hierarchy_downloaded",
+           subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id, details={"column": column})
+    return text
+
+
 def _value_strings(series: pd.Series) -> list[str]:
     values = series.dropna().unique()
     if pd.api.types.is_numeric_dtype(series.dtype):

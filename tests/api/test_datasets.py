@@ -174,7 +174,7 @@ def test_profile_update_schema_and_delete(client, owner, make_key):
         assert blob is None  # the data is purged; the row and audit stay
 
 
-def test_hierarchy_upload_validates_against_the_data(client, owner, adult_path):
+def test_hierarchy_upload_validates_against_the_data(client, owner, make_key, adult_path):
     ds = upload(client, owner, adult_path, "adult.csv").json()
     hier = (adult_path.parent / "hierarchies" / "race.csv").read_text()
     r = client.put(f"/v1/datasets/{ds['id']}/hierarchies/race", headers=auth(owner), content=hier)
@@ -186,6 +186,25 @@ def test_hierarchy_upload_validates_against_the_data(client, owner, adult_path):
     assert_problem(client.put(f"/v1/datasets/{ds['id']}/hierarchies/nope", headers=auth(owner),
                               content=hier), 404, "no column 'nope'")
     assert "race" in client.get(f"/v1/datasets/{ds['id']}", headers=auth(owner)).json()["hierarchies"]
+
+    # read back as uploaded (the refused upload above left it unchanged), owners only, audited
+    url = f"/v1/datasets/{ds['id']}/hierarchies/race"
+    got = client.get(url, headers=auth(owner))
+    assert got.status_code == 200 and got.headers["content-type"].startswith("text/csv")
+    assert got.text == hier
+    assert_problem(client.get(f"/v1/datasets/{ds['id']}/hierarchies/sex", headers=auth(owner)), 404,
+                   "no hierarchy for column 'sex'")
+    assert_problem(client.get(url, headers=auth(make_key("analyst", tenant=owner["X-Tenant"]))), 403)
+    events = client.get(f"/v1/audit?dataset_id={ds['id']}", headers=auth(owner)).json()["items"]
+    assert "dataset.hierarchy_downloaded" in {e["action"] for e in events}
+
+    # curl -F / -d send a form, not the file: 415 says how to send it
+    r = client.put(url, headers=auth(owner), files={"file": ("race.csv", hier.encode())})
+    assert_problem(r, 415, "--data-binary")
+    r = client.put(url, headers={**auth(owner), "Content-Type": "application/x-www-form-urlencoded"},
+                   content=hier.replace("\n", ""))
+    assert_problem(r, 415, "--data-binary")
+    assert client.get(url, headers=auth(owner)).text == hier
 
 
 def test_synthetic_bank_customers_as_a_dataset(client, owner):

@@ -12,7 +12,7 @@ from sqlalchemy import text
 
 from app.db import transaction
 from tests.reliability.conftest import build_tenant
-from tests.support.api import upload
+from tests.support.api import auth, upload
 
 CALLERS = ("owner", "analyst", "admin", "other", "other_analyst", "none")
 PUBLIC = {"GET /healthz", "GET /metrics", "GET /readyz", "GET /v1/methods", "GET /v1/methods/{name}"}
@@ -34,6 +34,7 @@ TABLE = {
     "GET /v1/datasets/{dataset_id}/profile": DATASET_OBJECT,
     "PUT /v1/datasets/{dataset_id}/schema": DATASET_OBJECT,
     "PUT /v1/datasets/{dataset_id}/hierarchies/{column}": DATASET_OBJECT,
+    "GET /v1/datasets/{dataset_id}/hierarchies/{column}": DATASET_OBJECT,
     "DELETE /v1/datasets/{dataset_id}": {**DATASET_OBJECT, "owner": 204},
     "GET /v1/jobs": {"owner": 200, "analyst": 200, "admin": 200, "other": 200, "other_analyst": 200},
     "POST /v1/jobs": {"owner": 202, "analyst": 403, "admin": 403, "other": 404, "other_analyst": 403},
@@ -63,6 +64,10 @@ def world(client, make_key):
     keys = {"owner": a["owner"], "analyst": a["analyst"], "admin": make_key("admin"), "other": other,
             "other_analyst": make_key("analyst", tenant=other["X-Tenant"]), "none": {}}
     victims = {c: upload(client, a["owner"], b"v\n1\n2\n", f"victim-{c}.csv").json()["id"] for c in CALLERS}
+    # a hierarchy to read back, whichever order the operations run in
+    r = client.put(f"/v1/datasets/{a['dataset']['id']}/hierarchies/sex", content=b"M;*\nF;*\n",
+                   headers={**auth(a["owner"]), "Content-Type": "text/csv"})
+    assert r.status_code == 200, r.text
     return a, keys, victims
 
 
