@@ -27,7 +27,7 @@ def get_budget(dataset_id: uuid.UUID, principal: OwnerPrincipal, session: Sessio
 def put_budget(dataset_id: uuid.UUID, body: BudgetUpdate, principal: OwnerPrincipal,
                session: SessionDep) -> Budget:
     """Set the ε cap (never below what is already spent)."""
-    get_row(session, principal, dataset_id, for_update=True)
+    get_row(session, principal, dataset_id, live=True, for_update=True)  # a deleted one: 404
     return Budget(**service.set_total(session, principal, dataset_id, body.epsilon_total))
 
 

@@ -11,7 +11,7 @@ Epsilon = float | Literal["Infinity", "-Infinity"]
 
 
 class BudgetUpdate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     epsilon_total: float | None = Field(..., gt=0, le=1e6,
                                         description="the ε cap of the dataset; null removes the cap")
 

@@ -18,6 +18,7 @@ import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
+from app.datasets.schema import first_row
 from app.errors import PayloadTooLarge, Unprocessable, UnsupportedMediaType
 from app.privacy.data import TransactionData
 
@@ -315,9 +316,19 @@ def _finish_table(table: pa.Table, limits: Limits) -> pd.DataFrame:
         elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
             columns[name] = pd.to_numeric(col.to_pandas()).astype("float64") \
                 if col.null_count or not pa.types.is_integer(t) else col.to_pandas()
+            _check_finite(name, columns[name])
         else:  # dates, times, binary: kept as text categories
             columns[name] = pc.cast(col, pa.string()).to_pandas().astype("category")
     return pd.DataFrame(columns)
+
+
+def _check_finite(name: str, series: pd.Series) -> None:
+    """±inf ('inf' in a CSV, or a number beyond a 64-bit float) is no value any method can
+    bound or count; NaN is a missing value and stays one."""
+    infinite = np.isinf(series.to_numpy(dtype=float, na_value=np.nan))
+    if infinite.any():
+        raise Unprocessable(f"column {name!r}, row {first_row(infinite)}: an infinite number "
+                            "('inf', or beyond ±1.8e308)")
 
 
 def _check_cell_length(name: str, col: pa.ChunkedArray, limits: Limits) -> None:

@@ -9,6 +9,8 @@ from sqlalchemy.orm import Session
 
 from app.tables import datasets, hierarchies
 
+NAME_LENGTH: int = datasets.c.name.type.length  # the longest dataset name the table holds
+
 
 def insert_dataset(session: Session, **values: Any) -> None:
     session.execute(insert(datasets).values(**values))

@@ -19,11 +19,12 @@ _FALSE = {"false", "0", "no", "n", "f"}
 
 
 class ColumnOverride(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     type: ColumnType | None = None
     role: ColumnRole | None = None
     bounds: tuple[float, float] | None = Field(None, description="[lo, hi] of a numeric column")
-    categories: list[str] | None = Field(None, description="the declared domain of a categorical column")
+    categories: list[str] | None = Field(None, min_length=1,
+                                         description="the declared domain of a categorical column")
     integer: bool | None = None
 
     @model_validator(mode="after")
@@ -36,7 +37,7 @@ class ColumnOverride(BaseModel):
 
 
 class SchemaUpdate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     columns: dict[str, ColumnOverride] = Field(..., description="column name → overrides")
 
 
@@ -77,10 +78,15 @@ def profile_column(name: str, series: pd.Series, type_: str, previous: dict[str,
     if type_ == "numeric":
         arr = values.to_numpy(dtype=float)
         entry["integer"] = bool(len(arr) and np.all(arr == np.round(arr)))
+        # mean and std of arr / scale: sums of values near 1e308 (or squares of values past
+        # 1e154) overflow; the scaled ones never do
+        scale = float(np.abs(arr).max()) if len(arr) else 0.0
+        scale = scale if 0 < scale < np.inf else 1.0
+        unit = arr / scale
         entry["profile"] = {"min": float(arr.min()) if len(arr) else None,
                             "max": float(arr.max()) if len(arr) else None,
-                            "mean": float(arr.mean()) if len(arr) else None,
-                            "std": float(arr.std(ddof=1)) if len(arr) > 1 else None}
+                            "mean": float(unit.mean()) * scale if len(arr) else None,
+                            "std": float(unit.std(ddof=1)) * scale if len(arr) > 1 else None}
     else:
         top = (counts if counts is not None else values.astype(str).value_counts()).head(20)
         entry["profile"] = {"top": [{"value": str(k), "count": int(v)} for k, v in top.items()]}
@@ -91,7 +97,8 @@ def infer_columns(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [profile_column(str(n), frame[n], infer_type(frame[n])) for n in frame.columns]
 
 
-def _first_bad_row(mask: np.ndarray) -> int:
+def first_row(mask: np.ndarray) -> int:
+    """The 1-based row of the first True."""
     return int(np.argmax(mask)) + 1
 
 
@@ -113,7 +120,7 @@ def convert(series: pd.Series, name: str, to: str) -> pd.Series:
         numbers = pd.to_numeric(series.astype("string"), errors="coerce").astype("float64")
         bad = numbers.isna().to_numpy() & series.notna().to_numpy()
         if bad.any():
-            raise Unprocessable(f"column {name!r}: row {_first_bad_row(bad)} is not a number")
+            raise Unprocessable(f"column {name!r}: row {first_row(bad)} is not a number")
         return numbers
     text = series.astype("string").str.strip().str.lower()
     out = pd.Series(pd.NA, index=series.index, dtype="boolean")
@@ -121,7 +128,7 @@ def convert(series: pd.Series, name: str, to: str) -> pd.Series:
     out[text.isin(_FALSE).fillna(False).to_numpy()] = False
     bad = out.isna().to_numpy() & series.notna().to_numpy()
     if bad.any():
-        raise Unprocessable(f"column {name!r}: row {_first_bad_row(bad)} is not a boolean "
+        raise Unprocessable(f"column {name!r}: row {first_row(bad)} is not a boolean "
                             "(true/false, yes/no, 1/0)")
     return out
 

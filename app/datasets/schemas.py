@@ -35,7 +35,7 @@ class Dataset(BaseModel):
 
 
 class SyntheticRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     generator: Literal["bank_customers"] = Field(
         "bank_customers", description="bank_customers: the synthetic bank-card customers of seed "
         "000 (spec 01 §6), with the three-valued customer value as label")

@@ -44,7 +44,9 @@ def parse_schema_field(raw: str | None) -> SchemaUpdate | None:
     try:
         return SchemaUpdate.model_validate(data)
     except ValidationError as exc:
-        raise Unprocessable("the schema field is invalid", errors=_errors(exc)) from None
+        errors = _errors(exc)
+        where = ".".join(str(p) for p in errors[0]["loc"])
+        raise Unprocessable(f"the schema field is invalid: {where}: {errors[0]['msg']}", errors=errors) from None
 
 
 def _errors(exc: ValidationError) -> list[dict[str, Any]]:
@@ -62,6 +64,8 @@ def create(session: Session, principal: Principal, *, path: Path, filename: str 
            name: str | None, declared_format: str | None, schema_raw: str | None,
            idempotency_key: str | None) -> tuple[dict[str, Any], bool]:
     """Store an upload. Returns (dataset, created): created is False for an idempotent replay."""
+    if name is not None and len(name) > repository.NAME_LENGTH:
+        raise Unprocessable(f"name: at most {repository.NAME_LENGTH} characters (got {len(name)})")
     sha = _sha256(path)
     request_hash = hashlib.sha256(json.dumps([sha, name, filename, declared_format, schema_raw]).encode()).hexdigest()
     if idempotency_key:
@@ -84,7 +88,7 @@ def create(session: Session, principal: Principal, *, path: Path, filename: str 
         columns = transaction_columns(tx.n_items, tx.n_transactions)
         payload, shape = codec.transactions_to_parquet(tx), "transactions"
     dataset_id = uuid.uuid4()
-    values = dict(id=dataset_id, tenant=principal.tenant, name=name or filename or str(dataset_id),
+    values = dict(id=dataset_id, tenant=principal.tenant, name=name or (filename or "")[:repository.NAME_LENGTH] or str(dataset_id),
                   format=fmt, shape=shape, rows=parsed.rows, columns=columns, sha256=sha,
                   size_bytes=path.stat().st_size, created_by=principal.key_id,
                   idempotency_key=idempotency_key, request_hash=request_hash)

@@ -236,7 +236,10 @@ def _label_and_features(params: TrainParams, columns: list[ColumnInfo],
     if unknown:
         raise MethodInputError(f"unknown feature column {unknown[0]!r}")
     if label in features:
-        raise MethodInputError(f"the label {label!r} cannot also be a feature")
+        where = ("" if params.features is not None or default_features is None else
+                 " (the features default to the release's randomized columns, and it is one: "
+                 "name the features in 'features')")
+        raise MethodInputError(f"the label {label!r} cannot also be a feature{where}")
     if not features:
         raise MethodInputError("no feature columns")
     return label, features

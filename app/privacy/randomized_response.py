@@ -291,15 +291,23 @@ def errph_column_epsilons(params: ErrphParams, columns: list[ColumnInfo]) -> dic
     by_name = {c.name: c for c in columns}
     out: dict[str, float] = {}
     for name in _selected_columns(params, columns):
-        k = planned_k(by_name[name], params.missing)
+        k = _checked_k(by_name[name], params)
         if k is None:
             raise MethodInputError(f"column {name!r}: its number of distinct values is unknown, so "
                                    "ε cannot be priced; declare its categories or profile the dataset")
-        if k > MAX_DOMAIN:
-            raise MethodInputError(f"column {name!r} has {k} distinct values; errph allows at most "
-                                   f"{MAX_DOMAIN} (is it an identifier?)")
         out[name] = local_epsilon(*_planned_probabilities(name, k, params))
     return out
+
+
+def _checked_k(info: ColumnInfo, params: ErrphParams) -> int | None:
+    """planned_k, refused at submission (before the ε is debited) where the run would refuse it."""
+    k = planned_k(info, params.missing)
+    if k is not None and k < 2:
+        raise MethodInputError(f"column {info.name!r} has fewer than 2 values; nothing to randomize")
+    if k is not None and k > MAX_DOMAIN:
+        raise MethodInputError(f"column {info.name!r} has {k} distinct values; errph allows at most "
+                               f"{MAX_DOMAIN} (is it an identifier?)")
+    return k
 
 
 def run_errph(data: MethodInput, params: ErrphParams, ctx: RunContext) -> ReleaseResult:
@@ -403,7 +411,7 @@ def _errph_epsilon(params: ErrphParams, columns: list[ColumnInfo]) -> float:
 def _check_errph(params: ErrphParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
     by_name = {c.name: c for c in columns}
     for name in _selected_columns(params, columns):
-        k = planned_k(by_name[name], params.missing)
+        k = _checked_k(by_name[name], params)
         if k is not None:
             _planned_probabilities(name, k, params)  # list lengths, sums, zeros
 

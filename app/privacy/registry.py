@@ -41,9 +41,10 @@ class DataShape(StrEnum):
 
 
 class Params(BaseModel):
-    """Base of every method's parameter model: unknown fields are an error, not ignored."""
+    """Base of every method's parameter model: unknown fields are an error, not ignored, and a
+    number must be finite (JSON's NaN / Infinity extensions would pass every bound check)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class MethodInputError(ValueError):

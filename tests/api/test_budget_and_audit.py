@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 
@@ -40,6 +41,40 @@ def test_debit_at_acceptance_and_409_when_exhausted(client, owner):
     budget = client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner)).json()
     assert budget["epsilon_spent"] == pytest.approx(0.0)
     assert [e["kind"] for e in budget["entries"]] == ["debit", "refund"]
+
+
+def test_a_column_with_nothing_to_randomize_is_refused_before_the_debit(client, owner):
+    """An all-missing column kept missing (it used to divide by zero while pricing: a 500) or a
+    constant column: 422 naming it at submission, and nothing debited."""
+    rows = b"a,c,b\n" + b"".join(b",k,%s\n" % (b"xy"[i % 2:i % 2 + 1]) for i in range(30))
+    ds = upload(client, owner, rows, "empty.csv").json()
+    for params in ({"columns": ["a"], "missing": "preserve"}, {"columns": ["a"]}, {"columns": ["c"]}):
+        column = params["columns"][0]
+        assert_problem(submit(client, owner, "errph", params, dataset_id=ds["id"]), 422,
+                       f"column '{column}'", "fewer than 2 values")
+    budget = client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner)).json()
+    assert budget["epsilon_spent"] == 0 and budget["entries"] == []
+
+
+def test_non_finite_numbers_and_a_deleted_dataset(client, owner):
+    """JSON's NaN / Infinity passed every bound check (NaN compares false) and failed at the
+    database; a budget set on a deleted dataset said "ε = inf is already spent" (409)."""
+    ds = _binary_dataset(client, owner)
+    url = f"/v1/datasets/{ds['id']}/budget"
+    headers = {**auth(owner), "Content-Type": "application/json"}
+
+    def job(params):  # json.dumps writes NaN / Infinity, as a careless client would
+        return client.post("/v1/jobs", headers=headers, content=json.dumps(
+            {"method": "errph", "dataset_id": ds["id"], "params": params}))
+
+    for bad in (float("nan"), float("inf")):
+        assert_problem(client.put(url, headers=headers, content=json.dumps({"epsilon_total": bad})),
+                       422, "finite")
+        assert_problem(job({"p0": bad, "columns": ["b"]}), 422, "finite")
+    assert_problem(job({"p": {"b": [0.25, float("nan")]}, "columns": ["b"]}), 422, "finite")
+    assert client.get(url, headers=auth(owner)).json()["entries"] == []
+    assert client.delete(f"/v1/datasets/{ds['id']}", headers=auth(owner)).status_code == 204
+    assert_problem(client.put(url, headers=auth(owner), json={"epsilon_total": 5}), 404, "was deleted")
 
 
 def test_concurrent_submissions_never_overspend(client, owner):

@@ -6,6 +6,7 @@ import gzip
 import hashlib
 import io
 import json
+import statistics
 
 import pandas as pd
 import pytest
@@ -73,6 +74,8 @@ def test_schema_override_at_upload(client, owner):
     ({"n": {"bounds": [5, 1]}}, "schema field is invalid"),
     ({"name": {"categories": ["x"]}}, "row 2 holds a value outside the declared categories"),
     ({"n": {"role": "label"}, "name": {"role": "label"}}, "only one column may have the role label"),
+    ({"n": {"bounds": [0, float("nan")]}}, "schema field is invalid"),
+    ({"name": {"categories": []}}, "at least 1 item"),
 ])
 def test_bad_schema_is_422_naming_the_problem(client, owner, schema, fragment):
     r = upload(client, owner, b"n,name\n1,x\n2,y\n", "b.csv", schema=schema)
@@ -95,9 +98,28 @@ def test_schema_field_not_json(client, owner):
     (b"{\"a\": [1]}\n{\"a\": [1, 2]}\n", "n.jsonl", 422, "nested values"),
     (b"{\"a\": 1}\nnot json\n", "n.jsonl", 422, "unparsable JSON Lines"),
     (b"PAR1garbage", "x.parquet", 422, "not a readable Parquet file"),
+    (b"a,b\n1,2\ninf,3\n", "i.csv", 422, "column 'a', row 2: an infinite number"),
+    (b"a,b\n1,2\n3,-1e309\n", "o.csv", 422, "column 'b', row 2: an infinite number"),
 ])
 def test_bad_files_are_4xx_naming_the_problem(client, owner, data, name, status, fragment):
     assert_problem(upload(client, owner, data, name), status, fragment)
+
+
+def test_huge_finite_numbers_and_long_names(client, owner):
+    """Values past 1e154 used to overflow the profile's standard deviation (a generic 422 from
+    the database); a name over the 300 characters the table holds was the same generic 422."""
+    r = upload(client, owner, b"a,b\n1e160,1\n-3e160,2\n1e300,3\n", "big.csv")
+    assert r.status_code == 201, r.text
+    profile = client.get(f"/v1/datasets/{r.json()['id']}/profile", headers=auth(owner)).json()
+    a = next(c for c in profile["columns"] if c["name"] == "a")["profile"]
+    assert a["max"] == pytest.approx(1e300) and a["mean"] == pytest.approx((1e160 - 3e160 + 1e300) / 3)
+    assert a["std"] == pytest.approx(statistics.stdev([1e160, -3e160, 1e300]))  # exact: fractions
+    r = client.post("/v1/datasets", headers=auth(owner), files={"file": ("n.csv", b"a\n1\n2\n")},
+                    data={"name": "x" * 301})
+    assert_problem(r, 422, "name: at most 300 characters")
+    long_file = "f" * 400 + ".csv"
+    r = upload(client, owner, b"a\n1\n2\n", long_file)
+    assert r.status_code == 201 and r.json()["name"] == long_file[:300]
 
 
 def test_error_messages_never_echo_data(client, owner):
