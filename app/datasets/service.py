@@ -225,7 +225,7 @@ def put_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID,
     if row["shape"] != "table" or column not in names:
         raise NotFound(f"dataset {dataset_id} has no column {column!r}")
     try:
-        hierarchy = parse_arx_hierarchy(text)
+        hierarchy = parse_arx_hierarchy(text, max_cell_length=get_settings().max_cell_length)
     except MethodInputError as exc:
         raise Unprocessable(f"hierarchy for {column!r}: {exc}") from None
     frame = load(session, row)
@@ -260,15 +260,6 @@ def _value_strings(series: pd.Series) -> list[str]:
         if (arr == arr.round()).all():
             return [str(int(v)) for v in arr]
     return [str(v) for v in values]
-
-
-def load_hierarchies(session: Session, dataset_id: uuid.UUID) -> dict[str, pd.DataFrame]:
-    texts = repository.hierarchy_texts(session, dataset_id)
-    if not texts:
-        return {}
-    from app.privacy.anonymity.hierarchies import parse_arx_hierarchy
-
-    return {col: parse_arx_hierarchy(text) for col, text in texts.items()}
 
 
 def delete(session: Session, principal: Principal, dataset_id: uuid.UUID) -> None:

@@ -41,3 +41,13 @@ def guarantee(
         out["warnings"].append("epsilon is infinite: some published value can reveal the truth")
     out.update(extra)
     return out
+
+
+def unchanged_columns(columns: list[str], verb: str, on_release: bool) -> str:
+    """The statement for the columns a step passes through untouched. On a dataset they are
+    raw; on a release they are as that release published them, with whatever protection its
+    own steps gave them (its guarantees, in the provenance chain), and nothing from this step."""
+    where = ("as the release this step ran on published them: they keep that release's "
+             "protection (see its guarantees in the provenance chain) and gain none from this step"
+             if on_release else "exactly as in the dataset and carry no guarantee")
+    return f"columns not {verb} are released {where}: " + ", ".join(map(str, columns))

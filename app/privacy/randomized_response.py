@@ -21,7 +21,7 @@ from pydantic import Field, field_validator
 
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
-from app.privacy.guarantees import guarantee
+from app.privacy.guarantees import guarantee, unchanged_columns
 from app.privacy.registry import (
     Kind, MethodInputError, MethodSpec, Params, register, register_reconstructor,
 )
@@ -382,8 +382,7 @@ def run_errph(data: MethodInput, params: ErrphParams, ctx: RunContext) -> Releas
         "selection probabilities are realized to within 2^-32",
     ]
     if unprotected:
-        statements.append("columns not randomized are released exactly as in the input and carry "
-                          "no guarantee: " + ", ".join(map(str, unprotected)))
+        statements.append(unchanged_columns(unprotected, "randomized", data.source is not None))
     ctx.progress(1.0, "done")
     return ReleaseResult(
         frame=out,

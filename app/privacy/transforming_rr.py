@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 from scipy.stats import norm
 
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
-from app.privacy.guarantees import guarantee
+from app.privacy.guarantees import guarantee, unchanged_columns
 from app.privacy.registry import (
     Kind, MethodInputError, MethodSpec, Params, register, register_reconstructor,
 )
@@ -30,6 +30,18 @@ from app.privacy.rr_channels import NumericChannel, columns_to_reconstruct, uniq
 
 _CHUNK = 1 << 16
 BREACH_CONFIDENCES = (0.5, 0.9, 0.999)
+# How far the transform may reach. The release and its reconstruction take moments of the
+# published values up to the fourth power, summed over every cell: with |y| ≤ 1e75 the shifted
+# values stay within 2e75, whose fourth powers summed over 10^7 cells (twice the service's row
+# limit) stay below the float64 maximum (1.6e308 < 1.8e308). Hence |y| ≤ MAX_PUBLISHED, and the
+# Gaussians' means within the same range (at x = 0 the published value is b itself).
+MAX_PUBLISHED = 1e75
+# The mean is reconstructed by dividing by Ā (x̄ = (ȳ − B̄)/Ā): below this it is not.
+MIN_A_MEAN = 1e-9
+# The sets' draws are bounded at their mean ± this many standard deviations when a column's
+# reach is priced from its declared bounds before the run (a Gaussian passes 10 sd with
+# probability 1.5e-23 per draw); the run checks the sets actually drawn.
+_SD_REACH = 10.0
 PAPER = ("Zhang & Tang, Privacy Preserving Naive Bayes Classification, Chinese Journal of "
          "Computers 30(8), 2007 (seed 000), §4 and Table 2")
 
@@ -166,27 +178,42 @@ def breach_widths(variance: float) -> dict[str, float]:
 
 
 # ----------------------------------------------------------------------------- the method
+def _valid_mean(name: str, v: float | None) -> float | None:
+    """A Gaussian's mean: finite, within ±MAX_PUBLISHED; a_mean also away from 0."""
+    if v is None:
+        return v
+    if not math.isfinite(v) or abs(v) > MAX_PUBLISHED:
+        raise ValueError(f"{name} must be a finite number within ±{MAX_PUBLISHED:.0e}: beyond it "
+                         "the published values or their moments overflow")
+    if name == "a_mean" and v == 0.0:
+        raise ValueError("a_mean must not be 0: the mean could not be reconstructed")
+    if name == "a_mean" and abs(v) < MIN_A_MEAN:
+        raise ValueError(f"|a_mean| must be at least {MIN_A_MEAN:.0e}: the mean is reconstructed "
+                         "by dividing by it")
+    return v
+
+
 class TrrOverride(Params):
     a_mean: float | None = Field(None, description="mean of the Gaussian the set A is drawn from")
     a_var: float | None = Field(None, ge=0.0, le=1e6, description="variance of A's Gaussian")
     b_mean: float | None = Field(None, description="mean of B's Gaussian")
     b_var: float | None = Field(None, ge=0.0, le=1e12, description="variance of B's Gaussian")
 
-    @field_validator("a_mean")
+    @field_validator("a_mean", "b_mean")
     @classmethod
-    def _nonzero(cls, v):
-        if v == 0.0:
-            raise ValueError("a_mean must not be 0: the mean could not be reconstructed")
-        return v
+    def _means(cls, v, info):
+        return _valid_mean(info.field_name, v)
 
 
 class TrrParams(Params):
     columns: list[str] | None = Field(
         None, description="numeric columns to transform; default: every numeric column that is not "
         "the label or an identifier")
-    a_mean: float = Field(1.0, description="mean of the Gaussian the set A is drawn from (Ā ≠ 0)")
+    a_mean: float = Field(1.0, description="mean of the Gaussian the set A is drawn from: "
+                          "1e-9 ≤ |a_mean| ≤ 1e75 (Ā ≠ 0 to reconstruct the mean)")
     a_var: float = Field(1.0, ge=0.0, le=1e6, description="variance of A's Gaussian")
-    b_mean: float = Field(0.0, description="mean of B's Gaussian (the paper designs B̄ = 0)")
+    b_mean: float = Field(0.0, description="mean of B's Gaussian, |b_mean| ≤ 1e75 (the paper "
+                          "designs B̄ = 0)")
     b_var: float = Field(1.0, ge=0.0, le=1e12, description="variance of B's Gaussian")
     set_size: int = Field(256, ge=1, le=65_536,
                           description="m, the number of elements of each set (published in full)")
@@ -195,11 +222,10 @@ class TrrParams(Params):
 
     _distinct = field_validator("columns")(classmethod(lambda cls, v: unique_names(v)))
 
-    @model_validator(mode="after")
-    def _nonzero(self):
-        if self.a_mean == 0.0:
-            raise ValueError("a_mean must not be 0: the mean could not be reconstructed")
-        return self
+    @field_validator("a_mean", "b_mean")
+    @classmethod
+    def _means(cls, v, info):
+        return _valid_mean(info.field_name, v)
 
 
 def _trr_columns(params: TrrParams, columns: list[ColumnInfo]) -> list[str]:
@@ -222,6 +248,28 @@ def _trr_columns(params: TrrParams, columns: list[ColumnInfo]) -> list[str]:
     return chosen
 
 
+def _too_far(name: str, blame_b: bool) -> MethodInputError:
+    knobs = "|b_mean| or b_var" if blame_b else "|a_mean| or a_var"
+    return MethodInputError(
+        f"column {name!r}: y = a·x + b would reach beyond ±{MAX_PUBLISHED:.0e}, where the "
+        f"published values or their moments overflow; lower {knobs}")
+
+
+def _check_reach(name: str, x_max: float, a_max: float, b_max: float) -> None:
+    """MethodInputError unless |a·x + b| ≤ |a|·|x| + |b| stays within MAX_PUBLISHED."""
+    if a_max * x_max + b_max > MAX_PUBLISHED:
+        raise _too_far(name, blame_b=b_max > MAX_PUBLISHED / 2)
+
+
+def _largest_magnitude(x: np.ndarray) -> float:
+    """max |x| over the non-missing cells (0 when every cell is missing), without copies:
+    fmax/fmin skip NaN."""
+    if len(x) == 0:
+        return 0.0
+    hi, lo = float(np.fmax.reduce(x)), float(np.fmin.reduce(x))
+    return 0.0 if math.isnan(hi) else max(abs(hi), abs(lo))
+
+
 def _gaussians(name: str, params: TrrParams) -> dict[str, float]:
     o = params.per_column.get(name)
     pick = lambda key: getattr(o, key) if o is not None and getattr(o, key) is not None else getattr(params, key)  # noqa: E731
@@ -239,13 +287,20 @@ def run_trr(data: MethodInput, params: TrrParams, ctx: RunContext) -> ReleaseRes
     for i, name in enumerate(chosen):
         ctx.progress(i / len(chosen), f"transforming {name}")
         x = numeric_values(frame[name], name)
+        if np.isinf(x).any():
+            raise MethodInputError(f"column {name!r} holds infinite values")
         g = _gaussians(name, params)
         sets = draw_sets(params.set_size, g["a_mean"], g["a_var"], g["b_mean"], g["b_var"], ctx.rng)
         a_bar, a_var, b_bar, b_var = sets.moments
-        if abs(a_bar) < 1e-9:
+        if abs(a_bar) < MIN_A_MEAN:
             raise MethodInputError(f"column {name!r}: the drawn set A has mean ≈ 0, so the mean "
                                    "could not be reconstructed; choose a_mean further from 0")
+        # the sets actually drawn and the column's largest magnitude bound every published value
+        _check_reach(name, _largest_magnitude(x), float(np.abs(sets.a).max()),
+                     float(np.abs(sets.b).max()))
         y = transform(x, sets, ctx.rng)
+        if np.isinf(y).any():  # cannot happen after the reach check (NaN = a missing cell)
+            raise _too_far(name, blame_b=False)
         new_columns[name] = y
         idx = next(j for j, c in enumerate(out_columns) if c.name == name)
         out_columns[idx] = dataclasses.replace(out_columns[idx], bounds=None, integer=False,
@@ -279,8 +334,7 @@ def run_trr(data: MethodInput, params: TrrParams, ctx: RunContext) -> ReleaseRes
     if clipped:
         warnings.append("reconstructed variance ≤ 0 (clipped to 0) for: " + ", ".join(clipped))
     if unprotected:
-        statements.append("columns not transformed are released exactly as in the input: "
-                          + ", ".join(map(str, unprotected)))
+        statements.append(unchanged_columns(unprotected, "transformed", data.source is not None))
     ctx.progress(1.0, "done")
     return ReleaseResult(
         frame=out,
@@ -335,7 +389,15 @@ def reconstruct_numeric(data: MethodInput, step: dict[str, Any], params: Any, ct
 
 
 def _check_trr(params: TrrParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
-    _trr_columns(params, columns)
+    by_name = {c.name: c for c in columns}
+    for name in _trr_columns(params, columns):
+        bounds = by_name[name].bounds
+        if bounds is None:
+            continue  # the run checks the column's own values
+        g = _gaussians(name, params)
+        _check_reach(name, max(abs(bounds[0]), abs(bounds[1])),
+                     abs(g["a_mean"]) + _SD_REACH * math.sqrt(g["a_var"]),
+                     abs(g["b_mean"]) + _SD_REACH * math.sqrt(g["b_var"]))
 
 
 register(MethodSpec(

@@ -15,7 +15,7 @@ from pydantic import Field, field_validator, model_validator
 
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
-from app.privacy.guarantees import guarantee
+from app.privacy.guarantees import guarantee, unchanged_columns
 from app.privacy.randomized_response import (
     CHUNK, domain_labels, encode_column, planned_k, probability_threshold, reconstruct_categorical,
 )
@@ -229,8 +229,7 @@ def run_warner(data: MethodInput, params: WarnerParams, ctx: RunContext) -> Rele
         statements.append("columns with a cut point were binarized before randomizing; the cut "
                           "points are published")
     if unprotected:
-        statements.append("columns not randomized are released exactly as in the input and carry "
-                          "no guarantee: " + ", ".join(map(str, unprotected)))
+        statements.append(unchanged_columns(unprotected, "randomized", data.source is not None))
     ctx.progress(1.0, "done")
     return ReleaseResult(
         frame=out,

@@ -21,6 +21,7 @@ import pyarrow.dataset  # noqa: F401  pandas imports it at the first Parquet rea
 import pyarrow.parquet  # noqa: F401
 
 from app import codec
+from app.config import get_settings
 from app.jsonsafe import jsonable
 from app.privacy import registry
 from app.privacy.context import Cancelled, RunContext
@@ -82,9 +83,9 @@ def _load_input(job: dict[str, Any]) -> MethodInput:
     source = SourceRelease(**job["source"]) if job["source"] else None
     hierarchies = {}
     if job["hierarchies"]:
-        from app.privacy.anonymity.hierarchies import parse_arx_hierarchy
+        from app.privacy.anonymity.hierarchies import parse_hierarchies
 
-        hierarchies = {c: parse_arx_hierarchy(t) for c, t in job["hierarchies"].items()}
+        hierarchies = parse_hierarchies(job["hierarchies"], get_settings().max_cell_length)
     if job["input_path"] is None:
         return MethodInput(columns=columns, source=source)
     with open(job["input_path"], "rb") as f:

@@ -35,6 +35,31 @@ def test_empty_field_and_empty_file_are_named():
         parse_arx_hierarchy("a\nb\n")
 
 
+def test_a_value_must_appear_on_exactly_one_row():
+    """A row repeating an earlier one (also 39 vs 39.0, which match the same data value) is
+    refused naming both lines and no value; repeated with other parents, the two-parents
+    problem names it (as documented)."""
+    with pytest.raises(MethodInputError, match=r"^hierarchy line 4 repeats line 1: every value "
+                                               r"must appear on exactly one row$"):
+        parse_arx_hierarchy("M;*\nF;*\n\nM;*\n")
+    with pytest.raises(MethodInputError, match="line 3 repeats line 1"):
+        parse_arx_hierarchy("39;30-39;*\n40;40-49;*\n39.0 ;30-39;*\n")
+    other_parent = parse_arx_hierarchy("c;y;*\nc;x;*\n")
+    assert "'c' at level 0 has 2 parents" in hierarchy_problems(other_parent, ["c"])[0]
+
+
+def test_hierarchy_cells_are_capped_like_data_cells():
+    from app.privacy.anonymity.hierarchies import MAX_CELL_LENGTH
+
+    assert MAX_CELL_LENGTH == 65_536  # app.config's max_cell_length default
+    at_cap = parse_arx_hierarchy("a;" + "x" * MAX_CELL_LENGTH + ";*\n")
+    assert len(at_cap.iloc[0, 1]) == MAX_CELL_LENGTH
+    with pytest.raises(MethodInputError, match=r"line 2: field 1 is longer than 65536 characters"):
+        parse_arx_hierarchy("a;*\n" + "b" * 100_000 + ";*\n")
+    with pytest.raises(MethodInputError, match="longer than 10 characters"):
+        parse_arx_hierarchy("abcdefghijk;*\n", max_cell_length=10)
+
+
 def test_bom_crlf_and_spaces_are_tolerated():
     h = parse_arx_hierarchy("\ufeffa ; x;*\r\nb;x ;*\r\n")
     assert h.values.tolist() == [["a", "x", "*"], ["b", "x", "*"]]

@@ -116,6 +116,71 @@ def test_rfk_parameters_are_checked():
         _check_rfk(RfkParams(), unlabeled, None)
 
 
+def _run_small(frame, **params):
+    label_type = "numeric" if frame["y"].dtype.kind in "if" else "categorical"
+    columns = [ColumnInfo("a", "numeric"), ColumnInfo("b", "categorical"),
+               ColumnInfo("y", label_type, role="label")]
+    params = {"k": 3, "repeats": 1, "n_estimators": 5, "stability_runs": 0, "eval_repeats": 1,
+              **params}
+    return run_rfk(MethodInput(columns=columns, frame=frame), RfkParams(**params), RunContext())
+
+
+def _table(y, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"a": rng.random(len(y)), "b": rng.choice(["u", "v"], len(y)), "y": y})
+
+
+@pytest.mark.parametrize("y, params, message", [
+    (["p"], {}, r"the table has 1 records, fewer than k = 3"),  # sklearn: _split.py:2511
+    (["p", "q"], {}, r"the table has 2 records, fewer than k = 3"),
+    (["p", "q", "q"], {}, r"1 of its 2 classes holds a single record in the table; .*at least "
+                          r"2 records per class"),  # sklearn: _split.py:2353
+    (list(range(30)), {}, r"30 of its 30 classes hold a single record"),  # a numeric label
+    (["p"] * 30, {}, r"'y' has a single class in the table: .*at least two classes"),
+    (["p", "q", "r", "s"] * 2, {}, r"has 4 classes in the table of 8 records: .*at least 11 "
+                                   r"records"),
+    (["p"] * 500 + ["q"] * 497 + ["r"] * 3, {"sample_size": 200},
+     r"classes holds a single record in the stratified sample \(sample_size = 200\); .*raise "
+     r"sample_size"),
+])
+def test_rfk_refuses_what_its_forest_splits_cannot_use(y, params, message):
+    """Inputs that made scikit-learn's stratified split raise (an internal error) or, for a
+    single class, made every sensitivity 0, are MethodInputErrors saying what is needed."""
+    with pytest.raises(MethodInputError, match=message):
+        _run_small(_table(y), **params)
+
+
+def test_rfk_split_requirements_are_those_of_scikit_learn():
+    from sklearn.model_selection import train_test_split
+
+    from app.privacy.anonymity.rfk import TEST_SHARE, records_for_split, require_forest_split
+
+    for classes in (2, 3, 4, 7, 30):
+        need = records_for_split(classes)
+        for n in (need - 1, need):
+            y = pd.Series(np.arange(n) % classes).astype(str)
+            try:
+                train_test_split(np.zeros(n), y, test_size=TEST_SHARE, stratify=y, random_state=0)
+                sklearn_ok = True
+            except ValueError:
+                sklearn_ok = False
+            assert sklearn_ok == (n == need), (classes, n)
+            if n == need:
+                require_forest_split(y, "y")
+            else:
+                with pytest.raises(MethodInputError):
+                    require_forest_split(y, "y")
+
+
+def test_rfk_refuses_a_single_class_label_at_submit():
+    _, columns = _toy(50)
+    profiled = [ColumnInfo(c.name, c.type, role=c.role, distinct=1 if c.name == "y" else 5)
+                for c in columns]
+    with pytest.raises(MethodInputError, match="'y' has 1 class"):
+        _check_rfk(RfkParams(), profiled, None)
+    _check_rfk(RfkParams(), columns, None)  # profile unknown: the run decides
+
+
 def test_experiment_rfk_small_run_produces_tables_and_plots():
     from app.privacy.experiments.rfk import ExperimentRfkParams, run_experiment_rfk
 

@@ -4,9 +4,9 @@ replayed, Greedy_Hamdist on a hand-made table, and bad parameters."""
 
 from __future__ import annotations
 
-import json
-
+import dataclasses
 import itertools
+import json
 
 import numpy as np
 import pandas as pd
@@ -380,6 +380,37 @@ def test_hamdist_greedy_by_hand():
     assert run_hamdist(_hand_made(), HamdistParams(k=1), _ctx()).metrics["selected_features"] == 4
     empty = run_hamdist(_hand_made(), HamdistParams(k=5), _ctx())
     assert list(empty.frame.columns) == ["y"] and empty.guarantees["warnings"]
+
+
+@pytest.mark.parametrize("run, model", [(run_hamdist, HamdistParams), (run_rfka, RfkaParams)])
+def test_k_one_is_released_as_no_protection(run, model):
+    """k = 1 (the experiment's K = 0) requires nothing of the projection: the release must
+    not claim k-anonymity. On the hand-made table every record is alone in its class."""
+    extra = {"n_estimators": 5} if model is RfkaParams else {}
+    release = run(_hand_made(), model(k=1, lookahead=False, **extra), _ctx())
+    assert _independent_min_class(release.frame, "y") == 1  # nothing protects anyone
+    g = release.guarantees
+    assert g["notion"] == "none" and g["private"] is False and g["k"] == 1
+    assert g["protected_columns"] == [] and g["unprotected_columns"] == [*release.frame.columns]
+    assert "NO protection" in g["statements"][0] and g["warnings"][0].startswith("k = 1")
+    protected = run(_hand_made(), model(k=2, lookahead=False, **extra), _ctx()).guarantees
+    assert protected["notion"] == "k_anonymity" and protected["private"] is True
+
+
+def test_a_single_class_label_is_refused_like_rfk_anonymity():
+    """Refused at submit when the schema's profile shows one class, and when the data does."""
+    data = _hand_made()
+    one_class = [dataclasses.replace(c, distinct=1) if c.name == "y" else c for c in data.columns]
+    for name in ("rfka", "hamdist", "rfk_anonymity"):
+        spec = registry.get(name)
+        with pytest.raises(MethodInputError, match=r"'y' has 1 class\(es\).* at least two"):
+            spec.validate_against(spec.params(label="y"), one_class, None)
+    with_missing = [dataclasses.replace(c, missing=1) if c.name == "y" else c for c in data.columns]
+    with pytest.raises(MethodInputError, match="'y' has missing"):
+        registry.get("rfka").validate_against(RfkaParams(), with_missing, None)
+    data.frame["y"] = 1
+    with pytest.raises(MethodInputError, match="'y' has a single class.*at least two"):
+        run_rfka(data, RfkaParams(k=2, n_estimators=5), _ctx())
 
 
 def test_hamdist_needs_a_binary_label():

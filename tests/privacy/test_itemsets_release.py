@@ -16,6 +16,7 @@ from app.privacy.registry import MethodInputError
 from app.privacy.rng import SecureRandom
 
 Z = 4.0  # two-sided z threshold of the statistical checks (false alarm ~6e-5)
+RAW = {"p": 1.0, "allow_zero_probabilities": True}  # mask publishing every bit as is (opted in)
 
 
 def dense_of(td: TransactionData) -> np.ndarray:
@@ -81,7 +82,7 @@ def test_mask_privacy_figures(synthetic):
 
 
 def test_mask_p_one_publishes_exactly_and_says_unprotected(synthetic):
-    result = run("mask", MethodInput(columns=[], transactions=csr_of(synthetic)), p=1.0)
+    result = run("mask", MethodInput(columns=[], transactions=csr_of(synthetic)), **RAW)
     assert (dense_of(result.transactions) == synthetic).all()
     assert math.isinf(result.guarantees["epsilon"])
     assert result.guarantees["share_unprotected_rows"] == 1.0
@@ -171,7 +172,7 @@ def table():
 
 def test_one_hot_items_are_readable_and_exact_at_p_one(table):
     frame, columns = table
-    result = run("mask", MethodInput(columns=columns, frame=frame), p=1.0,
+    result = run("mask", MethodInput(columns=columns, frame=frame), **RAW,
                  columns=["education", "sex", "age", "region"], bins=2)
     td = result.transactions
     assert td.labels == ("education=Bachelors", "education=HS-grad", "education=Masters",
@@ -224,7 +225,7 @@ def test_png_group_column(table):
     # The north rows come first and are published exactly (as a multiset of rows).
     north = dense_of(result.transactions)[: groups["sizes"][0]]
     truth = run("mask", MethodInput(columns=columns, frame=frame[frame["region"] == "north"]),
-                p=1.0, columns=["education", "sex"])
+                **RAW, columns=["education", "sex"])
     assert sorted(map(bytes, north)) == sorted(map(bytes, dense_of(truth.transactions)))
     # Groups by column break the pooled assumption; the stratified estimate recovers the truth.
     from app.privacy.data import SourceRelease
@@ -248,10 +249,10 @@ def test_png_group_column(table):
 
 def test_items_restriction_and_cell_limit(synthetic):
     td = csr_of(synthetic)
-    result = run("mask", MethodInput(columns=[], transactions=td), p=1.0, items=["3", "1"])
+    result = run("mask", MethodInput(columns=[], transactions=td), **RAW, items=["3", "1"])
     assert result.transactions.labels == ("1", "3")
     assert (dense_of(result.transactions) == synthetic[:, [1, 3]]).all()
-    top = run("mask", MethodInput(columns=[], transactions=td), p=1.0, top_items=5)
+    top = run("mask", MethodInput(columns=[], transactions=td), **RAW, top_items=5)
     freq = synthetic.sum(axis=0)
     assert set(top.transactions.labels) == {str(i) for i in np.argsort(-freq, kind="stable")[:5]}
     assert any("most frequent" in w for w in top.guarantees["warnings"])
@@ -306,4 +307,34 @@ def test_budget_price_bounds_the_reported_epsilon():
         priced = spec.epsilon_cost(p, columns)
         out = spec.run(MethodInput(columns=columns, transactions=tx), p, RunContext(rng=SecureRandom(1)))
         assert priced == pytest.approx(out.guarantees["epsilon"])
-    assert registry.get("mask").epsilon_cost(registry.get("mask").params(p=1.0), columns) is None
+    raw = registry.get("mask").params(p=1.0, allow_zero_probabilities=True)
+    assert registry.get("mask").epsilon_cost(raw, columns) == math.inf
+
+
+def test_mask_p_one_needs_the_opt_in_and_is_priced_infinite():
+    """p = 1 publishes every row raw: like errph's p0 = 1 it needs allow_zero_probabilities,
+    and its price is ∞ (so a dataset with a budget refuses it), not None (nothing debited)."""
+    spec = registry.get("mask")
+    with pytest.raises(ValidationError, match="allow_zero_probabilities"):
+        spec.params(p=1.0, columns=["sex"])
+    table = [ColumnInfo("sex", "categorical", distinct=2), ColumnInfo("age", "numeric")]
+    tx = [ColumnInfo(name="items", type="categorical", distinct=4)]
+    for columns, extra in ((table, {"columns": ["sex"]}), (tx, {})):
+        assert spec.epsilon_cost(spec.params(**RAW, **extra), columns) == math.inf
+        assert spec.epsilon_cost(spec.params(p=0.9, **extra), columns) < math.inf
+    # png: p = 1 groups beside protected ones stay PN/g's design (priced by the protected
+    # rows); with every group at p = 1 nothing would be randomized: refused
+    png = registry.get("png")
+    assert png.epsilon_cost(png.params(ps=[1.0, 0.8]), tx) == pytest.approx(4 * math.log(4))
+    for ps in ([1.0], [1.0, 1.0], {"a": 1.0, "*": 1.0}):
+        with pytest.raises(ValidationError, match="every keep probability is 1"):
+            png.params(ps=ps, group_column="g" if isinstance(ps, dict) else None)
+
+
+def test_empty_item_or_column_lists_are_refused_at_submit():
+    spec = registry.get("mask")
+    tx = [ColumnInfo(name="items", type="categorical", distinct=4)]
+    with pytest.raises(MethodInputError, match="items is empty"):
+        spec.validate_against(spec.params(items=[]), tx, None)
+    with pytest.raises(MethodInputError, match="columns is empty"):
+        spec.validate_against(spec.params(columns=[]), [ColumnInfo("sex", "categorical")], None)

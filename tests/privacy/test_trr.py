@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from pydantic import ValidationError
 from scipy.stats import chi2
 
 from app.privacy.context import RunContext
@@ -142,6 +143,47 @@ def test_parameter_errors_name_the_problem():
         run_trr(MethodInput(columns=[ColumnInfo("x", "numeric")], frame=frame), TrrParams(), ctx())
 
 
+@pytest.mark.parametrize("params, field, message", [
+    ({"a_mean": 1e308, "b_mean": -1e308}, "a_mean", r"within ±1e\+75"),  # every cell was inf
+    ({"b_mean": -1e308}, "b_mean", r"within ±1e\+75"),
+    ({"a_mean": 1e-12}, "a_mean", "at least 1e-09"),
+    ({"per_column": {"x": {"b_mean": 1e76}}}, "b_mean", r"within ±1e\+75"),
+    ({"a_mean": float("inf")}, "a_mean", "finite"),
+])
+def test_gaussian_means_must_keep_the_transform_finite(params, field, message):
+    with pytest.raises(ValidationError, match=message) as info:
+        TrrParams(**params)
+    assert info.value.errors()[0]["loc"][-1] == field
+
+
+def test_reach_of_the_transform_is_checked_on_declared_bounds_and_on_the_data():
+    """|a·x + b| ≤ max|a|·max|x| + max|b| must stay within MAX_PUBLISHED: refused at submit
+    from declared bounds, and at the run from the column and the sets drawn; what passes is
+    published finite with finite moments."""
+    frame = pd.DataFrame({"x": [1e10, -3.0, np.nan, 2.0]})
+    near = TrrParams(a_mean=1e64, a_var=0.0, b_var=0.0)  # reaches 1e74: allowed
+    far = TrrParams(a_mean=1e66, a_var=0.0, b_var=0.0)  # reaches 1e76: not
+    declared = [ColumnInfo("x", "numeric", bounds=(-1e10, 1e10))]
+    get("trr").validate_against(near, declared, None)
+    with pytest.raises(MethodInputError, match=r"column 'x': .*beyond ±1e\+75.*lower \|a_mean\|"):
+        get("trr").validate_against(far, declared, None)
+    get("trr").validate_against(far, [ColumnInfo("x", "numeric")], None)  # no bounds: the run checks
+    with pytest.raises(MethodInputError, match=r"beyond ±1e\+75.*lower \|a_mean\|"):
+        run_trr(MethodInput(columns=[ColumnInfo("x", "numeric")], frame=frame), far, ctx())
+    with pytest.raises(MethodInputError, match=r"lower \|b_mean\| or b_var"):
+        run_trr(MethodInput(columns=[ColumnInfo("x", "numeric")], frame=frame),
+                TrrParams(b_mean=9e74, b_var=0.0, a_mean=1e65, a_var=0.0), ctx())
+    out = run_trr(MethodInput(columns=[ColumnInfo("x", "numeric")], frame=frame), near, ctx())
+    y = out.frame["x"].to_numpy()
+    assert np.isnan(y[2]) and np.isfinite(np.delete(y, 2)).all()
+    assert y[0] == pytest.approx(1e74)
+    assert math.isfinite(reconstruct_moments(np.delete(y, 2), NumericChannel(((1e64, 0.0, 0.0, 0.0),)))
+                         ["variance_standard_error"])
+    inf_frame = pd.DataFrame({"x": [1.0, np.inf]})
+    with pytest.raises(MethodInputError, match="'x' holds infinite values"):
+        run_trr(MethodInput(columns=[ColumnInfo("x", "numeric")], frame=inf_frame), TrrParams(), ctx())
+
+
 def test_trr_on_an_errph_release_carries_both_steps():
     rng = np.random.default_rng(5)
     frame = pd.DataFrame({"c": rng.choice(["a", "b", "c"], 20_000, p=[0.5, 0.3, 0.2]),
@@ -160,3 +202,20 @@ def test_trr_on_an_errph_release_carries_both_steps():
     x = steps[1]["columns"]["x"]
     assert abs(x["mean"] - 50) < 4 * x["mean_standard_error"]
     assert (second.frame["y"] == frame["y"]).all()  # the label is untouched
+
+
+def test_untouched_columns_say_whether_they_are_raw_or_an_earlier_steps():
+    """On a dataset a column this step leaves alone is raw; on a release it is as that release
+    published it (errph's randomized cat here), which 'exactly as in the input' blurred."""
+    n = 200
+    data = MethodInput(
+        columns=[ColumnInfo("x", "numeric"), ColumnInfo("cat", "categorical", categories=("a", "b"))],
+        frame=pd.DataFrame({"x": np.arange(n, dtype=float), "cat": ["a", "b"] * (n // 2)}))
+    e = ErrphParams(p0=0.5, columns=["cat"])
+    errph = run_errph(data, e, ctx())
+    raw = [s for s in errph.guarantees["statements"] if s.startswith("columns not randomized")]
+    assert raw == ["columns not randomized are released exactly as in the dataset and carry no "
+                   "guarantee: x"]
+    on_release = run_trr(as_release_input(data, errph, "errph", e), TrrParams(columns=["x"]), ctx(2))
+    kept = [s for s in on_release.guarantees["statements"] if s.startswith("columns not transformed")]
+    assert len(kept) == 1 and "keep that release's protection" in kept[0] and kept[0].endswith(": cat")

@@ -23,20 +23,26 @@ import pandas as pd
 
 from app.privacy.registry import MethodInputError
 
+# The longest hierarchy cell, as the service's cap on a data cell (app.config's
+# max_cell_length, 65,536 characters): this library cannot import the service's settings, so
+# the service passes its own value to parse_arx_hierarchy and this is the default.
+MAX_CELL_LENGTH = 65_536
 ROOT = "*"
 MISSING_LEAF = "<missing>"  # a missing cell of a categorical QI is this leaf, directly under the root
 MAX_NAMED = 20  # values named in one validation message
 
 
 # ------------------------------------------------------------------------------- parsing
-def parse_arx_hierarchy(text: str) -> pd.DataFrame:
+def parse_arx_hierarchy(text: str, max_cell_length: int = MAX_CELL_LENGTH) -> pd.DataFrame:
     """Parse an ARX hierarchy CSV into columns level_0 (leaf) … level_h (top), as strings.
 
     Cells are stripped of surrounding spaces; blank lines are skipped. Raises
-    MethodInputError naming the line of a ragged row or an empty cell, or an empty file."""
+    MethodInputError naming the line of a ragged row, an empty or too long cell, a row that
+    repeats an earlier one, or an empty file."""
     if text.startswith("\ufeff"):
         text = text[1:]
     rows: list[list[str]] = []
+    seen: dict[tuple, int] = {}  # row (leaf normalized) -> its line
     width = None
     first_line = 0
     for line_no, line in enumerate(text.splitlines(), start=1):
@@ -54,11 +60,34 @@ def parse_arx_hierarchy(text: str) -> pd.DataFrame:
         empty = [i for i, f in enumerate(fields) if f == ""]
         if empty:
             raise MethodInputError(f"hierarchy line {line_no}: field {empty[0] + 1} is empty")
+        long = [i for i, f in enumerate(fields) if len(f) > max_cell_length]
+        if long:
+            raise MethodInputError(f"hierarchy line {line_no}: field {long[0] + 1} is longer than "
+                                   f"{max_cell_length} characters")
+        # One row per value: a value listed again with the same generalizations is refused
+        # here (by line, naming no value); listed again with others, hierarchy_problems names
+        # its two parents.
+        key = (normalize_value(fields[0]), *fields[1:])
+        if key in seen:
+            raise MethodInputError(f"hierarchy line {line_no} repeats line {seen[key]}: every value "
+                                   "must appear on exactly one row")
+        seen[key] = line_no
         rows.append(fields)
     if not rows:
         raise MethodInputError("hierarchy is empty: expected one row per value, value;level1;…;*")
     frame = pd.DataFrame(rows, columns=[f"level_{i}" for i in range(width)], dtype=object)
     return frame
+
+
+def parse_hierarchies(texts: dict[str, str], max_cell_length: int = MAX_CELL_LENGTH) -> dict[str, pd.DataFrame]:
+    """Every stored hierarchy of a dataset, an error naming its column."""
+    parsed = {}
+    for column, text in texts.items():
+        try:
+            parsed[column] = parse_arx_hierarchy(text, max_cell_length)
+        except MethodInputError as exc:
+            raise MethodInputError(f"the stored hierarchy for {column!r}: {exc}") from None
+    return parsed
 
 
 def normalize_value(value) -> str | None:
@@ -266,7 +295,9 @@ def build_tree(column: str, series: pd.Series, hierarchy: pd.DataFrame, *, numer
     rows = hierarchy.to_numpy(dtype=object)
     leaves = [normalize_value(v) for v in rows[:, 0]]
     first = {}
-    for i, leaf in enumerate(leaves):  # a leaf listed twice (same parents): keep its first row
+    # parse_arx_hierarchy refuses repeated rows; a frame built otherwise may still list a
+    # leaf twice with the same parents (two parents are refused above): keep its first row
+    for i, leaf in enumerate(leaves):
         first.setdefault(leaf, i)
     table = rows[list(first.values())].astype(str).astype(object)
     table[:, 0] = list(first)

@@ -379,7 +379,15 @@ def run_rfk(data: MethodInput, params: RfkParams, ctx: RunContext) -> ReleaseRes
 
 
 def _check_rfk(params: RfkParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
-    _rfk_roles(params, columns)
+    label, _ = _rfk_roles(params, columns)
+    info = next(c for c in columns if c.name == label)
+    # The schema's profile (when known) settles a single-class label before any ε or time is
+    # spent; class sizes and the record count are checked when the data is read (rfk.py).
+    if info.distinct is not None and info.distinct < 2:
+        raise MethodInputError(f"label column {label!r} has {info.distinct} class(es): the random "
+                               "forests' sensitivities need at least two classes")
+    if info.missing:
+        raise MethodInputError(f"label column {label!r} has missing cells")
 
 
 register(MethodSpec(

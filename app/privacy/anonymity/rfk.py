@@ -15,6 +15,7 @@ the deterministic k-anonymization, verified like every anonymity release.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +26,9 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.metrics import adjusted_rand_score
 from sklearn.model_selection import train_test_split
 
+from app.privacy.registry import MethodInputError
+
+TEST_SHARE = 0.3  # the forests' stratified 70/30 splits
 _INTERVAL = re.compile(r"^\[\s*(-?[\d.eE+-]+)\s*,\s*(-?[\d.eE+-]+)\s*\]$")
 
 
@@ -66,8 +70,10 @@ def encode_features(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
 
 
 def forest_accuracy(X: np.ndarray, y: np.ndarray, seed: int, n_estimators: int) -> float:
-    """Accuracy on a stratified 30% test split of a forest trained on the other 70%."""
-    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3, stratify=y, random_state=seed)
+    """Accuracy on a stratified 30% test split of a forest trained on the other 70%
+    (``require_forest_split`` tells beforehand whether y allows that split)."""
+    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=TEST_SHARE, stratify=y,
+                                              random_state=seed)
     forest = RandomForestClassifier(n_estimators=n_estimators, random_state=seed, n_jobs=1)
     return float(forest.fit(X_tr, y_tr).score(X_te, y_te))
 
@@ -169,11 +175,66 @@ def attributes_up_to(tiers: dict[str, int], E: int) -> list[str]:
     return [a for a, t in tiers.items() if t <= E]
 
 
+# ------------------------------------------------------------------- what the splits need
+# scikit-learn's stratified splits need every class twice and, on each side of the split, at
+# least one record per class; a single class would make every sensitivity 0. These checks
+# turn its ValueErrors into messages that say what the label needs (no class is named: its
+# values are data).
+def _class_counts(labels: pd.Series) -> np.ndarray:
+    return np.unique(labels.astype(str).to_numpy(), return_counts=True)[1]
+
+
+def _test_size(n: int) -> int:
+    return math.ceil(TEST_SHARE * n)  # as scikit-learn rounds a fractional test_size
+
+
+def records_for_split(classes: int) -> int:
+    """The fewest records whose stratified 70/30 split holds every class on both sides."""
+    n = 2 * classes
+    while _test_size(n) < classes or n - _test_size(n) < classes:
+        n += 1
+    return n
+
+
+def require_forest_split(labels: pd.Series, label: str, where: str = "the table",
+                         remedy: str = "merge rare classes or choose another label") -> None:
+    """MethodInputError unless the forests' stratified 70/30 split of ``labels`` can be made
+    and means something (two classes at least). ``where`` names the records in the message,
+    ``remedy`` says what to change."""
+    counts = _class_counts(labels)
+    m, n = len(counts), int(counts.sum())
+    if m < 2:
+        raise MethodInputError(
+            f"label column {label!r} has a single class in {where}: the random forests' "
+            "sensitivities need at least two classes (every accuracy drop would be 0)")
+    rare = int((counts < 2).sum())
+    if rare:
+        raise MethodInputError(
+            f"label column {label!r}: {rare} of its {m} classes {'holds' if rare == 1 else 'hold'} "
+            f"a single record in {where}; "
+            f"the forests' stratified 70/30 split needs at least 2 records per class ({remedy})")
+    if _test_size(n) < m or n - _test_size(n) < m:
+        raise MethodInputError(
+            f"label column {label!r} has {m} classes in {where} of {n} records: the forests' "
+            f"stratified 70/30 split needs every class on both sides, so at least "
+            f"{records_for_split(m)} records ({remedy})")
+
+
 def stratified_sample(frame: pd.DataFrame, label: str, size: int, seed: int) -> pd.DataFrame:
+    """``size`` records drawn with the label's class shares (the whole table when it is not
+    larger); MethodInputError when the sample cannot hold every class twice."""
     if size >= len(frame):
         return frame
+    m = len(_class_counts(frame[label]))
+    if m > size or m > len(frame) - size:
+        raise MethodInputError(
+            f"label column {label!r} has {m} classes: a stratified sample of sample_size = {size} "
+            f"of the {len(frame)} records needs at least {m} records drawn and {m} left out; "
+            "change sample_size (at least the number of records uses them all)")
     sample, _ = train_test_split(frame, train_size=size, stratify=frame[label].astype(str),
                                  random_state=seed)
+    require_forest_split(sample[label], label, f"the stratified sample (sample_size = {size})",
+                         "raise sample_size to keep more of the rare classes, or merge them")
     return sample
 
 
@@ -220,6 +281,9 @@ def rfk_pipeline(frame: pd.DataFrame, infos: dict, hierarchies: dict, attributes
     def step(lo, hi):
         return (lambda f, s: progress(lo + (hi - lo) * f, s)) if progress else None
 
+    if len(frame) < cfg.k:
+        raise MethodInputError(f"the table has {len(frame)} records, fewer than k = {cfg.k}")
+    require_forest_split(frame[label], label)
     sample = stratified_sample(frame, label, cfg.sample_size, cfg.seed)
     runs = 1 + cfg.stability_runs
     sensitivity = drop_column_sensitivity(sample, attributes, label, cfg.repeats, cfg.n_estimators,

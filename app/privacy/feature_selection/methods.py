@@ -41,7 +41,8 @@ class FeatureSelectionParams(Params):
         None, description="the class column (RFKA's forest target; the released sensitive "
         "column); default: the column whose role is label")
     k: int = Field(5, ge=1, le=1_000_000, description="every combination of released feature "
-                   "values is shared by at least k records")
+                   "values is shared by at least k records; k = 1 protects nothing (the release "
+                   "then says so: notion none, private false)")
     bins: int = Field(5, ge=2, le=100, description="continuous numeric columns (more distinct "
                       "values than `discrete_values` and `bins`) are cut into `bins` equal-width "
                       "bins (over the declared bounds, else the data's min..max) before one-hot "
@@ -130,6 +131,13 @@ def _check(params: FeatureSelectionParams, columns: list[ColumnInfo],
            source: SourceRelease | None) -> None:
     label, candidates = _roles(params, columns)
     by_name = {c.name: c for c in columns}
+    # The schema's profile (when known) settles the label before the job is accepted; the
+    # run checks the same on the data.
+    if by_name[label].distinct is not None and by_name[label].distinct < 2:
+        raise MethodInputError(f"label column {label!r} has {by_name[label].distinct} class(es): "
+                               "feature selection for a classifier needs at least two")
+    if by_name[label].missing:
+        raise MethodInputError(f"label column {label!r} has missing values")
     # Indicators per attribute are at most its distinct values (continuous numeric: bins).
     def indicators(info: ColumnInfo) -> int:
         distinct = info.distinct or 0
@@ -230,7 +238,8 @@ def _select(method: str, data: MethodInput, params: FeatureSelectionParams, ctx:
         raise MethodInputError(f"an indicator is named like the label column {label!r}")
     y = pd.factorize(frame[label], sort=True)[0]
     if len(np.unique(y)) < 2:
-        raise MethodInputError(f"label column {label!r} has a single class")
+        raise MethodInputError(f"label column {label!r} has a single class: feature selection "
+                               "for a classifier needs at least two")
     ctx.progress(0.1, "ranking")
     order, scores, ranking = rank(features, y, ctx)
     ranked = time.perf_counter()
@@ -295,6 +304,44 @@ def _warnings(sel: _Selection, homogeneous: float) -> list[str]:
     return warnings
 
 
+def _guarantees(sel: _Selection, params: FeatureSelectionParams, homogeneous: float) -> dict:
+    """k-anonymity of the projection for k ≥ 2. k = 1 (which the rfka experiment runs as its
+    K = 0, "no protection") asks for nothing: any record may be alone in its class, so the
+    release says it is no protection (notion none, private false) instead of claiming one."""
+    selected, label, smallest = sel.selected, sel.label, int(sel.sizes.min())
+    common = [
+        "feature selection only: released cells are exact one-hot indicators of the (binned) "
+        "attributes; nothing is perturbed",
+        "the selection read every record and the label; the ranking and each keep/drop "
+        "decision are published in the metadata",
+    ]
+    warnings = _warnings(sel, homogeneous)
+    if params.k < 2:
+        warnings.insert(0, "k = 1: no protection — a record may be the only one with its "
+                        "released feature values, so it can be singled out and its label read")
+        return guarantee(
+            "none", rng="none: nothing is randomized", private=False,
+            protected_columns=[], unprotected_columns=[*selected, label],
+            statements=[
+                f"NO protection: k = 1 requires nothing of the projection (smallest class: "
+                f"{smallest}); it is not k-anonymity and not differential privacy",
+                *common, f"the label {label!r} is released as is"],
+            warnings=warnings, k=params.k)
+    return guarantee(
+        "k_anonymity", rng="none: the guarantee does not depend on randomness", private=True,
+        protected_columns=selected, unprotected_columns=[label],
+        statements=[
+            f"k-anonymity on the projection: every combination of the released feature values "
+            f"is shared by at least k = {params.k} records (smallest class: {smallest}), "
+            "verified on the output by an independent group-by",
+            "this is a syntactic guarantee, not differential privacy, and it assumes the "
+            "attacker's background knowledge is limited to the candidate attributes",
+            f"the label {label!r} is released as is (the sensitive attribute): k-anonymity does "
+            "not stop attribute disclosure in classes whose records share one label",
+            *common],
+        warnings=warnings, k=params.k)
+
+
 def _release(sel: _Selection, params: FeatureSelectionParams,
              columns: list[ColumnInfo]) -> ReleaseResult:
     selected, label, sizes = sel.selected, sel.label, sel.sizes
@@ -309,23 +356,7 @@ def _release(sel: _Selection, params: FeatureSelectionParams,
     return ReleaseResult(
         frame=sel.out,
         columns=out_columns,
-        guarantees=guarantee(
-            "k_anonymity", rng="none: the guarantee does not depend on randomness", private=True,
-            protected_columns=selected, unprotected_columns=[label],
-            statements=[
-                f"k-anonymity on the projection: every combination of the released feature "
-                f"values is shared by at least k = {params.k} records (smallest class: "
-                f"{int(sizes.min())}), verified on the output by an independent group-by",
-                "feature selection only: released cells are exact one-hot indicators of the "
-                "(binned) attributes; nothing is perturbed. This is a syntactic guarantee, not "
-                "differential privacy, and it assumes the attacker's background knowledge is "
-                "limited to the candidate attributes",
-                f"the label {label!r} is released as is (the sensitive attribute): k-anonymity "
-                "does not stop attribute disclosure in classes whose records share one label",
-                "the selection read every record and the label; the ranking and each keep/drop "
-                "decision are published in the metadata",
-            ],
-            warnings=_warnings(sel, homogeneous), k=params.k),
+        guarantees=_guarantees(sel, params, homogeneous),
         metrics={"records": int(len(sel.out)), "candidate_attributes": len(sel.candidates),
                  "candidate_features": len(sel.features.names), "selected_features": len(selected),
                  "removed_attributes": len(removed), "equivalence_classes": int(len(sizes)),

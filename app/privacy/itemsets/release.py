@@ -9,6 +9,8 @@ the item labels, and the privacy figures per bit, per record and per group.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
@@ -54,7 +56,18 @@ def _bounded_p(value: float) -> float:
 
 
 class MaskParams(ItemParams):
-    p: float = Field(0.9, gt=0.5, le=1.0, description="keep probability of every bit (1 = publish as is)")
+    p: float = Field(0.9, gt=0.5, le=1.0, description="keep probability of every bit (1 = publish "
+                     "as is: needs allow_zero_probabilities)")
+    allow_zero_probabilities: bool = Field(
+        False, description="permit p = 1 (flip probability 0): every bit is published as it is, "
+        "which makes ε infinite (as errph's and warner's option of the same name)")
+
+    @model_validator(mode="after")
+    def _raw_needs_opt_in(self):
+        if self.p >= 1.0 and not self.allow_zero_probabilities:
+            raise ValueError("p = 1 publishes every bit as it is and makes ε infinite; set "
+                             "allow_zero_probabilities to accept that")
+        return self
 
 
 class PngParams(ItemParams):
@@ -81,6 +94,12 @@ class PngParams(ItemParams):
             raise ValueError(f"at most {MAX_COLUMN_GROUPS} keep probabilities")
         for p in values:
             _bounded_p(p)
+        if min(values) >= 1.0:
+            # p = 1 groups beside protected ones are PN/g's design (priced by the protected
+            # rows, flagged in the release); with no protected group it is mask at p = 1.
+            raise ValueError("every keep probability is 1: nothing would be randomized; to "
+                             "publish the rows as they are use mask with p = 1 and "
+                             "allow_zero_probabilities")
         return v
 
     @model_validator(mode="after")
@@ -259,6 +278,10 @@ def _refuse_randomized_source(source: SourceRelease | None) -> None:
 
 def _check(params: ItemParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
     _refuse_randomized_source(source)
+    if params.items is not None and not params.items:
+        raise MethodInputError("items is empty: no item to randomize")
+    if params.columns is not None and not params.columns:
+        raise MethodInputError("columns is empty: no column to encode into items")
     if params.columns is not None:
         check_item_columns(params.columns, columns)
     group_column = getattr(params, "group_column", None)
@@ -266,17 +289,19 @@ def _check(params: ItemParams, columns: list[ColumnInfo], source: SourceRelease 
         raise MethodInputError(f"unknown column {group_column!r}")
 
 
-def _epsilon_upper_bound(params: ItemParams, columns: list[ColumnInfo]) -> float | None:
+def _epsilon_upper_bound(params: ItemParams, columns: list[ColumnInfo]) -> float:
     """ε debited from the budget at acceptance: the per-record ε of the most exposed protected
     row, priced from the schema before any data is read. Two records differ in at most every
     published item (transactions) or 2 bits per one-hot column (tables), so this bounds the
     figure the release reports (which caps the bits by the items actually present). Rows of a
-    p = 1 group are unprotected; they are flagged in the release, not priced here."""
+    PN/g p = 1 group are unprotected; they are flagged in the release, not priced here (PN/g's
+    design). With no protected row at all (mask at p = 1) nothing is randomized: ε is ∞, so a
+    dataset with a budget refuses the job."""
     ps = [params.p] if isinstance(params, MaskParams) else (
         list(params.ps.values()) if isinstance(params.ps, dict) else list(params.ps))
     protected = [p for p in ps if p < 1.0]
     if not protected:
-        return None
+        return math.inf
     if len(columns) == 1 and columns[0].name == "items" and params.columns is None:
         n_items = columns[0].distinct or 0
         bits = len(params.items) if params.items is not None else n_items
