@@ -45,10 +45,11 @@ from app.privacy.dp_release.common import require_rows
 from app.privacy.dp_release.marginals import (
     Column, SynthParams, build_columns, decode_frame, encode_frame, load_mbi,
     marginal, one_way_facts, one_way_rhos, sampler_random_source, release, synthetic_epsilon,
+    zcdp_budget,
 )
 from app.privacy.dp_release.pgm import Clique, Measurement, MirrorDescent, maximal_subset
 from app.privacy.dp_release.zcdp import (
-    ExactSampler, Ledger, em_epsilon, exact_score, l1_error, rho_for, sigma_for,
+    ExactSampler, Ledger, em_epsilon, exact_score, l1_error, sigma_for,
 )
 from app.privacy.registry import Kind, MethodInputError, MethodSpec, register
 from app.privacy.results import ReleaseResult
@@ -58,6 +59,7 @@ MEASURE_SHARE = 0.9  # of each round's ρ; the rest selects
 BIAS = math.sqrt(2.0 / math.pi)  # E|N(0, σ²)| / σ
 MISSING_SIGMAS = 5.0  # a missing level whose first noisy count is below 5σ gets no mass
 NO_MASS = -1e4  # log-potential of such a level: exp underflows to exactly 0
+FEWER = "release fewer columns or plan fewer rounds"
 ONE_WAY_SHARE = 0.08  # the paper's 0.9·d/T is 0.056; 0.08 measured best on Adult (docs/methods/aim.md)
 
 
@@ -170,8 +172,8 @@ def run_aim(data: MethodInput, params: AimParams, ctx: RunContext) -> ReleaseRes
     sizes = {c.name: c.size for c in columns}
     codes = encode_frame(columns, frame)
     weights = workload_weights(names, columns, params.max_cells)
-    T = params.rounds or 16 * len(columns)
-    rho, slack, tails = rho_for(params.epsilon, params.delta, len(columns) + T + 1)
+    T = _planned_rounds(params, len(columns))
+    rho, slack, tails = zcdp_budget("aim", params, len(columns) + T + 1, FEWER)
     ctx.progress(0.02, "loading the inference library")
     mbi = load_mbi()
     truth = {r: marginal(codes, r, tuple(sizes[a] for a in r)).reshape([sizes[a] for a in r])
@@ -216,8 +218,15 @@ def _check_rounds(params: AimParams, d: int) -> None:
                                f"columns ({d}): the 1-way marginals take d of the T planned rounds")
 
 
+def _planned_rounds(params: AimParams, d: int) -> int:
+    return params.rounds or 16 * d
+
+
 def _check(params: AimParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
-    _check_rounds(params, len(build_columns(params, columns)))
+    d = len(build_columns(params, columns))
+    _check_rounds(params, d)
+    # at most d + T + 1 measurements: the 1-ways, then rounds of at least a planned round's ρ
+    zcdp_budget("aim", params, d + _planned_rounds(params, d) + 1, FEWER)
 
 
 def _markov_random_field(mbi, names: list[str], sizes: dict[str, int], model: MirrorDescent,

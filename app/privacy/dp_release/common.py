@@ -9,9 +9,12 @@ from pydantic import Field, field_validator
 
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
-from app.privacy.dp_release.encoding import ColumnPlan, released_columns
+from app.privacy.dp_release.encoding import (
+    ColumnPlan, bounds_problem, categories_problem, released_columns,
+)
 from app.privacy.registry import MethodInputError, Params
 
+MAX_EPSILON = 100.0
 MAX_ENCODED_WIDTH = 1000  # one-hot width cap: the covariance is width², its eigensystem width³
 NEIGHBOURING = ("neighbouring tables differ in the values of one record (replace one); the "
                 "number of records n is public")
@@ -22,7 +25,7 @@ Category = str | int | float | bool
 class TableParams(Params):
     """Parameters every DP table release shares."""
 
-    epsilon: float = Field(..., gt=0.0, le=100.0, description="privacy budget ε of the release")
+    epsilon: float = Field(..., gt=0.0, le=MAX_EPSILON, description="privacy budget ε of the release")
     bounds: dict[str, tuple[float, float]] | None = Field(
         None, description="declared [lo, hi] per numeric column (overrides the dataset schema); "
         "values are clipped to them")
@@ -42,9 +45,19 @@ class TableParams(Params):
     @field_validator("bounds")
     @classmethod
     def _ordered(cls, v):
+        """Finite, ordered, a usable range (integer columns, known only from the schema, are
+        held to ±2^53 in the check)."""
         for name, (lo, hi) in (v or {}).items():
-            if not lo < hi:
-                raise ValueError(f"bounds of {name!r}: lo must be < hi")
+            if (problem := bounds_problem(lo, hi, integer=False)) is not None:
+                raise ValueError(f"bounds of {name!r}: {problem}")
+        return v
+
+    @field_validator("categories")
+    @classmethod
+    def _one_kind(cls, v):
+        for name, values in (v or {}).items():
+            if (problem := categories_problem(values)) is not None:
+                raise ValueError(f"categories of {name!r}: {problem}")
         return v
 
 

@@ -24,18 +24,22 @@ from pydantic import Field
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.dp_release.common import (
-    NEIGHBOURING, TableParams, assemble, check_references, check_width, require_rows,
+    MAX_EPSILON, NEIGHBOURING, TableParams, assemble, check_references, check_width, require_rows,
     rng_statements,
 )
 from app.privacy.dp_release.encoding import Encoding, check_declared, plan_column
+from app.privacy.dp_release.feasibility import gaussian_feasible, require
 from app.privacy.guarantees import guarantee
 from app.privacy.noise import gaussian_mechanism
 from app.privacy.registry import Kind, MethodSpec, register
 from app.privacy.results import ReleaseResult
 
 
+MAX_DELTA = 1e-2
+
+
 class DpproParams(TableParams):
-    delta: float = Field(1e-6, gt=0.0, le=1e-2, description="δ of the (ε, δ) guarantee")
+    delta: float = Field(1e-6, gt=0.0, le=MAX_DELTA, description="δ of the (ε, δ) guarantee")
     k: int = Field(10, ge=1, le=256, description="dimension of the random projection")
     backprojection: Literal["pinv", "transpose"] = Field(
         "pinv", description="back to the attribute space by the pseudo-inverse R⁺ (least squares) "
@@ -44,6 +48,7 @@ class DpproParams(TableParams):
 
 def run_dppro(data: MethodInput, params: DpproParams, ctx: RunContext) -> ReleaseResult:
     frame = require_rows(data)
+    _check_budget(params)
     chosen = check_references(params, data.columns)
     plans = [plan_column(c, params.bounds, params.categories, frame, require_declared=True)
              for c in chosen]
@@ -97,8 +102,18 @@ def dppro_epsilon(params: DpproParams, columns: list[ColumnInfo]) -> float:
     return params.epsilon
 
 
+def _check_budget(params: DpproParams) -> None:
+    """The Gaussian calibration must serve (ε, δ) for k coordinates (any sensitivity)."""
+    require(lambda e, d: gaussian_feasible(params.k, e, d), params.epsilon, params.delta,
+            why=f"dppro adds discrete Gaussian noise to k = {params.k} projected coordinates; the "
+                "sampler's floating-point slack is reserved out of ε and its far tails count "
+                "towards δ, both per coordinate",
+            max_epsilon=MAX_EPSILON, max_delta=MAX_DELTA, fewer="lower k")
+
+
 def _check(params: DpproParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
     check_declared(check_references(params, columns), params.bounds, params.categories)
+    _check_budget(params)
 
 
 register(MethodSpec(

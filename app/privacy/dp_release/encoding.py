@@ -24,6 +24,8 @@ from app.privacy.registry import MethodInputError
 
 OUTPUT_GRID_STEPS = 4096  # a non-integer column's output grid: ≤ 1/4096 of its range
 DECLARED = ("params", "schema", "type")
+MAX_INTEGER_BOUND = 2.0**53  # integers beyond it are not exact in float64, where decoding runs
+MIN_RANGE = 1e-300  # hi - lo: keeps (hi - lo)/4096, the finest output grid, a normal float
 
 
 @dataclass
@@ -210,8 +212,8 @@ def plan_column(info: ColumnInfo, bounds: dict[str, tuple[float, float]] | None,
                 lohi = (lohi[0], lohi[0] + 1.0)
             source = "data"
         lo, hi = float(lohi[0]), float(lohi[1])
-        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-            raise MethodInputError(f"column {name!r}: bounds must be finite with lo < hi")
+        if (problem := bounds_problem(lo, hi, integer=info.integer)) is not None:
+            raise MethodInputError(f"column {name!r}: bounds {problem}")
         if info.integer and math.ceil(lo) > math.floor(hi):
             raise MethodInputError(f"column {name!r} is integer but its bounds hold no integer")
         return ColumnPlan(name, "numeric", lo, hi, info.integer, source=source, info=info)
@@ -227,11 +229,70 @@ def plan_column(info: ColumnInfo, bounds: dict[str, tuple[float, float]] | None,
             f"column {name!r} has no declared categories: give them in the 'categories' parameter "
             "or in the dataset schema (a domain read from the data is not private)")
     else:
-        cats = tuple(sorted(pd.unique(frame[name].dropna()).tolist(), key=str))
-        source = "data"
-    if len(cats) < 1 or len({str(c) for c in cats}) != len(cats):
-        raise MethodInputError(f"column {name!r}: categories must be non-empty and distinct")
+        cats, source = _categories_in(frame[name]), "data"
+        if not cats:
+            raise MethodInputError(f"column {name!r} has no values to read its categories from: "
+                                   "declare them in the 'categories' parameter")
+    if (problem := categories_problem(cats)) is not None:
+        raise MethodInputError(f"column {name!r}: categories {problem}")
     return ColumnPlan(name, "categorical", categories=cats, source=source, info=info)
+
+
+def _categories_in(series: pd.Series) -> tuple[Any, ...]:
+    """The distinct values of a column (paper mode's domain read from the data), as text when
+    they are of mixed kinds (values are matched to categories by their text)."""
+    values = pd.unique(series.dropna()).tolist()
+    if len({_kind(v) for v in values}) > 1:
+        values = list({str(v) for v in values})
+    return tuple(sorted(values, key=str))
+
+
+def bounds_problem(lo: float, hi: float, *, integer: bool) -> str | None:
+    """Why [lo, hi] cannot be a numeric column's bounds, or None. Finite, ordered, a range
+    that is finite and ≥ MIN_RANGE (the output grid and the marginals' bins divide it), and for
+    an integer column within ±2^53 (decoded values are float64 integers cast to int64)."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "must be finite numbers"
+    if not lo < hi:
+        return "need lo < hi"
+    if not math.isfinite(hi - lo) or hi - lo < MIN_RANGE:
+        return f"need a range hi - lo that is finite (below 1.8e308) and at least {MIN_RANGE:g}"
+    if integer and max(abs(lo), abs(hi)) > MAX_INTEGER_BOUND:
+        return (f"must lie within ±2^53 = ±{MAX_INTEGER_BOUND:.0f} for an integer column (its "
+                "values are decoded through float64)")
+    return None
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        return "booleans"
+    if isinstance(value, (int, np.integer)):
+        return "integers"
+    if isinstance(value, (float, np.floating)):
+        return "decimals"
+    if isinstance(value, str):
+        return "text"
+    return type(value).__name__
+
+
+def categories_problem(categories: list[Any] | tuple[Any, ...]) -> str | None:
+    """Why a declared domain cannot be used, or None. Values are matched to categories by their
+    text and the released column holds the categories themselves, so they must be of one kind
+    (all text, all integers, all decimals or all booleans — 1, 1.0 and true are equal to
+    pandas but differ as text) and distinct both as values and as text."""
+    if len(categories) < 1:
+        return "must not be empty"
+    kinds = sorted({_kind(c) for c in categories})
+    if not set(kinds) <= {"booleans", "integers", "decimals", "text"}:
+        return "must be text, numbers or booleans"
+    if len(kinds) > 1:
+        return (f"mix {', '.join(kinds[:-1])} and {kinds[-1]}: declare them all of one kind "
+                "(for example all as text, which is how values are matched to them)")
+    if kinds == ["decimals"] and not all(math.isfinite(c) for c in categories):
+        return "must be finite numbers"
+    if len(set(categories)) != len(categories) or len({str(c) for c in categories}) != len(categories):
+        return "must be distinct"
+    return None
 
 
 def check_declared(columns: list[ColumnInfo], bounds: dict | None, categories: dict | None) -> None:
@@ -241,6 +302,17 @@ def check_declared(columns: list[ColumnInfo], bounds: dict | None, categories: d
         if info.type == "boolean" and info.categories is None and (categories or {}).get(info.name) is None:
             continue
         plan_column(info, bounds, categories, None, require_declared=True)
+
+
+def check_given(columns: list[ColumnInfo], bounds: dict | None, categories: dict | None) -> None:
+    """Validate the bounds and categories that are declared (params or schema), leaving the
+    columns without any (paper mode reads those from the data)."""
+    for info in columns:
+        given = ((bounds or {}).get(info.name) is not None or info.bounds is not None
+                 if info.type == "numeric" else
+                 (categories or {}).get(info.name) is not None or info.categories is not None)
+        if given:
+            plan_column(info, bounds, categories, None, require_declared=True)
 
 
 # ------------------------------------------------------------------------ calibration

@@ -31,12 +31,13 @@ from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.dp_release.budget import mean_mutual_information, personalized_budgets
 from app.privacy.dp_release.common import (
-    NEIGHBOURING, TableParams, assemble, check_references, check_width, require_rows,
+    MAX_EPSILON, NEIGHBOURING, TableParams, assemble, check_references, check_width, require_rows,
     rng_statements,
 )
 from app.privacy.dp_release.encoding import (
-    ColumnPlan, Encoding, calibrate, check_declared, plan_column,
+    ColumnPlan, Encoding, calibrate, check_declared, check_given, plan_column,
 )
+from app.privacy.dp_release.feasibility import laplace_minimum, round_up
 from app.privacy.dp_release.projection import (
     eigh_desc, filter_by_importance, importance, project, sensitive_release, top_k,
 )
@@ -130,19 +131,19 @@ class IcahdpParams(TableParams):
 
 # ------------------------------------------------------------------------ shared steps
 def _plans(data: MethodInput, params: IcahdpParams, frame: pd.DataFrame | None,
-           declared: bool) -> tuple[list[ColumnPlan], list[ColumnPlan]]:
-    """(projection plans, sensitive plans) of the released columns."""
+           declared: bool, skip: frozenset[str] = frozenset()) -> tuple[list[ColumnPlan], list[ColumnPlan]]:
+    """(projection plans, sensitive plans) of the released columns not in ``skip``."""
     chosen = check_references(params, data.columns)
     names = {c.name for c in chosen}
     for name in params.sensitive or {}:
         if name not in names:
             raise MethodInputError(f"sensitive column {name!r} is not released")
     plans = [plan_column(c, params.bounds, params.categories, frame, require_declared=declared)
-             for c in chosen]
+             for c in chosen if c.name not in skip]
     sensitive = set(params.sensitive or {})
     projection = [p for p in plans if p.name not in sensitive]
     if not projection:
-        raise MethodInputError("every released column is sensitive: nothing left to project")
+        raise MethodInputError("every released column is sensitive or dropped: nothing left to project")
     check_width(plans)
     return projection, [p for p in plans if p.name in sensitive]
 
@@ -168,6 +169,61 @@ def _budget_split(params: IcahdpParams) -> dict[str, Any] | None:
     if not params.sensitive:
         return None
     return personalized_budgets(params.sensitive, params.sensitive_epsilon, params.levels)
+
+
+def _noisy_steps(params: IcahdpParams, chosen: list[ColumnInfo]) -> list[tuple[str, int, float]]:
+    """(step, most coordinates one record can change, share of ε) of every Laplace mechanism
+    the run may call, from the params and the schema: coordinates are bounded before the
+    filter drops columns and for the largest k allowed (fewer only make the step easier)."""
+    sensitive = params.sensitive or {}
+    budgets = _budget_split(params)["assignment"] if sensitive else {}
+    steps = [(f"sensitive:{c.name}", 1 if c.type == "numeric" else 2, budgets[c.name])
+             for c in chosen if c.name in sensitive]
+    if params.mode == "paper":  # each candidate release spends ε_rest on its projection
+        return steps + [("projection", max(params.candidates()),
+                         params.epsilon - params.sensitive_epsilon)]
+    shares = _shares(params)
+    widths = [_width(c, params) for c in chosen if c.name not in sensitive]
+    n_num = sum(c.type == "numeric" for c in chosen if c.name not in sensitive)
+    q, width = len(widths), sum(widths)
+    k = len(params.basis[0]) if params.basis else min(params.k or params.k_max, width)
+    steps += [("mean", n_num + 2 * (q - n_num), shares["mean"]), ("projection", k, shares["projection"])]
+    if params.threshold is not None:
+        steps.append(("filter", 2 * q, shares["filter"]))
+    if not params.basis:
+        steps.append(("covariance", min(width * (width + 1) // 2, q * (q + 1)), shares["covariance"]))
+    return steps
+
+
+def _width(info: ColumnInfo, params: IcahdpParams) -> int:
+    """Encoded width of a declared column (strict mode; an undeclared boolean is False/True)."""
+    declared = info.categories is not None or (params.categories or {}).get(info.name) is not None
+    if info.type == "boolean" and not declared:
+        return 2
+    return plan_column(info, params.bounds, params.categories, None, require_declared=True).width
+
+
+def _check_budget(params: IcahdpParams, chosen: list[ColumnInfo]) -> None:
+    """Every noisy step's share of ε must reach the discrete Laplace floor for its coordinates
+    (``feasibility.laplace_minimum``); the message names the shortest step and the smallest ε
+    that serves every step (each share is a fixed fraction of ε)."""
+    def short(epsilon: float) -> list[tuple[str, int, float]]:
+        steps = _noisy_steps(params.model_copy(update={"epsilon": epsilon}), chosen)
+        return [s for s in steps if s[2] < laplace_minimum(s[1])]
+
+    if not (missing := short(params.epsilon)):
+        return
+    fractions = _noisy_steps(params.model_copy(update={"epsilon": 1.0}), chosen)
+    needed = round_up(max(laplace_minimum(c) / f for _, c, f in fractions))
+    while short(needed):  # the run's shares may round below the fractions' product
+        needed = round_up(needed * 1.01)
+    name, coords, share = max(missing, key=lambda s: laplace_minimum(s[1]) - s[2])
+    raise MethodInputError(
+        f"epsilon = {params.epsilon:g} is too small for this job: its step {name!r} gets "
+        f"{share:.3g} of ε for noise on up to {coords} coordinates, and discrete Laplace noise needs "
+        f"at least {laplace_minimum(1):g} of ε per coordinate (the sampler's floating-point slack "
+        f"is reserved out of each share); epsilon must lie in [{needed:.2g}, {MAX_EPSILON:g}] "
+        "(or release fewer columns, lower k or k_max, or give that step a larger share)")
 
 
 # ------------------------------------------------------------------------------ strict
@@ -296,7 +352,12 @@ def _ordered_infos(out: pd.DataFrame, plans: list[ColumnPlan]) -> list[ColumnInf
 # ------------------------------------------------------------------------------- paper
 def _run_paper(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> ReleaseResult:
     frame = require_rows(data)
-    projection, sensitive = _plans(data, params, frame, declared=False)
+    # attributes with too many missing values go before planning: an empty column has no
+    # domain to read from the data (sensitive and label columns are kept)
+    too_many = [c.name for c in check_references(params, data.columns)
+                if c.name not in (params.sensitive or {}) and c.role != "label"
+                and float(frame[c.name].isna().mean()) > params.max_missing]
+    projection, sensitive = _plans(data, params, frame, declared=False, skip=frozenset(too_many))
     rest = params.epsilon - params.sensitive_epsilon
     non_private: list[str] = []
     dropped: dict[str, str] = {c.name: "identifier" for c in data.columns
@@ -304,13 +365,8 @@ def _run_paper(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> Rele
     from_data = [p.name for p in projection + sensitive if not p.declared]
     if from_data:
         non_private.append("bounds/categories read from the data for: " + ", ".join(from_data))
-
-    missing = {p.name: float(frame[p.name].isna().mean()) for p in projection}
-    too_many = [p for p in projection if missing[p.name] > params.max_missing
-                and not (p.info and p.info.role == "label")]
     if too_many:
-        dropped.update({p.name: "too many missing values" for p in too_many})
-        projection = [p for p in projection if p not in too_many]
+        dropped.update({name: "too many missing values" for name in too_many})
         non_private.append("attributes dropped by their exact fraction of missing values")
     threshold = PAPER_DEFAULT_THRESHOLD if params.threshold is None else params.threshold
     ctx.progress(0.05, "entropy filter")
@@ -396,6 +452,7 @@ def _run_paper(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> Rele
 
 # --------------------------------------------------------------------------- the method
 def run_icahdp(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> ReleaseResult:
+    _check_budget(params, check_references(params, data.columns))
     if params.mode == "paper":
         return _run_paper(data, params, ctx)
     return _run_strict(data, params, ctx)
@@ -426,6 +483,9 @@ def _check(params: IcahdpParams, columns: list[ColumnInfo], source: SourceReleas
             width = sum(p.width for p in plans)
             if len(params.basis) != width:
                 raise MethodInputError(f"basis has {len(params.basis)} rows, the encoding is {width} wide")
+    else:
+        check_given(chosen, params.bounds, params.categories)
+    _check_budget(params, chosen)
 
 
 register(MethodSpec(

@@ -33,8 +33,8 @@ import pandas as pd
 from pydantic import Field, field_validator
 
 from app.privacy.context import RunContext
-from app.privacy.data import ColumnInfo, SourceRelease
-from app.privacy.dp_release.common import NEIGHBOURING, TableParams, check_references
+from app.privacy.data import ColumnInfo
+from app.privacy.dp_release.common import MAX_EPSILON, NEIGHBOURING, TableParams, check_references
 from app.privacy.dp_release.encoding import ColumnPlan, check_declared, plan_column
 from app.privacy.guarantees import guarantee
 from app.privacy.registry import MethodInputError
@@ -44,12 +44,13 @@ from app.privacy.rng import SecureRandom
 MAX_LEVELS = 1024  # levels of one column, missing level included
 MAX_COLUMNS = 100
 MAX_BINS = 256
+MAX_DELTA = 1e-3
 
 
 class SynthParams(TableParams):
     """Parameters of mst and aim (epsilon, columns, bounds, categories from TableParams)."""
 
-    delta: float = Field(1e-9, gt=0.0, le=1e-3, description="δ of the (ε, δ) guarantee")
+    delta: float = Field(1e-9, gt=0.0, le=MAX_DELTA, description="δ of the (ε, δ) guarantee")
     bins: int | dict[str, int] = Field(
         32, description=f"number of equal-width bins of a numeric column over its declared bounds "
         f"(2-{MAX_BINS}); one number for every numeric column or column → number. An integer "
@@ -247,8 +248,14 @@ def output_infos(columns: list[Column]) -> list[ColumnInfo]:
     return [c.plan.output_info() for c in columns]
 
 
-def check(params: SynthParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
-    build_columns(params, columns)
+def zcdp_budget(method: str, params: SynthParams, measurements: int,
+                fewer: str) -> tuple[float, float, float]:
+    """(ρ, ε slack, δ tails) for the job's (ε, δ) and measurements, or the MethodInputError
+    naming the parameter and the range that works (check and run both call it)."""
+    from app.privacy.dp_release.zcdp import check_budget
+
+    return check_budget(method, params.epsilon, params.delta, measurements, max_delta=MAX_DELTA,
+                        max_epsilon=MAX_EPSILON, fewer=fewer)
 
 
 def synthetic_epsilon(params: SynthParams, columns: list[ColumnInfo]) -> float:

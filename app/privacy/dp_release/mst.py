@@ -32,21 +32,22 @@ import numpy as np
 from pydantic import Field
 
 from app.privacy.context import RunContext
-from app.privacy.data import MethodInput
+from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.dp_release.common import require_rows
 from app.privacy.dp_release.marginals import (
-    Column, SynthParams, build_columns, candidate_pairs, check, decode_frame, encode_frame,
-    load_mbi, marginal, mirror_descent, one_way_facts, one_way_rhos, release,
-    sampler_random_source, synthetic_epsilon,
+    Column, SynthParams, build_columns, candidate_pairs, decode_frame, encode_frame, load_mbi,
+    marginal, mirror_descent, one_way_facts, one_way_rhos, release, sampler_random_source,
+    synthetic_epsilon, zcdp_budget,
 )
 from app.privacy.dp_release.zcdp import (
-    ExactSampler, Ledger, em_epsilon, exact_score, l1_error, rho_for, sigma_for,
+    ExactSampler, Ledger, em_epsilon, exact_score, l1_error, sigma_for,
 )
 from app.privacy.registry import Kind, MethodSpec, register
 from app.privacy.results import ReleaseResult
 from app.privacy.rng import SecureRandom
 
 SCORE_SENSITIVITY = 2  # ‖x - x̂‖₁ of a marginal moves by ≤ 2 when one record is replaced
+FEWER = "release fewer columns, or lower max_cells so that fewer pairs are candidates"
 COMPRESS_SIGMAS = 3.0
 MISSING_SIGMAS = 5.0  # a column without missing values keeps a spurious missing level w.p. ~3e-7
 
@@ -177,7 +178,7 @@ def run_mst(data: MethodInput, params: MstParams, ctx: RunContext) -> ReleaseRes
     codes = encode_frame(columns, frame)
     pairs = candidate_pairs(columns, params.max_cells)
     rounds = spanning_rounds(d, pairs)
-    rho, slack, tails = rho_for(params.epsilon, params.delta, d + rounds)
+    rho, slack, tails = zcdp_budget("mst", params, d + rounds, FEWER)
     ledger = Ledger(rho)
     rho_one = rho if rounds == 0 else rho * params.one_way_share
     ctx.progress(0.02, "loading the inference library")
@@ -235,6 +236,13 @@ def run_mst(data: MethodInput, params: MstParams, ctx: RunContext) -> ReleaseRes
                     "seconds": time.perf_counter() - started})
 
 
+def _check(params: MstParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
+    """The schema fixes the domains, hence the tree's rounds and the measurements to pay for."""
+    chosen = build_columns(params, columns)
+    rounds = spanning_rounds(len(chosen), candidate_pairs(chosen, params.max_cells))
+    zcdp_budget("mst", params, len(chosen) + rounds, FEWER)
+
+
 def _result(params: MstParams, ctx: RunContext, columns: list[Column], out, ledger: Ledger,
             budget: tuple[float, float, float], mappings: dict[str, np.ndarray],
             facts: dict[str, Any]) -> ReleaseResult:
@@ -273,6 +281,6 @@ register(MethodSpec(
           "to differentially private synthetic data, Journal of Privacy and Confidentiality 11(3), 2021",
     run=run_mst,
     epsilon=synthetic_epsilon,
-    check=check,
+    check=_check,
     docs="docs/methods/mst.md",
 ))

@@ -33,13 +33,17 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
+from app.privacy.dp_release.feasibility import require
 from app.privacy.noise import GAUSSIAN_SAMPLER, discrete_gaussian, gaussian_slack, zcdp_delta
 from app.privacy.rng import SecureRandom
 
 MARGINAL_L2_SQ = 2.0  # replace-one: one cell -1, one cell +1 (squared L2 sensitivity)
 SAFETY = 1e-12  # σ and ε₀ are nudged by this relative margin so float rounding never overspends
-SLACK_PER_MEASUREMENT = 2e-6  # ε room per Gaussian measurement (the realized slack is ≈ 9.6e-7)
-TAIL_PER_MEASUREMENT = 1e-12  # δ room per Gaussian measurement (realized ≤ 4e-13 for σ ≥ 16 steps)
+SLACK_PER_MEASUREMENT = 2e-6  # ε room per Gaussian measurement (realized ≈ 9.6e-7, ≤ 2e-6 up to
+#                               σ = 3·10¹⁰ counts, far above what MIN_RHO allows)
+TAIL_PER_MEASUREMENT = 1e-12  # δ room per Gaussian measurement (realized ≤ 4.8e-13 for σ ≥ 16 steps,
+#                               ≥ 1.9e-13 for any σ: the sampler's floor, see ``check_budget``)
+MIN_RHO = 1e-12  # below it σ would pass 10⁶ counts: no release worth having, and the slack grows
 ACCOUNTANT = ("ρ-zCDP (replace-one neighbours): Gaussian measurements ρ = Δ₂²/2σ² with Δ₂ = √2 "
               "(discrete Gaussian, Canonne-Kamath-Steinke 2020 Thm. 14); exponential mechanism "
               "ρ = ε₀²/8 (bounded range, Cesar & Rogers 2021); adaptive composition by summing ρ "
@@ -63,14 +67,44 @@ def rho_for(epsilon: float, delta: float, max_measurements: int) -> tuple[float,
     def gap(log_rho: float) -> float:
         return math.log(max(zcdp_delta(math.exp(log_rho), eps0), 1e-300)) - math.log(room)
 
-    lo, hi = math.log(1e-12), math.log(max(10.0 * eps0, 1.0))
+    lo, hi = math.log(MIN_RHO), math.log(max(10.0 * eps0, 1.0))
     if gap(lo) > 0:
-        raise ValueError("no ρ > 1e-12 delivers this (ε, δ)")
+        raise ValueError(f"no ρ > {MIN_RHO:g} delivers this (ε, δ)")
     if gap(hi) < 0:
         return math.exp(hi), slack, tails
     log_rho = optimize.brentq(gap, lo, hi, xtol=1e-12)
     rho = math.exp(log_rho) * (1.0 - 1e-9)  # stay on the safe side of the root
     return rho, slack, tails
+
+
+def _feasible(epsilon: float, delta: float, max_measurements: int) -> bool:
+    try:
+        rho_for(epsilon, delta, max_measurements)
+    except ValueError:
+        return False
+    return True
+
+
+def check_budget(method: str, epsilon: float, delta: float, max_measurements: int, *,
+                 max_delta: float, max_epsilon: float, fewer: str) -> tuple[float, float, float]:
+    """``rho_for``'s answer, or a MethodInputError naming the parameter and the range that
+    works for this job when it has none. Each of the ``max_measurements`` Gaussian measurements
+    reserves SLACK_PER_MEASUREMENT of ε for the sampler's floating-point slack and
+    TAIL_PER_MEASUREMENT of δ for its far tails (the sampler's own δ: at least ≈ 1.9e-13 per
+    measurement however large σ is, so δ = 1e-15 is out of reach — a floor of the sampler, not
+    a tolerance), and ρ must exceed MIN_RHO. Methods call it in their check, before ε is
+    debited, and again in the run. ``fewer``: what the caller can reduce instead."""
+    m = max_measurements
+    try:
+        return rho_for(epsilon, delta, m)
+    except ValueError:
+        pass
+    require(lambda e, d: _feasible(e, d, m), epsilon, delta,
+            why=f"{method} makes up to {m} noisy measurements here; each reserves "
+                f"{SLACK_PER_MEASUREMENT:g} of ε for the noise sampler's floating-point slack and "
+                f"{TAIL_PER_MEASUREMENT:g} of δ for its far tails, and ρ must exceed {MIN_RHO:g}",
+            max_epsilon=max_epsilon, max_delta=max_delta, fewer=fewer)
+    raise AssertionError("unreachable: require() raises when rho_for fails")
 
 
 def delivered(rho_spent: float, epsilon: float, slack: float, tails: float) -> tuple[float, float]:
