@@ -81,6 +81,8 @@ def parse(path: Path, fmt: str, limits: Limits) -> Parsed:
 
 
 def _parse(path: Path, fmt: str, limits: Limits) -> Parsed:
+    if fmt != "parquet":
+        _require_utf8_like(path)
     if fmt in ("csv", "tsv"):
         return Parsed(fmt, frame=_finish_table(_read_csv(path, fmt, limits), limits))
     if fmt == "parquet":
@@ -88,6 +90,16 @@ def _parse(path: Path, fmt: str, limits: Limits) -> Parsed:
     if fmt == "jsonl":
         return Parsed(fmt, frame=_finish_table(_read_jsonl(path, limits), limits))
     return Parsed(fmt, transactions=_read_transactions(path, limits))
+
+
+def _require_utf8_like(path: Path) -> None:
+    """UTF-16 and UTF-32 text (a spreadsheet's \"Unicode text\" export) parses as one field per
+    line with NULs between the characters: name the encoding instead of a row's field count."""
+    with open(path, "rb") as f:
+        head = f.read(4096)
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in head:
+        raise Unprocessable("the file is not UTF-8 text (it looks like UTF-16 or UTF-32, or holds NUL "
+                            "bytes); save it as UTF-8")
 
 
 # ------------------------------------------------------------------------------------- CSV

@@ -18,6 +18,7 @@ from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.naive_bayes import (
     TrainParams, _frame, _label_and_features, _model_metadata, _raw_labels, release_randomization,
+    require_two_classes,
 )
 from app.privacy.registry import Kind, MethodInputError, MethodSpec, Source, register
 from app.privacy.results import ModelResult
@@ -210,6 +211,7 @@ def run_dtpd_train(data: MethodInput, params: DTPDParams, ctx: RunContext) -> Mo
     step = _whole_record_step(data.source)
     warner = step["metadata"]["warner"]
     label, features = _label_and_features(params, data.columns, list(warner["columns"]))
+    require_two_classes(data.frame, label)
     channels = release_randomization(data.source)
     for f in features:
         ch = channels.get(f)

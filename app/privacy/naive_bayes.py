@@ -226,6 +226,9 @@ def _label_and_features(params: TrainParams, columns: list[ColumnInfo],
         label = labels[0]
     if label not in names:
         raise MethodInputError(f"unknown label column {label!r}")
+    distinct = next(c.distinct for c in columns if c.name == label)
+    if distinct is not None and distinct < 2:
+        raise MethodInputError(f"the label {label!r} has {distinct} class(es): a classifier needs two")
     if params.features is not None:
         features = list(params.features)
     elif default_features is not None:
@@ -245,6 +248,13 @@ def _label_and_features(params: TrainParams, columns: list[ColumnInfo],
     return label, features
 
 
+def require_two_classes(frame: pd.DataFrame, label: str) -> None:
+    """The data-time twin of the schema check in _label_and_features (a release's profile may
+    be unknown): a model of one class predicts nothing."""
+    if frame[label].nunique(dropna=True) < 2:
+        raise MethodInputError(f"the label {label!r} has fewer than 2 classes: a classifier needs two")
+
+
 def _model_metadata(model, label: str, features: list[str], source: SourceRelease | None) -> dict[str, Any]:
     return {"label": label, "classes_": [str(c) for c in model.classes_], "features": features,
             "trained_on_release": None if source is None else source.release_id,
@@ -255,6 +265,7 @@ def run_ppnb_train(data: MethodInput, params: PPNBParams, ctx: RunContext) -> Mo
     if data.frame is None:
         raise MethodInputError("ppnb_train needs a table release")
     label, features = _label_and_features(params, data.columns)
+    require_two_classes(data.frame, label)
     randomization = release_randomization(data.source)
     opaque = [f for f in features if isinstance(randomization.get(f), Opaque)]
     if opaque:

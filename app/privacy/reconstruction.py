@@ -56,6 +56,15 @@ def _check(params: ReconstructParams, columns: list[ColumnInfo], source: SourceR
     unknown = [c for c in params.columns or [] if c not in known]
     if unknown:
         raise MethodInputError(f"unknown column {unknown[0]!r}")
+    if source is not None and params.columns:
+        steps = [s for s in source.steps() if reconstructor(s["method"]) is not None]
+        protected = {c for s in steps for c in (s.get("guarantees") or {}).get("protected_columns") or []}
+        untouched = [c for c in params.columns if c not in protected]
+        if untouched:  # it used to give a report without a word about them
+            methods = ", ".join(s["method"] for s in steps) or "none"
+            raise MethodInputError(f"column {untouched[0]!r} was not randomized or transformed by any "
+                                   f"step of this release that can be inverted ({methods}): "
+                                   "nothing to reconstruct")
 
 
 register(MethodSpec(

@@ -99,6 +99,8 @@ def test_schema_field_not_json(client, owner):
     (b"{\"a\": 1}\nnot json\n", "n.jsonl", 422, "unparsable JSON Lines"),
     (b"PAR1garbage", "x.parquet", 422, "not a readable Parquet file"),
     (b"a,b\n1,2\ninf,3\n", "i.csv", 422, "column 'a', row 2: an infinite number"),
+    ("a,b\n1,2\n3,4\n".encode("utf-16"), "u.csv", 422, "not UTF-8 text (it looks like UTF-16"),
+    ("a\tb\n1\t2\n".encode("utf-16-le"), "u.tsv", 422, "not UTF-8 text"),
     (b"a,b\n1,2\n3,-1e309\n", "o.csv", 422, "column 'b', row 2: an infinite number"),
 ])
 def test_bad_files_are_4xx_naming_the_problem(client, owner, data, name, status, fragment):

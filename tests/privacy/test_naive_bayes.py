@@ -21,7 +21,7 @@ from app.privacy.naive_bayes import PPNBClassifier, PPNBParams, run_ppnb_train
 from app.privacy.randomized_response import ErrphParams, run_errph
 from app.privacy.warner import WarnerParams, run_warner
 from app.privacy.reconstruction import ReconstructParams, run_reconstruct
-from app.privacy.registry import MethodInputError
+from app.privacy.registry import MethodInputError, get
 from app.privacy.rng import SecureRandom
 from app.privacy.rr_channels import NumericChannel, as_release_input
 from app.privacy.transforming_rr import TrrParams, run_trr
@@ -276,3 +276,18 @@ def test_a_label_among_the_default_features_says_where_they_came_from():
     with pytest.raises(MethodInputError) as named:  # features named by the caller: no hint
         _label_and_features(TrainParams(label="sex", features=["sex"]), columns)
     assert "default" not in str(named.value)
+
+
+def test_a_single_class_label_is_refused():
+    """ppnb_train used to build a model whose one class is 'only'."""
+    frame = pd.DataFrame({"c": ["a", "b"] * 50, "y": ["only"] * 100})
+    columns = [ColumnInfo("c", "categorical", distinct=2), ColumnInfo("y", "categorical", distinct=1)]
+    data = MethodInput(columns=columns, frame=frame)
+    e = ErrphParams(p0=0.5, columns=["c"])
+    release = as_release_input(data, run_errph(data, e, ctx()), "errph", e)
+    with pytest.raises(MethodInputError, match="the label 'y' has 1 class"):
+        get("ppnb_train").validate_against(PPNBParams(label="y"), release.columns, release.source)
+    unknown = [ColumnInfo(c.name, c.type) for c in release.columns]  # no profile: the run refuses
+    with pytest.raises(MethodInputError, match="the label 'y' has fewer than 2 classes"):
+        run_ppnb_train(MethodInput(columns=unknown, frame=release.frame, source=release.source),
+                       PPNBParams(label="y"), ctx())

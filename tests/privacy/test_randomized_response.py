@@ -329,6 +329,11 @@ def test_reconstruct_only_the_named_columns():
     params = ErrphParams()
     steps = _reconstruct(data, run_errph(data, params, ctx()), "errph", params, columns=["d"])
     assert list(steps[0]["columns"]) == ["d"]
+    # a column no step randomized: refused by the check (it used to give a silent empty report)
+    only_c = ErrphParams(columns=["c"])
+    release = as_release_input(data, run_errph(data, only_c, ctx()), "errph", only_c)
+    with pytest.raises(MethodInputError, match=r"column 'd' was not randomized or transformed .*\(errph\)"):
+        get("reconstruct").validate_against(ReconstructParams(columns=["d"]), release.columns, release.source)
 
 
 def test_binarizing_by_a_value_list_places_missing_cells_by_the_list():
