@@ -19,7 +19,8 @@ class BudgetUpdate(BaseModel):
 class BudgetEntry(BaseModel):
     job_id: uuid.UUID
     method: str
-    kind: str = Field(..., description="debit (at acceptance) or refund (a job cancelled before it ran)")
+    kind: str = Field(..., description="debit (at acceptance) or refund (a job cancelled "
+                      "before it ran, or refused as invalid input before drawing randomness)")
     epsilon: Epsilon
     actor: str
     at: datetime

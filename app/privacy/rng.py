@@ -31,6 +31,7 @@ class SecureRandom:
     def __init__(self, seed: int | None = None) -> None:
         self.seed = seed
         self._counter = 0  # distinguishes the streams of a seeded generator
+        self.bytes_drawn = 0  # all randomness passes through bytes(): 0 means none was used
 
     @property
     def name(self) -> str:
@@ -53,6 +54,7 @@ class SecureRandom:
         n = int(n)
         if n <= 0:
             return np.zeros(0, dtype=np.uint8)
+        self.bytes_drawn += n
         key, nonce = self._key_and_nonce()
         encryptor = Cipher(algorithms.AES(key), modes.CTR(nonce)).encryptor()
         zeros = bytearray(n)

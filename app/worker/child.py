@@ -45,10 +45,13 @@ def _watch_parent(worker_pid: int) -> None:
 
 def main(job: dict[str, Any], progress_queue, stop_event) -> None:
     threading.Thread(target=_watch_parent, args=(job["worker_pid"],), daemon=True).start()
+    rng = SecureRandom(job["seed"])
     try:
-        out = {"ok": _run(job, progress_queue, stop_event)}
+        out = {"ok": _run(job, rng, progress_queue, stop_event)}
     except registry.MethodInputError as exc:
-        out = {"error": {"type": "invalid_input", "message": str(exc)}}
+        # whether any randomness was drawn decides a refund (app/worker/runner.py)
+        out = {"error": {"type": "invalid_input", "message": str(exc)},
+               "randomness_drawn": rng.bytes_drawn > 0}
     except Cancelled:
         out = {"error": {"type": "cancelled", "message": "cancelled while running"}}
     except MemoryError:
@@ -65,7 +68,7 @@ def main(job: dict[str, Any], progress_queue, stop_event) -> None:
     os.replace(tmp, job["result_path"])
 
 
-def _run(job: dict[str, Any], progress_queue, stop_event) -> dict[str, Any]:
+def _run(job: dict[str, Any], rng: SecureRandom, progress_queue, stop_event) -> dict[str, Any]:
     spec = registry.get(job["method"])
     params = spec.params.model_validate(job["params"])
     data = _load_input(job)
@@ -73,7 +76,7 @@ def _run(job: dict[str, Any], progress_queue, stop_event) -> dict[str, Any]:
     def report(fraction: float, stage: str) -> None:
         progress_queue.put((fraction, stage))
 
-    ctx = RunContext(rng=SecureRandom(job["seed"]), on_progress=report, should_stop=stop_event.is_set)
+    ctx = RunContext(rng=rng, on_progress=report, should_stop=stop_event.is_set)
     result = spec.run(data, params, ctx)
     return encode(result, job)
 

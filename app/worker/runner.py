@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import multiprocessing as mp
 import os
 import pickle
@@ -18,6 +19,7 @@ from typing import Any
 
 from app.audit.service import record
 from app.blobs import repository as blobs
+from app.budgets import service as budgets
 from app.config import get_settings
 from app.datasets import repository as datasets_repo
 from app.datasets.schema import column_infos
@@ -240,9 +242,21 @@ def _finish(job, inputs: dict[str, Any], outcome: dict[str, Any]) -> None:
         else:
             jobs_repo.finish(session, job["id"], "failed", error=error, stage="failed")
             action, details = "job.failed", {"attempt": job["attempt"], "error": error["type"]}
+            if _refundable(row, error, outcome):
+                budgets.refund(session, dataset_id=row["dataset_id"], job_id=job["id"],
+                               method=row["method"], epsilon=row["epsilon"], actor=row["created_by"])
+                details["refunded_epsilon"] = float(row["epsilon"])
         record(session, tenant=job["tenant"], actor="worker", action=action, subject_type="job",
                subject_id=job["id"], dataset_id=job["dataset_id"], release_id=job["release_id"],
                details=details)
+
+
+def _refundable(row, error: dict[str, Any], outcome: dict[str, Any]) -> bool:
+    """A job refused by its method's input checks before it drew any randomness released
+    nothing and computed nothing random: its ε goes back (like a job cancelled while queued).
+    An earlier attempt that crashed published nothing either. Infinite ε is never debited."""
+    return (error["type"] == "invalid_input" and outcome.get("randomness_drawn") is False
+            and row["epsilon"] is not None and math.isfinite(float(row["epsilon"])))
 
 
 def _store(session, job, inputs: dict[str, Any], encoded: dict[str, Any]) -> None:

@@ -177,3 +177,16 @@ def test_clamp_keeps_values_in_bounds():
     v = np.array([[-5.0, 0.5], [2.0, np.nan]])
     out = noise.clamp(v, np.array([0.0, 0.0]), np.array([1.0, 1.0]))
     assert out[0, 0] == 0.0 and out[1, 0] == 1.0 and out[0, 1] == 0.5 and np.isnan(out[1, 1])
+
+
+def test_every_draw_is_counted():
+    """The worker refunds a job refused before it drew any randomness; that rests on every
+    distribution drawing through bytes(), which counts."""
+    rng = SecureRandom()
+    assert rng.bytes_drawn == 0
+    draws = [lambda: rng.random(3), lambda: rng.integers(10, 4), lambda: rng.normal(5),
+             lambda: rng.permutation(6), lambda: rng.choice(4, 2), lambda: rng.uint64(1)]
+    for draw in draws:
+        before = rng.bytes_drawn
+        draw()
+        assert rng.bytes_drawn > before

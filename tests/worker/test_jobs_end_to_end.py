@@ -126,11 +126,29 @@ def test_crashing_job_is_retried_then_failed(client, adult):
     assert done["error"]["type"] == "crashed" and "exit code 3" in done["error"]["message"]
 
 
-def test_invalid_input_at_run_time_fails_with_its_message(client, adult):
-    headers, ds = adult
-    # errph on a column with one value only is detected while running
-    one = upload(client, headers, b"c,d\nx,1\nx,2\n", "one.csv").json()
-    job = submit(client, headers, "errph", {"columns": ["c"]}, dataset_id=one["id"]).json()
-    done = wait_job(client, headers, job["id"])
-    assert done["status"] == "failed" and done["error"]["type"] == "invalid_input"
-    assert "fewer than 2 values" in done["error"]["message"]
+def test_invalid_input_at_run_time_fails_with_its_message_and_refunds_if_nothing_was_drawn(client, adult):
+    """errph's p map names a value the data does not hold: only the run can see it. Refused
+    before any randomness was drawn, the job's ε goes back; after some was drawn (a first
+    column already randomized), it does not."""
+    headers, _ = adult
+    ds = upload(client, headers, b"c,e\n" + b"x,u\ny,v\n" * 20, "pm.csv").json()
+    budget_url = f"/v1/datasets/{ds['id']}/budget"
+    client.put(budget_url, headers=auth(headers), json={"epsilon_total": 100})
+    bad = {"e": {"u": 0.25, "w": 0.25}}  # 'w' is not in the data; the check only counts
+    cases = [(["e"], True), (["c", "e"], False)]
+    for columns, refunded in cases:
+        job = submit(client, headers, "errph", {"p0": 0.5, "columns": columns, "p": bad}, dataset_id=ds["id"])
+        assert job.status_code == 202, job.text
+        done = wait_job(client, headers, job.json()["id"])
+        assert done["status"] == "failed" and done["error"]["type"] == "invalid_input"
+        assert "outside the domain" in done["error"]["message"] and set(done["error"]) == {"type", "message"}
+        entries = [e for e in client.get(f"{budget_url}/entries", headers=auth(headers)).json()["items"]
+                   if e["job_id"] == done["id"]]
+        assert [e["kind"] for e in entries] == (["debit", "refund"] if refunded else ["debit"])
+        if refunded:
+            assert entries[1]["epsilon"] == pytest.approx(-entries[0]["epsilon"])
+    spent = client.get(budget_url, headers=auth(headers)).json()["epsilon_spent"]
+    assert spent == pytest.approx(2 * np.log(3))  # the unrefunded job: ln 3 for c and for e
+    events = client.get(f"/v1/audit?dataset_id={ds['id']}", headers=auth(headers)).json()["items"]
+    failed = [e for e in events if e["action"] == "job.failed"]
+    assert sum("refunded_epsilon" in e["details"] for e in failed) == 1
