@@ -160,6 +160,8 @@ def apply_overrides(frame: pd.DataFrame, columns: list[dict[str, Any]],
                 new[field] = list(value) if field == "bounds" else value
         if new.get("bounds") is not None and new["type"] != "numeric":
             raise Unprocessable(f"column {name!r}: bounds apply to numeric columns only")
+        if o.integer and new["type"] != "numeric":
+            raise Unprocessable(f"column {name!r}: integer applies to numeric columns only")
         if new.get("categories") is not None:
             if new["type"] != "categorical":
                 raise Unprocessable(f"column {name!r}: categories apply to categorical columns only")

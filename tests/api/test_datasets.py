@@ -76,6 +76,7 @@ def test_schema_override_at_upload(client, owner):
     ({"n": {"role": "label"}, "name": {"role": "label"}}, "only one column may have the role label"),
     ({"n": {"bounds": [0, float("nan")]}}, "schema field is invalid"),
     ({"name": {"categories": []}}, "at least 1 item"),
+    ({"name": {"integer": True}}, "column 'name': integer applies to numeric columns only"),
 ])
 def test_bad_schema_is_422_naming_the_problem(client, owner, schema, fragment):
     r = upload(client, owner, b"n,name\n1,x\n2,y\n", "b.csv", schema=schema)
