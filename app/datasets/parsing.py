@@ -159,6 +159,8 @@ def _narrow_text_column(col: pa.ChunkedArray) -> pa.ChunkedArray:
 
 
 def _csv_problem(path: Path, parse_opts, message: str) -> Unprocessable:
+    if "Empty CSV file" in message:  # a header line without a line end: pyarrow sees no rows
+        return Unprocessable("the file has a header but no rows")
     if "straddling" in message:
         return Unprocessable(f"a row is longer than {_BLOCK // (1024 * 1024)} MiB (or a quoted "
                              "field is not closed)")

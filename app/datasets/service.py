@@ -39,7 +39,10 @@ def parse_schema_field(raw: str | None) -> SchemaUpdate | None:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise Unprocessable(f"the schema field is not valid JSON (line {exc.lineno}, column {exc.colno})")
-    if isinstance(data, dict) and "columns" not in data:
+    if not isinstance(data, dict):
+        raise Unprocessable('the schema field must be a JSON object: {"column": {"type": …, "role": …, '
+                            '"bounds": […], "categories": […]}, …}')
+    if "columns" not in data:
         data = {"columns": data}
     try:
         return SchemaUpdate.model_validate(data)
@@ -66,6 +69,9 @@ def create(session: Session, principal: Principal, *, path: Path, filename: str 
     """Store an upload. Returns (dataset, created): created is False for an idempotent replay."""
     if name is not None and len(name) > repository.NAME_LENGTH:
         raise Unprocessable(f"name: at most {repository.NAME_LENGTH} characters (got {len(name)})")
+    if name is not None and "\x00" in name:
+        raise Unprocessable("name: a NUL character cannot be stored")
+    filename = filename.replace("\x00", "") if filename else filename
     sha = _sha256(path)
     request_hash = hashlib.sha256(json.dumps([sha, name, filename, declared_format, schema_raw]).encode()).hexdigest()
     if idempotency_key:

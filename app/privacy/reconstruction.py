@@ -34,6 +34,7 @@ class ReconstructParams(Params):
 def run_reconstruct(data: MethodInput, params: ReconstructParams, ctx: RunContext) -> ReportResult:
     if data.source is None:
         raise MethodInputError("reconstruct runs on a release, not on a dataset")
+    _check_shape(params, data)
     sections: list[dict[str, Any]] = []
     steps = data.source.steps()
     for i, step in enumerate(steps):
@@ -49,6 +50,19 @@ def run_reconstruct(data: MethodInput, params: ReconstructParams, ctx: RunContex
             "has a reconstruction")
     ctx.progress(1.0, "done")
     return ReportResult(kind="reconstruction", data={"steps": sections})
+
+
+def _check_shape(params: ReconstructParams, data: MethodInput) -> None:
+    """Parameters of the other kind of release used to be ignored without a word."""
+    if data.transactions is None:
+        given = [name for name, value in (("itemsets", params.itemsets), ("max_len", params.max_len),
+                                          ("estimator", params.estimator != "pooled" or None)) if value]
+        if given:
+            raise MethodInputError(f"{given[0]!r} applies to transaction releases (mask, png); "
+                                   "this release is a table: use 'columns'")
+    elif params.columns is not None:
+        raise MethodInputError("'columns' applies to table releases; this release is a transaction "
+                               "file: use 'itemsets' or 'max_len'")
 
 
 def _check(params: ReconstructParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:

@@ -153,6 +153,19 @@ def _binary_bits(series: pd.Series, info: ColumnInfo, cut) -> tuple[list[Any], n
     return domain, codes == 1, missing if missing.any() else None
 
 
+def _checked_bits(series: pd.Series, info: ColumnInfo, cut, params: WarnerParams):
+    domain, bits, missing = _binary_bits(series, info, cut)
+    if missing is not None and params.missing == "error":
+        raise MethodInputError(f"column {info.name!r} has missing cells; set missing='preserve' to "
+                               "leave them missing")
+    present = bits if missing is None else bits[~missing]
+    if cut is not None and present.size and (present.all() or not present.any()):
+        side = "above the cut / in the list" if present.all() else "below the cut / outside the list"
+        raise MethodInputError(f"column {info.name!r}: every cell falls {side} of its cut point, so the "
+                               "binarized column is constant; check cut_points")
+    return domain, bits, missing
+
+
 def _published_column(bits: np.ndarray, missing: np.ndarray | None, domain: list[Any], as_bool: bool):
     if as_bool:
         if missing is None:
@@ -171,6 +184,10 @@ def run_warner(data: MethodInput, params: WarnerParams, ctx: RunContext) -> Rele
     if frame is None:
         raise MethodInputError("warner needs a table")
     chosen = _warner_columns(params, data.columns)
+    # Every column's bits first: an input error is then raised before any randomness is
+    # drawn (the job's ε is refunded; app/worker/runner.py).
+    prepared = {name: _checked_bits(frame[name], data.column(name), params.cut_points.get(name), params)
+                for name in chosen}
     new_columns: dict[str, Any] = {}
     out_columns = list(data.columns)
     shared_flip = flip_mask(len(frame), params.p, ctx.rng) if params.whole_record else None
@@ -180,10 +197,7 @@ def run_warner(data: MethodInput, params: WarnerParams, ctx: RunContext) -> Rele
         ctx.progress(i / len(chosen), f"randomizing {name}")
         info = data.column(name)
         cut = params.cut_points.get(name)
-        domain, bits, missing = _binary_bits(frame[name], info, cut)
-        if missing is not None and params.missing == "error":
-            raise MethodInputError(f"column {name!r} has missing cells; set missing='preserve' to "
-                                   "leave them missing")
+        domain, bits, missing = prepared[name]
         flip = shared_flip if shared_flip is not None else flip_mask(len(frame), params.p, ctx.rng)
         published = bits ^ flip
         as_bool = cut is not None or pd.api.types.is_bool_dtype(frame[name].dtype)

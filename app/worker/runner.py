@@ -223,6 +223,9 @@ def _finish(job, inputs: dict[str, Any], outcome: dict[str, Any]) -> None:
         row = jobs_repo.lock_attempt(session, job["id"], job["attempt"])
         if row is None:
             raise Fenced()
+        if error is None and _input_deleted_meanwhile(session, job):
+            error = {"type": "input_deleted", "message": "the dataset was deleted while the job ran; "
+                     "nothing is released from its purged data"}
         if error is None:
             _store(session, row, inputs, outcome)
             jobs_repo.finish(session, job["id"], "succeeded", stage="done")
@@ -249,6 +252,16 @@ def _finish(job, inputs: dict[str, Any], outcome: dict[str, Any]) -> None:
         record(session, tenant=job["tenant"], actor="worker", action=action, subject_type="job",
                subject_id=job["id"], dataset_id=job["dataset_id"], release_id=job["release_id"],
                details=details)
+
+
+def _input_deleted_meanwhile(session, job) -> bool:
+    """A job on a dataset's raw data whose dataset was deleted after the job loaded it. The
+    row lock orders this against the delete (which locks it too): either the delete waits for
+    this commit (and the release stays, as every earlier release does) or this sees it."""
+    if job["release_id"] is not None or job["dataset_id"] is None:
+        return False  # a job on a release: that input is not purged by a delete
+    ds = datasets_repo.get(session, job["tenant"], job["dataset_id"], for_update=True)
+    return ds is None or ds["deleted_at"] is not None
 
 
 def _refundable(row, error: dict[str, Any], outcome: dict[str, Any]) -> bool:

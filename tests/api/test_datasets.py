@@ -77,6 +77,7 @@ def test_schema_override_at_upload(client, owner):
     ({"n": {"bounds": [0, float("nan")]}}, "schema field is invalid"),
     ({"name": {"categories": []}}, "at least 1 item"),
     ({"name": {"integer": True}}, "column 'name': integer applies to numeric columns only"),
+    ([1, 2], "the schema field must be a JSON object"),
 ])
 def test_bad_schema_is_422_naming_the_problem(client, owner, schema, fragment):
     r = upload(client, owner, b"n,name\n1,x\n2,y\n", "b.csv", schema=schema)
@@ -93,6 +94,7 @@ def test_schema_field_not_json(client, owner):
     (b"a,b\n1,2\n3,4,5\n6,7\n", "r.csv", 422, "unparsable row 2: expected 2 fields, found 3"),
     (b"", "e.csv", 422, "empty"),
     (b"a,b\n", "h.csv", 422, "no rows"),
+    (b"a,b,c", "h2.csv", 422, "the file has a header but no rows"),
     (b"a,a\n1,2\n", "d.csv", 422, "column 'a' appears more than once"),
     (gzip.compress(b"a\n1\n"), "z.csv.gz", 415, "compressed uploads are not accepted"),
     (b"a\n1\n", "noext", 415, "cannot tell the file's format"),
@@ -120,6 +122,9 @@ def test_huge_finite_numbers_and_long_names(client, owner):
     r = client.post("/v1/datasets", headers=auth(owner), files={"file": ("n.csv", b"a\n1\n2\n")},
                     data={"name": "x" * 301})
     assert_problem(r, 422, "name: at most 300 characters")
+    r = client.post("/v1/datasets", headers=auth(owner), files={"file": ("n.csv", b"a\n1\n2\n")},
+                    data={"name": "bad\x00name"})
+    assert_problem(r, 422, "name: a NUL character")
     long_file = "f" * 400 + ".csv"
     r = upload(client, owner, b"a\n1\n2\n", long_file)
     assert r.status_code == 201 and r.json()["name"] == long_file[:300]

@@ -143,3 +143,13 @@ def test_automatic_interval_hierarchy_doubles_widths():
     assert np.all(ncp[leaf_nodes] == 0.0)
     level1 = tree.level_codes(1)  # width-5 cells: NCP 4/73, clipped at the top of the range
     assert np.isclose(ncp[level1].max(), 4 / 73)
+
+
+def test_a_group_named_like_another_rows_value_is_ambiguous():
+    """M;F;* makes a released 'F' mean either F or the group holding M (found by the sweep)."""
+    clash = parse_arx_hierarchy("M;F;*\nF;F;*\n")
+    assert hierarchy_problems(clash, ["M", "F"]) == [
+        "1 group label(s) equal to a data value of another row, so a released label would be "
+        "ambiguous: 'F'; rename the group(s)"]
+    assert hierarchy_problems(parse_arx_hierarchy("M;M;*\nF;F;*\n"), ["M", "F"]) == []  # to itself
+    assert hierarchy_problems(parse_arx_hierarchy("M;any;*\nF;any;*\n"), ["M", "F"]) == []

@@ -217,6 +217,13 @@ def test_large_epsilon_releases_carry_the_signal():
     assert np.abs(weak["a"] - data.frame["a"]).mean() > 20
 
 
+def test_a_k_beyond_the_encoded_width_is_capped_and_said_so():
+    data = synthetic(500)  # 4 encoded dimensions
+    meta = run_icahdp(data, IcahdpParams(epsilon=1.0, k=64), ctx()).metadata["icahdp"]
+    assert meta["k"] == 4 and "k = 64 asked, capped at the encoded width 4" in meta["k_source"]
+    assert run_icahdp(data, IcahdpParams(epsilon=1.0, k=2), ctx()).metadata["icahdp"]["k_source"] == "user"
+
+
 def test_user_basis_replaces_the_covariance_share():
     data = synthetic(2000)
     basis = [[1.0], [1.0], [0.0], [0.0]]

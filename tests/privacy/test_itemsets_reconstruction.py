@@ -172,6 +172,8 @@ def test_reconstruct_errors(data):
         reconstruct(release, itemsets=[["1", "zz"]])
     with pytest.raises(MethodInputError, match="repeats"):
         reconstruct(release, itemsets=[["1", "1"]])
+    with pytest.raises(MethodInputError, match="'columns' applies to table releases"):
+        reconstruct(release, columns=["1"])
     from app.privacy.itemsets import supports
     limit = supports.MAX_RECONSTRUCT_ITEMSETS
     try:

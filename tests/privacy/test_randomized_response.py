@@ -334,6 +334,9 @@ def test_reconstruct_only_the_named_columns():
     release = as_release_input(data, run_errph(data, only_c, ctx()), "errph", only_c)
     with pytest.raises(MethodInputError, match=r"column 'd' was not randomized or transformed .*\(errph\)"):
         get("reconstruct").validate_against(ReconstructParams(columns=["d"]), release.columns, release.source)
+    for wrong in ({"itemsets": [["c"]]}, {"max_len": 2}, {"estimator": "stratified"}):
+        with pytest.raises(MethodInputError, match="applies to transaction releases"):
+            run_reconstruct(release, ReconstructParams(**wrong), ctx())
 
 
 def test_binarizing_by_a_value_list_places_missing_cells_by_the_list():
@@ -363,3 +366,20 @@ def test_errph_output_schema_declares_the_published_domain_so_a_second_step_is_p
     debited = get("errph").epsilon_cost(params, release.columns)
     second = run_errph(release, params, ctx(2))
     assert debited == pytest.approx(second.guarantees["epsilon"]) == pytest.approx(math.log(1 + 3 * 0.7 / 0.3))
+
+
+def test_a_cut_point_that_leaves_the_column_constant_is_refused_before_any_draw():
+    """A typo in a value list ('zzz') or a number above every value made a constant column
+    that was randomized and charged; refused now, before any randomness is drawn (so the
+    worker refunds the job)."""
+    frame = pd.DataFrame({"d": ["flu", "cold"] * 20, "x": np.arange(40.0)})
+    cols = [ColumnInfo("d", "categorical", distinct=2), ColumnInfo("x", "numeric")]
+    data = MethodInput(columns=cols, frame=frame)
+    for cuts, name in (({"d": ["zzz"]}, "d"), ({"x": 1e9}, "x"), ({"x": -1.0}, "x")):
+        rng = SecureRandom()
+        with pytest.raises(MethodInputError, match=f"column '{name}': every cell falls .* constant"):
+            run_warner(data, WarnerParams(columns=["d", "x"], cut_points={"d": ["flu"], "x": 20.0, **cuts}),
+                       RunContext(rng))
+        assert rng.bytes_drawn == 0
+    assert run_warner(data, WarnerParams(columns=["d", "x"], cut_points={"d": ["flu"], "x": 20.0}),
+                      ctx()).frame["x"].dtype == bool

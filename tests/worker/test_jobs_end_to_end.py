@@ -152,3 +152,19 @@ def test_invalid_input_at_run_time_fails_with_its_message_and_refunds_if_nothing
     events = client.get(f"/v1/audit?dataset_id={ds['id']}", headers=auth(headers)).json()["items"]
     failed = [e for e in events if e["action"] == "job.failed"]
     assert sum("refunded_epsilon" in e["details"] for e in failed) == 1
+
+
+def test_a_dataset_deleted_while_its_job_runs_gets_no_new_release(client, adult):
+    """The job loaded the data before the delete; its result must not become a release made
+    from data the owner has purged (found by the bad-input sweep: it used to succeed)."""
+    headers, _ = adult
+    ds = upload(client, headers, b"a,b\n1,x\n2,y\n3,x\n", "gone.csv").json()
+    job = submit(client, headers, "diag_sleep", {"seconds": 2}, dataset_id=ds["id"]).json()
+    wait_job(client, headers, job["id"], until={"running"})
+    assert client.delete(f"/v1/datasets/{ds['id']}", headers=auth(headers)).status_code == 204
+    done = wait_job(client, headers, job["id"])
+    assert done["status"] == "failed" and done["error"]["type"] == "input_deleted"
+    assert "deleted while the job ran" in done["error"]["message"] and done["result"]["release_ids"] == []
+    with transaction() as s:
+        releases = s.execute(text("SELECT count(*) FROM releases WHERE job_id = :j"), {"j": job["id"]}).scalar()
+    assert releases == 0

@@ -274,7 +274,10 @@ def _run_strict(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> Rel
         values, vectors = eigh_desc(M / n - np.outer(mu, mu))
         eigen = values.tolist()
         if params.k is not None:
-            k, k_source = min(params.k, enc.width), "user"
+            k = min(params.k, enc.width)
+            k_source = "user" if k == params.k else (
+                f"user: k = {params.k} asked, capped at the encoded width {enc.width} (a projection "
+                "cannot have more components than the data has dimensions)")
         else:
             k = top_k(values, params.variance_fraction, params.k_max)
             k_source = f"noisy eigenvalues (variance fraction {params.variance_fraction})"
