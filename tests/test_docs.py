@@ -43,3 +43,33 @@ def test_generated_indexes_are_current():
 def test_readme_shows_the_two_commands_first():
     readme = (ROOT / "README.md").read_text()
     assert readme.index("make run") < readme.index("curl") and "make test" in readme
+
+
+def _job_examples() -> list[tuple[str, dict]]:
+    """Every `-d '{…"method": …}'` body of a curl call in the docs (README and every page)."""
+    import json
+    import re
+
+    found = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        for body in re.findall(r"-d '(\{.*?\})'", page.read_text(), flags=re.S):
+            try:
+                data = json.loads(body)
+            except json.JSONDecodeError:
+                continue  # shell-quoted bodies with $VARIABLES (the README's)
+            if isinstance(data, dict) and "method" in data:
+                found.append((f"{page.relative_to(ROOT)}: {data['method']}", data))
+    return found
+
+
+def test_every_documented_job_body_validates_against_its_method():
+    """The examples' parameter names and values, checked by the method's own params model (a
+    renamed or re-bounded parameter breaks its example here, not for a user)."""
+    from app.privacy import registry
+
+    registry.load_all()
+    examples = _job_examples()
+    assert len(examples) >= 20  # every method page has one
+    for where, body in examples:
+        spec = registry.get(body["method"])
+        spec.params.model_validate(body.get("params", {}))
