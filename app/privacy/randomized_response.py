@@ -191,7 +191,7 @@ def _check_planned_k(info: ColumnInfo, missing: str, actual: int) -> None:
 Probabilities = list[float] | dict[str, float]
 
 
-class ColumnOverride(Params):
+class ErrphColumnOverride(Params):
     p0: float | None = Field(None, gt=0.0, le=1.0, description="keep probability for this column")
     p: Probabilities | None = Field(
         None, description="explicit p_j for this column: a list in domain order or a value→p map; "
@@ -206,7 +206,7 @@ class ErrphParams(Params):
     p: dict[str, Probabilities] | None = Field(
         None, description="explicit p_j per column (list in domain order or value→p map; the "
         "missing category is '<missing>'); default uniform p_j = (1 - p0)/k")
-    per_column: dict[str, ColumnOverride] = Field(
+    per_column: dict[str, ErrphColumnOverride] = Field(
         default_factory=dict, description="per-column overrides of p0 and p")
     missing: Literal["category", "preserve"] = Field(
         "category", description="'category': a missing cell is one more value of the domain, "
