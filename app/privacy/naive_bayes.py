@@ -22,7 +22,9 @@ from sklearn.utils.validation import check_is_fitted
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.warner import binarize
-from app.privacy.registry import Kind, MethodInputError, MethodSpec, Params, Source, register
+from app.privacy.registry import (
+    Kind, MethodInputError, MethodSpec, Params, Source, register, require_declared_classes,
+)
 from app.privacy.results import ModelResult
 from app.privacy.rr_channels import (
     CategoricalChannel, NumericChannel, Opaque, chain_channels, label_codes, label_of,
@@ -226,9 +228,8 @@ def _label_and_features(params: TrainParams, columns: list[ColumnInfo],
         label = labels[0]
     if label not in names:
         raise MethodInputError(f"unknown label column {label!r}")
-    distinct = next(c.distinct for c in columns if c.name == label)
-    if distinct is not None and distinct < 2:
-        raise MethodInputError(f"the label {label!r} has {distinct} class(es): a classifier needs two")
+    require_declared_classes(next(c for c in columns if c.name == label), "the label",
+                             "a classifier needs two")
     if params.features is not None:
         features = list(params.features)
     elif default_features is not None:

@@ -52,6 +52,13 @@ class MethodInputError(ValueError):
     The message names the problem and is shown to the caller as is: never put data values in it."""
 
 
+def require_declared_classes(info: ColumnInfo, subject: str, need: str) -> None:
+    """A label the schema's profile already shows to have fewer than two classes is refused
+    at submission (before any ε or time is spent); the run checks the data itself."""
+    if info.distinct is not None and info.distinct < 2:
+        raise MethodInputError(f"{subject} {info.name!r} has {info.distinct} class(es): {need}")
+
+
 @dataclass(frozen=True)
 class MethodSpec:
     name: str

@@ -18,7 +18,9 @@ from app.privacy.anonymity.verify import equivalence_classes
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.guarantees import guarantee
-from app.privacy.registry import Kind, MethodInputError, MethodSpec, Params, Source, register
+from app.privacy.registry import (
+    Kind, MethodInputError, MethodSpec, Params, Source, register, require_declared_classes,
+)
 from app.privacy.results import ReleaseResult, ReportResult, render_figure
 
 NO_RANDOMNESS = "none: deterministic generalization (no randomness drawn)"
@@ -383,9 +385,8 @@ def _check_rfk(params: RfkParams, columns: list[ColumnInfo], source: SourceRelea
     info = next(c for c in columns if c.name == label)
     # The schema's profile (when known) settles a single-class label before any ε or time is
     # spent; class sizes and the record count are checked when the data is read (rfk.py).
-    if info.distinct is not None and info.distinct < 2:
-        raise MethodInputError(f"label column {label!r} has {info.distinct} class(es): the random "
-                               "forests' sensitivities need at least two classes")
+    require_declared_classes(info, "label column", "the random forests' sensitivities need at "
+                             "least two classes")
     if info.missing:
         raise MethodInputError(f"label column {label!r} has missing cells")
 

@@ -26,7 +26,9 @@ from app.privacy.feature_selection.selection import (
     label_homogeneous_share,
 )
 from app.privacy.guarantees import guarantee
-from app.privacy.registry import Kind, MethodInputError, MethodSpec, Params, register
+from app.privacy.registry import (
+    Kind, MethodInputError, MethodSpec, Params, register, require_declared_classes,
+)
 from app.privacy.results import ReleaseResult
 
 SEED_004 = ("Huang Mei & Zhu Yan, K-anonymous feature selection based on random forest feature "
@@ -133,9 +135,8 @@ def _check(params: FeatureSelectionParams, columns: list[ColumnInfo],
     by_name = {c.name: c for c in columns}
     # The schema's profile (when known) settles the label before the job is accepted; the
     # run checks the same on the data.
-    if by_name[label].distinct is not None and by_name[label].distinct < 2:
-        raise MethodInputError(f"label column {label!r} has {by_name[label].distinct} class(es): "
-                               "feature selection for a classifier needs at least two")
+    require_declared_classes(by_name[label], "label column",
+                             "feature selection for a classifier needs at least two")
     if by_name[label].missing:
         raise MethodInputError(f"label column {label!r} has missing values")
     # Indicators per attribute are at most its distinct values (continuous numeric: bins).
