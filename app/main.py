@@ -7,6 +7,7 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic.json_schema import models_json_schema
 from sqlalchemy.exc import DataError, DBAPIError, InterfaceError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
@@ -17,6 +18,7 @@ from app.auth.router import router as keys_router
 from app.budgets.router import router as budgets_router
 from app.config import get_settings
 from app.db import POOL_OVERFLOW, POOL_SIZE, UPLOAD_CONNECTIONS
+from app.datasets.router import BODY_MODELS
 from app.datasets.router import router as datasets_router
 from app.errors import (BadRequest, FrameworkError, InternalError, MethodNotAllowed, NotFound,
                         ServiceUnavailable, Unprocessable, VeilError)
@@ -47,6 +49,24 @@ def _validation_errors(exc: RequestValidationError) -> list[dict]:
     # loc, msg and type only: pydantic's "input" would echo the caller's data back.
     return [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
             for e in exc.errors()]
+
+
+def _publish_models(app: FastAPI, models) -> None:
+    """Add ``models`` to the document's components: FastAPI publishes the models it validates
+    itself, not those a hand-written request body (``openapi_extra``) refers to."""
+    build = app.openapi
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            doc = build()
+            _, defs = models_json_schema([(m, "validation") for m in models],
+                                         ref_template="#/components/schemas/{model}")
+            schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+            for name, schema in defs.get("$defs", {}).items():
+                schemas.setdefault(name, schema)
+        return app.openapi_schema
+
+    app.openapi = openapi
 
 
 def create_app() -> FastAPI:
@@ -112,6 +132,7 @@ def create_app() -> FastAPI:
     for router in (ops_router, methods_router, datasets_router, budgets_router, jobs_router,
                    releases_router, reports_router, models_router, audit_router, keys_router):
         app.include_router(router)
+    _publish_models(app, BODY_MODELS)
 
     # inside the body limit; the two kinds of slots together never exceed the connection pool
     uploads = min(settings.max_concurrent_uploads, UPLOAD_CONNECTIONS)

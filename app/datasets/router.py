@@ -1,18 +1,19 @@
 from __future__ import annotations
 
+import json
 import tempfile
 import uuid
 from pathlib import Path
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import PlainTextResponse, StreamingResponse
 from starlette.datastructures import UploadFile
 
 from app.auth.dependencies import OwnerPrincipal
 from app.datasets import service
-from app.datasets.schema import SchemaUpdate
+from app.datasets.schema import BARE_OR_WRAPPED, SchemaUpdate, schema_update_from
 from app.datasets.schemas import Dataset, DatasetPage, Hierarchy, Profile, SyntheticRequest
 from app.deps import SessionDep
 from app.errors import Unprocessable, UnsupportedMediaType, problem_responses
@@ -113,11 +114,34 @@ def get_profile(dataset_id: uuid.UUID, principal: OwnerPrincipal, session: Sessi
     return Profile(**service.profile(session, principal, dataset_id))
 
 
-@router.put("/{dataset_id}/schema", response_model=Dataset,
+async def schema_body(request: Request) -> SchemaUpdate:
+    """PUT …/schema's body: the overrides map, bare (as the upload's ``schema`` field is usually
+    written) or wrapped in {"columns": …}. Read by hand because a pydantic union of the two
+    forms answers a bad bare map with the wrapped form's errors ("columns: Field required")."""
+    raw = await request.body()
+    if not raw.strip():
+        raise Unprocessable(f"the request body is empty: send the overrides as JSON, {BARE_OR_WRAPPED}")
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        where = f" (line {exc.lineno}, column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
+        raise Unprocessable(f"the request body is not valid JSON{where}") from None
+    return schema_update_from(data, "the schema")
+
+
+BODY_MODELS = (SchemaUpdate,)  # _SCHEMA_BODY refers to them; app.main publishes them
+_SCHEMA_BODY = {"requestBody": {"required": True, "content": {"application/json": {"schema": {
+    "anyOf": [{"$ref": "#/components/schemas/SchemaUpdate"},
+              {"type": "object", "title": "bare overrides map",
+               "additionalProperties": {"$ref": "#/components/schemas/ColumnOverride"}}]}}}}}
+
+
+@router.put("/{dataset_id}/schema", response_model=Dataset, openapi_extra=_SCHEMA_BODY,
             responses=problem_responses(401, 403, 404, 422, 503))
-def put_schema(dataset_id: uuid.UUID, body: SchemaUpdate, principal: OwnerPrincipal,
-               session: SessionDep) -> Dataset:
-    """Override column types, roles, numeric bounds or declared categories."""
+def put_schema(dataset_id: uuid.UUID, principal: OwnerPrincipal,  # the key is checked before the body
+               body: Annotated[SchemaUpdate, Depends(schema_body)], session: SessionDep) -> Dataset:
+    """Override column types, roles, numeric bounds or declared categories: a map of column
+    name → overrides, bare or wrapped in {"columns": …} (like the upload's ``schema`` field)."""
     return Dataset(**service.update_schema(session, principal, dataset_id, body))
 
 

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from app.errors import Unprocessable
 from app.privacy.data import ColumnInfo
@@ -39,6 +39,27 @@ class ColumnOverride(BaseModel):
 class SchemaUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     columns: dict[str, ColumnOverride] = Field(..., description="column name → overrides")
+
+
+BARE_OR_WRAPPED = ('{"column": {"type": …, "role": …, "bounds": […], "categories": […]}, …}, '
+                   'bare or wrapped as {"columns": …} (a column named "columns" needs the wrapped form)')
+
+
+def schema_update_from(data: Any, what: str) -> SchemaUpdate:
+    """The overrides map, bare or wrapped in {"columns": …}: the upload's ``schema`` field and
+    PUT …/schema take both. A 422 names ``what`` and locates errors in the caller's own form
+    (a bare map's start at the column name)."""
+    if not isinstance(data, dict):
+        raise Unprocessable(f"{what} must be a JSON object: {BARE_OR_WRAPPED}")
+    bare = "columns" not in data
+    try:
+        return SchemaUpdate.model_validate({"columns": data} if bare else data)
+    except ValidationError as exc:
+        # loc, msg and type only: pydantic's "input" would echo the caller's data back
+        errors = [{"loc": list(e["loc"][1:] if bare else e["loc"]), "msg": e["msg"], "type": e["type"]}
+                  for e in exc.errors()]
+        where = ".".join(str(p) for p in errors[0]["loc"])
+        raise Unprocessable(f"{what} is invalid: {where}: {errors[0]['msg']}", errors=errors) from None
 
 
 def infer_type(series: pd.Series) -> ColumnType:

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -20,7 +19,8 @@ from app.blobs import repository as blobs
 from app.config import get_settings
 from app.datasets import parsing, repository
 from app.datasets.schema import (
-    SchemaUpdate, apply_overrides, infer_columns, normalize, public_columns, transaction_columns,
+    SchemaUpdate, apply_overrides, infer_columns, normalize, public_columns, schema_update_from,
+    transaction_columns,
 )
 from app.errors import Conflict, NotFound, Unprocessable
 from app.privacy.data import TransactionData
@@ -39,21 +39,7 @@ def parse_schema_field(raw: str | None) -> SchemaUpdate | None:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise Unprocessable(f"the schema field is not valid JSON (line {exc.lineno}, column {exc.colno})")
-    if not isinstance(data, dict):
-        raise Unprocessable('the schema field must be a JSON object: {"column": {"type": …, "role": …, '
-                            '"bounds": […], "categories": […]}, …}')
-    if "columns" not in data:
-        data = {"columns": data}
-    try:
-        return SchemaUpdate.model_validate(data)
-    except ValidationError as exc:
-        errors = _errors(exc)
-        where = ".".join(str(p) for p in errors[0]["loc"])
-        raise Unprocessable(f"the schema field is invalid: {where}: {errors[0]['msg']}", errors=errors) from None
-
-
-def _errors(exc: ValidationError) -> list[dict[str, Any]]:
-    return [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors()]
+    return schema_update_from(data, "the schema field")
 
 
 def to_response(row, hierarchy_columns: list[str] | None = None) -> dict[str, Any]:

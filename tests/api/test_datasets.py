@@ -204,6 +204,30 @@ def test_profile_update_schema_and_delete(client, owner, make_key):
         assert blob is None  # the data is purged; the row and audit stay
 
 
+def test_schema_put_takes_the_bare_map_like_the_upload_field(client, owner):
+    ds = upload(client, owner, b"age,job\n30,a\n40,b\n", "m.csv").json()
+    url = f"/v1/datasets/{ds['id']}/schema"
+    bare = client.put(url, headers=auth(owner), json={"age": {"bounds": [17, 90]}, "job": {"role": "label"}})
+    assert bare.status_code == 200, bare.text
+    cols = {c["name"]: c for c in bare.json()["columns"]}
+    assert cols["age"]["bounds"] == [17, 90] and cols["job"]["role"] == "label"
+    wrapped = client.put(url, headers=auth(owner), json={"columns": {"age": {"bounds": [0, 120]}}})
+    assert {c["name"]: c for c in wrapped.json()["columns"]}["age"]["bounds"] == [0, 120]
+    # a bad bare map is located in the caller's form, not pydantic's wrapped one
+    r = client.put(url, headers=auth(owner), json={"age": {"bounds": [5, 1]}})
+    body = assert_problem(r, 422, "the schema is invalid: age: Value error, bounds must be")
+    assert body["errors"][0]["loc"] == ["age"]
+    r = client.put(url, headers=auth(owner), json={"columns": {"age": {"bound": [0, 1]}}})
+    assert_problem(r, 422, "columns.age.bound: Extra inputs are not permitted")
+    assert_problem(client.put(url, headers=auth(owner), json=[1]), 422, "the schema must be a JSON object")
+    assert_problem(client.put(url, headers=auth(owner), content=b"{nope"), 422, "not valid JSON (line 1, column 2)")
+    assert_problem(client.put(url, headers=auth(owner), content=b"\xff\xfe"), 422, "not valid JSON")
+    assert_problem(client.put(url, headers=auth(owner)), 422, "the request body is empty")
+    assert_problem(client.put(url, content=b"{nope"), 401)  # the key is checked before the body
+    after = client.get(f"/v1/datasets/{ds['id']}", headers=auth(owner)).json()
+    assert {c["name"]: c for c in after["columns"]}["age"]["bounds"] == [0, 120]  # refusals change nothing
+
+
 def test_hierarchy_upload_validates_against_the_data(client, owner, make_key, adult_path):
     ds = upload(client, owner, adult_path, "adult.csv").json()
     hier = (adult_path.parent / "hierarchies" / "race.csv").read_text()
