@@ -56,7 +56,8 @@ def require_declared_classes(info: ColumnInfo, subject: str, need: str) -> None:
     """A label the schema's profile already shows to have fewer than two classes is refused
     at submission (before any ε or time is spent); the run checks the data itself."""
     if info.distinct is not None and info.distinct < 2:
-        raise MethodInputError(f"{subject} {info.name!r} has {info.distinct} class(es): {need}")
+        what = "is missing in every row" if info.distinct == 0 else "has a single class"
+        raise MethodInputError(f"{subject} {info.name!r} {what}: {need}")
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ def test_single_class_label_and_trr_overflow_are_refused_at_submit(client, owner
     ds = _dataset(client, owner)
     for method in ("rfk_anonymity", "rfka"):
         assert_problem(submit(client, owner, method, {}, dataset_id=ds), 422,
-                       "label column 'y' has 1 class(es)")
+                       "label column 'y' has a single class")
     body = assert_problem(submit(client, owner, "trr", {"a_mean": 1e308, "b_mean": -1e308},
                                  dataset_id=ds), 422, "a_mean must be a finite number")
     assert body["errors"][0]["loc"][-1] == "a_mean"

@@ -176,7 +176,7 @@ def test_rfk_refuses_a_single_class_label_at_submit():
     _, columns = _toy(50)
     profiled = [ColumnInfo(c.name, c.type, role=c.role, distinct=1 if c.name == "y" else 5)
                 for c in columns]
-    with pytest.raises(MethodInputError, match="'y' has 1 class"):
+    with pytest.raises(MethodInputError, match="'y' has a single class"):
         _check_rfk(RfkParams(), profiled, None)
     _check_rfk(RfkParams(), columns, None)  # profile unknown: the run decides
 

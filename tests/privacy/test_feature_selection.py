@@ -403,8 +403,14 @@ def test_a_single_class_label_is_refused_like_rfk_anonymity():
     one_class = [dataclasses.replace(c, distinct=1) if c.name == "y" else c for c in data.columns]
     for name in ("rfka", "hamdist", "rfk_anonymity"):
         spec = registry.get(name)
-        with pytest.raises(MethodInputError, match=r"'y' has 1 class\(es\).* at least two"):
+        with pytest.raises(MethodInputError, match=r"'y' has a single class.* at least two"):
             spec.validate_against(spec.params(label="y"), one_class, None)
+    all_missing = [dataclasses.replace(c, distinct=0, missing=len(data.frame)) if c.name == "y" else c
+                   for c in data.columns]
+    for name in ("rfka", "hamdist", "rfk_anonymity"):
+        spec = registry.get(name)
+        with pytest.raises(MethodInputError, match=r"'y' is missing in every row: .*at least two"):
+            spec.validate_against(spec.params(label="y"), all_missing, None)
     with_missing = [dataclasses.replace(c, missing=1) if c.name == "y" else c for c in data.columns]
     with pytest.raises(MethodInputError, match="'y' has missing"):
         registry.get("rfka").validate_against(RfkaParams(), with_missing, None)

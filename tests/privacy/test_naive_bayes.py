@@ -285,7 +285,7 @@ def test_a_single_class_label_is_refused():
     data = MethodInput(columns=columns, frame=frame)
     e = ErrphParams(p0=0.5, columns=["c"])
     release = as_release_input(data, run_errph(data, e, ctx()), "errph", e)
-    with pytest.raises(MethodInputError, match="the label 'y' has 1 class"):
+    with pytest.raises(MethodInputError, match="the label 'y' has a single class"):
         get("ppnb_train").validate_against(PPNBParams(label="y"), release.columns, release.source)
     unknown = [ColumnInfo(c.name, c.type) for c in release.columns]  # no profile: the run refuses
     with pytest.raises(MethodInputError, match="the label 'y' has fewer than 2 classes"):
