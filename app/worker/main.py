@@ -49,6 +49,7 @@ def reap_stalled(stall_timeout_s: float) -> None:
             record(session, tenant=job["tenant"], actor="worker", action="job.failed",
                    subject_type="job", subject_id=job["id"], dataset_id=job["dataset_id"],
                    details={"attempt": job["attempt"], "error": "stalled"})
+        queue.fail_abandoned(session, stall_timeout_s)
 
 
 def lower_priority(increment: int) -> None:
@@ -62,13 +63,17 @@ def lower_priority(increment: int) -> None:
 
 
 def run() -> None:
+    settings = get_settings()
     runner.warm_up()  # before the first heartbeat: a worker counts as ready once it can take jobs
     stop = threading.Event()
     threading.Thread(target=beat_and_reap, args=(stop,), daemon=True, name="heartbeat").start()
     app = queue.worker_app()
     log.info("worker %s starting", runner.WORKER_ID)
     try:
+        # the queue's own worker heartbeat on our schedule: fail_abandoned reads it with our
+        # stall timeout, so a live worker must beat well inside it
         app.run_worker(queues=[queue.QUEUE], concurrency=1, install_signal_handlers=True,
-                       name=runner.WORKER_ID)
+                       name=runner.WORKER_ID, update_heartbeat_interval=settings.heartbeat_interval_s,
+                       stalled_worker_timeout=settings.stall_timeout_s)
     finally:
         stop.set()

@@ -10,6 +10,7 @@ import uuid
 from functools import lru_cache
 
 import procrastinate
+from procrastinate import sql
 from sqlalchemy.orm import Session
 
 from app.db import database_url, to_libpq_url
@@ -51,3 +52,23 @@ def defer(session: Session, job_id: uuid.UUID) -> int:
 
 def cancel_queued(session: Session, queue_job_id: int) -> None:
     defer_app().job_manager.cancel_job_by_id(queue_job_id, connection=_driver_connection(session))
+
+
+def fail_abandoned(session: Session, stalled_after_s: float) -> list[int]:
+    """Queue entries left ``doing`` by a worker process that died (its queue heartbeat older than
+    ``stalled_after_s``, or its worker row pruned) are marked failed, with procrastinate's own
+    queries, as its docs advise for stalled jobs. The jobs table is the truth — ``reap_stalled``
+    requeues or fails the job itself — this keeps the queue's view from showing ghosts.
+    Serialized by a transaction-scoped advisory lock: two workers never finish one entry twice."""
+    conn = _driver_connection(session)
+    with conn.cursor() as cur:
+        cur.execute("SELECT pg_try_advisory_xact_lock(hashtext('veil.fail_abandoned'))")
+        if not cur.fetchone()[0]:
+            return []  # another worker is doing it now
+        cur.execute(sql.queries["select_stalled_jobs_by_heartbeat"],
+                    {"queue": QUEUE, "task_name": TASK_NAME, "seconds_since_heartbeat": stalled_after_s})
+        ids = [row[0] for row in cur.fetchall()]
+        for queue_job_id in ids:
+            cur.execute(sql.queries["finish_job"],
+                        {"job_id": queue_job_id, "status": "failed", "delete_job": False})
+    return ids

@@ -116,6 +116,16 @@ def test_worker_killed_mid_job_finishes_exactly_once(client, adult, workers):
     actions = [e["action"] for e in client.get("/v1/audit", headers=auth(headers)).json()["items"]
                if e["subject"] == job["id"]]
     assert actions.count("job.started") == 2 and "job.requeued" in actions
+    # the killed attempt's queue entry does not stay `doing` forever (procrastinate's view)
+    deadline = time.monotonic() + 30
+    while True:
+        with transaction() as s:
+            states = s.execute(text("SELECT status::text FROM procrastinate_jobs WHERE args->>'job_id' = :j "
+                                    "ORDER BY id"), {"j": job["id"]}).scalars().all()
+        if states == ["failed", "succeeded"] or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert states == ["failed", "succeeded"], states
 
 
 def test_crashing_job_is_retried_then_failed(client, adult):
