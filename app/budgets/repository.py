@@ -64,6 +64,12 @@ def entries_after(session: Session, dataset_id: uuid.UUID, after: int | None, li
     return [dict(r) for r in session.execute(q.order_by(budget_entries.c.id).limit(limit)).mappings()]
 
 
+def net_for_job(session: Session, job_id: uuid.UUID) -> Decimal:
+    """What the ledger holds against one job: its debits minus its refunds."""
+    return session.execute(select(func.coalesce(func.sum(budget_entries.c.epsilon), 0))
+                           .where(budget_entries.c.job_id == job_id)).scalar_one()
+
+
 def count_entries(session: Session, dataset_id: uuid.UUID) -> int:
     return session.execute(select(func.count()).select_from(budget_entries)
                            .where(budget_entries.c.dataset_id == dataset_id)).scalar_one()

@@ -41,6 +41,21 @@ def refund(session: Session, *, dataset_id: uuid.UUID, job_id: uuid.UUID, method
                          kind="refund", epsilon=-epsilon, actor=actor)
 
 
+def debit_again_if_refunded(session: Session, *, job, actor: uuid.UUID) -> float | None:
+    """A failed job that is run again (an admin's retry) must hold its ε again if it was
+    refunded: otherwise it could release without paying, and each failed rerun would refund
+    once more (the spent figure falling below what was released). Returns what was debited."""
+    epsilon = job["epsilon"]
+    if job["dataset_id"] is None or epsilon is None or not epsilon.is_finite():
+        return None
+    missing = epsilon - repository.net_for_job(session, job["id"])
+    if missing <= 0:
+        return None
+    debit(session, dataset_id=job["dataset_id"], job_id=job["id"], method=job["method"],
+          epsilon=float(missing), actor=actor)
+    return float(missing)
+
+
 # The budget view shows the latest entries of the ledger; the whole ledger is paginated
 # (a dataset with many jobs would otherwise make every budget read heavier).
 ENTRIES_SHOWN = 100

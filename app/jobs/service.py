@@ -209,8 +209,10 @@ def retry(session: Session, principal: Principal, job_id: uuid.UUID) -> dict[str
     row = _visible(session, principal, job_id, for_update=True)
     if row["status"] != "failed":
         raise Conflict(f"only failed jobs can be retried; job {job_id} is {row['status']}")
+    debited = budgets.debit_again_if_refunded(session, job=row, actor=principal.key_id)
     repository.requeue_for_retry(session, job_id)
     repository.set_queue_job_id(session, job_id, queue.defer(session, job_id))
     record(session, tenant=row["tenant"], actor=principal.actor, action="job.retried",
-           subject_type="job", subject_id=job_id, dataset_id=row["dataset_id"])
+           subject_type="job", subject_id=job_id, dataset_id=row["dataset_id"],
+           details=None if debited is None else {"epsilon_debited": debited})
     return to_response(session, repository.get(session, job_id))

@@ -170,3 +170,65 @@ def test_budget_shows_the_latest_entries_and_the_ledger_pages_through_all(client
     assert seen == [str(j) for j in job_ids] and pages == 3
     assert_problem(client.get(f"/v1/datasets/{ds['id']}/budget/entries", params={"cursor": "x"},
                               headers=auth(owner)), 422, "cursor")
+
+
+def _fail_as_invalid_input_with_refund(job: dict) -> None:
+    """What the worker does with a job its method refused before drawing randomness."""
+    from decimal import Decimal
+    import uuid
+
+    from app.budgets import service as budgets
+
+    with transaction() as s:
+        s.execute(text("UPDATE jobs SET status = 'failed', attempt = attempt + 1, finished_at = now(), "
+                       "error = '{\"type\": \"invalid_input\", \"message\": \"m\"}' WHERE id = :j"),
+                  {"j": job["id"]})
+        created_by = s.execute(text("SELECT created_by FROM jobs WHERE id = :j"), {"j": job["id"]}).scalar_one()
+        budgets.refund(s, dataset_id=uuid.UUID(job["dataset_id"]), job_id=uuid.UUID(job["id"]),
+                       method=job["method"], epsilon=Decimal(repr(job["epsilon"])), actor=created_by)
+
+
+def test_retrying_a_refunded_job_debits_its_epsilon_again(client, owner, make_key):
+    """A job refused as invalid input before drawing randomness is refunded; an admin's retry
+    ran it again without a debit, and each failed rerun refunded once more: the spent figure
+    fell below zero (found by the API audit: three retries, spent -2.2 on a cap of 10)."""
+    admin = make_key("admin")
+    ds = _binary_dataset(client, owner)
+    budget_url = f"/v1/datasets/{ds['id']}/budget"
+    client.put(budget_url, headers=auth(owner), json={"epsilon_total": 1.0})
+    job = submit(client, owner, "errph", {"p0": P0_FOR_06, "columns": ["b"]}, dataset_id=ds["id"]).json()
+    _fail_as_invalid_input_with_refund(job)
+    assert client.get(budget_url, headers=auth(owner)).json()["epsilon_spent"] == pytest.approx(0.0)
+
+    retried = client.post(f"/v1/jobs/{job['id']}/retry", headers=auth(admin))
+    assert retried.status_code == 202 and retried.json()["status"] == "queued", retried.text
+    budget = client.get(budget_url, headers=auth(owner)).json()
+    assert budget["epsilon_spent"] == pytest.approx(0.6)
+    assert [e["kind"] for e in budget["entries"]] == ["debit", "refund", "debit"]
+    assert budget["entries"][-1]["epsilon"] == pytest.approx(0.6)
+    events = client.get("/v1/audit", headers=auth(owner), params={"action": "job.retried"}).json()["items"]
+    assert [e["details"] for e in events if e["subject"] == job["id"]] == [{"epsilon_debited": pytest.approx(0.6)}]
+
+    # the rerun is refused again and refunded: net zero, never below
+    _fail_as_invalid_input_with_refund(job)
+    assert client.get(budget_url, headers=auth(owner)).json()["epsilon_spent"] == pytest.approx(0.0)
+
+    # a retry the budget cannot pay for is refused, and the job stays failed
+    other = submit(client, owner, "errph", {"p0": P0_FOR_06, "columns": ["b"]}, dataset_id=ds["id"])
+    assert other.status_code == 202
+    assert_problem(client.post(f"/v1/jobs/{job['id']}/retry", headers=auth(admin)), 409, "budget")
+    assert client.get(f"/v1/jobs/{job['id']}", headers=auth(owner)).json()["status"] == "failed"
+    assert client.get(budget_url, headers=auth(owner)).json()["epsilon_spent"] == pytest.approx(0.6)
+
+
+def test_retrying_a_job_that_kept_its_debit_debits_nothing(client, owner, make_key):
+    """A failure that is not refunded (its noise may have been drawn) keeps its one debit."""
+    admin = make_key("admin")
+    ds = _binary_dataset(client, owner)
+    job = submit(client, owner, "errph", {"p0": P0_FOR_06, "columns": ["b"]}, dataset_id=ds["id"]).json()
+    with transaction() as s:
+        s.execute(text("UPDATE jobs SET status = 'failed', finished_at = now(), "
+                       "error = '{\"type\": \"time_limit\", \"message\": \"m\"}' WHERE id = :j"), {"j": job["id"]})
+    assert client.post(f"/v1/jobs/{job['id']}/retry", headers=auth(admin)).status_code == 202
+    entries = client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner)).json()["entries"]
+    assert [e["kind"] for e in entries] == ["debit"]
