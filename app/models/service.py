@@ -46,6 +46,32 @@ def to_response(row) -> dict[str, Any]:
             "links": {"predict": f"/v1/models/{row['id']}/predict"}}
 
 
+def _numeric_features(metadata: dict[str, Any]) -> list[str]:
+    """The features the model reads as numbers (PPNB's Gaussian features, DTPD's cut points)."""
+    kinds = metadata.get("feature_kinds") or {}
+    cuts = metadata.get("binarize") or {}
+    return ([f for f, kind in kinds.items() if kind == "numeric"]
+            + [f for f, cut in cuts.items() if isinstance(cut, dict) and "threshold" in cut])
+
+
+def _check_numeric_features(frame: pd.DataFrame, metadata: dict[str, Any]) -> None:
+    """A numeric feature given as text the model cannot read was silently scored as missing,
+    and an infinite one gave no probabilities (a 500): name the record and the feature. A
+    missing value is sent as null."""
+    for feature in _numeric_features(metadata):
+        if feature not in frame.columns:
+            continue
+        given = frame[feature]
+        try:
+            numbers = pd.to_numeric(given, errors="coerce").astype(np.float64)
+        except (TypeError, ValueError):
+            numbers = pd.Series(np.nan, index=given.index)
+        bad = np.flatnonzero(given.notna().to_numpy() & ~np.isfinite(numbers.to_numpy()))
+        if bad.size:
+            raise Unprocessable(f"record {int(bad[0])}: the feature {feature!r} must be a finite "
+                                "number (or null when missing)")
+
+
 @lru_cache(maxsize=32)
 def _load(blob_id: uuid.UUID, payload: bytes):
     return pickle.loads(payload)
@@ -60,11 +86,17 @@ def predict(session: Session, principal: Principal, model_id: uuid.UUID,
     missing = [c for c in needed if c not in frame.columns]
     if missing:
         raise Unprocessable(f"records lack the feature column {missing[0]!r}")
+    _check_numeric_features(frame, row["metadata"])
     try:
         labels = model.predict(frame)
         proba = model.predict_proba(frame) if hasattr(model, "predict_proba") else None
     except (ValueError, KeyError, TypeError) as exc:
         raise Unprocessable(f"the records do not fit the model: {type(exc).__name__}") from None
+    if proba is not None:
+        unscored = np.flatnonzero(~np.isfinite(np.asarray(proba, dtype=np.float64)).all(axis=1))
+        if unscored.size:  # e.g. a Gaussian feature's density under- or overflows
+            raise Unprocessable(f"record {int(unscored[0])} cannot be scored: a numeric value is too "
+                                "far outside the range the model was trained on")
     classes = [str(c) for c in getattr(model, "classes_", [])]
     out = {"predictions": jsonable(np.asarray(labels).tolist()), "classes": classes,
            "probabilities": None if proba is None else jsonable(np.asarray(proba).tolist())}
