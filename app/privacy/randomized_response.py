@@ -92,6 +92,56 @@ def local_epsilon(p0: float, p: np.ndarray) -> float:
     return float(np.max(np.log((p0 + p) / p)))
 
 
+def realized_segments(p0: float, p: np.ndarray) -> tuple[int, np.ndarray]:
+    """(T0, c): how many of the 2^32 words ``randomize_codes`` keeps the cell for, and how many
+    publish value j — the probabilities it actually realizes, p0' = T0/2^32, p_j' = c_j/2^32.
+    Explicit p_j: the widths of the threshold segments. Uniform p_j: the words of the keep
+    complement [0, N) that floor(d·k/N) sends to j, boundaries found by bisection (the map is
+    monotone in d)."""
+    p = np.asarray(p, dtype=float)
+    k = len(p)
+    if p0 >= 1.0:
+        return 2**32, np.zeros(k, dtype=np.int64)
+    edges = np.array([probability_threshold(p0 + s) for s in np.concatenate([[0.0], np.cumsum(p)[:-1]])],
+                     dtype=np.int64)
+    keep = int(edges[0])
+    if not np.all(p == p[0]):
+        return keep, np.diff(np.append(edges, 2**32))
+    width = k / (_SCALE - float(keep))  # exactly the factor randomize_codes multiplies by
+    target = np.arange(k + 1, dtype=np.int64)
+    lo, hi = np.zeros(k + 1, dtype=np.int64), np.full(k + 1, 2**32 - keep, dtype=np.int64)
+    while np.any(open_ := lo < hi):  # least d < N with floor(d·width) ≥ j (N when none)
+        mid = (lo + hi) // 2
+        reached = np.floor(mid.astype(np.float64) * width) >= target
+        hi = np.where(open_ & reached, mid, hi)
+        lo = np.where(open_ & ~reached, mid + 1, lo)
+    return keep, np.diff(lo)
+
+
+def delivered_epsilon(p0: float, p: np.ndarray) -> float:
+    """The local ε ``randomize_codes`` delivers: max_j ln((T0 + c_j)/c_j) over its realized
+    segments (``realized_segments``) — within ~2^-32/min p_j of ``local_epsilon``, and ∞ when a
+    p_j > 0 is so small that its segment is empty (the ideal formula would say finite)."""
+    keep, counts = realized_segments(p0, p)
+    if keep >= 2**32:
+        return math.inf
+    if keep == 0:
+        return 0.0  # no cell is ever kept: the output does not depend on the input
+    if np.any(counts == 0):
+        return math.inf
+    return float(np.max(np.log((keep + counts) / counts)))
+
+
+def epsilon_bound(p0: float, p: np.ndarray) -> float:
+    """An upper bound of ``delivered_epsilon`` for the p_j in any order: each realized segment
+    is within 2 words of its ideal width p_j·2^32 (its two edges round by ≤ 1/2 word each, the
+    top edge is capped at 2^32 - 1, the cumulative sums err by < 10^-2 word), T0 + c_j too."""
+    p = np.asarray(p, dtype=float)
+    if p0 >= 1.0 or np.any(p * _SCALE <= 2.0):
+        return math.inf
+    return float(np.max(np.log(((p0 + p) * _SCALE + 2.0) / (p * _SCALE - 2.0))))
+
+
 def estimate_distribution(published_counts: np.ndarray, p0: float, p: np.ndarray) -> np.ndarray:
     """Unbiased π̂_j = (λ̂_j - p_j) / p0 (paper eq. 1); may leave [0, 1]."""
     n = published_counts.sum()
@@ -274,16 +324,26 @@ def _column_probabilities(name: str, labels: list[str], params: ErrphParams) -> 
     return p0, _validated(name, p0, p, params)
 
 
-def _planned_probabilities(name: str, k: int, params: ErrphParams) -> tuple[float, np.ndarray]:
-    """The same p vector as the run will use, up to the order of values (which ε ignores)."""
+def _planned_probabilities(name: str, k: int, params: ErrphParams,
+                           labels: list[str] | None = None) -> tuple[float, np.ndarray]:
+    """The same p vector as the run will use: exactly, in domain order, when the domain's
+    ``labels`` are known (declared categories) or p is uniform or a list; otherwise (a value→p
+    map over a domain known only by its size) up to the order of values."""
     p0, given = _given_probabilities(name, params)
-    if isinstance(given, dict):
+    if isinstance(given, dict) and labels is None:
         if len(given) > k:
             raise MethodInputError(f"column {name!r}: p names {len(given)} values, the domain has {k}")
         p = np.array([*map(float, given.values()), *[0.0] * (k - len(given))])
         return p0, _validated(name, p0, p, params)
-    labels = [str(i) for i in range(k)]  # stand-ins: a list is positional
-    return _column_probabilities(name, labels, params)
+    return _column_probabilities(name, labels or [str(i) for i in range(k)], params)
+
+
+def _declared_labels(info: ColumnInfo, missing: str) -> list[str] | None:
+    """The run's domain labels when the categories are declared (see ``encode_column``)."""
+    if info.categories is None:
+        return None
+    extra = [label_of(None)] if missing == "category" and info.missing > 0 else []
+    return domain_labels(list(info.categories)) + extra
 
 
 def errph_column_epsilons(params: ErrphParams, columns: list[ColumnInfo]) -> dict[str, float]:
@@ -295,7 +355,11 @@ def errph_column_epsilons(params: ErrphParams, columns: list[ColumnInfo]) -> dic
         if k is None:
             raise MethodInputError(f"column {name!r}: its number of distinct values is unknown, so "
                                    "ε cannot be priced; declare its categories or profile the dataset")
-        out[name] = local_epsilon(*_planned_probabilities(name, k, params))
+        labels = _declared_labels(by_name[name], params.missing)
+        p0, p = _planned_probabilities(name, k, params, labels)
+        ordered = labels is not None or not isinstance(_given_probabilities(name, params)[1], dict)
+        # the realized segments depend on the order of the p_j: exact when it is known
+        out[name] = delivered_epsilon(p0, p) if ordered else epsilon_bound(p0, p)
     return out
 
 
@@ -346,7 +410,7 @@ def run_errph(data: MethodInput, params: ErrphParams, ctx: RunContext) -> Releas
         out_columns[name] = dataclasses.replace(info, categories=tuple(domain_labels(values)),
                                                 distinct=len(values), missing=published_missing)
         pi_hat = project_to_simplex(estimate_distribution(counts, p0, p))
-        eps = local_epsilon(p0, p)
+        eps = delivered_epsilon(p0, p)
         if math.isinf(eps):
             warnings.append(f"column {name!r}: some p_j = 0, so publishing that value can reveal "
                             "the truth; its ε is infinite")
@@ -363,6 +427,7 @@ def run_errph(data: MethodInput, params: ErrphParams, ctx: RunContext) -> Releas
             "uniform": bool(np.allclose(p, p[0])),
             "keep_probability": p0 + float(p.mean()) if np.allclose(p, p[0]) else None,
             "local_epsilon": eps,
+            "local_epsilon_ideal": local_epsilon(p0, p),
             "breach_at_reconstructed": float(breach(p0, p, pi_hat).max()),
             "breach_at_uniform_prior": float(breach(p0, p, np.full(k, 1.0 / k)).max()),
             "missing": params.missing,
@@ -374,7 +439,9 @@ def run_errph(data: MethodInput, params: ErrphParams, ctx: RunContext) -> Releas
     if params.missing == "preserve" and any(c["missing_cells_left_out"] for c in per_column.values()):
         warnings.append("missing cells were preserved: whether a cell is missing is unprotected")
     statements = [
-        "each randomized attribute is local ε-DP at its 'local_epsilon' = max_j ln((p0+p_j)/p_j); "
+        "each randomized attribute is local ε-DP at its 'local_epsilon' = max_j ln((p0'+p_j')/p_j') "
+        "for the probabilities p0', p_j' the 32-bit thresholds realize (within 2^-32 of p0, p_j; "
+        "'local_epsilon_ideal' is the formula at p0, p_j themselves); "
         f"a record's randomized attributes together are {record_eps:.4g}-local-DP (sequential "
         "composition)",
         "with uniform p_j, ERRPH equals k-ary randomized response with keep probability "

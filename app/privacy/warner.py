@@ -40,10 +40,17 @@ def flip_mask(n: int, p: float, rng: SecureRandom) -> np.ndarray:
 
 
 def warner_epsilon(p: float) -> float:
-    """|ln(p / (1-p))|: the local-DP level of one Warner attribute (∞ for p ∈ {0, 1})."""
+    """|ln(p' / (1-p'))| for the keep probability p' that ``flip_mask`` realizes: a cell flips
+    when a uniform uint32 is below T = round((1-p)·2^32), so p' = 1 - T/2^32 exactly. Within
+    ~2^-32/min(p, 1-p) of the ideal |ln(p/(1-p))|, but it is the level actually delivered: a p
+    so close to 1 that T = 0 never flips and is ∞, not the ideal's finite value. ∞ for
+    p ∈ {0, 1}."""
     if p <= 0.0 or p >= 1.0:
         return math.inf
-    return abs(math.log(p / (1.0 - p)))
+    flips = int(probability_threshold(1.0 - p))
+    if flips == 0:
+        return math.inf
+    return abs(math.log((2**32 - flips) / flips))
 
 
 def _binary_columns(columns: list[ColumnInfo]) -> list[str]:

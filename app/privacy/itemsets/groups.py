@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from app.privacy.data import ColumnInfo
+from app.privacy.itemsets.bits import flip_thresholds
 from app.privacy.registry import MethodInputError
 from app.privacy.rng import SecureRandom
 
@@ -112,17 +113,24 @@ def _column_grouping(params: PngParams, frame: pd.DataFrame | None, columns: lis
 
 # ------------------------------------------------------------------------------- privacy
 def epsilon_bit(p: float) -> float:
-    """Local-DP level of one bit kept with probability p: |ln(p / (1 − p))| (∞ at p ∈ {0, 1})."""
+    """Local-DP level of one bit kept with probability p, as ``bits.randomize`` realizes it: a
+    bit flips when a uniform uint32 is below T = round((1 − p)·2^32), so the delivered level is
+    |ln((2^32 − T)/T)| — within ~2^-32/(1 − p) of the ideal |ln(p/(1 − p))|, and ∞ when p is so
+    close to 1 that T = 0 (nothing flips). ∞ at p ∈ {0, 1}."""
     if p >= 1.0 or p <= 0.0:
         return math.inf
-    return abs(math.log(p / (1.0 - p)))
+    flips = int(flip_thresholds(np.array([1.0 - p]))[0])
+    if flips == 0:
+        return math.inf
+    return abs(math.log((2**32 - flips) / flips))
 
 
 def privacy_figures(row_p: np.ndarray, differing_bits: int, groups: dict[str, Any]) -> dict[str, Any]:
     values, rows = np.unique(row_p, return_counts=True)
     n = len(row_p)
     strata = [{"p": float(p), "rows": int(r), "share": float(r / n), "epsilon_bit": epsilon_bit(p),
-               "epsilon_record": differing_bits * epsilon_bit(p), "protected": bool(p < 1.0)}
+               "epsilon_record": differing_bits * epsilon_bit(p),
+               "protected": math.isfinite(epsilon_bit(p))}  # p = 1, or so near 1 nothing flips
               for p, r in zip(values, rows)]
     protected = [s for s in strata if s["protected"]]
     protected_rows = sum(s["rows"] for s in protected)

@@ -1,0 +1,42 @@
+"""mask / png report the ε_bit their 32-bit flip thresholds deliver: |ln((2^32 - T)/T)| with
+T = round((1 - p)·2^32), and ∞ when T = 0 (nothing flips) although p < 1. The debit matches."""
+
+import math
+
+import numpy as np
+import pytest
+
+from app.privacy import registry
+from app.privacy.context import RunContext
+from app.privacy.data import ColumnInfo, MethodInput, TransactionData
+from app.privacy.rng import SecureRandom
+
+WORDS = 2**32
+TX = TransactionData(indptr=np.array([0, 2, 3, 5]), indices=np.array([0, 1, 2, 0, 3]),
+                     labels=("a", "b", "c", "d"))
+COLUMNS = [ColumnInfo(name="items", type="categorical", distinct=4)]
+
+
+def release(method, seed=1, **params):
+    spec = registry.get(method)
+    p = spec.params.model_validate(params)
+    out = spec.run(MethodInput(columns=COLUMNS, transactions=TX), p, RunContext(rng=SecureRandom(seed=seed)))
+    return out, spec.epsilon_cost(p, COLUMNS)
+
+
+def test_mask_reports_and_debits_the_realized_epsilon():
+    flips = round(0.1 * WORDS)
+    realized = math.log((WORDS - flips) / flips)
+    assert realized != math.log(9.0)
+    out, debited = release("mask", p=0.9)
+    assert out.guarantees["epsilon_bit"] == realized
+    assert out.guarantees["epsilon"] == debited == 4 * realized
+
+
+@pytest.mark.parametrize("method,params", [("mask", {"p": 1 - 1e-11}),
+                                           ("png", {"ps": [1 - 1e-11, 1 - 1e-11], "group_size": 2})])
+def test_a_keep_probability_that_never_flips_is_infinite_epsilon(method, params):
+    out, debited = release(method, seed=None, **params)  # the OS generator: only ε decides `private`
+    assert out.metrics["flipped_bits"] == 0
+    assert out.guarantees["epsilon"] == math.inf and out.guarantees["private"] is False
+    assert debited == math.inf

@@ -1,0 +1,123 @@
+"""ε of errph and warner is the level their 32-bit thresholds deliver, not the ideal formula's:
+equal to it up to ~2^-32/min p, but ∞ when a tiny positive probability rounds to an empty
+segment (the ideal formula then claimed a finite ε). The debit at acceptance covers it."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from app.privacy.context import RunContext
+from app.privacy.data import ColumnInfo, MethodInput
+from app.privacy.randomized_response import (
+    ErrphParams, delivered_epsilon, epsilon_bound, local_epsilon, randomize_codes, realized_segments,
+    run_errph,
+)
+from app.privacy.registry import get
+from app.privacy.rng import SecureRandom
+from app.privacy.warner import WarnerParams, run_warner
+
+WORDS = 2**32
+
+
+class FixedWords(SecureRandom):
+    """Hands out given uint32 words, to probe the exact boundaries of ``randomize_codes``."""
+
+    def __init__(self, words):
+        super().__init__(seed=0)
+        self.words = np.asarray(words, dtype=np.uint32)
+
+    def uint32(self, size):
+        assert size == len(self.words)
+        return self.words.copy()
+
+
+def ctx(seed=1):
+    return RunContext(SecureRandom(seed=seed))
+
+
+@pytest.mark.parametrize("p0,p", [(0.3, np.full(7, 0.1)), (0.5, np.full(4, 0.125)),
+                                  (0.4, np.array([0.3, 0.2, 0.1])), (0.2, np.array([0.05, 0.5, 0.25]))])
+def test_realized_segments_are_where_randomize_codes_switches(p0, p):
+    """Feeding randomize_codes the words on both sides of every realized boundary: true value 0
+    is kept below T0, and word d ≥ T0 publishes j exactly on segment j."""
+    keep, counts = realized_segments(p0, p)
+    assert keep + counts.sum() == WORDS
+    starts = keep + np.concatenate([[0], np.cumsum(counts)[:-1]])
+    probes = np.unique(np.concatenate([[0, keep - 1, WORDS - 1], starts, starts - 1, starts + counts - 1]))
+    probes = probes[(probes >= 0) & (probes < WORDS)]
+    out = randomize_codes(np.zeros(len(probes), dtype=np.int64), p0, p, FixedWords(probes))
+    expected = np.where(probes < keep, 0, np.searchsorted(starts, probes, side="right") - 1)
+    assert np.array_equal(out.astype(np.int64), expected)
+
+
+def test_delivered_epsilon_is_the_realized_level_and_the_bound_covers_it():
+    for p0, p in [(0.3, np.full(7, 0.1)), (0.4, np.array([0.3, 0.2, 0.1])),
+                  (0.123, np.full(9973, 0.877 / 9973))]:
+        keep, counts = realized_segments(p0, p)
+        realized = float(np.max(np.log((keep + counts) / counts)))
+        assert delivered_epsilon(p0, p) == realized
+        assert delivered_epsilon(p0, p) == pytest.approx(local_epsilon(p0, p), rel=1e-5)
+        assert epsilon_bound(p0, p) >= realized
+    # k = 7, p0 = 0.3: the realized ε exceeds the ideal formula's (what was reported before)
+    assert delivered_epsilon(0.3, np.full(7, 0.1)) > local_epsilon(0.3, np.full(7, 0.1))
+
+
+def test_a_positive_probability_with_an_empty_segment_is_infinite_epsilon():
+    """p_a = 1e-11 > 0 rounds to no word at all: value 'a' is then published only when it is
+    the truth, which reveals it; the ideal formula said ε ≈ 24.6."""
+    params = ErrphParams(p0=0.5, p={"c": {"a": 1e-11, "b": 0.5 - 1e-11}})
+    cols = [ColumnInfo("c", "categorical", categories=("a", "b"))]
+    frame = pd.DataFrame({"c": ["a", "b"] * 50})
+    assert math.isfinite(local_epsilon(0.5, np.array([1e-11, 0.5 - 1e-11])))
+    out = run_errph(MethodInput(columns=cols, frame=frame), params, ctx())
+    assert out.metadata["errph"]["c"]["local_epsilon"] == math.inf
+    assert out.guarantees["epsilon"] == math.inf
+    assert get("errph").epsilon_cost(params, cols) == math.inf
+
+
+@pytest.mark.parametrize("params,cols", [
+    (ErrphParams(p0=0.3), [ColumnInfo("c", "categorical", categories=tuple("abcdefg"))]),
+    (ErrphParams(p0=0.3), [ColumnInfo("c", "categorical", distinct=7)]),
+    (ErrphParams(p0=0.4, p={"c": {"b": 0.1, "a": 0.3, "c": 0.2}}),
+     [ColumnInfo("c", "categorical", categories=("a", "b", "c"))]),
+    (ErrphParams(p0=0.4, p={"c": {"b": 0.1, "a": 0.3, "c": 0.2}}), [ColumnInfo("c", "categorical", distinct=3)]),
+])
+def test_the_debit_covers_the_delivered_epsilon(params, cols):
+    """Exactly equal when the order of the p_j is known at pricing (uniform, a list, declared
+    categories); an upper bound for a value→p map over an undeclared domain."""
+    k = len(cols[0].categories or ()) or cols[0].distinct
+    frame = pd.DataFrame({"c": list("abcdefg"[:k]) * 30})
+    out = run_errph(MethodInput(columns=cols, frame=frame), params, ctx())
+    reported = out.guarantees["epsilon"]
+    meta = out.metadata["errph"]["c"]
+    assert reported == delivered_epsilon(meta["p0"], np.asarray(meta["p"]))
+    assert meta["local_epsilon_ideal"] == local_epsilon(meta["p0"], np.asarray(meta["p"]))
+    debited = get("errph").epsilon_cost(params, cols)
+    if cols[0].categories is not None or not isinstance((params.p or {}).get("c"), dict):
+        assert debited == reported
+    else:
+        assert reported <= debited <= reported * (1 + 1e-6)
+
+
+def test_warner_epsilon_is_the_realized_flip_probability():
+    flips = round(0.1 * WORDS)  # the threshold of p = 0.9
+    cols = [ColumnInfo("b", "boolean", distinct=2)]
+    frame = pd.DataFrame({"b": [True, False] * 50})
+    params = WarnerParams(p=0.9)
+    out = run_warner(MethodInput(columns=cols, frame=frame), params, ctx())
+    realized = math.log((WORDS - flips) / flips)
+    assert realized != math.log(9.0)
+    assert out.guarantees["epsilon"] == realized
+    assert get("warner").epsilon_cost(params, cols) == realized
+
+
+def test_warner_p_so_close_to_one_that_nothing_flips_is_infinite_epsilon():
+    cols = [ColumnInfo("b", "boolean", distinct=2)]
+    frame = pd.DataFrame({"b": [True, False] * 500})
+    params = WarnerParams(p=1 - 1e-11)
+    out = run_warner(MethodInput(columns=cols, frame=frame), params, RunContext(SecureRandom()))
+    assert np.array_equal(np.asarray(out.frame["b"]), frame["b"].to_numpy())  # published as is
+    assert out.guarantees["epsilon"] == math.inf and out.guarantees["private"] is False
+    assert get("warner").epsilon_cost(params, cols) == math.inf
