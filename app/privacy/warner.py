@@ -246,6 +246,11 @@ def run_warner(data: MethodInput, params: WarnerParams, ctx: RunContext) -> Rele
                           f"{record_eps:.4g}-local-DP (sequential composition)")
     if any(c["missing_cells_left_out"] for c in per_column.values()):
         warnings.append("missing cells were preserved: whether a cell is missing is unprotected")
+    for name in chosen:  # as errph: the two values of an undeclared, non-boolean column
+        if (name not in params.cut_points and data.column(name).categories is None
+                and frame[name].dtype != np.bool_):
+            warnings.append(f"column {name!r}: domain read from the data (not declared), so the "
+                            "set of values that occur is disclosed")
     if any(c["binarize"] for c in per_column.values()):
         statements.append("columns with a cut point were binarized before randomizing; the cut "
                           "points are published")

@@ -40,3 +40,15 @@ def test_a_keep_probability_that_never_flips_is_infinite_epsilon(method, params)
     assert out.metrics["flipped_bits"] == 0
     assert out.guarantees["epsilon"] == math.inf and out.guarantees["private"] is False
     assert debited == math.inf
+
+
+def test_an_unknown_item_count_is_not_priced_as_zero():
+    """A transaction input whose item count is unknown was debited 0 (count taken as 0)."""
+    from app.privacy.registry import MethodInputError
+
+    unknown = [ColumnInfo(name="items", type="categorical", distinct=None)]
+    spec = registry.get("mask")
+    with pytest.raises(MethodInputError, match="number of items is unknown"):
+        spec.epsilon_cost(spec.params(p=0.9), unknown)
+    assert spec.epsilon_cost(spec.params(p=0.9, items=["a", "b"]), unknown) == pytest.approx(2 * math.log(9), rel=1e-6)
+    assert spec.epsilon_cost(spec.params(p=0.9, top_items=3), unknown) == pytest.approx(3 * math.log(9), rel=1e-6)

@@ -121,3 +121,13 @@ def test_warner_p_so_close_to_one_that_nothing_flips_is_infinite_epsilon():
     assert np.array_equal(np.asarray(out.frame["b"]), frame["b"].to_numpy())  # published as is
     assert out.guarantees["epsilon"] == math.inf and out.guarantees["private"] is False
     assert get("warner").epsilon_cost(params, cols) == math.inf
+
+
+def test_warner_says_when_a_columns_two_values_were_read_from_the_data():
+    """As errph does: an undeclared two-valued column publishes the two values that occur."""
+    frame = pd.DataFrame({"s": ["yes", "no"] * 20, "t": ["u", "v"] * 20, "b": [True, False] * 20})
+    cols = [ColumnInfo("s", "categorical", distinct=2), ColumnInfo("t", "categorical", categories=("u", "v")),
+            ColumnInfo("b", "boolean", distinct=2)]
+    out = run_warner(MethodInput(columns=cols, frame=frame), WarnerParams(p=0.75), ctx())
+    flagged = [w for w in out.guarantees["warnings"] if "domain read from the data" in w]
+    assert len(flagged) == 1 and "'s'" in flagged[0]

@@ -303,8 +303,11 @@ def _epsilon_upper_bound(params: ItemParams, columns: list[ColumnInfo]) -> float
     if not protected:
         return math.inf
     if len(columns) == 1 and columns[0].name == "items" and params.columns is None:
-        n_items = columns[0].distinct or 0
-        bits = len(params.items) if params.items is not None else n_items
+        n_items = columns[0].distinct
+        if n_items is None and params.items is None and params.top_items is None:
+            raise MethodInputError("the number of items is unknown, so ε cannot be priced; profile "
+                                   "the dataset or name the published items in 'items'")
+        bits = len(params.items) if params.items is not None else (n_items or params.top_items)
         if params.top_items is not None:
             bits = min(bits, params.top_items)
     else:
