@@ -4,7 +4,7 @@ import uuid
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class Role(StrEnum):
@@ -25,6 +25,7 @@ class Principal:
 
 
 class KeyCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt or unsupported field is refused, not ignored
     tenant: str = Field(..., min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
     role: Role
     label: str | None = Field(None, max_length=200)

@@ -40,7 +40,10 @@ _UPLOAD_BODY = {
 
 
 @router.post("", status_code=201, response_model=Dataset, openapi_extra=_UPLOAD_BODY,
-             responses={200: {"model": Dataset, "description": "a replay: the same Idempotency-Key "
+             responses={201: {"description": "the dataset is stored",
+                              "headers": {"Location": {"description": "the dataset's address",
+                                                       "schema": {"type": "string"}}}},
+                        200: {"model": Dataset, "description": "a replay: the same Idempotency-Key "
                               "and request as before; the original dataset"},
                         **problem_responses(401, 403, 408, 409, 413, 415, 422, 503)})
 async def upload(request: Request, response: Response, principal: OwnerPrincipal,
@@ -70,16 +73,20 @@ async def upload(request: Request, response: Response, principal: OwnerPrincipal
             name=fields["name"], declared_format=fields["format"], schema_raw=fields["schema"],
             idempotency_key=idempotency_key)
     response.status_code = 201 if created else 200
+    response.headers["Location"] = f"/v1/datasets/{dataset['id']}"
     return Dataset(**dataset)
 
 
 @router.post("/synthetic", status_code=201, response_model=Dataset,
              responses=problem_responses(401, 403, 422, 503))
-def generate(body: SyntheticRequest, principal: OwnerPrincipal, session: SessionDep) -> Dataset:
+def generate(body: SyntheticRequest, response: Response, principal: OwnerPrincipal,
+             session: SessionDep) -> Dataset:
     """Create a dataset from a generator (the paper's synthetic bank-card customers); its
     sha256 is that of the stored Parquet bytes."""
-    return Dataset(**service.create_synthetic(session, principal, generator=body.generator,
-                                              rows=body.rows, seed=body.seed, name=body.name))
+    dataset = service.create_synthetic(session, principal, generator=body.generator,
+                                       rows=body.rows, seed=body.seed, name=body.name)
+    response.headers["Location"] = f"/v1/datasets/{dataset['id']}"
+    return Dataset(**dataset)
 
 
 @router.get("", response_model=DatasetPage, responses=problem_responses(401, 403, 422, 503))

@@ -45,10 +45,12 @@ def count_active(session: Session, tenant: str) -> int:
 
 
 def list_page(session: Session, *, tenant: str | None, status: str | None, method: str | None,
-              dataset_id: uuid.UUID | None, after: tuple[datetime, uuid.UUID] | None, limit: int):
+              dataset_id: uuid.UUID | None, after: tuple[datetime, uuid.UUID] | None, limit: int,
+              release_id: uuid.UUID | None = None):
     q = select(jobs).order_by(jobs.c.created_at.desc(), jobs.c.id.desc()).limit(limit)
     for value, cond in ((tenant, jobs.c.tenant == tenant), (status, jobs.c.status == status),
-                        (method, jobs.c.method == method), (dataset_id, jobs.c.dataset_id == dataset_id)):
+                        (method, jobs.c.method == method), (dataset_id, jobs.c.dataset_id == dataset_id),
+                        (release_id, jobs.c.release_id == release_id)):
         if value is not None:
             q = q.where(cond)
     if after is not None:

@@ -15,7 +15,10 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
 
 @router.post("", status_code=202, response_model=Job,
-             responses={200: {"model": Job, "description": "a replay: the same Idempotency-Key and "
+             responses={202: {"description": "accepted: the job is queued",
+                              "headers": {"Location": {"description": "the job's address",
+                                                       "schema": {"type": "string"}}}},
+                        200: {"model": Job, "description": "a replay: the same Idempotency-Key and "
                               "request as before; the original job"},
                         **problem_responses(401, 403, 404, 409, 422, 429, 503)})
 def submit_job(body: Annotated[JobRequest, Body()], response: Response, principal: AnyPrincipal,
@@ -25,6 +28,7 @@ def submit_job(body: Annotated[JobRequest, Body()], response: Response, principa
     from the dataset's budget in the same transaction that queues it."""
     job, created = service.submit(session, principal, body, idempotency_key)
     response.status_code = 202 if created else 200
+    response.headers["Location"] = f"/v1/jobs/{job['id']}"
     return Job(**job)
 
 
@@ -32,12 +36,13 @@ def submit_job(body: Annotated[JobRequest, Body()], response: Response, principa
 def list_jobs(principal: AnyPrincipal, session: SessionDep,
               status: JobStatus | None = None, method: str | None = None,
               dataset_id: uuid.UUID | None = None,
+              release_id: Annotated[uuid.UUID | None, Query(description="jobs run on this release")] = None,
               tenant: Annotated[str | None, Query(description="admins only")] = None,
               cursor: str | None = None,
               limit: Annotated[int, Query(ge=1, le=200)] = 50) -> JobPage:
     """Jobs of the caller's tenant (admins: of every tenant), newest first."""
     return JobPage(**service.list_page(session, principal, status=status, method=method,
-                                       dataset_id=dataset_id, tenant=tenant, cursor=cursor, limit=limit))
+                                       dataset_id=dataset_id, release_id=release_id, tenant=tenant, cursor=cursor, limit=limit))
 
 
 @router.get("/{job_id}", response_model=Job, responses=problem_responses(401, 404, 422, 503))

@@ -171,12 +171,12 @@ def get(session: Session, principal: Principal, job_id: uuid.UUID) -> dict[str, 
 
 def list_page(session: Session, principal: Principal, *, status: str | None, method: str | None,
               dataset_id: uuid.UUID | None, tenant: str | None, cursor: str | None,
-              limit: int) -> dict[str, Any]:
+              limit: int, release_id: uuid.UUID | None = None) -> dict[str, Any]:
     if principal.role != Role.admin:
         tenant = principal.tenant
     after = pagination.decode(cursor)
     rows = repository.list_page(session, tenant=tenant, status=status, method=method,
-                                dataset_id=dataset_id, after=after, limit=limit)
+                                dataset_id=dataset_id, release_id=release_id, after=after, limit=limit)
     results = repository.results_of(session, [r["id"] for r in rows])
     nxt = pagination.next_cursor(rows, limit)
     return {"items": [to_response(session, r, results[r["id"]]) for r in rows], "next": nxt}

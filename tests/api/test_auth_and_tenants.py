@@ -56,3 +56,14 @@ def test_keys_are_never_stored_in_plain_text(client, make_key):
         dump = s.execute(text("SELECT string_agg(t::text, '|') FROM api_keys t")).scalar()
         audit = s.execute(text("SELECT string_agg(t::text, '|') FROM audit_events t")).scalar() or ""
     assert secret not in dump and key not in dump and secret not in audit
+
+
+def test_key_creation_refuses_fields_it_does_not_take(client, make_key):
+    """`{"key": …}` (or a misspelt `label`) was ignored and a different key made (API audit)."""
+    admin = make_key("admin")
+    for extra in ({"key": "veil_mine_secret"}, {"lable": "ci"}):
+        body = assert_problem(client.post("/v1/keys", headers=auth(admin),
+                                          json={"tenant": "t-extra", "role": "owner", **extra}), 422)
+        assert body["errors"][0]["loc"] == ["body", next(iter(extra))]
+    made = client.post("/v1/keys", headers=auth(admin), json={"tenant": "t-extra", "role": "owner", "label": "ci"})
+    assert made.status_code == 201 and made.json()["key"].startswith("veil_")

@@ -1,0 +1,53 @@
+"""Job submission's Location header and the job list's filters (the API audit)."""
+
+from __future__ import annotations
+
+import io
+import uuid
+
+import pandas as pd
+
+from app.db import transaction
+from app.releases import service as releases
+from sqlalchemy import text
+from tests.support.api import auth, submit, upload
+
+
+def test_created_objects_answer_with_their_location(client, owner):
+    up = upload(client, owner, b"a,b\n1,x\n2,y\n", "loc.csv")
+    assert up.status_code == 201 and up.headers["location"] == f"/v1/datasets/{up.json()['id']}"
+    assert client.get(up.headers["location"], headers=auth(owner)).status_code == 200
+    job = submit(client, owner, "risk", {"quasi_identifiers": ["a"]}, dataset_id=up.json()["id"])
+    assert job.status_code == 202 and job.headers["location"] == f"/v1/jobs/{job.json()['id']}"
+    assert client.get(job.headers["location"], headers=auth(owner)).json()["id"] == job.json()["id"]
+    synthetic = client.post("/v1/datasets/synthetic", headers=auth(owner), json={"rows": 50})
+    assert synthetic.status_code == 201, synthetic.text
+    assert synthetic.headers["location"] == f"/v1/datasets/{synthetic.json()['id']}"
+
+
+def _store_release(job: dict) -> uuid.UUID:
+    """A release stored as the worker stores one (no worker in these tests)."""
+    frame = pd.DataFrame({"a": [1, 2], "b": ["x", "y"]})
+    buf = io.BytesIO()
+    frame.to_parquet(buf)
+    with transaction() as s:
+        row = dict(s.execute(text("SELECT * FROM jobs WHERE id = :j"), {"j": job["id"]}).mappings().one())
+        return releases.store(s, job=row, encoded={
+            "payload": buf.getvalue(), "guarantees": {}, "metrics": {}, "metadata": {}, "shape": "table",
+            "columns": [{"name": "a", "type": "numeric"}, {"name": "b", "type": "categorical"}], "rows": 2},
+            input_sha256="0" * 64, source_release=None)
+
+
+def test_jobs_filter_by_release(client, owner):
+    """`?release_id=` was not a filter: it was ignored and every job listed."""
+    ds = upload(client, owner, b"a,b\n1,x\n2,y\n", "rel.csv").json()
+    on_dataset = submit(client, owner, "risk", {"quasi_identifiers": ["a"]}, dataset_id=ds["id"]).json()
+    release_id = _store_release(on_dataset)
+    on_release = submit(client, owner, "risk", {"quasi_identifiers": ["a"]}, release_id=release_id)
+    assert on_release.status_code == 202, on_release.text
+    listed = client.get("/v1/jobs", headers=auth(owner), params={"release_id": str(release_id)}).json()
+    assert [j["id"] for j in listed["items"]] == [on_release.json()["id"]]
+    nothing = client.get("/v1/jobs", headers=auth(owner), params={"release_id": str(uuid.uuid4())}).json()
+    assert nothing == {"items": [], "next": None}
+    both = client.get("/v1/jobs", headers=auth(owner), params={"dataset_id": ds["id"]}).json()["items"]
+    assert {j["id"] for j in both} == {on_dataset["id"], on_release.json()["id"]}
