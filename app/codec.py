@@ -52,10 +52,14 @@ def parquet_to_transactions(data: bytes) -> TransactionData:
                            indices=values.astype(np.int32), labels=labels)
 
 
+def transactions_to_label_lists(tx: TransactionData) -> pa.ListArray:
+    """One list of item labels per transaction (the stored form holds item codes)."""
+    words = pa.array(np.asarray(tx.labels, dtype=object)[tx.indices].astype(str), type=pa.string())
+    return pa.ListArray.from_arrays(pa.array(np.asarray(tx.indptr, dtype=np.int32)), words)
+
+
 def transactions_to_frame(tx: TransactionData) -> pd.DataFrame:
     """One row per transaction, its item labels joined by spaces (for CSV/JSONL download)."""
     import pyarrow.compute as pc
 
-    words = pa.array(np.asarray(tx.labels, dtype=object)[tx.indices].astype(str), type=pa.string())
-    lists = pa.ListArray.from_arrays(pa.array(np.asarray(tx.indptr, dtype=np.int32)), words)
-    return pd.DataFrame({"items": pc.binary_join(lists, " ").to_pandas()})
+    return pd.DataFrame({"items": pc.binary_join(transactions_to_label_lists(tx), " ").to_pandas()})

@@ -97,13 +97,23 @@ def download(session: Session, principal: Principal, release_id: uuid.UUID, fmt:
 def encode_table(payload: bytes, shape: str, fmt: str) -> Iterator[bytes]:
     """Stored Parquet bytes as a stream of csv / jsonl / parquet chunks."""
     if fmt == "parquet":
-        return iter([payload])
+        return iter([payload if shape != "transactions" else _labelled_transactions(payload)])
     if shape == "transactions":
         table = pa.Table.from_pandas(codec.transactions_to_frame(codec.parquet_to_transactions(payload)),
                                      preserve_index=False)
     else:
         table = pq.read_table(io.BytesIO(payload))
     return _csv_batches(table) if fmt == "csv" else _jsonl_batches(table)
+
+
+def _labelled_transactions(payload: bytes) -> bytes:
+    """The stored transactions hold item codes (0, 1, …) with the labels in the file's
+    metadata, which a reader of the download would take for the items: it gets the labels,
+    as in CSV and JSON Lines, one list<string> per transaction."""
+    items = codec.transactions_to_label_lists(codec.parquet_to_transactions(payload))
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"items": items}), buf, compression="zstd")
+    return buf.getvalue()
 
 
 def _csv_batches(table: pa.Table) -> Iterator[bytes]:

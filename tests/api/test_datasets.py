@@ -271,3 +271,23 @@ def test_synthetic_bank_customers_as_a_dataset(client, owner):
     again = client.post("/v1/datasets/synthetic", headers=auth(owner), json={"rows": 2000, "seed": 3}).json()
     assert again["sha256"] == body["sha256"]  # the generator is deterministic in its seed
     assert_problem(client.post("/v1/datasets/synthetic", headers=auth(owner), json={"rows": 1}), 422)
+
+
+def test_transactions_download_holds_the_same_items_in_every_format(client, owner):
+    """The Parquet download of a transaction set held the stored item codes (0, 1, …) and
+    the labels only in the file metadata: item '20' read as 1 (found by the API audit on a
+    mask release of mushroom.dat; releases and datasets share the encoder)."""
+    import io as _io
+
+    import pyarrow.parquet as pq
+
+    ds = upload(client, owner, b"20 10 30\n30\n\n10 40\n", "codes.dat").json()
+    url = f"/v1/datasets/{ds['id']}/data"
+    expected = [["10", "20", "30"], ["30"], [], ["10", "40"]]
+    parquet = client.get(url, headers=auth(owner), params={"format": "parquet"})
+    assert parquet.status_code == 200 and parquet.headers["content-type"] == "application/vnd.apache.parquet"
+    table = pq.read_table(_io.BytesIO(parquet.content))
+    assert table.column_names == ["items"] and table.num_rows == ds["rows"]
+    assert [sorted(t) for t in table.column("items").to_pylist()] == expected
+    csv = client.get(url, headers=auth(owner), params={"format": "csv"}).text.splitlines()
+    assert [sorted(line.strip('"').split()) for line in csv[1:]] == expected
