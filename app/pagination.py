@@ -21,5 +21,14 @@ def decode(cursor: str | None) -> tuple[datetime, uuid.UUID] | None:
         raise Unprocessable("cursor must be the `next` value of a previous page") from None
 
 
+def decode_id(cursor: str | None) -> int | None:
+    """A `next` cursor that is an event or ledger id (a positive bigint)."""
+    if cursor is None:
+        return None
+    if not (cursor.isascii() and cursor.isdigit()) or int(cursor) > 2**63 - 1:
+        raise Unprocessable("cursor must be the `next` value of a previous page")
+    return int(cursor)
+
+
 def next_cursor(rows: list[dict[str, Any]], limit: int) -> str | None:
     return f"{rows[-1]['created_at'].isoformat()}_{rows[-1]['id']}" if len(rows) == limit else None

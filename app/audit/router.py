@@ -11,7 +11,8 @@ from app.audit.schemas import AuditEvent, AuditPage
 from app.auth.dependencies import AnyPrincipal
 from app.auth.schemas import Role
 from app.deps import SessionDep
-from app.errors import Forbidden, Unprocessable, problem_responses
+from app import pagination
+from app.errors import Forbidden, problem_responses
 
 router = APIRouter(prefix="/v1/audit", tags=["audit"])
 
@@ -31,11 +32,7 @@ def list_audit(
         raise Forbidden("the audit trail is readable by owners and admins")
     if principal.role != Role.admin:
         tenant = principal.tenant
-    after_id = None
-    if cursor is not None:
-        if not cursor.isdigit():
-            raise Unprocessable("cursor must be the `next` value of a previous page")
-        after_id = int(cursor)
+    after_id = pagination.decode_id(cursor)
     rows = repository.list_events(session, tenant=tenant, dataset_id=dataset_id,
                                   release_id=release_id, actor=actor, action=action, since=since,
                                   until=until, after_id=after_id, limit=limit)

@@ -11,7 +11,8 @@ from app.budgets import service
 from app.budgets.schemas import Budget, BudgetUpdate, LedgerPage
 from app.datasets.service import get_row
 from app.deps import SessionDep
-from app.errors import Unprocessable, problem_responses
+from app import pagination
+from app.errors import problem_responses
 
 router = APIRouter(prefix="/v1/datasets/{dataset_id}/budget", tags=["budgets"])
 
@@ -37,6 +38,4 @@ def get_ledger(dataset_id: uuid.UUID, principal: OwnerPrincipal, session: Sessio
                limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> LedgerPage:
     """The whole ε ledger of the dataset, oldest first: every debit and refund."""
     get_row(session, principal, dataset_id)
-    if cursor is not None and not cursor.isdigit():
-        raise Unprocessable("cursor must be the `next` value of a previous page")
-    return LedgerPage(**service.ledger_page(session, dataset_id, int(cursor) if cursor else None, limit))
+    return LedgerPage(**service.ledger_page(session, dataset_id, pagination.decode_id(cursor), limit))

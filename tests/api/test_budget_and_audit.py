@@ -232,3 +232,13 @@ def test_retrying_a_job_that_kept_its_debit_debits_nothing(client, owner, make_k
     assert client.post(f"/v1/jobs/{job['id']}/retry", headers=auth(admin)).status_code == 202
     entries = client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner)).json()["entries"]
     assert [e["kind"] for e in entries] == ["debit"]
+
+
+@pytest.mark.parametrize("cursor", ["99999999999999999999", "１２", "", "-1", "1e3"])
+def test_a_cursor_that_no_page_gave_is_named(client, owner, cursor):
+    """A cursor past the bigint range reached PostgreSQL and came back as the generic
+    'a value in the request cannot be processed'; full-width digits passed `isdigit`."""
+    ds = _binary_dataset(client, owner)
+    for url in ("/v1/audit", f"/v1/datasets/{ds['id']}/budget/entries"):
+        assert_problem(client.get(url, headers=auth(owner), params={"cursor": cursor}), 422,
+                       "cursor must be the `next` value")
