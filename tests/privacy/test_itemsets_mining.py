@@ -116,7 +116,8 @@ def test_frequent_itemsets_on_a_table_and_on_png():
     rules = report.data["rules"]
     top = [r for r in rules if r["antecedent"] == ["income=>50K"]]
     assert top and top[0]["consequent"] == ["education=Bachelors"] and top[0]["confidence"] == 1.0
-    params = {"ps": [1.0, 0.9, 0.8], "group_size": 10, "columns": ["education", "income"]}
+    params = {"ps": [1.0, 0.9, 0.8], "group_size": 10, "columns": ["education", "income"],
+              "allow_zero_probabilities": True}
     release = run("png", MethodInput(columns=columns, frame=frame), **params)
     for estimator in ("pooled", "stratified"):
         report = mine(as_release(release, "png", params), minsup=0.2, estimator=estimator)

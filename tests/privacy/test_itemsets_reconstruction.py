@@ -79,14 +79,15 @@ def test_mask_reconstruction_unbiased_and_se_matches_spread(data):
 
 
 def test_png_random_groups_pooled_unbiased(data):
-    est, se = replicate(data, "png", "pooled", ITEMSETS, ps=[1.0, 0.9, 0.8, 0.7, 0.6], group_size=30)
+    est, se = replicate(data, "png", "pooled", ITEMSETS, ps=[1.0, 0.9, 0.8, 0.7, 0.6], group_size=30,
+                        allow_zero_probabilities=True)
     assert_unbiased_with_matching_se(est, se, truth_supports(data, ITEMSETS))
 
 
 def test_png_sorted_consecutive_groups_bias_pooled_not_stratified(data):
     order = np.argsort(data[:, 0], kind="stable")  # sorted on item 0, like mushroom.dat
     ordered = data[order]
-    params = dict(ps=[1.0, 0.8], group_size=750, shuffle=False)
+    params = dict(ps=[1.0, 0.8], group_size=750, shuffle=False, allow_zero_probabilities=True)
     truth = truth_supports(ordered, ITEMSETS)
     est, se = replicate(ordered, "png", "stratified", ITEMSETS, **params)
     assert_unbiased_with_matching_se(est, se, truth, detectable_bias=0.015)
@@ -99,7 +100,7 @@ def test_png_sorted_consecutive_groups_bias_pooled_not_stratified(data):
 @pytest.mark.parametrize("estimator", ["pooled", "stratified"])
 def test_weight_class_and_kronecker_paths_agree(data, estimator):
     result = run("png", MethodInput(columns=[], transactions=csr_of(data)), ps=[1.0, 0.85, 0.7, 0.5],
-                 group_size=40)
+                 group_size=40, allow_zero_probabilities=True)
     weight = release_oracle(result.transactions, result.metadata, estimator, "weight")
     kronecker = release_oracle(result.transactions, result.metadata, estimator, "kronecker")
     for k in (1, 2, 3, 4):
@@ -154,7 +155,7 @@ def test_reconstruct_analysis_matches_an_independent_computation(data):
 
 
 def test_reconstruct_png_reports_both_estimators(data):
-    params = {"ps": [1.0, 0.8, 0.5], "group_size": 50, "shuffle": False}
+    params = {"ps": [1.0, 0.8, 0.5], "group_size": 50, "shuffle": False, "allow_zero_probabilities": True}
     result = run("png", MethodInput(columns=[], transactions=csr_of(data)), **params)
     report = reconstruct(as_release(result, "png", params), max_len=2, estimator="stratified")
     section = report.data["steps"][0]

@@ -92,7 +92,7 @@ def test_mask_p_one_publishes_exactly_and_says_unprotected(synthetic):
 def test_png_flip_rate_per_group(synthetic):
     ps = [1.0, 0.9, 0.8, 0.7, 0.6]
     result = run("png", MethodInput(columns=[], transactions=csr_of(synthetic)), seed=3,
-                 ps=ps, group_size=100, shuffle=False)
+                 ps=ps, group_size=100, shuffle=False, allow_zero_probabilities=True)
     meta = result.metadata["itemsets"]
     row_p = row_keep_probabilities(meta["groups"], 4000)
     assert meta["groups"]["n_groups"] == 40 and meta["groups"]["ps_recycled"]
@@ -121,9 +121,10 @@ def test_png_shuffle_assigns_rows_to_groups_at_random():
     data = np.zeros((4000, 20), dtype=bool)
     data[:1000] = True
     ps = [1.0, 0.7]
-    shuffled = run("png", MethodInput(columns=[], transactions=csr_of(data)), ps=ps, group_size=2000)
+    shuffled = run("png", MethodInput(columns=[], transactions=csr_of(data)), ps=ps, group_size=2000,
+                   allow_zero_probabilities=True)
     consecutive = run("png", MethodInput(columns=[], transactions=csr_of(data)), ps=ps,
-                      group_size=2000, shuffle=False)
+                      group_size=2000, shuffle=False, allow_zero_probabilities=True)
     for result, first_group_density in ((shuffled, 0.25), (consecutive, 0.5)):
         released = dense_of(result.transactions)
         assert released[:2000].mean() == pytest.approx(first_group_density, abs=0.02)
@@ -214,7 +215,7 @@ def test_one_hot_errors_name_the_problem(table):
 def test_png_group_column(table):
     frame, columns = table
     result = run("png", MethodInput(columns=columns, frame=frame), columns=["education", "sex"],
-                 group_column="region", ps={"north": 1.0, "*": 0.8})
+                 group_column="region", ps={"north": 1.0, "*": 0.8}, allow_zero_probabilities=True)
     groups = result.metadata["itemsets"]["groups"]
     assert groups["kind"] == "blocks" and groups["labels"] == ["north", "south"]
     assert groups["sizes"] == [int((frame["region"] == "north").sum()), int((frame["region"] == "south").sum())]
@@ -322,10 +323,19 @@ def test_mask_p_one_needs_the_opt_in_and_is_priced_infinite():
     for columns, extra in ((table, {"columns": ["sex"]}), (tx, {})):
         assert spec.epsilon_cost(spec.params(**RAW, **extra), columns) == math.inf
         assert spec.epsilon_cost(spec.params(p=0.9, **extra), columns) < math.inf
-    # png: p = 1 groups beside protected ones stay PN/g's design (priced by the protected
-    # rows); with every group at p = 1 nothing would be randomized: refused
+    # png: a p = 1 group (PN/g's design) publishes its rows raw: the same opt-in, priced ∞ —
+    # the debit is never below the release's ε, which is ∞ as soon as a row lands there; with
+    # every group at p = 1 nothing would be randomized: refused
     png = registry.get("png")
-    assert png.epsilon_cost(png.params(ps=[1.0, 0.8]), tx) == pytest.approx(4 * math.log(4))
+    with pytest.raises(ValidationError, match="allow_zero_probabilities"):
+        png.params(ps=[1.0, 0.8])
+    with pytest.raises(ValidationError, match="allow_zero_probabilities"):
+        png.params(ps={"a": 1.0, "*": 0.8}, group_column="g")
+    assert png.epsilon_cost(png.params(ps=[1.0, 0.8], allow_zero_probabilities=True), tx) == math.inf
+    assert png.epsilon_cost(png.params(ps=[0.9, 0.8]), tx) == pytest.approx(4 * math.log(9))  # p = 0.9
+    released = run("png", MethodInput(columns=[], transactions=csr_of(np.eye(4, dtype=bool))),
+                   ps=[1.0, 0.8], group_size=2, allow_zero_probabilities=True)
+    assert math.isinf(released.guarantees["epsilon"])  # what the ∞ debit covers
     for ps in ([1.0], [1.0, 1.0], {"a": 1.0, "*": 1.0}):
         with pytest.raises(ValidationError, match="every keep probability is 1"):
             png.params(ps=ps, group_column="g" if isinstance(ps, dict) else None)

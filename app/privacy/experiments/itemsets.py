@@ -139,7 +139,7 @@ def _release(td: TransactionData, method: str, params: dict[str, Any], seed: int
     ctx = RunContext(rng=SecureRandom(seed=seed))
     start = time.perf_counter()
     result = (run_mask(data, MaskParams(**params), ctx) if method == "mask"
-              else run_png(data, PngParams(**params), ctx))
+              else run_png(data, PngParams(**params, allow_zero_probabilities=max(params["ps"]) >= 1), ctx))
     return result, time.perf_counter() - start
 
 

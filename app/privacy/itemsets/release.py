@@ -83,6 +83,10 @@ class PngParams(ItemParams):
         True, description="assign rows to groups at random (group_size mode; the published order "
         "is then random) — this is what the pooled estimator assumes. With group_column it only "
         "randomizes the order inside each group")
+    allow_zero_probabilities: bool = Field(
+        False, description="permit p = 1 groups (flip probability 0, the paper's design): their rows "
+        "are published as they are, so the release's ε is infinite and so is the debit (as mask's "
+        "option of the same name)")
 
     @field_validator("ps")
     @classmethod
@@ -94,13 +98,20 @@ class PngParams(ItemParams):
             raise ValueError(f"at most {MAX_COLUMN_GROUPS} keep probabilities")
         for p in values:
             _bounded_p(p)
-        if min(values) >= 1.0:
-            # p = 1 groups beside protected ones are PN/g's design (priced by the protected
-            # rows, flagged in the release); with no protected group it is mask at p = 1.
+        if min(values) >= 1.0:  # with no protected group it is mask at p = 1
             raise ValueError("every keep probability is 1: nothing would be randomized; to "
                              "publish the rows as they are use mask with p = 1 and "
                              "allow_zero_probabilities")
         return v
+
+    @model_validator(mode="after")
+    def _raw_rows_need_opt_in(self):
+        values = list(self.ps.values()) if isinstance(self.ps, dict) else self.ps
+        if max(values) >= 1.0 and not self.allow_zero_probabilities:
+            raise ValueError("a keep probability of 1 publishes that group's rows as they are, which "
+                             "makes ε infinite (and the debit with it); set allow_zero_probabilities "
+                             "to accept that")
+        return self
 
     @model_validator(mode="after")
     def _one_grouping(self):
@@ -293,14 +304,13 @@ def _epsilon_upper_bound(params: ItemParams, columns: list[ColumnInfo]) -> float
     """ε debited from the budget at acceptance: the per-record ε of the most exposed protected
     row, priced from the schema before any data is read. Two records differ in at most every
     published item (transactions) or 2 bits per one-hot column (tables), so this bounds the
-    figure the release reports (which caps the bits by the items actually present). Rows of a
-    PN/g p = 1 group are unprotected; they are flagged in the release, not priced here (PN/g's
-    design). With no protected row at all (mask at p = 1) nothing is randomized: ε is ∞, so a
-    dataset with a budget refuses the job."""
+    figure the release reports (which caps the bits by the items actually present). A p = 1
+    (mask, or a PN/g group: both need allow_zero_probabilities) publishes rows as they are: ε is
+    ∞ — priced from the parameters, whether or not a row lands in that group — so a dataset with
+    a budget refuses the job."""
     ps = [params.p] if isinstance(params, MaskParams) else (
         list(params.ps.values()) if isinstance(params.ps, dict) else list(params.ps))
-    protected = [p for p in ps if p < 1.0]
-    if not protected:
+    if max(ps) >= 1.0:
         return math.inf
     if len(columns) == 1 and columns[0].name == "items" and params.columns is None:
         n_items = columns[0].distinct
@@ -317,7 +327,7 @@ def _epsilon_upper_bound(params: ItemParams, columns: list[ColumnInfo]) -> float
             bits = min(bits, len(params.items))
         if params.top_items is not None:
             bits = min(bits, params.top_items)
-    return float(bits * max(epsilon_bit(p) for p in protected))
+    return float(bits * max(epsilon_bit(p) for p in ps))
 
 
 SHAPES = frozenset({DataShape.table, DataShape.transactions})
