@@ -78,7 +78,7 @@ def submit(session: Session, principal: Principal, req, idempotency_key: str | N
         if existing is not None:
             if existing["request_hash"] != request_hash:
                 raise Conflict("this Idempotency-Key was used for a different job request")
-            return to_response(session, existing), False
+            return to_response(session, existing, principal), False
     spec = registry.get(req.method)
     assert spec is not None  # the request union only admits registered methods
     if principal.role == Role.admin:
@@ -132,10 +132,27 @@ def submit(session: Session, principal: Principal, req, idempotency_key: str | N
     if epsilon is not None:
         budgets.debit(session, dataset_id=resolved.dataset_id, job_id=job_id, method=spec.name,
                       epsilon=epsilon, actor=principal.key_id)
-    return to_response(session, row, results={"release_ids": [], "report_id": None, "model_id": None}), True
+    return to_response(session, row, principal,
+                       results={"release_ids": [], "report_id": None, "model_id": None}), True
 
 
-def to_response(session: Session, row, results: dict[str, Any] | None = None) -> dict[str, Any]:
+RAW_DATA_MESSAGE = ("withheld: this job read the raw dataset and its message can describe the data "
+                    "(what the data holds, not what a release shows); the tenant's owners see it")
+
+
+def _error_for(principal: Principal, row) -> dict[str, Any] | None:
+    """A failure on raw data says something about the data ("values outside the declared
+    categories", "every cell falls above the cut") that no ε covers. Only owners may run jobs on
+    raw datasets and they can read the data itself; analysts and admins see the error's type."""
+    error = row["error"]
+    on_raw_data = row["dataset_id"] is not None and row["release_id"] is None
+    if error is None or principal.role == Role.owner or not on_raw_data:
+        return error
+    return {**error, "message": RAW_DATA_MESSAGE}
+
+
+def to_response(session: Session, row, principal: Principal,
+                results: dict[str, Any] | None = None) -> dict[str, Any]:
     if results is None:
         results = repository.results_of(session, [row["id"]])[row["id"]]
     links = {"self": f"/v1/jobs/{row['id']}"}
@@ -146,7 +163,7 @@ def to_response(session: Session, row, results: dict[str, Any] | None = None) ->
     if results["model_id"]:
         links["model"] = f"/v1/models/{results['model_id']}"
     return {"id": row["id"], "method": row["method"], "status": row["status"],
-            "progress": row["progress"], "stage": row["stage"], "error": row["error"],
+            "progress": row["progress"], "stage": row["stage"], "error": _error_for(principal, row),
             "result": results, "dataset_id": row["dataset_id"], "release_id": row["release_id"],
             "params": row["params"], "epsilon": _eps(row["epsilon"]),
             "attempt": row["attempt"], "created_at": row["created_at"],
@@ -166,7 +183,7 @@ def _visible(session: Session, principal: Principal, job_id: uuid.UUID, *, for_u
 
 
 def get(session: Session, principal: Principal, job_id: uuid.UUID) -> dict[str, Any]:
-    return to_response(session, _visible(session, principal, job_id))
+    return to_response(session, _visible(session, principal, job_id), principal)
 
 
 def list_page(session: Session, principal: Principal, *, status: str | None, method: str | None,
@@ -179,7 +196,7 @@ def list_page(session: Session, principal: Principal, *, status: str | None, met
                                 dataset_id=dataset_id, release_id=release_id, after=after, limit=limit)
     results = repository.results_of(session, [r["id"] for r in rows])
     nxt = pagination.next_cursor(rows, limit)
-    return {"items": [to_response(session, r, results[r["id"]]) for r in rows], "next": nxt}
+    return {"items": [to_response(session, r, principal, results[r["id"]]) for r in rows], "next": nxt}
 
 
 def cancel(session: Session, principal: Principal, job_id: uuid.UUID) -> dict[str, Any]:
@@ -202,7 +219,7 @@ def cancel(session: Session, principal: Principal, job_id: uuid.UUID) -> dict[st
                subject_type="job", subject_id=job_id, dataset_id=row["dataset_id"])
     else:
         raise Conflict(f"job {job_id} has already finished ({row['status']})")
-    return to_response(session, repository.get(session, job_id))
+    return to_response(session, repository.get(session, job_id), principal)
 
 
 def retry(session: Session, principal: Principal, job_id: uuid.UUID) -> dict[str, Any]:
@@ -215,4 +232,4 @@ def retry(session: Session, principal: Principal, job_id: uuid.UUID) -> dict[str
     record(session, tenant=row["tenant"], actor=principal.actor, action="job.retried",
            subject_type="job", subject_id=job_id, dataset_id=row["dataset_id"],
            details=None if debited is None else {"epsilon_debited": debited})
-    return to_response(session, repository.get(session, job_id))
+    return to_response(session, repository.get(session, job_id), principal)

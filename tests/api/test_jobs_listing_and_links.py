@@ -51,3 +51,26 @@ def test_jobs_filter_by_release(client, owner):
     assert nothing == {"items": [], "next": None}
     both = client.get("/v1/jobs", headers=auth(owner), params={"dataset_id": ds["id"]}).json()["items"]
     assert {j["id"] for j in both} == {on_dataset["id"], on_release.json()["id"]}
+
+
+def test_a_failure_on_raw_data_shows_its_message_to_owners_only(client, make_key):
+    """"values outside the declared categories" describes the data: no ε covers it. Only owners
+    run jobs on raw data (and can read it); the tenant's analysts and admins see the type."""
+    tenant = f"t{uuid.uuid4().hex[:10]}"
+    owner, analyst, admin = make_key("owner", tenant), make_key("analyst", tenant), make_key("admin")
+    ds = upload(client, owner, b"a,b\n1,x\n2,y\n", "raw.csv").json()
+    job = submit(client, owner, "risk", {"quasi_identifiers": ["a"]}, dataset_id=ds["id"]).json()
+    message = "column 'b' holds values outside its declared categories"
+    with transaction() as s:
+        s.execute(text("UPDATE jobs SET status = 'failed', error = jsonb_build_object('type', "
+                       "'invalid_input', 'message', CAST(:m AS text)) WHERE id = :j"),
+                  {"m": message, "j": job["id"]})
+    seen = {}
+    for name, key in (("owner", owner), ("analyst", analyst), ("admin", admin)):
+        one = client.get(f"/v1/jobs/{job['id']}", headers=auth(key)).json()["error"]
+        page = client.get("/v1/jobs", headers=auth(key), params={"dataset_id": ds["id"]}).json()
+        listed = next(j for j in page["items"] if j["id"] == job["id"])["error"]
+        assert one == listed and one["type"] == "invalid_input"
+        seen[name] = one["message"]
+    assert seen["owner"] == message
+    assert seen["analyst"] == seen["admin"] != message and "withheld" in seen["analyst"]
