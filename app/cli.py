@@ -174,6 +174,38 @@ def cmd_keys_create(args) -> None:
           file=sys.stderr)
 
 
+def cmd_keys_list(args) -> None:
+    from app.auth.service import list_page
+    from app.db import transaction
+
+    _database_ready()
+    cursor = None
+    with transaction() as session:
+        while True:
+            page = list_page(session, tenant=args.tenant, cursor=cursor, limit=200)
+            for k in page["items"]:
+                state = f"revoked {k['revoked_at']:%Y-%m-%d %H:%M}" if k["revoked_at"] else "active"
+                print(f"{k['id']}  veil_{k['prefix']}_…  {k['tenant']:<20} {k['role']:<8} {state:<24} "
+                      f"{k['label'] or ''}")
+            if not (cursor := page["next"]):
+                break
+
+
+def cmd_keys_revoke(args) -> None:
+    """By key id, or by the key itself (a leaked key: its public prefix finds it)."""
+    from app.auth.service import key_id_of, revoke_key
+    from app.db import transaction
+    from app.errors import VeilError
+
+    _database_ready()
+    try:
+        with transaction() as session:
+            info = revoke_key(session, key_id_of(session, args.key), actor="cli")
+    except VeilError as exc:
+        sys.exit(f"veil keys revoke: {exc.detail}")
+    print(f"revoked key {info['id']} (tenant {info['tenant']}, role {info['role']})")
+
+
 def openapi_document() -> dict:
     from app.main import create_app
 
@@ -209,6 +241,12 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--role", required=True, choices=["owner", "analyst", "admin"])
     create.add_argument("--label", default=None)
     create.set_defaults(fn=cmd_keys_create)
+    listing = keys.add_parser("list", help="list the keys (never their secrets), revoked ones included")
+    listing.add_argument("--tenant", default=None)
+    listing.set_defaults(fn=cmd_keys_list)
+    revoke = keys.add_parser("revoke", help="revoke a key at once, by its id or by the key itself")
+    revoke.add_argument("key", help="the key's id (from `veil keys list`) or the whole key")
+    revoke.set_defaults(fn=cmd_keys_revoke)
     api = sub.add_parser("openapi", help="write the OpenAPI document")
     api.add_argument("--output", default="openapi/openapi.json")
     api.set_defaults(fn=cmd_openapi)

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
+from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
 
 from app.tables import api_keys
@@ -20,5 +22,31 @@ def find_by_prefix(session: Session, prefix: str):
     ).mappings().first()
 
 
+def find_any_by_prefix(session: Session, prefix: str):
+    """Revoked or not (find_by_prefix authenticates and skips revoked keys)."""
+    return session.execute(select(api_keys).where(api_keys.c.prefix == prefix)).mappings().first()
+
+
 def find_by_hash(session: Session, key_hash: str):
     return session.execute(select(api_keys).where(api_keys.c.key_hash == key_hash)).mappings().first()
+
+
+def get(session: Session, key_id: uuid.UUID):
+    return session.execute(select(api_keys).where(api_keys.c.id == key_id)).mappings().first()
+
+
+def list_page(session: Session, *, tenant: str | None, after: tuple[datetime, uuid.UUID] | None,
+              limit: int) -> list[dict[str, Any]]:
+    q = select(api_keys).order_by(api_keys.c.created_at.desc(), api_keys.c.id.desc()).limit(limit)
+    if tenant is not None:
+        q = q.where(api_keys.c.tenant == tenant)
+    if after is not None:
+        q = q.where((api_keys.c.created_at, api_keys.c.id) < after)
+    return [dict(r) for r in session.execute(q).mappings()]
+
+
+def revoke(session: Session, key_id: uuid.UUID):
+    """Set revoked_at once; None when the key is unknown or already revoked."""
+    return session.execute(
+        update(api_keys).where(api_keys.c.id == key_id, api_keys.c.revoked_at.is_(None))
+        .values(revoked_at=func.now()).returning(api_keys)).mappings().first()

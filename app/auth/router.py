@@ -1,10 +1,13 @@
 from __future__ import annotations
 
-from fastapi import APIRouter
+import uuid
+from typing import Annotated
 
+from fastapi import APIRouter, Query
+
+from app.auth import service
 from app.auth.dependencies import AdminPrincipal
-from app.auth.schemas import KeyCreate, KeyCreated
-from app.auth.service import create_key
+from app.auth.schemas import KeyCreate, KeyCreated, KeyInfo, KeyPage
 from app.deps import SessionDep
 from app.errors import problem_responses
 
@@ -15,6 +18,21 @@ router = APIRouter(prefix="/v1/keys", tags=["auth"])
              responses=problem_responses(401, 403, 422, 503))
 def create(body: KeyCreate, principal: AdminPrincipal, session: SessionDep) -> KeyCreated:
     """Create an API key for a tenant (admins only). The key is shown once."""
-    key_id, key = create_key(session, tenant=body.tenant, role=body.role, label=body.label,
-                             actor=principal.actor)
+    key_id, key = service.create_key(session, tenant=body.tenant, role=body.role, label=body.label,
+                                     actor=principal.actor)
     return KeyCreated(id=key_id, tenant=body.tenant, role=body.role, key=key)
+
+
+@router.get("", response_model=KeyPage, responses=problem_responses(401, 403, 422, 503))
+def list_keys(principal: AdminPrincipal, session: SessionDep, tenant: str | None = None,
+              cursor: str | None = None,
+              limit: Annotated[int, Query(ge=1, le=200)] = 50) -> KeyPage:
+    """Every key (admins only), newest first, revoked ones included; never a secret."""
+    return KeyPage(**service.list_page(session, tenant=tenant, cursor=cursor, limit=limit))
+
+
+@router.delete("/{key_id}", response_model=KeyInfo, responses=problem_responses(401, 403, 404, 409, 422, 503))
+def revoke(key_id: uuid.UUID, principal: AdminPrincipal, session: SessionDep) -> KeyInfo:
+    """Revoke a key (admins only): refused from the next request on. Kept in the list with its
+    revocation time; a revoked key cannot be restored (create a new one)."""
+    return KeyInfo(**service.revoke_key(session, key_id, actor=principal.actor))

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -36,3 +37,19 @@ class KeyCreated(BaseModel):
     tenant: str
     role: Role
     key: str = Field(..., description="the API key; shown once, stored only as a hash")
+
+
+class KeyInfo(BaseModel):
+    """A key as listed: never its secret (only its SHA-256 is stored)."""
+    id: uuid.UUID
+    tenant: str
+    role: Role
+    label: str | None
+    prefix: str = Field(..., description="the public part after veil_: identifies the key in logs")
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+class KeyPage(BaseModel):
+    items: list[KeyInfo]
+    next: str | None

@@ -7,13 +7,17 @@ import hashlib
 import hmac
 import secrets
 import uuid
+from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app import pagination
 from app.audit.service import record
 from app.auth import repository
 from app.auth.schemas import Principal, Role
-from app.errors import Unauthorized, Unprocessable
+from app.errors import Conflict, NotFound, Unauthorized, Unprocessable
+
+_LISTED = ("id", "tenant", "role", "label", "prefix", "created_at", "revoked_at")
 
 
 def hash_key(key: str) -> str:
@@ -61,3 +65,35 @@ def authenticate(session: Session, authorization: str | None) -> Principal:
     if row is None or not hmac.compare_digest(row["key_hash"], hash_key(key)):
         raise Unauthorized("invalid API key", headers={"WWW-Authenticate": "Bearer"})
     return Principal(key_id=row["id"], tenant=row["tenant"], role=Role(row["role"]))
+
+
+def list_page(session: Session, *, tenant: str | None, cursor: str | None, limit: int) -> dict[str, Any]:
+    rows = repository.list_page(session, tenant=tenant, after=pagination.decode(cursor), limit=limit)
+    return {"items": [{k: r[k] for k in _LISTED} for r in rows],
+            "next": pagination.next_cursor(rows, limit)}
+
+
+def revoke_key(session: Session, key_id: uuid.UUID, *, actor: str) -> dict[str, Any]:
+    """Revoke at once: authentication reads the key's row on every request."""
+    row = repository.revoke(session, key_id)
+    if row is None:
+        existing = repository.get(session, key_id)
+        if existing is None:
+            raise NotFound(f"key {key_id} not found")
+        raise Conflict(f"key {key_id} was already revoked at {existing['revoked_at'].isoformat()}")
+    record(session, tenant=row["tenant"], actor=actor, action="key.revoked", subject_type="api_key",
+           subject_id=str(key_id), details={"role": row["role"], "label": row["label"]})
+    return {k: row[k] for k in _LISTED}
+
+
+def key_id_of(session: Session, id_or_key: str) -> uuid.UUID:
+    """A key's id from its id or from the whole key (what an operator holds when a key leaks)."""
+    try:
+        return uuid.UUID(id_or_key)
+    except ValueError:
+        pass
+    prefix = _prefix_of(id_or_key.strip())
+    row = repository.find_any_by_prefix(session, prefix) if prefix else None
+    if row is None or not hmac.compare_digest(row["key_hash"], hash_key(id_or_key.strip())):
+        raise NotFound("no such key: give a key id (veil keys list) or the whole key")
+    return row["id"]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import uuid
+
+import pytest
 from sqlalchemy import text
 
 from app.db import transaction
@@ -67,3 +70,60 @@ def test_key_creation_refuses_fields_it_does_not_take(client, make_key):
         assert body["errors"][0]["loc"] == ["body", next(iter(extra))]
     made = client.post("/v1/keys", headers=auth(admin), json={"tenant": "t-extra", "role": "owner", "label": "ci"})
     assert made.status_code == 201 and made.json()["key"].startswith("veil_")
+
+
+def test_an_admin_lists_and_revokes_keys_and_a_revoked_key_is_refused_at_once(client, make_key):
+    tenant = f"t{uuid.uuid4().hex[:10]}"
+    admin, owner, analyst = make_key("admin"), make_key("owner", tenant), make_key("analyst", tenant)
+    assert client.get("/v1/datasets", headers=auth(owner)).status_code == 200
+    listed = client.get("/v1/keys", headers=auth(admin), params={"tenant": tenant}).json()
+    assert {k["role"] for k in listed["items"]} == {"owner", "analyst"} and listed["next"] is None
+    assert all(k["revoked_at"] is None and set(k) == {"id", "tenant", "role", "label", "prefix",
+                                                      "created_at", "revoked_at"} for k in listed["items"])
+    owner_key = owner["Authorization"].split()[1]
+    target = next(k for k in listed["items"] if owner_key.startswith(f"veil_{k['prefix']}_"))
+    for who in (owner, analyst):  # key management is the admins'
+        assert_problem(client.get("/v1/keys", headers=auth(who)), 403)
+        assert_problem(client.delete(f"/v1/keys/{target['id']}", headers=auth(who)), 403)
+    revoked = client.delete(f"/v1/keys/{target['id']}", headers=auth(admin))
+    assert revoked.status_code == 200 and revoked.json()["revoked_at"] is not None
+    assert_problem(client.get("/v1/datasets", headers=auth(owner)), 401, "invalid API key")
+    assert client.get("/v1/releases", headers=auth(analyst)).status_code == 200  # the other key still works
+    assert_problem(client.delete(f"/v1/keys/{target['id']}", headers=auth(admin)), 409, "already revoked")
+    assert_problem(client.delete(f"/v1/keys/{uuid.uuid4()}", headers=auth(admin)), 404, "not found")
+    after = client.get("/v1/keys", headers=auth(admin), params={"tenant": tenant}).json()["items"]
+    assert next(k for k in after if k["id"] == target["id"])["revoked_at"] is not None
+    events = client.get("/v1/audit", headers=auth(admin), params={"tenant": tenant}).json()["items"]
+    assert any(e["action"] == "key.revoked" and e["subject"] == target["id"] for e in events)
+
+
+def test_keys_list_pages_by_cursor(client, make_key):
+    tenant = f"t{uuid.uuid4().hex[:10]}"
+    admin = make_key("admin")
+    made = {str(uuid.UUID(client.post("/v1/keys", headers=auth(admin), json={"tenant": tenant, "role": "analyst"})
+                          .json()["id"])) for _ in range(5)}
+    seen, cursor = [], None
+    while True:
+        page = client.get("/v1/keys", headers=auth(admin),
+                          params={"tenant": tenant, "limit": 2, **({"cursor": cursor} if cursor else {})}).json()
+        seen += [k["id"] for k in page["items"]]
+        if not (cursor := page["next"]):
+            break
+    assert sorted(seen) == sorted(made) and len(seen) == 5
+    assert_problem(client.get("/v1/keys", headers=auth(admin), params={"cursor": "nope"}), 422, "cursor")
+
+
+def test_cli_lists_and_revokes_a_leaked_key_given_as_the_key_itself(client, make_key, capsys):
+    from app.cli import main
+
+    owner = make_key("owner")
+    key = owner["Authorization"].split()[1]
+    main(["keys", "list", "--tenant", owner["X-Tenant"]])
+    assert f"veil_{key.split('_')[1]}_…" in capsys.readouterr().out
+    main(["keys", "revoke", key])
+    assert "revoked key" in capsys.readouterr().out
+    assert_problem(client.get("/v1/datasets", headers=auth(owner)), 401)
+    with pytest.raises(SystemExit, match="already revoked"):
+        main(["keys", "revoke", key])
+    with pytest.raises(SystemExit, match="no such key"):
+        main(["keys", "revoke", "veil_nothere_secret"])

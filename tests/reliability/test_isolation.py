@@ -47,6 +47,9 @@ TABLE = {
     "POST /v1/jobs/{job_id}/retry": {"owner": 403, "analyst": 403, "admin": 409, "other": 403,
                                      "other_analyst": 403},
     "POST /v1/keys": {"owner": 403, "analyst": 403, "admin": 201, "other": 403, "other_analyst": 403},
+    "GET /v1/keys": {"owner": 403, "analyst": 403, "admin": 200, "other": 403, "other_analyst": 403},
+    "DELETE /v1/keys/{key_id}": {"owner": 403, "analyst": 403, "admin": 200, "other": 403,
+                                 "other_analyst": 403},
     "GET /v1/models/{model_id}": READER_OBJECT,
     "POST /v1/models/{model_id}/predict": READER_OBJECT,
     "GET /v1/releases": {"owner": 200, "analyst": 200, "admin": 403, "other": 200, "other_analyst": 200},
@@ -68,6 +71,8 @@ def world(client, make_key):
     r = client.put(f"/v1/datasets/{a['dataset']['id']}/hierarchies/sex", content=b"M;*\nF;*\n",
                    headers={**auth(a["owner"]), "Content-Type": "text/csv"})
     assert r.status_code == 200, r.text
+    made = client.post("/v1/keys", headers=auth(keys["admin"]), json={"tenant": "victim-key", "role": "analyst"})
+    a["victim_key_id"] = made.json()["id"]  # the one key the admin's DELETE revokes
     return a, keys, victims
 
 
@@ -76,7 +81,7 @@ def _request(op: str, a: dict, victim: str) -> tuple[str, str, dict]:
     path = op.split(" ", 1)[1].replace(" (on a release)", "")
     path = path.format(dataset_id=victim if op.startswith("DELETE") else ds, release_id=rel,
                        job_id=job, model_id=a["model_id"], report_id=a["risk_report_id"],
-                       column="sex", filename="class_sizes.png", name="errph")
+                       column="sex", filename="class_sizes.png", name="errph", key_id=a["victim_key_id"])
     kwargs: dict = {}
     if op == "POST /v1/datasets":
         kwargs = {"files": {"file": ("x.csv", b"a\n1\n2\n")}}
