@@ -24,7 +24,7 @@ from app.errors import (BadRequest, FrameworkError, InternalError, MethodNotAllo
                         ServiceUnavailable, Unprocessable, VeilError)
 from app.jobs.router import router as jobs_router
 from app.methods.router import router as methods_router
-from app.middleware import BodyLimit, InFlightLimit, RequestContext
+from app.middleware import BodyLimit, HeadAsGet, InFlightLimit, RequestContext
 from app.models.router import router as models_router
 from app.ops.router import router as ops_router
 from app.releases.router import router as releases_router
@@ -74,7 +74,7 @@ def create_app() -> FastAPI:
     if not logging.getLogger().handlers:  # an API process spawned by `veil serve` (uvicorn workers)
         logging_setup.configure(settings.log_level)
     app = FastAPI(title="Veil", version=code_version().split("+")[0], description=DESCRIPTION,
-                  openapi_url="/openapi.json")
+                  openapi_url="/openapi.json", redirect_slashes=False)
 
     @app.exception_handler(VeilError)
     async def veil_error(request: Request, exc: VeilError):
@@ -97,8 +97,12 @@ def create_app() -> FastAPI:
             return _problem(Unprocessable(f"the request body cannot be parsed: {detail}"), request)
         headers = getattr(exc, "headers", None)
         if exc.status_code == 404:
-            return _problem(NotFound(f"no resource at {request.url.path}" if detail == "Not Found"
-                                     else detail, headers=headers), request)
+            path = request.url.path
+            if detail == "Not Found":  # no route. No slash redirect: a 307 to http:// breaks behind TLS
+                detail = f"no resource at {path}"
+                if len(path) > 1 and path.endswith("/"):
+                    detail += f"; paths take no trailing slash: {path.rstrip('/')}"
+            return _problem(NotFound(detail, headers=headers), request)
         if exc.status_code == 405:
             return _problem(MethodNotAllowed(detail, headers=headers), request)
         return _problem(FrameworkError(exc.status_code, detail, headers), request)
@@ -140,5 +144,6 @@ def create_app() -> FastAPI:
     app.add_middleware(BodyLimit, upload_limit=settings.max_upload_bytes,
                        default_limit=max(settings.max_hierarchy_bytes, 32 * 1024 * 1024),
                        idle_timeout_s=settings.body_idle_timeout_s)
+    app.add_middleware(HeadAsGet)
     app.add_middleware(RequestContext)
     return app

@@ -1,6 +1,7 @@
-"""Pure ASGI middleware: request id + access log + latency metric, the body size limit
-(enforced while the body streams in, so an oversized upload is refused early), and the limit
-on requests in flight (so a burst waits in the event loop instead of starving the threads)."""
+"""Pure ASGI middleware: request id + access log + latency metric, HEAD answered as GET
+without its body, the body size limit (enforced while the body streams in, so an oversized
+upload is refused early), and the limit on requests in flight (so a burst waits in the event
+loop instead of starving the threads)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,30 @@ class RequestContext:
             log.info("request", extra={"method": scope["method"], "path": template,
                                        "status": status["code"], "duration_ms": round(elapsed * 1000, 2)})
             request_id_var.reset(token)
+
+
+class HeadAsGet:
+    """HEAD wherever GET works (RFC 9110 §9.3.2): FastAPI routes declare GET only. The GET runs
+    and its headers (Content-Length, Content-Type, …) are sent; its body is not."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            return await self.app(scope, receive, send)
+        finished = False
+
+        async def headers_only(message):
+            nonlocal finished
+            if message["type"] == "http.response.body":
+                if finished or message.get("more_body", False):
+                    return  # a streamed body's chunks are dropped; its last message ends the answer
+                finished = True
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, headers_only)
 
 
 def is_upload(scope) -> bool:

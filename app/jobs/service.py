@@ -17,6 +17,7 @@ from app.audit.service import record
 from app.auth.schemas import Principal, Role
 from app.budgets import service as budgets
 from app.config import get_settings
+from app.datasets import repository as datasets_repo
 from app.datasets import service as datasets
 from app.datasets.schema import column_infos
 from app.jsonsafe import jsonable
@@ -226,6 +227,11 @@ def retry(session: Session, principal: Principal, job_id: uuid.UUID) -> dict[str
     row = _visible(session, principal, job_id, for_update=True)
     if row["status"] != "failed":
         raise Conflict(f"only failed jobs can be retried; job {job_id} is {row['status']}")
+    if row["release_id"] is None and row["dataset_id"] is not None:  # a job on raw data
+        ds = datasets_repo.get(session, row["tenant"], row["dataset_id"])
+        if ds is None or ds["deleted_at"] is not None:
+            raise Conflict(f"job {job_id} cannot run again: its dataset {row['dataset_id']} was deleted "
+                           "and its data purged")
     debited = budgets.debit_again_if_refunded(session, job=row, actor=principal.key_id)
     repository.requeue_for_retry(session, job_id)
     repository.set_queue_job_id(session, job_id, queue.defer(session, job_id))

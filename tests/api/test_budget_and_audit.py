@@ -234,6 +234,21 @@ def test_retrying_a_job_that_kept_its_debit_debits_nothing(client, owner, make_k
     assert [e["kind"] for e in entries] == ["debit"]
 
 
+def test_a_job_whose_dataset_was_deleted_cannot_be_retried(client, owner, make_key):
+    """It would only fail again as input_deleted (the data is purged): 409 naming why."""
+    admin = make_key("admin")
+    ds = _binary_dataset(client, owner)
+    job = submit(client, owner, "errph", {"p0": P0_FOR_06, "columns": ["b"]}, dataset_id=ds["id"]).json()
+    with transaction() as s:
+        s.execute(text("UPDATE jobs SET status = 'failed', finished_at = now(), "
+                       "error = '{\"type\": \"input_deleted\", \"message\": \"m\"}' WHERE id = :j"),
+                  {"j": job["id"]})
+    assert client.delete(f"/v1/datasets/{ds['id']}", headers=auth(owner)).status_code == 204
+    assert_problem(client.post(f"/v1/jobs/{job['id']}/retry", headers=auth(admin)), 409,
+                   "cannot run again", "was deleted")
+    assert client.get(f"/v1/jobs/{job['id']}", headers=auth(owner)).json()["status"] == "failed"
+
+
 @pytest.mark.parametrize("cursor", ["99999999999999999999", "１２", "", "-1", "1e3"])
 def test_a_cursor_that_no_page_gave_is_named(client, owner, cursor):
     """A cursor past the bigint range reached PostgreSQL and came back as the generic

@@ -18,6 +18,26 @@ def test_unknown_route_and_method(client):
     assert assert_problem(client.delete("/v1/methods"), 405)["type"].endswith("/method-not-allowed")
 
 
+def test_a_trailing_slash_is_a_404_naming_the_path_not_a_redirect(client, owner):
+    r = client.get("/v1/datasets/", headers=auth(owner), follow_redirects=False)
+    assert_problem(r, 404, "paths take no trailing slash: /v1/datasets")
+    assert "location" not in r.headers
+
+
+def test_head_works_wherever_get_does(client, owner):
+    """RFC 9110: HEAD answers GET's status and headers without the body (FastAPI declares GET only)."""
+    ds = upload(client, owner, b"a,b\n1,x\n2,y\n", "head.csv").json()
+    for path, headers in (("/v1/methods", {}), (f"/v1/datasets/{ds['id']}/data?format=csv", auth(owner))):
+        got, head = client.get(path, headers=headers), client.head(path, headers=headers)
+        assert got.status_code == head.status_code == 200 and got.content and head.content == b""
+        assert head.headers["content-type"] == got.headers["content-type"]
+        assert head.headers.get("content-length") in (None, str(len(got.content)))
+    assert client.head(f"/v1/datasets/{ds['id']}").status_code == 401
+    missing = client.head("/v1/nothing")
+    assert missing.status_code == 404 and missing.content == b""
+    assert client.head("/v1/jobs/00000000-0000-0000-0000-000000000000/cancel", headers=auth(owner)).status_code == 405
+
+
 def test_one_problem_type_per_status_whoever_raises_it(client, owner):
     """A 422 from request validation, an unparsable body and the service's own checks are one
     kind of problem to a caller: the same ``type`` URI."""
