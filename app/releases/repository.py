@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import insert, select
@@ -18,10 +19,14 @@ def get(session: Session, release_id: uuid.UUID, tenant: str):
                                                   releases.c.tenant == tenant)).mappings().first()
 
 
-def list_for_dataset(session: Session, tenant: str, dataset_id: uuid.UUID | None, limit: int,
-                     offset: int) -> list[dict[str, Any]]:
+def list_page(session: Session, tenant: str, *, dataset_id: uuid.UUID | None, method: str | None,
+              after: tuple[datetime, uuid.UUID] | None, limit: int) -> list[dict[str, Any]]:
     q = (select(releases).where(releases.c.tenant == tenant)
-         .order_by(releases.c.created_at.desc()).limit(limit).offset(offset))
+         .order_by(releases.c.created_at.desc(), releases.c.id.desc()).limit(limit))
     if dataset_id is not None:
         q = q.where(releases.c.dataset_id == dataset_id)
+    if method is not None:
+        q = q.where(releases.c.method == method)
+    if after is not None:
+        q = q.where((releases.c.created_at, releases.c.id) < after)
     return [dict(r) for r in session.execute(q).mappings()]

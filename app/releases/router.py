@@ -10,18 +10,20 @@ from app.auth.dependencies import ReaderPrincipal
 from app.deps import SessionDep
 from app.errors import problem_responses
 from app.releases import service
-from app.releases.schemas import Release
+from app.releases.schemas import Release, ReleasePage
 
 router = APIRouter(prefix="/v1/releases", tags=["releases"])
 
 _MEDIA = {"csv": "text/csv", "jsonl": "application/x-ndjson", "parquet": "application/vnd.apache.parquet"}
 
 
-@router.get("", response_model=list[Release], responses=problem_responses(401, 403, 422, 503))
+@router.get("", response_model=ReleasePage, responses=problem_responses(401, 403, 422, 503))
 def list_releases(principal: ReaderPrincipal, session: SessionDep, dataset_id: uuid.UUID | None = None,
-                  limit: Annotated[int, Query(ge=1, le=200)] = 50,
-                  offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0) -> list[Release]:
-    return [Release(**r) for r in service.list_releases(session, principal, dataset_id, limit, offset)]
+                  method: str | None = None, cursor: str | None = None,
+                  limit: Annotated[int, Query(ge=1, le=200)] = 50) -> ReleasePage:
+    """The tenant's releases, newest first, paginated by `next` (as datasets and jobs are)."""
+    return ReleasePage(**service.list_page(session, principal, dataset_id=dataset_id, method=method,
+                                           cursor=cursor, limit=limit))
 
 
 @router.get("/{release_id}", response_model=Release, responses=problem_responses(401, 403, 404, 422, 503))

@@ -33,3 +33,8 @@ class Release(BaseModel):
     columns: list[dict[str, Any]]
     provenance: Provenance
     links: dict[str, str]
+
+
+class ReleasePage(BaseModel):
+    items: list[Release]
+    next: str | None

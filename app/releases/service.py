@@ -14,7 +14,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from sqlalchemy.orm import Session
 
-from app import codec
+from app import codec, pagination
 from app.audit.service import record
 from app.auth.schemas import Principal
 from app.blobs import repository as blobs
@@ -76,10 +76,11 @@ def get(session: Session, principal: Principal, release_id: uuid.UUID) -> dict[s
     return to_response(get_row(session, principal, release_id))
 
 
-def list_releases(session: Session, principal: Principal, dataset_id: uuid.UUID | None,
-                  limit: int, offset: int) -> list[dict[str, Any]]:
-    return [to_response(r) for r in repository.list_for_dataset(session, principal.tenant,
-                                                                dataset_id, limit, offset)]
+def list_page(session: Session, principal: Principal, *, dataset_id: uuid.UUID | None,
+              method: str | None, cursor: str | None, limit: int) -> dict[str, Any]:
+    rows = repository.list_page(session, principal.tenant, dataset_id=dataset_id, method=method,
+                                after=pagination.decode(cursor), limit=limit)
+    return {"items": [to_response(r) for r in rows], "next": pagination.next_cursor(rows, limit)}
 
 
 def download(session: Session, principal: Principal, release_id: uuid.UUID, fmt: str

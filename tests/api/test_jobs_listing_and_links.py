@@ -53,6 +53,29 @@ def test_jobs_filter_by_release(client, owner):
     assert {j["id"] for j in both} == {on_dataset["id"], on_release.json()["id"]}
 
 
+def test_releases_page_by_cursor_and_filter_by_dataset_and_method(client, owner):
+    """The release list paged by offset (a release made between two pages shifted the next one
+    and repeated a row) and ignored `cursor` and `method`: it pages like datasets and jobs now."""
+    ds = upload(client, owner, b"a,b\n1,x\n2,y\n", "pages.csv").json()
+    made = [_store_release(submit(client, owner, "risk", {"quasi_identifiers": ["a"]},
+                                  dataset_id=ds["id"]).json()) for _ in range(5)]
+    seen, cursor, pages = [], None, 0
+    while True:
+        params = {"dataset_id": ds["id"], "limit": 2, **({"cursor": cursor} if cursor else {})}
+        page = client.get("/v1/releases", headers=auth(owner), params=params).json()
+        if pages == 0:  # a release made meanwhile is not seen again, nor does it shift the pages
+            _store_release(submit(client, owner, "risk", {"quasi_identifiers": ["a"]}, dataset_id=ds["id"]).json())
+        seen += [r["id"] for r in page["items"]]
+        pages += 1
+        if not (cursor := page["next"]):
+            break
+    assert seen == [str(r) for r in reversed(made)]  # newest first, each once
+    assert client.get("/v1/releases", headers=auth(owner),
+                      params={"dataset_id": ds["id"], "method": "errph"}).json() == {"items": [], "next": None}
+    by_method = client.get("/v1/releases", headers=auth(owner), params={"dataset_id": ds["id"], "method": "risk"})
+    assert len(by_method.json()["items"]) == 6
+
+
 def test_a_failure_on_raw_data_shows_its_message_to_owners_only(client, make_key):
     """"values outside the declared categories" describes the data: no ε covers it. Only owners
     run jobs on raw data (and can read it); the tenant's analysts and admins see the type."""
