@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 from app.audit import repository
 from app.audit.schemas import AuditEvent, AuditPage
 from app.auth.dependencies import AnyPrincipal
+from app.auth.service import tenant_scope
 from app.auth.schemas import Role
 from app.deps import SessionDep
 from app import pagination
@@ -30,8 +31,7 @@ def list_audit(
     """The append-only audit trail of the caller's tenant (owners; admins across tenants)."""
     if principal.role == Role.analyst:
         raise Forbidden("the audit trail is readable by owners and admins")
-    if principal.role != Role.admin:
-        tenant = principal.tenant
+    tenant = tenant_scope(principal, tenant)
     after_id = pagination.decode_id(cursor)
     rows = repository.list_events(session, tenant=tenant, dataset_id=dataset_id,
                                   release_id=release_id, actor=actor, action=action, since=since,

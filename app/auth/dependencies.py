@@ -31,3 +31,4 @@ AnyPrincipal = Annotated[Principal, Depends(current_principal)]
 OwnerPrincipal = Annotated[Principal, Depends(require(Role.owner))]
 ReaderPrincipal = Annotated[Principal, Depends(require(Role.owner, Role.analyst))]
 AdminPrincipal = Annotated[Principal, Depends(require(Role.admin))]
+

@@ -15,7 +15,7 @@ from app import pagination
 from app.audit.service import record
 from app.auth import repository
 from app.auth.schemas import Principal, Role
-from app.errors import Conflict, NotFound, Unauthorized, Unprocessable
+from app.errors import Conflict, Forbidden, NotFound, Unauthorized, Unprocessable
 
 _LISTED = ("id", "tenant", "role", "label", "prefix", "created_at", "revoked_at")
 
@@ -97,3 +97,13 @@ def key_id_of(session: Session, id_or_key: str) -> uuid.UUID:
     if row is None or not hmac.compare_digest(row["key_hash"], hash_key(id_or_key.strip())):
         raise NotFound("no such key: give a key id (veil keys list) or the whole key")
     return row["id"]
+
+
+def tenant_scope(principal: Principal, asked: str | None) -> str | None:
+    """The tenant a listing covers: an admin's choice (None: every tenant), else the caller's
+    own — a non-admin naming another tenant is refused, not silently given their own."""
+    if principal.role == Role.admin:
+        return asked
+    if asked is not None and asked != principal.tenant:
+        raise Forbidden(f"only admins list other tenants; your key belongs to tenant {principal.tenant!r}")
+    return principal.tenant

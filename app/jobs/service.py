@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from app import pagination
 from app.audit.service import record
 from app.auth.schemas import Principal, Role
+from app.auth.service import tenant_scope
 from app.budgets import service as budgets
 from app.config import get_settings
 from app.datasets import repository as datasets_repo
@@ -190,8 +191,7 @@ def get(session: Session, principal: Principal, job_id: uuid.UUID) -> dict[str, 
 def list_page(session: Session, principal: Principal, *, status: str | None, method: str | None,
               dataset_id: uuid.UUID | None, tenant: str | None, cursor: str | None,
               limit: int, release_id: uuid.UUID | None = None) -> dict[str, Any]:
-    if principal.role != Role.admin:
-        tenant = principal.tenant
+    tenant = tenant_scope(principal, tenant)
     after = pagination.decode(cursor)
     rows = repository.list_page(session, tenant=tenant, status=status, method=method,
                                 dataset_id=dataset_id, release_id=release_id, after=after, limit=limit)

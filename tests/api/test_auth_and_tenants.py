@@ -127,3 +127,16 @@ def test_cli_lists_and_revokes_a_leaked_key_given_as_the_key_itself(client, make
         main(["keys", "revoke", key])
     with pytest.raises(SystemExit, match="no such key"):
         main(["keys", "revoke", "veil_nothere_secret"])
+
+
+def test_a_non_admin_naming_another_tenant_is_refused_not_given_its_own(client, make_key):
+    """`?tenant=acme` from an owner used to answer with the owner's own events, as if granted."""
+    owner = make_key("owner")
+    own = owner["X-Tenant"]
+    for path in ("/v1/audit", "/v1/jobs"):
+        assert_problem(client.get(path, headers=auth(owner), params={"tenant": "acme"}), 403,
+                       f"only admins list other tenants; your key belongs to tenant '{own}'")
+        assert client.get(path, headers=auth(owner), params={"tenant": own}).status_code == 200
+    admin = make_key("admin")
+    events = client.get("/v1/audit", headers=auth(admin), params={"tenant": own}).json()["items"]
+    assert events and {e["tenant"] for e in events} == {own}
