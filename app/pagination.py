@@ -6,8 +6,6 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-import pandas as pd
-
 from app.errors import Unprocessable
 
 
@@ -16,7 +14,10 @@ def decode(cursor: str | None) -> tuple[datetime, uuid.UUID] | None:
         return None
     try:
         ts, ident = cursor.split("_", 1)
-        return pd.Timestamp(ts).to_pydatetime(), uuid.UUID(ident)
+        at = datetime.fromisoformat(ts)  # what next_cursor wrote; not pandas' "now", "today", …
+        if at.tzinfo is None:
+            raise ValueError("a cursor's time carries its offset")
+        return at, uuid.UUID(ident)
     except ValueError:
         raise Unprocessable("cursor must be the `next` value of a previous page") from None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+import uuid
 
 import pytest
 from sqlalchemy import text
@@ -255,5 +256,14 @@ def test_a_cursor_that_no_page_gave_is_named(client, owner, cursor):
     'a value in the request cannot be processed'; full-width digits passed `isdigit`."""
     ds = _binary_dataset(client, owner)
     for url in ("/v1/audit", f"/v1/datasets/{ds['id']}/budget/entries"):
+        assert_problem(client.get(url, headers=auth(owner), params={"cursor": cursor}), 422,
+                       "cursor must be the `next` value")
+
+
+@pytest.mark.parametrize("cursor", [f"now_{uuid.uuid4()}", f"today_{uuid.uuid4()}",
+                                    f"2026-01-01T00:00:00_{uuid.uuid4()}", "2026-01-01T00:00:00+00:00_x"])
+def test_a_time_cursor_that_no_page_gave_is_named(client, owner, cursor):
+    """pandas read 'now' and 'today' as times: such a cursor paged from an arbitrary point."""
+    for url in ("/v1/jobs", "/v1/releases", "/v1/datasets"):
         assert_problem(client.get(url, headers=auth(owner), params={"cursor": cursor}), 422,
                        "cursor must be the `next` value")
