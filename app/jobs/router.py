@@ -32,7 +32,7 @@ def submit_job(body: Annotated[JobRequest, Body()], response: Response, principa
     return Job(**job)
 
 
-@router.get("", response_model=JobPage, responses=problem_responses(401, 422, 503))
+@router.get("", response_model=JobPage, responses=problem_responses(401, 403, 422, 503))
 def list_jobs(principal: AnyPrincipal, session: SessionDep,
               status: JobStatus | None = None, method: str | None = None,
               dataset_id: uuid.UUID | None = None,

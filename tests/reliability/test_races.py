@@ -35,11 +35,19 @@ def _charged(columns: list[dict], p0: float) -> float:
 
 
 def p0_for(columns: list[dict], target: float) -> tuple[float, float]:
-    """The largest p0 whose charged ε is ≤ target (and the charge)."""
-    p0 = (math.exp(target) - 1) / (math.exp(target) + 1)
-    while Decimal(repr(_charged(columns, p0))) > Decimal(repr(target)):
-        p0 = math.nextafter(p0, 0)
-    return p0, _charged(columns, p0)
+    """A p0 whose charged ε is ≤ target and within 10⁻¹² of it (and the charge). Bisection: the
+    charge is the realized-threshold bound, a few 2⁻³² above the formula, so stepping down from
+    the formula's p0 one float at a time would take millions of steps."""
+    def fits(p0: float) -> bool:
+        return Decimal(repr(_charged(columns, p0))) <= Decimal(repr(target))
+
+    lo, hi = 0.0, (math.exp(target) - 1) / (math.exp(target) + 1)
+    if fits(hi):
+        return hi, _charged(columns, hi)
+    while hi - lo > 1e-13:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo, _charged(columns, lo)
 
 
 class Racer:
