@@ -33,3 +33,18 @@ def decode_id(cursor: str | None) -> int | None:
 
 def next_cursor(rows: list[dict[str, Any]], limit: int) -> str | None:
     return f"{rows[-1]['created_at'].isoformat()}_{rows[-1]['id']}" if len(rows) == limit else None
+
+
+def newest_first(query, table, after: tuple[datetime, uuid.UUID] | None, limit: int):
+    """``query`` over ``table`` as one keyset page: newest first by (created_at, id), after the
+    cursor's row. The repositories' list queries share it."""
+    query = query.order_by(table.c.created_at.desc(), table.c.id.desc()).limit(limit)
+    return query if after is None else query.where((table.c.created_at, table.c.id) < after)
+
+
+def where_given(query, table, **equals):
+    """``query`` restricted to ``table.c[name] == value`` for every filter a caller gave (not None)."""
+    for name, value in equals.items():
+        if value is not None:
+            query = query.where(table.c[name] == value)
+    return query

@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
 
+from app.pagination import newest_first, where_given
 from app.tables import api_keys
 
 
@@ -37,12 +38,8 @@ def get(session: Session, key_id: uuid.UUID):
 
 def list_page(session: Session, *, tenant: str | None, after: tuple[datetime, uuid.UUID] | None,
               limit: int) -> list[dict[str, Any]]:
-    q = select(api_keys).order_by(api_keys.c.created_at.desc(), api_keys.c.id.desc()).limit(limit)
-    if tenant is not None:
-        q = q.where(api_keys.c.tenant == tenant)
-    if after is not None:
-        q = q.where((api_keys.c.created_at, api_keys.c.id) < after)
-    return [dict(r) for r in session.execute(q).mappings()]
+    q = where_given(select(api_keys), api_keys, tenant=tenant)
+    return [dict(r) for r in session.execute(newest_first(q, api_keys, after, limit)).mappings()]
 
 
 def revoke(session: Session, key_id: uuid.UUID):

@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
 
+from app.pagination import newest_first
 from app.tables import datasets, hierarchies
 
 NAME_LENGTH: int = datasets.c.name.type.length  # the longest dataset name the table holds
@@ -30,11 +31,8 @@ def by_idempotency_key(session: Session, tenant: str, key: str):
 
 def list_page(session: Session, tenant: str, *, after: tuple[datetime, uuid.UUID] | None,
               limit: int) -> list[dict[str, Any]]:
-    q = (select(datasets).where(datasets.c.tenant == tenant, datasets.c.deleted_at.is_(None))
-         .order_by(datasets.c.created_at.desc(), datasets.c.id.desc()).limit(limit))
-    if after is not None:
-        q = q.where((datasets.c.created_at, datasets.c.id) < after)
-    return [dict(r) for r in session.execute(q).mappings()]
+    q = select(datasets).where(datasets.c.tenant == tenant, datasets.c.deleted_at.is_(None))
+    return [dict(r) for r in session.execute(newest_first(q, datasets, after, limit)).mappings()]
 
 
 def set_columns(session: Session, dataset_id: uuid.UUID, columns: list[dict], blob_id=None) -> None:

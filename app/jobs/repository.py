@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import func, insert, literal, select, text, union_all, update
 from sqlalchemy.orm import Session
 
+from app.pagination import newest_first, where_given
 from app.tables import jobs, models, releases, reports
 
 ACTIVE = ("queued", "running")
@@ -47,15 +48,9 @@ def count_active(session: Session, tenant: str) -> int:
 def list_page(session: Session, *, tenant: str | None, status: str | None, method: str | None,
               dataset_id: uuid.UUID | None, after: tuple[datetime, uuid.UUID] | None, limit: int,
               release_id: uuid.UUID | None = None):
-    q = select(jobs).order_by(jobs.c.created_at.desc(), jobs.c.id.desc()).limit(limit)
-    for value, cond in ((tenant, jobs.c.tenant == tenant), (status, jobs.c.status == status),
-                        (method, jobs.c.method == method), (dataset_id, jobs.c.dataset_id == dataset_id),
-                        (release_id, jobs.c.release_id == release_id)):
-        if value is not None:
-            q = q.where(cond)
-    if after is not None:
-        q = q.where((jobs.c.created_at, jobs.c.id) < after)
-    return [dict(r) for r in session.execute(q).mappings()]
+    q = where_given(select(jobs), jobs, tenant=tenant, status=status, method=method,
+                    dataset_id=dataset_id, release_id=release_id)
+    return [dict(r) for r in session.execute(newest_first(q, jobs, after, limit)).mappings()]
 
 
 def results_of(session: Session, job_ids: list[uuid.UUID]) -> dict[uuid.UUID, dict[str, Any]]:

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.auth.dependencies import ReaderPrincipal
@@ -36,6 +36,20 @@ class Prediction(BaseModel):
     predictions: list[Any]
     classes: list[str]
     probabilities: list[list[float]] | None
+
+
+class ModelPage(BaseModel):
+    items: list[Model]
+    next: str | None
+
+
+@router.get("", response_model=ModelPage, responses=problem_responses(401, 403, 422, 503))
+def list_models(principal: ReaderPrincipal, session: SessionDep, release_id: uuid.UUID | None = None,
+                method: str | None = None, cursor: str | None = None,
+                limit: Annotated[int, Query(ge=1, le=200)] = 50) -> ModelPage:
+    """The tenant's models, newest first, paginated by `next`."""
+    return ModelPage(**service.list_page(session, principal, release_id=release_id, method=method,
+                                         cursor=cursor, limit=limit))
 
 
 @router.get("/{model_id}", response_model=Model, responses=problem_responses(401, 403, 404, 422, 503))

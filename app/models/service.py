@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from sqlalchemy.orm import Session
 
+from app import pagination
 from app.audit.service import record
 from app.auth.schemas import Principal
 from app.blobs import repository as blobs
@@ -44,6 +45,13 @@ def to_response(row) -> dict[str, Any]:
             "release_id": row["release_id"], "metadata": row["metadata"], "metrics": row["metrics"],
             "created_at": row["created_at"],
             "links": {"predict": f"/v1/models/{row['id']}/predict"}}
+
+
+def list_page(session: Session, principal: Principal, *, release_id: uuid.UUID | None,
+              method: str | None, cursor: str | None, limit: int) -> dict[str, Any]:
+    rows = repository.list_page(session, principal.tenant, release_id=release_id, method=method,
+                                after=pagination.decode(cursor), limit=limit)
+    return {"items": [to_response(r) for r in rows], "next": pagination.next_cursor(rows, limit)}
 
 
 def _numeric_features(metadata: dict[str, Any]) -> list[str]:

@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
+from app.pagination import newest_first, where_given
 from app.tables import releases
 
 
@@ -21,12 +22,5 @@ def get(session: Session, release_id: uuid.UUID, tenant: str):
 
 def list_page(session: Session, tenant: str, *, dataset_id: uuid.UUID | None, method: str | None,
               after: tuple[datetime, uuid.UUID] | None, limit: int) -> list[dict[str, Any]]:
-    q = (select(releases).where(releases.c.tenant == tenant)
-         .order_by(releases.c.created_at.desc(), releases.c.id.desc()).limit(limit))
-    if dataset_id is not None:
-        q = q.where(releases.c.dataset_id == dataset_id)
-    if method is not None:
-        q = q.where(releases.c.method == method)
-    if after is not None:
-        q = q.where((releases.c.created_at, releases.c.id) < after)
-    return [dict(r) for r in session.execute(q).mappings()]
+    q = where_given(select(releases), releases, tenant=tenant, dataset_id=dataset_id, method=method)
+    return [dict(r) for r in session.execute(newest_first(q, releases, after, limit)).mappings()]

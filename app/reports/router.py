@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Response
-from pydantic import BaseModel
+from fastapi import APIRouter, Query, Response
+from pydantic import BaseModel, Field
 
 from app.auth.dependencies import ReaderPrincipal
 from app.deps import SessionDep
@@ -15,15 +15,33 @@ from app.reports import service
 router = APIRouter(prefix="/v1/reports", tags=["reports"])
 
 
-class Report(BaseModel):
+class ReportSummary(BaseModel):
     id: uuid.UUID
     kind: str
     job_id: uuid.UUID
     dataset_id: uuid.UUID | None
     release_id: uuid.UUID | None
-    data: dict[str, Any]
     plots: dict[str, dict[str, str]]
     created_at: datetime
+    links: dict[str, str]
+
+
+class Report(ReportSummary):
+    data: dict[str, Any]
+
+
+class ReportPage(BaseModel):
+    items: list[ReportSummary] = Field(..., description="summaries: a report's data is at its `links.self`")
+    next: str | None
+
+
+@router.get("", response_model=ReportPage, responses=problem_responses(401, 403, 422, 503))
+def list_reports(principal: ReaderPrincipal, session: SessionDep, dataset_id: uuid.UUID | None = None,
+                 release_id: uuid.UUID | None = None, kind: str | None = None, cursor: str | None = None,
+                 limit: Annotated[int, Query(ge=1, le=200)] = 50) -> ReportPage:
+    """The tenant's reports, newest first, paginated by `next`."""
+    return ReportPage(**service.list_page(session, principal, dataset_id=dataset_id, release_id=release_id,
+                                          kind=kind, cursor=cursor, limit=limit))
 
 
 @router.get("/{report_id}", response_model=Report, responses=problem_responses(401, 403, 404, 422, 503))

@@ -5,6 +5,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app import pagination
 from app.audit.service import record
 from app.auth.schemas import Principal
 from app.blobs import repository as blobs
@@ -32,13 +33,25 @@ def get_row(session: Session, principal: Principal, report_id: uuid.UUID):
     return row
 
 
-def to_response(row) -> dict[str, Any]:
+def summary(row) -> dict[str, Any]:
     base = f"/v1/reports/{row['id']}/plots"
     return {"id": row["id"], "kind": row["kind"], "job_id": row["job_id"],
-            "dataset_id": row["dataset_id"], "release_id": row["release_id"], "data": row["data"],
+            "dataset_id": row["dataset_id"], "release_id": row["release_id"],
             "plots": {name: {fmt: f"{base}/{name}.{fmt}" for fmt in files}
                       for name, files in row["plots"].items()},
-            "created_at": row["created_at"]}
+            "created_at": row["created_at"], "links": {"self": f"/v1/reports/{row['id']}"}}
+
+
+def to_response(row) -> dict[str, Any]:
+    return {**summary(row), "data": row["data"]}
+
+
+def list_page(session: Session, principal: Principal, *, dataset_id: uuid.UUID | None,
+              release_id: uuid.UUID | None, kind: str | None, cursor: str | None,
+              limit: int) -> dict[str, Any]:
+    rows = repository.list_page(session, principal.tenant, dataset_id=dataset_id, release_id=release_id,
+                                kind=kind, after=pagination.decode(cursor), limit=limit)
+    return {"items": [summary(r) for r in rows], "next": pagination.next_cursor(rows, limit)}
 
 
 def plot(session: Session, principal: Principal, report_id: uuid.UUID, name: str, fmt: str) -> bytes:

@@ -53,6 +53,8 @@ TABLE = {
     "GET /v1/models/{model_id}": READER_OBJECT,
     "POST /v1/models/{model_id}/predict": READER_OBJECT,
     "GET /v1/releases": {"owner": 200, "analyst": 200, "admin": 403, "other": 200, "other_analyst": 200},
+    "GET /v1/reports": {"owner": 200, "analyst": 200, "admin": 403, "other": 200, "other_analyst": 200},
+    "GET /v1/models": {"owner": 200, "analyst": 200, "admin": 403, "other": 200, "other_analyst": 200},
     "GET /v1/releases/{release_id}": READER_OBJECT,
     "GET /v1/releases/{release_id}/data": READER_OBJECT,
     "GET /v1/reports/{report_id}": READER_OBJECT,
