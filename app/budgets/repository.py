@@ -64,10 +64,26 @@ def entries_after(session: Session, dataset_id: uuid.UUID, after: int | None, li
     return [dict(r) for r in session.execute(q.order_by(budget_entries.c.id).limit(limit)).mappings()]
 
 
-def net_for_job(session: Session, job_id: uuid.UUID) -> Decimal:
-    """What the ledger holds against one job: its debits minus its refunds."""
-    return session.execute(select(func.coalesce(func.sum(budget_entries.c.epsilon), 0))
-                           .where(budget_entries.c.job_id == job_id)).scalar_one()
+def holds_debit(session: Session, job_id: uuid.UUID) -> bool:
+    """Whether the ledger still holds the job's ε: more debits than refunds (a refund is always
+    of the whole ε; counting, not summing, because ∞ − ∞ has no value)."""
+    return session.execute(select(
+        func.count().filter(budget_entries.c.kind == "debit")
+        > func.count().filter(budget_entries.c.kind == "refund"))
+        .where(budget_entries.c.job_id == job_id)).scalar_one()
+
+
+def recompute_spent(session: Session, dataset_id: uuid.UUID) -> None:
+    """epsilon_spent := Σ of the ε the ledger holds, job by job. For an infinite refund, where
+    ``spent - ∞`` has no value. The row lock comes first, in its own statement, so the sum
+    (the next statement, a new snapshot) sees every debit committed before it."""
+    session.execute(text("SELECT 1 FROM budgets WHERE dataset_id = :d FOR UPDATE"), {"d": dataset_id})
+    session.execute(text(
+        "UPDATE budgets SET updated_at = now(), epsilon_spent = (SELECT COALESCE(SUM(held), 0) FROM ("
+        "  SELECT MAX(epsilon) FILTER (WHERE kind = 'debit') AS held FROM budget_entries"
+        "  WHERE dataset_id = :d GROUP BY job_id"
+        "  HAVING COUNT(*) FILTER (WHERE kind = 'debit') > COUNT(*) FILTER (WHERE kind = 'refund')) AS jobs) "
+        "WHERE dataset_id = :d"), {"d": dataset_id})
 
 
 def count_entries(session: Session, dataset_id: uuid.UUID) -> int:

@@ -36,9 +36,12 @@ def debit(session: Session, *, dataset_id: uuid.UUID, job_id: uuid.UUID, method:
 
 def refund(session: Session, *, dataset_id: uuid.UUID, job_id: uuid.UUID, method: str,
            epsilon: Decimal, actor: uuid.UUID) -> None:
-    repository.refund(session, dataset_id, epsilon)
     repository.add_entry(session, dataset_id=dataset_id, job_id=job_id, method=method,
                          kind="refund", epsilon=-epsilon, actor=actor)
+    if epsilon.is_finite():
+        repository.refund(session, dataset_id, epsilon)
+    else:  # an ∞ job cancelled while queued: spent − ∞ has no value, so sum what is still held
+        repository.recompute_spent(session, dataset_id)
 
 
 def debit_again_if_refunded(session: Session, *, job, actor: uuid.UUID) -> float | None:
@@ -46,14 +49,11 @@ def debit_again_if_refunded(session: Session, *, job, actor: uuid.UUID) -> float
     refunded: otherwise it could release without paying, and each failed rerun would refund
     once more (the spent figure falling below what was released). Returns what was debited."""
     epsilon = job["epsilon"]
-    if job["dataset_id"] is None or epsilon is None or not epsilon.is_finite():
-        return None
-    missing = epsilon - repository.net_for_job(session, job["id"])
-    if missing <= 0:
+    if job["dataset_id"] is None or epsilon is None or repository.holds_debit(session, job["id"]):
         return None
     debit(session, dataset_id=job["dataset_id"], job_id=job["id"], method=job["method"],
-          epsilon=float(missing), actor=actor)
-    return float(missing)
+          epsilon=float(epsilon), actor=actor)
+    return float(epsilon)
 
 
 # The budget view shows the latest entries of the ledger; the whole ledger is paginated

@@ -267,3 +267,25 @@ def test_a_time_cursor_that_no_page_gave_is_named(client, owner, cursor):
     for url in ("/v1/jobs", "/v1/releases", "/v1/datasets"):
         assert_problem(client.get(url, headers=auth(owner), params={"cursor": cursor}), 422,
                        "cursor must be the `next` value")
+
+
+def test_cancelling_a_queued_infinite_job_gives_back_the_infinity(client, owner):
+    """An ∞-priced job (mask p = 1) on a dataset without a cap is debited ∞; cancelled while
+    queued it is refunded, and spent − ∞ had no value: the budget read answered 500 ever after."""
+    ds = upload(client, owner, b"s,t\na,x\nb,y\na,y\n", "inf.csv").json()
+    url = f"/v1/datasets/{ds['id']}/budget"
+    finite = submit(client, owner, "mask", {"p": 0.9, "columns": ["s"]}, dataset_id=ds["id"]).json()
+    raw = submit(client, owner, "mask", {"p": 1.0, "allow_zero_probabilities": True, "columns": ["s"]},
+                 dataset_id=ds["id"]).json()
+    assert client.get(url, headers=auth(owner)).json()["epsilon_spent"] == "Infinity"
+    assert client.put(url, headers=auth(owner), json={"epsilon_total": 100}).status_code == 409  # ∞ spent
+    assert client.post(f"/v1/jobs/{raw['id']}/cancel", headers=auth(owner)).status_code == 202
+    budget = client.get(url, headers=auth(owner))
+    assert budget.status_code == 200, budget.text
+    assert budget.json()["epsilon_spent"] == pytest.approx(finite["epsilon"])
+    assert [(e["kind"], e["epsilon"]) for e in budget.json()["entries"]][1:] == [
+        ("debit", "Infinity"), ("refund", "-Infinity")]
+    assert client.put(url, headers=auth(owner), json={"epsilon_total": 100}).status_code == 200
+    again = submit(client, owner, "mask", {"p": 0.9, "columns": ["s"]}, dataset_id=ds["id"])
+    assert again.status_code == 202
+    assert client.get(url, headers=auth(owner)).json()["epsilon_spent"] == pytest.approx(2 * finite["epsilon"])
