@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from app.errors import Unprocessable
+
+
+# UTC to the microsecond (PostgreSQL's precision) in URL-safe characters: a cursor pasted into a
+# URL as it is must work (an ISO offset's "+" arrives as a space).
+_CURSOR_TIME = "%Y%m%dT%H%M%S.%fZ"
 
 
 def decode(cursor: str | None) -> tuple[datetime, uuid.UUID] | None:
@@ -14,9 +19,7 @@ def decode(cursor: str | None) -> tuple[datetime, uuid.UUID] | None:
         return None
     try:
         ts, ident = cursor.split("_", 1)
-        at = datetime.fromisoformat(ts)  # what next_cursor wrote; not pandas' "now", "today", …
-        if at.tzinfo is None:
-            raise ValueError("a cursor's time carries its offset")
+        at = datetime.strptime(ts, _CURSOR_TIME).replace(tzinfo=timezone.utc)  # only what next_cursor writes
         return at, uuid.UUID(ident)
     except ValueError:
         raise Unprocessable("cursor must be the `next` value of a previous page") from None
@@ -32,7 +35,9 @@ def decode_id(cursor: str | None) -> int | None:
 
 
 def next_cursor(rows: list[dict[str, Any]], limit: int) -> str | None:
-    return f"{rows[-1]['created_at'].isoformat()}_{rows[-1]['id']}" if len(rows) == limit else None
+    if len(rows) < limit:
+        return None
+    return f"{rows[-1]['created_at'].astimezone(timezone.utc).strftime(_CURSOR_TIME)}_{rows[-1]['id']}"
 
 
 def newest_first(query, table, after: tuple[datetime, uuid.UUID] | None, limit: int):

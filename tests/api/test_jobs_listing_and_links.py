@@ -97,3 +97,15 @@ def test_a_failure_on_raw_data_shows_its_message_to_owners_only(client, make_key
         seen[name] = one["message"]
     assert seen["owner"] == message
     assert seen["analyst"] == seen["admin"] != message and "withheld" in seen["analyst"]
+
+
+def test_a_next_cursor_works_pasted_into_a_url_as_it_is(client, owner):
+    """The cursor held an ISO offset (`+00:00`): pasted into a URL unencoded, the `+` arrived as
+    a space and the next page was a 422 (found following the README)."""
+    ds = upload(client, owner, b"a,b\n1,x\n2,y\n", "paste.csv").json()
+    for _ in range(3):
+        submit(client, owner, "risk", {"quasi_identifiers": ["a"]}, dataset_id=ds["id"])
+    first = client.get(f"/v1/jobs?dataset_id={ds['id']}&limit=2", headers=auth(owner)).json()
+    assert all(c.isalnum() or c in "._-" for c in first["next"])
+    rest = client.get(f"/v1/jobs?dataset_id={ds['id']}&limit=2&cursor={first['next']}", headers=auth(owner))
+    assert rest.status_code == 200 and len(rest.json()["items"]) == 1 and rest.json()["next"] is None
