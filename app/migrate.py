@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from alembic import command
@@ -30,5 +31,12 @@ def head_revision() -> str:
 
 
 def current_revision(engine: Engine) -> str | None:
-    with engine.connect() as conn:
-        return MigrationContext.configure(conn).get_current_revision()
+    # /readyz asks on every call; alembic would log two INFO lines ("Context impl …") each time
+    log = logging.getLogger("alembic.runtime.migration")
+    level = log.level
+    log.setLevel(logging.WARNING)
+    try:
+        with engine.connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+    finally:
+        log.setLevel(level)

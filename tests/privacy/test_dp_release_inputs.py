@@ -204,3 +204,18 @@ def test_paper_mode_drops_an_all_missing_column_and_names_it_when_kept():
     kept = registry.get("icahdp").params(epsilon=1.0, mode="paper", max_missing=1.0)
     with pytest.raises(MethodInputError, match="column 'a' has no values to read its categories from"):
         run("icahdp", kept, frame, schema)
+
+
+@pytest.mark.parametrize("method", ["mst", "aim", "dppro", "icahdp"])
+def test_every_undeclared_domain_is_named_at_once(method):
+    """One column at a time made a user declare, resubmit and meet the next (found following the
+    aim page): the refusal lists them all, bounds and categories apart."""
+    spec = registry.get(method)
+    extra = {"epsilon": 1.0}
+    partial = spec.params(bounds={"zip": [1000, 1010]}, categories={"income": ["hi", "lo"]}, **extra)
+    with pytest.raises(MethodInputError) as refused:
+        spec.validate_against(partial, SCHEMA, None)
+    message = str(refused.value)
+    assert "3 column(s) have no declared domain — bounds for 'age'; categories for 'sex', 'disease'" in message
+    assert "'zip'" not in message and "'income'" not in message
+    spec.validate_against(registry.get(method).params(**DECLARED, **extra), SCHEMA, None)

@@ -296,8 +296,22 @@ def categories_problem(categories: list[Any] | tuple[Any, ...]) -> str | None:
 
 
 def check_declared(columns: list[ColumnInfo], bounds: dict | None, categories: dict | None) -> None:
-    """Raise the MethodInputError of the first column without declared bounds/categories
-    (booleans excepted: their domain is known when the data is boolean-typed)."""
+    """A MethodInputError naming every column without declared bounds/categories at once (one
+    round trip to fix them all), then the first declared domain that is invalid. Booleans
+    are excepted: their domain is known when the data is boolean-typed."""
+    undeclared: dict[str, list[str]] = {"bounds": [], "categories": []}
+    for info in columns:
+        if info.type == "numeric":
+            if (bounds or {}).get(info.name) is None and info.bounds is None:
+                undeclared["bounds"].append(info.name)
+        elif info.type != "boolean" and (categories or {}).get(info.name) is None and info.categories is None:
+            undeclared["categories"].append(info.name)
+    if undeclared["bounds"] or undeclared["categories"]:
+        lacking = "; ".join(f"{what} for {', '.join(map(repr, names))}" for what, names in undeclared.items() if names)
+        raise MethodInputError(
+            f"{sum(map(len, undeclared.values()))} column(s) have no declared domain — {lacking}: give "
+            "them in the 'bounds' / 'categories' parameters or in the dataset schema (a domain read "
+            "from the data is not private)")
     for info in columns:
         if info.type == "boolean" and info.categories is None and (categories or {}).get(info.name) is None:
             continue
