@@ -222,6 +222,7 @@ def test_png_group_column(table):
     assert groups["ps"] == [1.0, 0.8]
     g = result.guarantees
     assert g["unprotected_columns"] == ["region"]
+    assert g["private"] is False  # each row's group (its region) is published as it is
     assert any("group column" in w for w in g["warnings"])
     # The north rows come first and are published exactly (as a multiset of rows).
     north = dense_of(result.transactions)[: groups["sizes"][0]]

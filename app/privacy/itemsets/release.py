@@ -244,7 +244,8 @@ def _release(method: str, encoded: Encoded, grouping: Grouping, ctx: RunContext,
     return ReleaseResult(
         transactions=released,
         guarantees=guarantee(
-            "local_dp", rng=ctx.rng.name, private=ctx.rng.is_private and unprotected_share == 0,
+            "local_dp", rng=ctx.rng.name,
+            private=ctx.rng.is_private and unprotected_share == 0 and not unprotected_columns,
             epsilon=epsilon, protected_columns=list(encoded.columns),
             unprotected_columns=unprotected_columns, statements=statements, warnings=warnings,
             epsilon_bit=figures["epsilon_bit_max"], epsilon_record=epsilon,
