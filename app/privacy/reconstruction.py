@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import numpy as np
+from matplotlib.figure import Figure
 from pydantic import Field
 
 from app.privacy.context import RunContext
@@ -16,7 +18,7 @@ from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.registry import (
     Kind, MethodInputError, MethodSpec, Params, Source, DataShape, reconstructor, register,
 )
-from app.privacy.results import ReportResult
+from app.privacy.results import ReportResult, render_figure
 
 
 class ReconstructParams(Params):
@@ -29,6 +31,8 @@ class ReconstructParams(Params):
     estimator: Literal["pooled", "stratified"] = Field(
         "pooled", description="transaction releases with groups: the paper's pooled estimator or "
         "the per-group stratified one")
+    plots: bool = Field(True, description="draw the published-vs-reconstructed distributions of "
+                        "categorical columns (false: the tables only, ~0.2 s less per column)")
 
 
 def run_reconstruct(data: MethodInput, params: ReconstructParams, ctx: RunContext) -> ReportResult:
@@ -49,7 +53,41 @@ def run_reconstruct(data: MethodInput, params: ReconstructParams, ctx: RunContex
             f"nothing to reconstruct: no step of this release ({', '.join(s['method'] for s in steps)}) "
             "has a reconstruction")
     ctx.progress(1.0, "done")
-    return ReportResult(kind="reconstruction", data={"steps": sections})
+    plot = _distributions_plot(sections) if params.plots else None
+    return ReportResult(kind="reconstruction", data={"steps": sections},
+                        plots={"distributions": plot} if plot is not None else {})
+
+
+PLOTTED_COLUMNS, PLOTTED_VALUES = 9, 20
+
+
+def _distributions_plot(sections: list[dict[str, Any]]):
+    """Per categorical column (the first 9): the published shares beside the reconstructed
+    distribution with ±1.96 standard errors — what the release shows against what it implies."""
+    panels = [(name, section["method"], entry) for section in sections
+              for name, entry in (section.get("columns") or {}).items()
+              if entry.get("kind") in ("categorical", "binary")][:PLOTTED_COLUMNS]
+    if not panels:
+        return None
+    cols = min(3, len(panels))
+    rows = -(-len(panels) // cols)
+    fig = Figure(figsize=(4.2 * cols, 3.2 * rows))
+    for ax, (name, method, entry) in zip(fig.subplots(rows, cols, squeeze=False).ravel(), panels):
+        est, shown = np.asarray(entry["consistent"]), np.asarray(entry["published_share"])
+        order = np.argsort(-est, kind="stable")[:PLOTTED_VALUES]
+        x = np.arange(len(order))
+        ax.bar(x - 0.2, shown[order], 0.4, color="#bbbbbb", label="published")
+        ax.bar(x + 0.2, est[order], 0.4, color="#2b6cb0", label="reconstructed",
+               yerr=1.96 * np.asarray(entry["standard_error"])[order], capsize=2, ecolor="#333333")
+        ax.set_xticks(x, [str(entry["domain"][i])[:14] for i in order], rotation=60, ha="right", fontsize=7)
+        more = f", top {len(order)} of {len(est)}" if len(est) > len(order) else ""
+        ax.set_title(f"{name} ({method}{more})", fontsize=9)
+        ax.set_ylim(0, 1)
+    for ax in fig.axes[len(panels):]:
+        ax.set_visible(False)
+    fig.axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    return render_figure(fig)
 
 
 def _check_shape(params: ReconstructParams, data: MethodInput) -> None:

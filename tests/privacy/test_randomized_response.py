@@ -260,7 +260,7 @@ PI = np.array([0.45, 0.3, 0.15, 0.07, 0.03])
 
 def _reconstruct(data, result, method, params, columns=None):
     release = as_release_input(data, result, method, params)
-    report = run_reconstruct(release, ReconstructParams(columns=columns), ctx())
+    report = run_reconstruct(release, ReconstructParams(columns=columns, plots=False), ctx())
     return report.data["steps"]
 
 
@@ -288,6 +288,20 @@ def test_errph_reconstruction_is_unbiased_and_its_standard_errors_match_the_spre
         return col["estimate"], col["standard_error"]
 
     _assert_unbiased_with_matching_se(*_replicate(run_once, 400), PI)
+
+
+def test_reconstruct_draws_the_published_and_reconstructed_distributions():
+    cols = [ColumnInfo("c", "categorical", categories=tuple(VALUES)), ColumnInfo("d", "categorical")]
+    frame = pd.DataFrame({"c": np.random.default_rng(3).choice(VALUES, 2000, p=PI),
+                          "d": ["u", "v"] * 1000})
+    data = MethodInput(columns=cols, frame=frame)
+    params = ErrphParams(p0=0.5)
+    release = as_release_input(data, run_errph(data, params, ctx()), "errph", params)
+    report = run_reconstruct(release, ReconstructParams(), ctx())
+    plot = report.plots["distributions"]
+    assert plot.png.startswith(b"\x89PNG") and b"<svg" in plot.svg
+    assert b"c (errph)" in plot.svg and b"d (errph)" in plot.svg  # one panel per column
+    assert run_reconstruct(release, ReconstructParams(plots=False), ctx()).plots == {}
 
 
 def test_reconstruction_through_a_chain_of_two_errph_steps():
