@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timezone
+from collections.abc import Callable
 from typing import Any
 
 from app.errors import Unprocessable
@@ -38,6 +39,11 @@ def next_cursor(rows: list[dict[str, Any]], limit: int) -> str | None:
     if len(rows) < limit:
         return None
     return f"{rows[-1]['created_at'].astimezone(timezone.utc).strftime(_CURSOR_TIME)}_{rows[-1]['id']}"
+
+
+def page(rows: list[dict[str, Any]], limit: int, render: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
+    """A list answer: the rendered rows and the cursor of the page after (None on the last)."""
+    return {"items": [render(r) for r in rows], "next": next_cursor(rows, limit)}
 
 
 def newest_first(query, table, after: tuple[datetime, uuid.UUID] | None, limit: int):

@@ -69,8 +69,7 @@ def authenticate(session: Session, authorization: str | None) -> Principal:
 
 def list_page(session: Session, *, tenant: str | None, cursor: str | None, limit: int) -> dict[str, Any]:
     rows = repository.list_page(session, tenant=tenant, after=pagination.decode(cursor), limit=limit)
-    return {"items": [{k: r[k] for k in _LISTED} for r in rows],
-            "next": pagination.next_cursor(rows, limit)}
+    return pagination.page(rows, limit, lambda r: {k: r[k] for k in _LISTED})
 
 
 def revoke_key(session: Session, key_id: uuid.UUID, *, actor: str) -> dict[str, Any]:

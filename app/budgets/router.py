@@ -6,12 +6,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from app import pagination
 from app.auth.dependencies import OwnerPrincipal
 from app.budgets import service
 from app.budgets.schemas import Budget, BudgetUpdate, LedgerPage
 from app.datasets.service import get_row
 from app.deps import SessionDep
-from app import pagination
 from app.errors import problem_responses
 
 router = APIRouter(prefix="/v1/datasets/{dataset_id}/budget", tags=["budgets"])

@@ -160,8 +160,7 @@ def list_page(session: Session, principal: Principal, cursor: str | None, limit:
     after = pagination.decode(cursor)
     rows = repository.list_page(session, principal.tenant, after=after, limit=limit)
     hier = repository.hierarchy_columns(session, [r["id"] for r in rows]) if rows else {}
-    nxt = pagination.next_cursor(rows, limit)
-    return {"items": [to_response(r, hier.get(r["id"], [])) for r in rows], "next": nxt}
+    return pagination.page(rows, limit, lambda r: to_response(r, hier.get(r["id"], [])))
 
 
 def profile(session: Session, principal: Principal, dataset_id: uuid.UUID) -> dict[str, Any]:

@@ -196,8 +196,7 @@ def list_page(session: Session, principal: Principal, *, status: str | None, met
     rows = repository.list_page(session, tenant=tenant, status=status, method=method,
                                 dataset_id=dataset_id, release_id=release_id, after=after, limit=limit)
     results = repository.results_of(session, [r["id"] for r in rows])
-    nxt = pagination.next_cursor(rows, limit)
-    return {"items": [to_response(session, r, principal, results[r["id"]]) for r in rows], "next": nxt}
+    return pagination.page(rows, limit, lambda r: to_response(session, r, principal, results[r["id"]]))
 
 
 def cancel(session: Session, principal: Principal, job_id: uuid.UUID) -> dict[str, Any]:

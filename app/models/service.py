@@ -51,7 +51,7 @@ def list_page(session: Session, principal: Principal, *, release_id: uuid.UUID |
               method: str | None, cursor: str | None, limit: int) -> dict[str, Any]:
     rows = repository.list_page(session, principal.tenant, release_id=release_id, method=method,
                                 after=pagination.decode(cursor), limit=limit)
-    return {"items": [to_response(r) for r in rows], "next": pagination.next_cursor(rows, limit)}
+    return pagination.page(rows, limit, to_response)
 
 
 def _numeric_features(metadata: dict[str, Any]) -> list[str]:

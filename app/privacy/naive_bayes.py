@@ -182,13 +182,17 @@ class PPNBClassifier(ClassifierMixin, BaseEstimator):
                 x = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
                 known = ~np.isnan(x)
                 diff = x[known, None] - f["mean"][None, :]
-                jll[known] += -0.5 * (np.log(2 * np.pi * f["var"])[None, :] + diff * diff / f["var"][None, :])
+                with np.errstate(over="ignore"):  # |x| ≳ 1e154: -inf in every class (unscoreable)
+                    jll[known] += -0.5 * (np.log(2 * np.pi * f["var"])[None, :] + diff * diff / f["var"][None, :])
         return jll
 
     def predict_log_proba(self, X) -> np.ndarray:
+        """NaN in the rows no class can score (a value so far out that its density is 0 in
+        float64 for every class); the service refuses such records by name."""
         jll = self._joint_log_likelihood(X)
         top = jll.max(axis=1, keepdims=True)
-        return jll - (top + np.log(np.exp(jll - top).sum(axis=1, keepdims=True)))
+        with np.errstate(invalid="ignore"):  # -inf - -inf in the unscoreable rows: NaN, on purpose
+            return jll - (top + np.log(np.exp(jll - top).sum(axis=1, keepdims=True)))
 
     def predict_proba(self, X) -> np.ndarray:
         return np.exp(self.predict_log_proba(X))

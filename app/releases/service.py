@@ -80,7 +80,7 @@ def list_page(session: Session, principal: Principal, *, dataset_id: uuid.UUID |
               method: str | None, cursor: str | None, limit: int) -> dict[str, Any]:
     rows = repository.list_page(session, principal.tenant, dataset_id=dataset_id, method=method,
                                 after=pagination.decode(cursor), limit=limit)
-    return {"items": [to_response(r) for r in rows], "next": pagination.next_cursor(rows, limit)}
+    return pagination.page(rows, limit, to_response)
 
 
 def download(session: Session, principal: Principal, release_id: uuid.UUID, fmt: str

@@ -51,7 +51,7 @@ def list_page(session: Session, principal: Principal, *, dataset_id: uuid.UUID |
               limit: int) -> dict[str, Any]:
     rows = repository.list_page(session, principal.tenant, dataset_id=dataset_id, release_id=release_id,
                                 kind=kind, after=pagination.decode(cursor), limit=limit)
-    return {"items": [summary(r) for r in rows], "next": pagination.next_cursor(rows, limit)}
+    return pagination.page(rows, limit, summary)
 
 
 def plot(session: Session, principal: Principal, report_id: uuid.UUID, name: str, fmt: str) -> bytes:
