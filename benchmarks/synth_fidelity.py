@@ -4,7 +4,7 @@ For each variant, ε and seed: release adult_train (30,162 records) with run_mst
 measure what experiment_dp_release measures for the task adult_income — the RBF SVM's
 misclassification on adult_test (trained on 10,000 records of 70% of the release, the doc's
 protocol, ``svm_error``), the mean 1-way and 2-way TVD against adult_train (``marginal_tvd``:
-numeric columns on 32 bins over the declared bounds) — and the release's seconds.
+numeric columns on the methods' default 32 bins over the declared bounds) — and the release's seconds.
 
     python -m benchmarks.synth_fidelity [--eps 0.5,1,2] [--seeds 3] [--first-seed 0] [--no-svm]
         [--columns] [--csv FILE] [--one-way-floor]

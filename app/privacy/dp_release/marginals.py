@@ -51,10 +51,12 @@ class SynthParams(TableParams):
     """Parameters of mst and aim (epsilon, columns, bounds, categories from TableParams)."""
 
     delta: float = Field(1e-9, gt=0.0, le=MAX_DELTA, description="δ of the (ε, δ) guarantee")
-    bins: int | dict[str, int] = Field(
+    bins: int | dict[str, int | list[float]] = Field(
         32, description=f"number of equal-width bins of a numeric column over its declared bounds "
-        f"(2-{MAX_BINS}); one number for every numeric column or column → number. An integer "
-        "column with at most that many values gets one level per integer")
+        f"(2-{MAX_BINS}); one number for every numeric column or column → number, or column → "
+        "the bin edges themselves, from the lower to the upper declared bound (a bin [0, 1) of an "
+        "integer column holds exactly 0: how a spike such as capital-gain = 0 survives). An "
+        "integer column with at most that many values gets one level per integer")
     rows: int | None = Field(None, ge=1, le=2_000_000, description="rows of the synthetic table; "
                              "default the number of input records")
     iterations: int = Field(2000, ge=50, le=20_000, description="mirror-descent iterations of the "
@@ -69,11 +71,14 @@ class SynthParams(TableParams):
     @classmethod
     def _bins(cls, v):
         values = v.values() if isinstance(v, dict) else [v]
-        if any(not 2 <= b <= MAX_BINS for b in values):
-            raise ValueError(f"bins must lie in [2, {MAX_BINS}]")
+        counts = [len(b) - 1 if isinstance(b, list) else b for b in values]
+        if any(not 2 <= b <= MAX_BINS for b in counts):
+            raise ValueError(f"bins must lie in [2, {MAX_BINS}] (edges: 3 to {MAX_BINS + 1} numbers)")
+        if any(isinstance(b, list) and any(x >= y for x, y in itertools.pairwise(b)) for b in values):
+            raise ValueError("bin edges must increase strictly")
         return v
 
-    def bins_of(self, name: str) -> int:
+    def bins_of(self, name: str) -> int | list[float]:
         if isinstance(self.bins, dict):
             return self.bins.get(name, 32)
         return self.bins
@@ -88,6 +93,7 @@ class Column:
     plan: ColumnPlan
     bins: int = 0  # numeric: number of bins
     per_integer: bool = False  # numeric integer column with one level per integer
+    edges: tuple[float, ...] | None = None  # numeric: the caller's bin edges (as bin_edges gives them)
 
     @property
     def name(self) -> str:
@@ -123,7 +129,10 @@ class Column:
             if np.any(np.isnan(v) & ~missing):
                 raise MethodInputError(f"column {self.name!r} holds non-numeric values")
             v = np.clip(v, plan.lo, plan.hi)
-            if plan.integer:
+            if self.edges is not None:  # the last bin holds the upper bound itself
+                codes = np.searchsorted(np.asarray(self.edges[1:-1]), np.rint(v) if plan.integer else v,
+                                        side="right").astype(np.float64)
+            elif plan.integer:
                 ilo, count = self._int_range
                 k = np.nan_to_num(np.clip(np.rint(v), ilo, ilo + count - 1) - ilo).astype(np.int64)
                 codes = k if self.per_integer else (k * self.bins) // count  # exact integers
@@ -136,6 +145,8 @@ class Column:
     def bin_edges(self) -> list[float]:
         """Numeric: the lower edge of every bin and the upper edge of the last one (for an
         integer column: the first integer of every bin, then the last integer + 1)."""
+        if self.edges is not None:
+            return list(self.edges)
         if self.plan.integer:
             ilo, count = self._int_range
             return [ilo + (b * count + self.bins - 1) // self.bins for b in range(self.bins + 1)]
@@ -169,7 +180,7 @@ class Column:
         out.update(levels=self.size, missing_level=self.missing_level)
         if self.plan.kind == "numeric":
             out.update(bins=self.bins, one_level_per_integer=self.per_integer,
-                       bin_edges=self.bin_edges(),
+                       bin_edges=self.bin_edges(), edges_given=self.edges is not None,
                        decoding="uniform inside the bin" + (" (its integers)" if self.plan.integer else ""))
         return out
 
@@ -195,16 +206,33 @@ def build_columns(params: SynthParams, infos: list[ColumnInfo]) -> list[Column]:
             plan = plan_column(info, params.bounds, params.categories, None, require_declared=True)
         if plan.kind == "numeric":
             bins = params.bins_of(info.name)
-            col = Column(plan, bins=bins)
-            if plan.integer:
-                _, count = col._int_range
+            if isinstance(bins, list):
+                col = Column(plan, bins=len(bins) - 1, edges=given_edges(plan, bins))
+            elif plan.integer:
+                _, count = Column(plan)._int_range
                 col = Column(plan, bins=min(bins, count), per_integer=count <= bins)
+            else:
+                col = Column(plan, bins=bins)
         else:
             col = Column(plan)
         if col.size > MAX_LEVELS:
             raise MethodInputError(f"column {info.name!r} has {col.size} levels (limit {MAX_LEVELS})")
         out.append(col)
     return out
+
+
+def given_edges(plan: ColumnPlan, edges: list[float]) -> tuple[float, ...]:
+    """The caller's bin edges of a numeric column, checked against its declared bounds; for an
+    integer column in bin_edges' form (each bin's first integer, then the last integer + 1)."""
+    name, lo, hi = plan.name, plan.lo, plan.hi
+    if edges[0] != lo or edges[-1] != hi:
+        raise MethodInputError(f"bins of column {name!r}: the edges must start at its lower bound "
+                               f"({lo:g}) and end at its upper bound ({hi:g})")
+    if not plan.integer:
+        return tuple(float(e) for e in edges)
+    if any(e != math.floor(e) for e in edges):
+        raise MethodInputError(f"bins of column {name!r}: an integer column's edges are integers")
+    return tuple(float(e) for e in edges[:-1]) + (float(hi) + 1.0,)
 
 
 def candidate_pairs(columns: list[Column], max_cells: int) -> list[tuple[int, int]]:

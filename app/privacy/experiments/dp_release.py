@@ -196,8 +196,9 @@ def builtin_releasers() -> dict[str, Releaser]:
 
 def marginal_tvd(raw: pd.DataFrame, release: pd.DataFrame, columns: list[ColumnInfo]) -> tuple[float, float]:
     """Mean total variation distance between the raw data's and the release's 1-way and 2-way
-    marginals over the columns both hold: categories as declared, numeric columns on 32
-    equal-width bins over their declared bounds, a missing (or undeclared) value its own level."""
+    marginals over the columns both hold: categories as declared, numeric columns on the 32
+    bins mst and aim use by default over the declared bounds (an integer column: runs of
+    consecutive integers), a missing (or undeclared) value its own level."""
     shared = [c for c in columns if c.name in release.columns]
     plans = build_columns(SynthParams(epsilon=1.0, bins=TVD_BINS, columns=[c.name for c in shared]), shared)
 
