@@ -4,6 +4,7 @@ experiments."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -68,6 +69,7 @@ def _feasible(constraints: Constraints, sensitive: Sensitive | None, n: int) -> 
 def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: dict[str, pd.DataFrame],
               quasi_identifiers: list[str], constraints: Constraints, sensitive: str | None,
               options: Options, progress: Callable[[float, str], None] | None = None) -> Anonymized:
+    started = time.perf_counter()
     n = len(frame)
     qi_infos = [infos[q] for q in quasi_identifiers]
     sens = None
@@ -118,6 +120,7 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
     ncp = gen.ncp[keep]
     if progress:
         progress(0.9, "verifying")
+    generalized = time.perf_counter()
     achieved = verify_release(
         out, quasi_identifiers, k=constraints.k, sensitive=sensitive, l=constraints.l,
         alpha=constraints.alpha, t=constraints.t,
@@ -128,6 +131,10 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
     metrics = anonymity_metrics(quasi_identifiers, ncp, n, int(suppressed.sum()), released_ids,
                                 constraints.k)
     metrics["risk"] = prosecutor_risk(released_ids, options.risk_threshold)
+    # what the benchmark's "time" row measures, checkable on any release (the job's own time adds
+    # loading, the worker's child process and storing)
+    metrics["seconds"] = {"generalization": round(generalized - started, 4),
+                          "with_verification_and_metrics": round(time.perf_counter() - started, 4)}
     metadata["generalization"] = _describe_axes(axes, gen, options, lattice)
     if notes.range_from_data:
         metadata["range_from_data"] = notes.range_from_data
