@@ -73,7 +73,9 @@ def test_rfka_projection_is_k_anonymous_and_exact(rfka_releases, breast_cancer, 
                                       (breast_cancer.frame[attr] == int(value)).to_numpy())
     pd.testing.assert_series_equal(out["class"], breast_cancer.frame["class"])
     g = release.guarantees
-    assert g["notion"] == "k_anonymity" and g["k"] == k and g["epsilon"] is None
+    # like kanonymity's: k is what the output achieves (its smallest class), k_requested the ask
+    assert g["notion"] == "k_anonymity" and g["k_requested"] == k and g["epsilon"] is None
+    assert g["k"] == _independent_min_class(out, "class") >= k
     assert g["protected_columns"] == selected and g["unprotected_columns"] == ["class"]
     json.dumps(release.metadata)  # publishable as JSON
     json.dumps(release.guarantees)
@@ -390,7 +392,7 @@ def test_k_one_is_released_as_no_protection(run, model):
     release = run(_hand_made(), model(k=1, lookahead=False, **extra), _ctx())
     assert _independent_min_class(release.frame, "y") == 1  # nothing protects anyone
     g = release.guarantees
-    assert g["notion"] == "none" and g["private"] is False and g["k"] == 1
+    assert g["notion"] == "none" and g["private"] is False and g["k"] == 1 == g["k_requested"]
     assert g["protected_columns"] == [] and g["unprotected_columns"] == [*release.frame.columns]
     assert "NO protection" in g["statements"][0] and g["warnings"][0].startswith("k = 1")
     protected = run(_hand_made(), model(k=2, lookahead=False, **extra), _ctx()).guarantees

@@ -327,7 +327,7 @@ def _guarantees(sel: _Selection, params: FeatureSelectionParams, homogeneous: fl
                 f"NO protection: k = 1 requires nothing of the projection (smallest class: "
                 f"{smallest}); it is not k-anonymity and not differential privacy",
                 *common, f"the label {label!r} is released as is"],
-            warnings=warnings, k=params.k)
+            warnings=warnings, k=smallest, k_requested=params.k)
     return guarantee(
         "k_anonymity", rng="none: the guarantee does not depend on randomness", private=True,
         protected_columns=selected, unprotected_columns=[label],
@@ -340,7 +340,7 @@ def _guarantees(sel: _Selection, params: FeatureSelectionParams, homogeneous: fl
             f"the label {label!r} is released as is (the sensitive attribute): k-anonymity does "
             "not stop attribute disclosure in classes whose records share one label",
             *common],
-        warnings=warnings, k=params.k)
+        warnings=warnings, k=smallest, k_requested=params.k)
 
 
 def _release(sel: _Selection, params: FeatureSelectionParams,
