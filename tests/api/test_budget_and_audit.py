@@ -222,14 +222,21 @@ def test_retrying_a_refunded_job_debits_its_epsilon_again(client, owner, make_ke
     assert client.get(budget_url, headers=auth(owner)).json()["epsilon_spent"] == pytest.approx(0.6)
 
 
+def _failed_errph_job(client, owner, ds, error_type: str) -> dict:
+    """An accepted errph job marked failed with ``error_type`` (no worker runs in these tests)."""
+    job = submit(client, owner, "errph", {"p0": P0_FOR_06, "columns": ["b"]}, dataset_id=ds["id"]).json()
+    with transaction() as s:
+        s.execute(text("UPDATE jobs SET status = 'failed', finished_at = now(), error = "
+                       "jsonb_build_object('type', CAST(:t AS text), 'message', 'm') WHERE id = :j"),
+                  {"t": error_type, "j": job["id"]})
+    return job
+
+
 def test_retrying_a_job_that_kept_its_debit_debits_nothing(client, owner, make_key):
     """A failure that is not refunded (its noise may have been drawn) keeps its one debit."""
     admin = make_key("admin")
     ds = _binary_dataset(client, owner)
-    job = submit(client, owner, "errph", {"p0": P0_FOR_06, "columns": ["b"]}, dataset_id=ds["id"]).json()
-    with transaction() as s:
-        s.execute(text("UPDATE jobs SET status = 'failed', finished_at = now(), "
-                       "error = '{\"type\": \"time_limit\", \"message\": \"m\"}' WHERE id = :j"), {"j": job["id"]})
+    job = _failed_errph_job(client, owner, ds, "time_limit")
     assert client.post(f"/v1/jobs/{job['id']}/retry", headers=auth(admin)).status_code == 202
     entries = client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner)).json()["entries"]
     assert [e["kind"] for e in entries] == ["debit"]
@@ -239,11 +246,7 @@ def test_a_job_whose_dataset_was_deleted_cannot_be_retried(client, owner, make_k
     """It would only fail again as input_deleted (the data is purged): 409 naming why."""
     admin = make_key("admin")
     ds = _binary_dataset(client, owner)
-    job = submit(client, owner, "errph", {"p0": P0_FOR_06, "columns": ["b"]}, dataset_id=ds["id"]).json()
-    with transaction() as s:
-        s.execute(text("UPDATE jobs SET status = 'failed', finished_at = now(), "
-                       "error = '{\"type\": \"input_deleted\", \"message\": \"m\"}' WHERE id = :j"),
-                  {"j": job["id"]})
+    job = _failed_errph_job(client, owner, ds, "input_deleted")
     assert client.delete(f"/v1/datasets/{ds['id']}", headers=auth(owner)).status_code == 204
     assert_problem(client.post(f"/v1/jobs/{job['id']}/retry", headers=auth(admin)), 409,
                    "cannot run again", "was deleted")
