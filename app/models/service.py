@@ -109,5 +109,6 @@ def predict(session: Session, principal: Principal, model_id: uuid.UUID,
     out = {"predictions": jsonable(np.asarray(labels).tolist()), "classes": classes,
            "probabilities": None if proba is None else jsonable(np.asarray(proba).tolist())}
     record(session, tenant=principal.tenant, actor=principal.actor, action="model.predicted",
-           subject_type="model", subject_id=model_id, details={"records": len(records)})
+           subject_type="model", subject_id=model_id, release_id=row["release_id"],
+           details={"records": len(records)})
     return out

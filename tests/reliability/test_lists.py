@@ -37,3 +37,13 @@ def test_models_list_filtered_by_method_and_release(client, tenant_objects, make
         got = client.get("/v1/models", headers=auth(a["owner"]), params=params).json()["items"]
         assert [m["id"] for m in got] == expected, params
     assert client.get("/v1/models", headers=auth(make_key("analyst"))).json() == {"items": [], "next": None}
+
+
+def test_a_prediction_is_in_the_audit_of_the_release_its_model_came_from(client, tenant_objects):
+    a = tenant_objects
+    r = client.post(f"/v1/models/{a['model_id']}/predict", headers=auth(a["analyst"]),
+                    json={"records": [{"age": 30, "sex": "M", "edu": "hs"}]})
+    assert r.status_code == 200, r.text
+    events = client.get("/v1/audit", headers=auth(a["owner"]),
+                        params={"release_id": a["release_id"], "action": "model.predicted"}).json()["items"]
+    assert events and {e["subject"] for e in events} == {a["model_id"]}
