@@ -63,6 +63,7 @@ def randomize_codes(codes: np.ndarray, p0: float, p: np.ndarray, rng: SecureRand
     uniform = bool(np.all(p == p[0]))
     keep_below = edges[0]
     width = k / (_SCALE - float(keep_below))
+    last = _last_positive(p)
     out = np.empty(len(codes), dtype=dtype)
     for start in range(0, len(codes), CHUNK):
         stop = min(start + CHUNK, len(codes))
@@ -80,8 +81,17 @@ def randomize_codes(codes: np.ndarray, p0: float, p: np.ndarray, rng: SecureRand
         else:
             segment = np.searchsorted(edges, u, side="right").astype(dtype)
         segment -= 1  # -1 = keep, j = publish value j
+        if last < k - 1:  # trailing p_j = 0: the capped top edge (2^32 - 1) would give them a word
+            np.minimum(segment, last, out=segment)
         np.copyto(out[start:stop], np.where(segment < 0, codes[start:stop], segment))
     return out
+
+
+def _last_positive(p: np.ndarray) -> int:
+    """The last value with p_j > 0: it takes the top of [0, 2^32), so a value asked at p_j = 0
+    after it is never published (a threshold for probability 1 is capped at 2^32 - 1)."""
+    positive = np.flatnonzero(np.asarray(p) > 0)
+    return int(positive[-1]) if positive.size else len(p) - 1
 
 
 def local_epsilon(p0: float, p: np.ndarray) -> float:
@@ -106,7 +116,11 @@ def realized_segments(p0: float, p: np.ndarray) -> tuple[int, np.ndarray]:
                      dtype=np.int64)
     keep = int(edges[0])
     if not np.all(p == p[0]):
-        return keep, np.diff(np.append(edges, 2**32))
+        counts = np.diff(np.append(edges, 2**32))
+        last = _last_positive(p)
+        counts[last] += counts[last + 1:].sum()  # randomize_codes folds the trailing zeros' word
+        counts[last + 1:] = 0
+        return keep, counts
     width = k / (_SCALE - float(keep))  # exactly the factor randomize_codes multiplies by
     target = np.arange(k + 1, dtype=np.int64)
     lo, hi = np.zeros(k + 1, dtype=np.int64), np.full(k + 1, 2**32 - keep, dtype=np.int64)

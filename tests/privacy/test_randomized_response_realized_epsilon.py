@@ -38,7 +38,9 @@ def ctx(seed=1):
 
 
 @pytest.mark.parametrize("p0,p", [(0.3, np.full(7, 0.1)), (0.5, np.full(4, 0.125)),
-                                  (0.4, np.array([0.3, 0.2, 0.1])), (0.2, np.array([0.05, 0.5, 0.25]))])
+                                  (0.4, np.array([0.3, 0.2, 0.1])), (0.2, np.array([0.05, 0.5, 0.25])),
+                                  (0.5, np.array([0.125] * 4 + [0.0])), (0.5, np.array([0.0] + [0.125] * 4)),
+                                  (0.5, np.array([0.25, 0.25, 0.0, 0.0]))])
 def test_realized_segments_are_where_randomize_codes_switches(p0, p):
     """Feeding randomize_codes the words on both sides of every realized boundary: true value 0
     is kept below T0, and word d ≥ T0 publishes j exactly on segment j."""
@@ -131,3 +133,19 @@ def test_warner_says_when_a_columns_two_values_were_read_from_the_data():
     out = run_warner(MethodInput(columns=cols, frame=frame), WarnerParams(p=0.75), ctx())
     flagged = [w for w in out.guarantees["warnings"] if "domain read from the data" in w]
     assert len(flagged) == 1 and "'s'" in flagged[0]
+
+
+def test_a_zero_probability_is_never_published_wherever_it_sits():
+    """A trailing p_j = 0 kept one word (the threshold for probability 1 is capped at 2^32 - 1):
+    it was published w.p. 2^-32 and priced ln(2^31 + 1) = 21.49, while the same zero first in
+    the domain was priced ∞ (found by the regression check of issue 3)."""
+    for p in ([0.125] * 4 + [0.0], [0.0] + [0.125] * 4):
+        keep, counts = realized_segments(0.5, np.array(p))
+        assert counts[p.index(0.0)] == 0 and keep + counts.sum() == WORDS
+        assert delivered_epsilon(0.5, np.array(p)) == math.inf
+    out = randomize_codes(np.zeros(3, dtype=np.int64), 0.5, np.array([0.125] * 4 + [0.0]),
+                          FixedWords([WORDS - 1, WORDS - 2, 2**31]))
+    assert out.tolist() == [3, 3, 0]  # the top word publishes the last value with p_j > 0
+    columns = [ColumnInfo("race", "categorical", categories=("a", "b", "c", "d", "e"), distinct=5)]
+    params = ErrphParams(p0=0.5, p={"race": [0.125] * 4 + [0.0]}, allow_zero_probabilities=True)
+    assert get("errph").epsilon_cost(params, columns) == math.inf
