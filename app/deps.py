@@ -10,7 +10,7 @@ from sqlalchemy.exc import OperationalError, InterfaceError
 from sqlalchemy.orm import Session
 
 from app.db import _sessionmaker
-from app.errors import ServiceUnavailable
+from app.errors import ServiceUnavailable, Unprocessable
 
 
 def get_session() -> Iterator[Session]:
@@ -36,3 +36,30 @@ SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 
 def request_id(request: Request) -> str:
     return getattr(request.state, "request_id", "")
+
+
+
+def known_query_only(request: Request) -> None:
+    """A query parameter the operation does not take is a 422 naming it (``?limt=5`` or
+    ``?datset_id=…`` used to be ignored: a filter the caller believed in silently did nothing).
+    "Takes" is what the served OpenAPI document declares. App-wide, before the key is checked:
+    the answer depends on the URL alone."""
+    route = request.scope.get("route")
+    if route is None or not request.query_params:
+        return
+    known = _declared_query(request.app).get((route.path_format, request.method.lower()), frozenset())
+    unknown = sorted(set(request.query_params) - known)
+    if unknown:
+        allowed = ", ".join(sorted(known)) or "none"
+        raise Unprocessable(f"unknown query parameter {unknown[0]!r} (this operation takes: {allowed})",
+                            errors=[{"loc": ["query", name], "msg": "unknown query parameter",
+                                     "type": "extra_forbidden"} for name in unknown])
+
+
+def _declared_query(app) -> dict[tuple[str, str], frozenset[str]]:
+    declared = getattr(app.state, "declared_query", None)
+    if declared is None:
+        declared = {(path, method): frozenset(p["name"] for p in op.get("parameters", []) if p["in"] == "query")
+                    for path, ops in app.openapi()["paths"].items() for method, op in ops.items()}
+        app.state.declared_query = declared
+    return declared

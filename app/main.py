@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic.json_schema import models_json_schema
@@ -20,6 +20,7 @@ from app.config import get_settings
 from app.db import POOL_OVERFLOW, POOL_SIZE, UPLOAD_CONNECTIONS
 from app.datasets.router import BODY_MODELS
 from app.datasets.router import router as datasets_router
+from app.deps import known_query_only
 from app.errors import (BadRequest, FrameworkError, InternalError, MethodNotAllowed, NotFound,
                         ServiceUnavailable, Unprocessable, VeilError)
 from app.jobs.router import router as jobs_router
@@ -74,7 +75,8 @@ def create_app() -> FastAPI:
     if not logging.getLogger().handlers:  # an API process spawned by `veil serve` (uvicorn workers)
         logging_setup.configure(settings.log_level)
     app = FastAPI(title="Veil", version=code_version().split("+")[0], description=DESCRIPTION,
-                  openapi_url="/openapi.json", redirect_slashes=False)
+                  openapi_url="/openapi.json", redirect_slashes=False,
+                  dependencies=[Depends(known_query_only)])
 
     @app.exception_handler(VeilError)
     async def veil_error(request: Request, exc: VeilError):

@@ -24,6 +24,19 @@ def test_a_trailing_slash_is_a_404_naming_the_path_not_a_redirect(client, owner)
     assert "location" not in r.headers
 
 
+def test_an_unknown_query_parameter_is_named_not_ignored(client, owner):
+    """`?limt=2` answered a page of 50 and `?datset_id=` every job: a filter the caller believed
+    in did nothing. The declared parameters (the OpenAPI document's) are listed."""
+    body = assert_problem(client.get("/v1/jobs", headers=auth(owner), params={"limt": 2}), 422,
+                          "unknown query parameter 'limt'", "limit", "dataset_id")
+    assert body["errors"] == [{"loc": ["query", "limt"], "msg": "unknown query parameter",
+                               "type": "extra_forbidden"}]
+    assert_problem(client.get("/v1/methods", params={"x": 1}), 422, "takes: none")
+    assert_problem(client.get("/v1/jobs", params={"limt": 2}), 422)  # the URL alone decides
+    assert client.get("/v1/jobs", headers=auth(owner), params={"limit": 2, "status": "queued"}).status_code == 200
+    assert client.head("/v1/jobs", headers=auth(owner), params={"limit": 2}).status_code == 200
+
+
 def test_head_works_wherever_get_does(client, owner):
     """RFC 9110: HEAD answers GET's status and headers without the body (FastAPI declares GET only)."""
     ds = upload(client, owner, b"a,b\n1,x\n2,y\n", "head.csv").json()
