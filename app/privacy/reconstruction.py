@@ -76,13 +76,15 @@ def _distributions_plot(sections: list[dict[str, Any]]):
         est, shown = np.asarray(entry["consistent"]), np.asarray(entry["published_share"])
         order = np.argsort(-est, kind="stable")[:PLOTTED_VALUES]
         x = np.arange(len(order))
+        err = 1.96 * np.asarray(entry["standard_error"])[order]
         ax.bar(x - 0.2, shown[order], 0.4, color="#bbbbbb", label="published")
         ax.bar(x + 0.2, est[order], 0.4, color="#2b6cb0", label="reconstructed",
-               yerr=1.96 * np.asarray(entry["standard_error"])[order], capsize=2, ecolor="#333333")
-        ax.set_xticks(x, [str(entry["domain"][i])[:14] for i in order], rotation=60, ha="right", fontsize=7)
+               yerr=err, capsize=2, ecolor="#333333")
+        ax.set_xticks(x, [str(entry["domain"][i])[:22] for i in order], rotation=60, ha="right", fontsize=7)
         more = f", top {len(order)} of {len(est)}" if len(est) > len(order) else ""
         ax.set_title(f"{name} ({method}{more})", fontsize=9)
-        ax.set_ylim(0, 1)
+        ax.set_ylabel("share of cells", fontsize=8)
+        ax.set_ylim(0, min(1.0, 1.15 * float(max(shown[order].max(), (est[order] + err).max()))))
     for ax in fig.axes[len(panels):]:
         ax.set_visible(False)
     fig.axes[0].legend(fontsize=7)

@@ -355,7 +355,7 @@ def plot_figure3(fig3: pd.DataFrame, refs: pd.DataFrame, full_sizes: dict[str, i
                 ax.axhline(float(acc.iloc[0]), color="black", linestyle=style, linewidth=1, label=model)
         ax.set(title=f"Figure 3 — {ds}, binarized", xlabel="p (ERRPH p0 = DTPD θ)", ylabel="accuracy")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right")
+        ax.legend(fontsize=7, loc="lower right", handlelength=4)  # long enough to show the dashes
     fig.tight_layout()
     return fig
 
