@@ -39,7 +39,7 @@ def request_id(request: Request) -> str:
 
 
 
-def known_query_only(request: Request) -> None:
+async def known_query_only(request: Request) -> None:
     """A query parameter the operation does not take is a 422 naming it (``?limt=5`` or
     ``?datset_id=…`` used to be ignored: a filter the caller believed in silently did nothing).
     "Takes" is what the served OpenAPI document declares. App-wide, before the key is checked:
