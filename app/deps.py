@@ -38,7 +38,6 @@ def request_id(request: Request) -> str:
     return getattr(request.state, "request_id", "")
 
 
-
 async def known_query_only(request: Request) -> None:
     """A query parameter the operation does not take is a 422 naming it (``?limt=5`` or
     ``?datset_id=…`` used to be ignored: a filter the caller believed in silently did nothing).
