@@ -46,7 +46,7 @@ async def known_query_only(request: Request) -> None:
     route = request.scope.get("route")
     if route is None or not request.query_params:
         return
-    known = _declared_query(request.app).get((route.path_format, request.method.lower()), frozenset())
+    known = declared_query(request.app).get((route.path_format, request.method.lower()), frozenset())
     unknown = sorted(set(request.query_params) - known)
     if unknown:
         allowed = ", ".join(sorted(known)) or "none"
@@ -55,7 +55,7 @@ async def known_query_only(request: Request) -> None:
                                      "type": "extra_forbidden"} for name in unknown])
 
 
-def _declared_query(app) -> dict[tuple[str, str], frozenset[str]]:
+def declared_query(app) -> dict[tuple[str, str], frozenset[str]]:
     declared = getattr(app.state, "declared_query", None)
     if declared is None:
         declared = {(path, method): frozenset(p["name"] for p in op.get("parameters", []) if p["in"] == "query")
