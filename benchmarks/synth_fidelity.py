@@ -24,7 +24,6 @@ import numpy as np
 import pandas as pd
 
 from app.privacy.context import RunContext
-from app.privacy.data import MethodInput
 from app.privacy.dp_release.aim import AimParams, run_aim
 from app.privacy.dp_release.mst import MstParams, run_mst
 from app.privacy.experiments.dp_release import load_task, marginal_tvd, svm_error
