@@ -12,6 +12,7 @@ import time
 import uuid
 import weakref
 
+from app.audit.service import head_only
 from app.errors import PayloadTooLarge, RequestTimeout, ServiceUnavailable, VeilError
 from app.logging_setup import request_id_var
 from app.ops.metrics import REQUEST_LATENCY
@@ -72,7 +73,11 @@ class HeadAsGet:
                 message = {"type": "http.response.body", "body": b"", "more_body": False}
             await send(message)
 
-        await self.app({**scope, "method": "GET"}, receive, headers_only)
+        token = head_only.set(True)
+        try:
+            await self.app({**scope, "method": "GET"}, receive, headers_only)
+        finally:
+            head_only.reset(token)
 
 
 def is_upload(scope) -> bool:

@@ -46,6 +46,10 @@ def test_head_works_wherever_get_does(client, owner):
         assert head.headers["content-type"] == got.headers["content-type"]
         assert head.headers.get("content-length") in (None, str(len(got.content)))
     assert client.head(f"/v1/datasets/{ds['id']}").status_code == 401
+    # the download is audited as one, marked: the caller got the headers, not the data
+    events = client.get("/v1/audit", headers=auth(owner), params={"action": "dataset.downloaded",
+                                                                  "dataset_id": ds["id"]}).json()["items"]
+    assert sorted(bool(e["details"].get("head_only")) for e in events) == [False, True]
     missing = client.head("/v1/nothing")
     assert missing.status_code == 404 and missing.content == b""
     assert client.head("/v1/jobs/00000000-0000-0000-0000-000000000000/cancel", headers=auth(owner)).status_code == 405
