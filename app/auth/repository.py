@@ -17,15 +17,12 @@ def insert_key(session: Session, *, key_id: uuid.UUID, tenant: str, role: str, p
                                             key_hash=key_hash, label=label))
 
 
-def find_by_prefix(session: Session, prefix: str):
-    return session.execute(
-        select(api_keys).where(api_keys.c.prefix == prefix, api_keys.c.revoked_at.is_(None))
-    ).mappings().first()
-
-
-def find_any_by_prefix(session: Session, prefix: str):
-    """Revoked or not (find_by_prefix authenticates and skips revoked keys)."""
-    return session.execute(select(api_keys).where(api_keys.c.prefix == prefix)).mappings().first()
+def find_by_prefix(session: Session, prefix: str, *, include_revoked: bool = False):
+    """The key with this public prefix; a revoked one only when asked (authentication never asks)."""
+    q = select(api_keys).where(api_keys.c.prefix == prefix)
+    if not include_revoked:
+        q = q.where(api_keys.c.revoked_at.is_(None))
+    return session.execute(q).mappings().first()
 
 
 def find_by_hash(session: Session, key_hash: str):

@@ -60,9 +60,8 @@ def authenticate(session: Session, authorization: str | None) -> Principal:
                            headers={"WWW-Authenticate": "Bearer"})
     scheme, _, key = authorization.partition(" ")
     key = key.strip()
-    prefix = _prefix_of(key) if scheme.lower() == "bearer" else None
-    row = repository.find_by_prefix(session, prefix) if prefix else None
-    if row is None or not hmac.compare_digest(row["key_hash"], hash_key(key)):
+    row = _row_of(session, key) if scheme.lower() == "bearer" else None
+    if row is None:
         raise Unauthorized("invalid API key", headers={"WWW-Authenticate": "Bearer"})
     return Principal(key_id=row["id"], tenant=row["tenant"], role=Role(row["role"]))
 
@@ -91,11 +90,17 @@ def key_id_of(session: Session, id_or_key: str) -> uuid.UUID:
         return uuid.UUID(id_or_key)
     except ValueError:
         pass
-    prefix = _prefix_of(id_or_key.strip())
-    row = repository.find_any_by_prefix(session, prefix) if prefix else None
-    if row is None or not hmac.compare_digest(row["key_hash"], hash_key(id_or_key.strip())):
+    row = _row_of(session, id_or_key.strip(), include_revoked=True)
+    if row is None:
         raise NotFound("no such key: give a key id (veil keys list) or the whole key")
     return row["id"]
+
+
+def _row_of(session: Session, key: str, *, include_revoked: bool = False):
+    """The stored row of a whole key: found by its public prefix, matched by its hash."""
+    prefix = _prefix_of(key)
+    row = repository.find_by_prefix(session, prefix, include_revoked=include_revoked) if prefix else None
+    return row if row is not None and hmac.compare_digest(row["key_hash"], hash_key(key)) else None
 
 
 def tenant_scope(principal: Principal, asked: str | None) -> str | None:
