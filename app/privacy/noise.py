@@ -31,7 +31,12 @@ each digit's range near √t keeps the floating-point error of every probability
 √t·2^-48 instead of t·2^-48. The discrete Laplace is ±G with a fair sign bit (a spare bit of
 the first word), rejecting "−0" (Canonne, Kamath & Steinke 2020, Alg. 2, vectorized). The
 discrete Gaussian is CKS Alg. 3: a discrete Laplace draw Y with t = ⌊σ⌋ + 1, accepted with
-probability exp(-(|Y| - σ²/t)² / 2σ²).
+probability e^{-a}, a = (|Y| - σ²/t)² / 2σ². A 53-bit uniform U < e^{-a} decides it when
+e^{-a} ≥ 2^-20; beyond, where a uniform could not resolve the probability, it is decided as
+E > a with E ~ Exp(1) drawn as K + F (K geometric, F its fractional part, one word each as
+above), which holds every acceptance probability to ~1e-10 relative far into the tail: the δ
+the sampler itself costs is ~1e-238 per coordinate (it was ~1e-10 with a uniform throughout,
+which made δ below ~1e-13 unservable).
 """
 
 from __future__ import annotations
@@ -51,7 +56,12 @@ FLOAT_REL_ERR = 2.0**-48
 _RESTART = 4.0  # the high digit is drawn on [0, ⌈4τ⌉) and restarts beyond (P ≈ e^-4)
 _CHUNK = 1 << 20  # values per pass: keeps the working arrays in cache
 _MAX_T = 2.0**50  # keeps L·V + R far inside int64
-_GAUSS_TAIL_BITS = 30  # Gaussian acceptance probabilities below 2^-30 count towards δ
+# Gaussian outcomes whose acceptance probability e^{-a} has a > 512 (beyond ~33σ, mass ~1e-238)
+# count towards δ; below that every acceptance probability holds to ~1e-10 relative.
+_GAUSS_MAX_ARG = 512.0
+# Acceptance probabilities ≥ 2^-20 are decided by a 53-bit uniform (fast, 2^-33 relative);
+# smaller ones (~0.2% of the proposals) by the exponential comparison below.
+_UNIFORM_MAX_ARG = 20.0 * math.log(2.0)
 LAPLACE_SAMPLER = ("discrete Laplace ±G (Canonne-Kamath-Steinke 2020 Alg. 2, vectorized); "
                    "G = D + B·H, two independent digits by inverse CDF from 53-bit uniforms")
 GAUSSIAN_SAMPLER = ("discrete Gaussian by rejection from the discrete Laplace "
@@ -153,9 +163,59 @@ def discrete_gaussian(sigma: float, size, rng: SecureRandom) -> np.ndarray:
         y = discrete_laplace(t, pending.size, rng)
         arg = (np.abs(y) - sigma * sigma / t) ** 2 / (2.0 * sigma * sigma)
         accept = rng.random(pending.size) < np.exp(-arg)
+        far = np.flatnonzero(arg > _UNIFORM_MAX_ARG)
+        if far.size:
+            accept[far] = _bernoulli_exp(arg[far], rng)
         out[pending[accept]] = y[accept]
         pending = pending[~accept]
     return out.reshape(shape)
+
+
+_FRAC_SCALE = -math.expm1(-1.0)  # 1 - e^-1: the mass of [0, 1) under Exp(1)
+
+
+def _exponential_parts(m: int, rng: SecureRandom) -> tuple[np.ndarray, np.ndarray]:
+    """m draws of E ~ Exp(1) as (K, F): K = ⌊E⌋ ~ Geo(e^-1) (int64) and F = E - K ∈ [0, 1),
+    density ∝ e^{-f} — independent, as a geometric's quotient and remainder are."""
+    k = _high_digit(rng.uint64(m), 1.0, int(_RESTART), rng)
+    f = _uniform53(rng.uint64(m))
+    f *= -_FRAC_SCALE
+    np.log1p(f, out=f)
+    np.negative(f, out=f)  # F = -log1p(-w(1 - e^-1)), the inverse CDF on [0, 1)
+    return k, f
+
+
+def _bernoulli_exp(arg: np.ndarray, rng: SecureRandom) -> np.ndarray:
+    """True with probability e^{-arg} (arg ≥ 0), as E > arg for E = K + F ~ Exp(1).
+
+    P(E > a) = P(K > ⌊a⌋) + P(K = ⌊a⌋)·P(F > a - ⌊a⌋): each term is realized to a small
+    *relative* error however small e^{-a} is (``_acceptance_error``), which a uniform compared
+    with e^{-a} is not. K and F are compared separately so no float sum rounds F away."""
+    whole = np.floor(arg)
+    k, f = _exponential_parts(arg.size, rng)
+    return (k > whole) | ((k == whole) & (f > arg - whole))
+
+
+def _acceptance_error(arg_max: float, abs_offset: float) -> float:
+    """Relative error bound of the realized P(E > a) for a ≤ ``arg_max``, a computed as
+    (|y| - σ²/t)²/2σ² with |y| - σ²/t ≤ ``abs_offset``·t.
+
+    K's masses: at most ⌊a⌋/4 + 1 restarts, each erring by ``tau``, plus ``zeta_h`` (the
+    Laplace sampler's bounds at t = 1). F = -log1p(-w(1 - e^-1)) errs by ≤ 3·FLOAT_REL_ERR
+    absolute (F < 1); as dw/dF ≤ 1/(1 - e^-1), each boundary moves in w by ≤ that/(1 - e^-1),
+    plus the 2^-53 grid of w. The F term weighs P(K = ⌊a⌋)/P(E > a) ≤ e - 1 of the total.
+    a itself errs by ≤ (abs_offset + a)·4·FLOAT_REL_ERR absolute (rounding of σ²/t, the
+    square and the division), which is the relative error it causes in e^{-a}; doubled.
+    Where the uniform decides (a ≤ _UNIFORM_MAX_ARG): e^{-a} errs by the same plus one
+    FLOAT_REL_ERR, and U's 2^-53 grid by 2^-53/e^{-a} ≤ 2^-33 relative."""
+    e = sampler_errors(1.0)
+    f_shift = 3.0 * FLOAT_REL_ERR / _FRAC_SCALE + 2.0**-53
+    exponential = ((arg_max / _RESTART + 1.0) * e["tau"] + e["zeta_h"]
+                   + (math.e - 1.0) * f_shift
+                   + 2.0 * (abs_offset + arg_max) * 4.0 * FLOAT_REL_ERR)
+    uniform = (2.0**-53 * math.exp(_UNIFORM_MAX_ARG) + FLOAT_REL_ERR
+               + 2.0 * (abs_offset + _UNIFORM_MAX_ARG) * 4.0 * FLOAT_REL_ERR)
+    return _log_err(max(exponential, uniform))
 
 
 # ------------------------------------------------------------------- floating-point slack
@@ -209,15 +269,16 @@ def laplace_slack(t: float, shift: float, coords: int) -> float:
 def gaussian_slack(sigma: float, coords: int) -> tuple[float, float]:
     """(extra ε, extra δ) of the realized discrete Gaussian over the ideal one.
 
-    Outside |y| ≤ y0 (acceptance below 2^-30) we give up pointwise control and count the
+    Outside |y| ≤ y0 (acceptance below e^-512) we give up pointwise control and count the
     mass there towards δ; inside, each outcome's probability is within a factor e^{±λ}."""
     t = math.floor(sigma) + 1.0
     e = sampler_errors(t)
-    y0 = sigma * sigma / t + sigma * math.sqrt(2.0 * _GAUSS_TAIL_BITS * math.log(2.0))
+    reach = sigma * math.sqrt(2.0 * _GAUSS_MAX_ARG)
+    y0 = sigma * sigma / t + reach
     blocks = y0 / e["block"] + 1.0
-    kappa = _log_err(200.0 * FLOAT_REL_ERR + 2.0**-53 * 2.0**_GAUSS_TAIL_BITS)
+    kappa = _acceptance_error(_GAUSS_MAX_ARG, (y0 + sigma * sigma / t) / t)
     lam = 2.0 * (blocks * e["tau"] + e["zeta_h"] + e["zeta_d"] + kappa) + 2.0**-50
-    tail = 2.0 * (float(special.ndtr(-(y0 - 1.0) / sigma)) / 0.99 * 1.01 + 2.0**-52)
+    tail = 2.0 * float(special.ndtr(-(y0 - 1.0) / sigma)) / 0.99 * 1.01 * (1.0 + 2.0**-40)
     return 2.0 * coords * lam, coords * tail * math.exp(coords * lam)
 
 

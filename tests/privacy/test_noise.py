@@ -103,6 +103,22 @@ def test_discrete_gaussian_matches_its_pmf_and_detects_a_10_percent_wrong_scale(
     assert chi2_pvalue(sample, bins, gaussian_mass(1.1 * sigma)) < 1e-6
 
 
+def test_the_exponential_behind_the_gaussian_tail_acceptance_is_exp1_and_not_a_neighbour():
+    k, f = noise._exponential_parts(N, SecureRandom(seed=21))
+    assert k.min() >= 0 and np.all((f >= 0) & (f < 1))
+    e = k + f
+    assert stats.kstest(e, stats.expon.cdf).pvalue > 1e-3
+    assert stats.kstest(e, stats.expon(scale=1.02).cdf).pvalue < 1e-6
+
+
+@pytest.mark.parametrize("a", [0.0, 0.7, 4.5, 9.3, 13.9])
+def test_tail_acceptance_happens_with_probability_exp_minus_a(a):
+    n = 4 * N
+    hits = np.count_nonzero(noise._bernoulli_exp(np.full(n, a), SecureRandom(seed=int(a * 10))))
+    p = math.exp(-a)
+    assert abs(hits - n * p) <= 4.5 * math.sqrt(n * p * (1 - p)) + 1
+
+
 @pytest.mark.parametrize("offset", [0.0, 0.1, 1 / 3, math.pi, -12345.678901])
 def test_mechanism_outputs_never_leave_the_power_of_two_grid(offset):
     rng = SecureRandom(seed=5)

@@ -39,10 +39,10 @@ from app.privacy.rng import SecureRandom
 
 MARGINAL_L2_SQ = 2.0  # replace-one: one cell -1, one cell +1 (squared L2 sensitivity)
 SAFETY = 1e-12  # σ and ε₀ are nudged by this relative margin so float rounding never overspends
-SLACK_PER_MEASUREMENT = 2e-6  # ε room per Gaussian measurement (realized ≈ 9.6e-7, ≤ 2e-6 up to
+SLACK_PER_MEASUREMENT = 2e-6  # ε room per Gaussian measurement (realized ≤ 1.02e-6 up to
 #                               σ = 3·10¹⁰ counts, far above what MIN_RHO allows)
-TAIL_PER_MEASUREMENT = 1e-12  # δ room per Gaussian measurement (realized ≤ 4.8e-13 for σ ≥ 16 steps,
-#                               ≥ 1.9e-13 for any σ: the sampler's floor, see ``check_budget``)
+TAIL_PER_MEASUREMENT = 1e-200  # δ room per Gaussian measurement (realized ≤ 9.1e-237 for σ ≥ 16
+#                                steps: outcomes beyond ~33σ, see ``noise.gaussian_slack``)
 MIN_RHO = 1e-12  # below it σ would pass 10⁶ counts: no release worth having, and the slack grows
 ACCOUNTANT = ("ρ-zCDP (replace-one neighbours): Gaussian measurements ρ = Δ₂²/2σ² with Δ₂ = √2 "
               "(discrete Gaussian, Canonne-Kamath-Steinke 2020 Thm. 14); exponential mechanism "
@@ -90,9 +90,8 @@ def check_budget(method: str, epsilon: float, delta: float, max_measurements: in
     """``rho_for``'s answer, or a MethodInputError naming the parameter and the range that
     works for this job when it has none. Each of the ``max_measurements`` Gaussian measurements
     reserves SLACK_PER_MEASUREMENT of ε for the sampler's floating-point slack and
-    TAIL_PER_MEASUREMENT of δ for its far tails (the sampler's own δ: at least ≈ 1.9e-13 per
-    measurement however large σ is, so δ = 1e-15 is out of reach — a floor of the sampler, not
-    a tolerance), and ρ must exceed MIN_RHO. Methods call it in their check, before ε is
+    TAIL_PER_MEASUREMENT of δ for its far tails (the sampler's own δ, ~1e-236 per measurement:
+    any δ above the reserve can be served), and ρ must exceed MIN_RHO. Methods call it in their check, before ε is
     debited, and again in the run. ``fewer``: what the caller can reduce instead."""
     m = max_measurements
     try:
@@ -149,7 +148,7 @@ class Ledger:
 def gaussian_counts(counts: np.ndarray, sigma: float, rng: SecureRandom) -> tuple[np.ndarray, dict]:
     """Integer counts + discrete Gaussian noise of standard deviation ``sigma`` (in counts)
     on the grid γ = 2^e ≤ min(1, σ/16): the counts are exact on it and σ/γ ≥ 16 steps (which
-    keeps the sampler's tail δ below 10⁻¹²)."""
+    keeps the sampler's ε slack and tail δ within their reserves)."""
     values = np.asarray(counts, dtype=np.float64)
     if values.size and not np.all(values == np.rint(values)):
         raise ValueError("counts must be integers")
