@@ -5,6 +5,7 @@ been drawn (docs/epsilon.md)."""
 
 from __future__ import annotations
 
+import math
 import uuid
 from decimal import Decimal
 from typing import Any
@@ -22,13 +23,20 @@ def _dec(x: float) -> Decimal:
     return Decimal(repr(float(x)))
 
 
+def _shown(epsilon: float) -> str:
+    """An ε for a message: ∞ says what it means (JSON answers spell it "Infinity")."""
+    if math.isinf(epsilon):
+        return "Infinity (a step of it has no finite privacy bound)"
+    return f"{epsilon:.6g}"
+
+
 def debit(session: Session, *, dataset_id: uuid.UUID, job_id: uuid.UUID, method: str,
           epsilon: float, actor: uuid.UUID) -> None:
     repository.ensure_row(session, dataset_id)
     if not repository.try_debit(session, dataset_id, _dec(epsilon)):
         row = repository.get(session, dataset_id)
         remaining = float(row["epsilon_total"] - row["epsilon_spent"])
-        raise BudgetExhausted(f"the job needs ε = {epsilon:.6g} but only {remaining:.6g} of the "
+        raise BudgetExhausted(f"the job needs ε = {_shown(epsilon)} but only {remaining:.6g} of the "
                               f"dataset's budget remains (total {float(row['epsilon_total']):.6g})")
     repository.add_entry(session, dataset_id=dataset_id, job_id=job_id, method=method,
                          kind="debit", epsilon=_dec(epsilon), actor=actor)
@@ -88,7 +96,7 @@ def set_total(session: Session, principal: Principal, dataset_id: uuid.UUID,
     repository.ensure_row(session, dataset_id)
     if not repository.set_total(session, dataset_id, None if total is None else _dec(total)):
         spent = float(repository.get(session, dataset_id)["epsilon_spent"])
-        raise Conflict(f"ε = {spent:.6g} is already spent; the total cannot be set below it")
+        raise Conflict(f"ε = {_shown(spent)} is already spent; the total cannot be set below it")
     record(session, tenant=principal.tenant, actor=principal.actor, action="budget.set",
            subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id,
            details={"epsilon_total": total})

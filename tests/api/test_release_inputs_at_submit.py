@@ -22,7 +22,8 @@ def test_mask_publishing_raw_rows_needs_the_opt_in_and_an_infinite_epsilon(clien
                    422, "allow_zero_probabilities")
     raw = {"p": 1, "columns": ["sex"], "allow_zero_probabilities": True}
     client.put(f"/v1/datasets/{ds}/budget", headers=auth(owner), json={"epsilon_total": 1.0})
-    assert_problem(submit(client, owner, "mask", raw, dataset_id=ds), 409, "budget")
+    assert_problem(submit(client, owner, "mask", raw, dataset_id=ds), 409,
+                   "needs ε = Infinity (a step of it has no finite privacy bound) but only 1 of")
     budget = client.get(f"/v1/datasets/{ds}/budget", headers=auth(owner)).json()
     assert budget["epsilon_spent"] == 0  # nothing was debited
     uncapped = _dataset(client, owner)
