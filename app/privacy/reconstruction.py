@@ -15,6 +15,7 @@ from pydantic import Field
 
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
+from app.privacy.plotting import legend_below
 from app.privacy.registry import (
     Kind, MethodInputError, MethodSpec, Params, Source, DataShape, reconstructor, register,
 )
@@ -87,8 +88,7 @@ def _distributions_plot(sections: list[dict[str, Any]]):
         ax.set_ylim(0, min(1.0, 1.15 * float(max(shown[order].max(), (est[order] + err).max()))))
     for ax in fig.axes[len(panels):]:
         ax.set_visible(False)
-    fig.axes[0].legend(fontsize=7)
-    fig.tight_layout()
+    legend_below(fig)  # below the panels: inside one it hid bars
     return render_figure(fig)
 
 

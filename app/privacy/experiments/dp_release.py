@@ -42,6 +42,7 @@ from app.privacy.dp_release.icahdp import IcahdpParams, run_icahdp  # noqa: E402
 from app.privacy.dp_release.marginals import SynthParams, build_columns, marginal  # noqa: E402
 from app.privacy.dp_release.mst import MstParams, run_mst  # noqa: E402
 from app.privacy.experiments import datasets_dir  # noqa: E402
+from app.privacy.plotting import legend_below  # noqa: E402
 from app.privacy.registry import Kind, MethodSpec, Params, Source, register  # noqa: E402
 from app.privacy.results import ReportResult, render_figure  # noqa: E402
 from app.privacy.rng import SecureRandom  # noqa: E402
@@ -327,8 +328,8 @@ def _plot(runs: pd.DataFrame, task: str, labels: dict[str, str]):
         ax.set_xlabel("ε")
         ax.set_title(title, fontsize=10)
     axes[0].set_ylabel("misclassification rate")
-    axes[1].legend(fontsize=8, loc="best")
     fig.suptitle(task)
+    legend_below(fig, axes, fontsize=8)
     return fig
 
 

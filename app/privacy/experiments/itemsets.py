@@ -30,6 +30,7 @@ from app.privacy.itemsets.encoding import one_hot, read_fimi
 from app.privacy.itemsets.mining import Level, apriori
 from app.privacy.itemsets.supports import all_combinations, exact_oracle, release_oracle
 from app.privacy.itemsets.release import ItemParams, MaskParams, PngParams, prepare_items, run_mask, run_png
+from app.privacy.plotting import legend_below
 from app.privacy.registry import Kind, MethodSpec, Params, Source, register
 from app.privacy.results import ReportResult, render_figure
 from app.privacy.rng import SecureRandom
@@ -266,8 +267,7 @@ def _plot_vs_p(table: pd.DataFrame, metric: str, ylabel: str, datasets: list[str
         if log:
             ax.set_yscale("log")
     axes[0].set_ylabel(ylabel)
-    axes[-1].legend(fontsize=7)
-    fig.tight_layout()
+    legend_below(fig, axes)
     return fig
 
 
@@ -285,8 +285,7 @@ def _plot_grouping(table: pd.DataFrame, datasets: list[str], mean_p: float) -> F
         ax.set_title(f"{name}: PN/g {paper_design(mean_p)}", fontsize=8)
         ax.set_yscale("log")
     axes[0].set_ylabel("mean absolute support error")
-    axes[-1].legend(fontsize=7)
-    fig.tight_layout()
+    legend_below(fig, axes)
     return fig
 
 
@@ -302,8 +301,7 @@ def _plot_pruning(table: pd.DataFrame, datasets: list[str]) -> Figure:
         ax.set_ylim(0, 1.05)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("recall of the frequent itemsets")
-    axes[-1].legend(fontsize=7)
-    fig.tight_layout()
+    legend_below(fig, axes)
     return fig
 
 

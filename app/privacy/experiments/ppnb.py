@@ -30,6 +30,7 @@ from app.privacy.data import ColumnInfo, MethodInput
 from app.privacy.experiments import datasets_dir
 from app.privacy.dtpd import DTPDClassifier
 from app.privacy.naive_bayes import PPNBClassifier, release_randomization
+from app.privacy.plotting import legend_below
 from app.privacy.randomized_response import ErrphParams, run_errph
 from app.privacy.registry import Kind, MethodInputError, MethodSpec, Params, Source, register
 from app.privacy.results import ReportResult, render_figure
@@ -311,8 +312,7 @@ def plot_figure2(fig2: pd.DataFrame, refs: pd.DataFrame, full_sizes: dict[str, i
                            label=model.replace("naive Bayes", "NB"))
         ax.set(title=f"Figure 2 — {ds} (n = {full_sizes[ds]:,})", xlabel="p0 (ERRPH)", ylabel="accuracy")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
+    legend_below(fig)
     return fig
 
 
@@ -330,8 +330,7 @@ def plot_train_sizes(fig2: pd.DataFrame, refs: pd.DataFrame) -> Figure:
                 ax.axhline(float(r["mean"].iloc[0]), color=ax.lines[-1].get_color(), linestyle=":", linewidth=1)
         ax.set(title=f"p0 against training size — {ds}", xlabel="p0 (ERRPH)", ylabel="accuracy")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right", title="dotted: NB on raw data", title_fontsize=7)
-    fig.tight_layout()
+    legend_below(fig, title="dotted: NB on raw data")
     return fig
 
 
@@ -355,8 +354,7 @@ def plot_figure3(fig3: pd.DataFrame, refs: pd.DataFrame, full_sizes: dict[str, i
                 ax.axhline(float(acc.iloc[0]), color="black", linestyle=style, linewidth=1, label=model)
         ax.set(title=f"Figure 3 — {ds}, binarized", xlabel="p (ERRPH p0 = DTPD θ)", ylabel="accuracy")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right", handlelength=4)  # long enough to show the dashes
-    fig.tight_layout()
+    legend_below(fig, handlelength=4)  # long enough to show the dashes
     return fig
 
 

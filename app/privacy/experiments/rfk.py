@@ -34,6 +34,7 @@ from app.privacy.anonymity.risk import frame_risk
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
 from app.privacy.experiments import datasets_dir
+from app.privacy.plotting import legend_below
 from app.privacy.registry import Kind, MethodSpec, Params, Source, register
 from app.privacy.results import ReportResult, render_figure
 
@@ -167,7 +168,7 @@ def _plot(table: pd.DataFrame, dataset: str, series: dict[str, str], ylabel: str
     ax.set_ylabel(ylabel)
     ax.set_title(f"{title} — {dataset}")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    legend_below(fig, [ax], fontsize=8)
     return render_figure(fig)
 
 

@@ -29,6 +29,7 @@ from app.privacy.experiments import datasets_dir
 from app.privacy.feature_selection import HamdistParams, RfkaParams, run_hamdist, run_rfka
 from app.privacy.feature_selection.methods import SEED_004
 from app.privacy.feature_selection.selection import class_ids
+from app.privacy.plotting import legend_below
 from app.privacy.registry import Kind, MethodSpec, Params, Source, register
 from app.privacy.results import ReportResult, render_figure
 from app.privacy.rng import SecureRandom
@@ -234,8 +235,7 @@ def _plot(summary: pd.DataFrame, variants: list[str], value: str, ylabel: str, l
         if log:
             ax.set_yscale("log")
         ax.grid(alpha=0.3)
-        ax.legend()
-    fig.tight_layout()
+    legend_below(fig, axes[0], fontsize=8)
     return render_figure(fig)
 
 
