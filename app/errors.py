@@ -4,16 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
+
+
+class ProblemIssue(BaseModel):
+    """One invalid thing in a 422: every ``errors`` item has exactly these keys."""
+    loc: list[str | int] = Field(..., description="where: e.g. [\"body\", \"params\", \"p0\"] or [\"query\", \"limt\"]")
+    msg: str = Field(..., description="what is wrong with it")
+    type: str = Field(..., description="a machine-readable kind, e.g. `less_than_equal`, `extra_forbidden`")
 
 
 class ProblemDetail(BaseModel):
-    type: str
-    title: str
-    status: int
-    detail: str
-    instance: str | None = None
-    errors: list[dict[str, Any]] | None = None
+    """RFC 9457 problem details, sent as application/problem+json."""
+    type: str = Field(..., description="a URI per kind of problem: https://veil.dev/problems/<slug>")
+    title: str = Field(..., description="the kind of problem, in words (the same for every problem of a `type`)")
+    status: int = Field(..., description="the HTTP status")
+    detail: str = Field(..., description="this occurrence, in words: names the parameter, column or resource")
+    instance: str | None = Field(None, description="the request path")
+    errors: list[ProblemIssue] | None = Field(None, description="422s: every invalid field")
 
 
 class VeilError(Exception):
@@ -100,12 +108,37 @@ class FrameworkError(VeilError):
         self.status = status
 
 
+PROBLEM_MEDIA = "application/problem+json"
+PROBLEM_SCHEMA = {"$ref": "#/components/schemas/ProblemDetail"}  # app.main publishes the model
+
+# What each status means in the OpenAPI document, and the class whose problem it is (its
+# ``type`` and ``title`` make the example).
+_DECLARED: dict[int, tuple[str, type[VeilError], str]] = {
+    400: ("Bad request", BadRequest, "the request body was not received completely"),
+    401: ("Missing or invalid API key", Unauthorized, "missing API key: send 'Authorization: Bearer <key>'"),
+    403: ("Role not allowed", Forbidden, "this operation needs the role owner; your key has the role analyst"),
+    404: ("Not found", NotFound, "no such resource in your tenant"),
+    408: ("The request body stalled", RequestTimeout, "no part of the request body arrived for 30 s"),
+    409: ("Conflict", Conflict, "the resource is not in a state that allows this"),
+    413: ("Payload too large", PayloadTooLarge, "the request body is larger than the limit"),
+    415: ("Unsupported media type", UnsupportedMediaType, "the body's Content-Type is not accepted here"),
+    422: ("Invalid input", Unprocessable, "limit: Input should be less than or equal to 200"),
+    429: ("Too many requests", TooManyRequests,
+          "the tenant already has 20 queued or running jobs; wait for some to finish"),
+    503: ("Database unavailable or the service busy", ServiceUnavailable,
+          "the database is unavailable; retry later"),
+}
+
+
+def problem_response(status: int) -> dict[str, Any]:
+    """One problem+json response for the OpenAPI document: the schema is declared under the
+    media type the error handler actually sends (not FastAPI's default application/json)."""
+    description, cls, detail = _DECLARED[status]
+    example = cls(detail).problem(None).model_dump(exclude_none=True)
+    return {"description": description,
+            "content": {PROBLEM_MEDIA: {"schema": PROBLEM_SCHEMA, "example": example}}}
+
+
 # Declared on every route so the OpenAPI document lists the problem responses.
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    descriptions = {400: "Bad request", 401: "Missing or invalid API key",
-                    403: "Role not allowed", 404: "Not found", 408: "The request body stalled",
-                    409: "Conflict",
-                    413: "Payload too large", 415: "Unsupported media type",
-                    422: "Invalid input", 429: "Too many requests", 503: "Database unavailable"}
-    return {s: {"model": ProblemDetail, "description": descriptions[s],
-                "content": {"application/problem+json": {}}} for s in statuses}
+    return {s: problem_response(s) for s in statuses}

@@ -22,8 +22,9 @@ from app.db import POOL_OVERFLOW, POOL_SIZE, UPLOAD_CONNECTIONS
 from app.datasets.router import BODY_MODELS
 from app.datasets.router import router as datasets_router
 from app.deps import declared_query, known_query_only
-from app.errors import (BadRequest, FrameworkError, InternalError, MethodNotAllowed, NotFound,
-                        ServiceUnavailable, Unprocessable, VeilError)
+from app.errors import (PROBLEM_MEDIA, BadRequest, FrameworkError, InternalError, MethodNotAllowed,
+                        NotFound, ProblemDetail, ServiceUnavailable, Unprocessable, VeilError,
+                        problem_response)
 from app.jobs.router import router as jobs_router
 from app.methods.router import router as methods_router
 from app.middleware import BodyLimit, HeadAsGet, InFlightLimit, RequestContext
@@ -34,17 +35,29 @@ from app.reports.router import router as reports_router
 from app.version import code_version
 
 log = logging.getLogger("veil.api")
-PROBLEM = "application/problem+json"
 
 DESCRIPTION = """Privacy transforms as a service: randomized response, differentially private
 release, k-anonymity and itemset randomization, with reconstruction, mining, an ε budget per
 dataset and an append-only audit trail. Authenticate with `Authorization: Bearer <key>`.
 Every error is RFC 9457 problem+json."""
 
+TAGS = [
+    {"name": "operations", "description": "Liveness, readiness and Prometheus metrics (no key)."},
+    {"name": "methods", "description": "The method catalogue: parameters, guarantees, papers (no key)."},
+    {"name": "datasets", "description": "Upload, inspect, describe (schema, hierarchies) and delete raw data."},
+    {"name": "budgets", "description": "A dataset's ε cap and its ledger of debits and refunds."},
+    {"name": "jobs", "description": "Run a method on a dataset or a release; poll, cancel, retry."},
+    {"name": "releases", "description": "Privatized data and the guarantees it was released under."},
+    {"name": "reports", "description": "Analyses' results: tables and plots."},
+    {"name": "models", "description": "Classifiers trained on releases, and their predictions."},
+    {"name": "audit", "description": "The append-only audit trail."},
+    {"name": "auth", "description": "API keys (admins)."},
+]
+
 
 def _problem(exc: VeilError, request: Request) -> JSONResponse:
     body = exc.problem(request.url.path).model_dump(exclude_none=True)
-    return JSONResponse(body, status_code=exc.status, media_type=PROBLEM, headers=exc.headers)
+    return JSONResponse(body, status_code=exc.status, media_type=PROBLEM_MEDIA, headers=exc.headers)
 
 
 def _validation_errors(exc: RequestValidationError) -> list[dict]:
@@ -55,7 +68,8 @@ def _validation_errors(exc: RequestValidationError) -> list[dict]:
 
 def _publish_models(app: FastAPI, models) -> None:
     """Add ``models`` to the document's components: FastAPI publishes the models it validates
-    itself, not those a hand-written request body (``openapi_extra``) refers to."""
+    itself, not those a hand-written request body (``openapi_extra``) or a problem response
+    (``errors.problem_response``) refers to. Then declare the app-wide answers."""
     build = app.openapi
 
     def openapi() -> dict:
@@ -66,9 +80,39 @@ def _publish_models(app: FastAPI, models) -> None:
             schemas = doc.setdefault("components", {}).setdefault("schemas", {})
             for name, schema in defs.get("$defs", {}).items():
                 schemas.setdefault(name, schema)
+            _declare_app_wide_problems(doc)
         return app.openapi_schema
 
     app.openapi = openapi
+
+
+_FASTAPI_422 = "#/components/schemas/HTTPValidationError"  # FastAPI's default 422 response
+
+
+def _declare_app_wide_problems(doc: dict) -> None:
+    """Problems that no route raises itself, declared where they can happen: a query parameter
+    the operation does not take (``known_query_only``: 422, any operation), the in-flight limit
+    (503, any operation but /healthz), the body limit and the stalled-body timeout (413, 408,
+    any operation with a request body), the key check (401, any operation with security).
+    An operation that takes no key says so (``security: []``) rather than leaving it unsaid."""
+    for path, ops in doc["paths"].items():
+        for op in ops.values():
+            op.setdefault("security", [])
+            statuses = [422] + ([503] if path not in InFlightLimit.EXEMPT else [])
+            if "requestBody" in op:
+                statuses += [408, 413]
+            if op.get("security"):
+                statuses.append(401)
+            for status in statuses:
+                declared = problem_response(status)
+                response = op["responses"].get(str(status))
+                if response is None or _FASTAPI_422 in str(response):
+                    op["responses"][str(status)] = declared
+                else:  # the route's own (readyz's 503 has its own body): add the problem's
+                    response.setdefault("content", {}).setdefault(PROBLEM_MEDIA, declared["content"][PROBLEM_MEDIA])
+    # FastAPI's own 422 shape, which the validation handler never sends (it answers problem+json)
+    for name in ("HTTPValidationError", "ValidationError"):
+        doc["components"]["schemas"].pop(name, None)
 
 
 @contextlib.asynccontextmanager
@@ -84,7 +128,10 @@ def create_app() -> FastAPI:
     if not logging.getLogger().handlers:  # an API process spawned by `veil serve` (uvicorn workers)
         logging_setup.configure(settings.log_level)
     app = FastAPI(title="Veil", version=code_version().split("+")[0], description=DESCRIPTION,
-                  openapi_url="/openapi.json", redirect_slashes=False,
+                  openapi_url="/openapi.json", openapi_tags=TAGS, redirect_slashes=False,
+                  # operationIds are the endpoint functions' names (unique: the test checks),
+                  # not FastAPI's name_path_verb that changes with every path edit
+                  generate_unique_id_function=lambda route: route.name,
                   dependencies=[Depends(known_query_only)], lifespan=_warm_up)
 
     @app.exception_handler(VeilError)
@@ -147,7 +194,7 @@ def create_app() -> FastAPI:
     for router in (ops_router, methods_router, datasets_router, budgets_router, jobs_router,
                    releases_router, reports_router, models_router, audit_router, keys_router):
         app.include_router(router)
-    _publish_models(app, BODY_MODELS)
+    _publish_models(app, (*BODY_MODELS, ProblemDetail))
 
     # inside the body limit; the two kinds of slots together never exceed the connection pool
     uploads = min(settings.max_concurrent_uploads, UPLOAD_CONNECTIONS)

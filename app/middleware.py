@@ -165,8 +165,10 @@ class InFlightLimit:
     after authentication), so slow uploads cannot take the slots of other requests. The
     connection pool has room for both (``limit + upload_limit``)."""
 
+    EXEMPT = ("/healthz",)  # liveness answers even when every slot is taken
+
     def __init__(self, app, limit: int, upload_limit: int = 4, wait_s: float = 30.0,
-                 exempt: tuple[str, ...] = ("/healthz",)) -> None:
+                 exempt: tuple[str, ...] = EXEMPT) -> None:
         self.app = app
         self.limits = {"general": limit, "upload": upload_limit}
         self.wait_s = wait_s

@@ -14,6 +14,7 @@ from app.auth.schemas import Role
 from app.deps import SessionDep
 from app import pagination
 from app.errors import Forbidden, problem_responses
+from app.openapi_parts import Cursor
 
 router = APIRouter(prefix="/v1/audit", tags=["audit"])
 
@@ -21,11 +22,14 @@ router = APIRouter(prefix="/v1/audit", tags=["audit"])
 @router.get("", response_model=AuditPage, responses=problem_responses(401, 403, 422, 503))
 def list_audit(
     principal: AnyPrincipal, session: SessionDep,
-    dataset_id: uuid.UUID | None = None, release_id: uuid.UUID | None = None,
-    actor: str | None = None, action: str | None = None,
-    since: datetime | None = None, until: datetime | None = None,
-    cursor: Annotated[str | None, Query(description="the `next` value of the previous page")] = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    dataset_id: Annotated[uuid.UUID | None, Query(description="events about this dataset")] = None,
+    release_id: Annotated[uuid.UUID | None, Query(description="events about this release")] = None,
+    actor: Annotated[str | None, Query(description="events by this actor: an API key's id, `cli` or `system`")] = None,
+    action: Annotated[str | None, Query(description="events of this action, e.g. `dataset.downloaded`")] = None,
+    since: Annotated[datetime | None, Query(description="events at or after this time (ISO 8601)")] = None,
+    until: Annotated[datetime | None, Query(description="events before this time (ISO 8601)")] = None,
+    cursor: Cursor = None,
+    limit: Annotated[int, Query(ge=1, le=1000, description="items per page")] = 100,
     tenant: Annotated[str | None, Query(description="admins only: another tenant")] = None,
 ) -> AuditPage:
     """The append-only audit trail of the caller's tenant (owners; admins across tenants)."""

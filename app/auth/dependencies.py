@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Request
+from fastapi.security import HTTPBearer
 
 from app.auth.schemas import Principal, Role
 from app.auth.service import authenticate
@@ -10,9 +11,22 @@ from app.deps import SessionDep
 from app.errors import Forbidden
 
 
+class BearerKey(HTTPBearer):
+    """Declares the API key as the OpenAPI document's bearer security scheme (applied to every
+    operation that needs a key) and hands the raw Authorization header to ``authenticate``,
+    which words its own 401s (FastAPI's HTTPBearer would answer its own, differently)."""
+
+    async def __call__(self, request: Request) -> str | None:  # type: ignore[override]
+        return request.headers.get("authorization")
+
+
+bearer_key = BearerKey(scheme_name="apiKey", bearerFormat="veil_<prefix>_<secret>", auto_error=False,
+                       description="An API key (`veil keys create`, or POST /v1/keys by an admin), "
+                                   "sent as `Authorization: Bearer <key>`.")
+
+
 def current_principal(request: Request, session: SessionDep,
-                      authorization: Annotated[str | None, Header(include_in_schema=False)] = None
-                      ) -> Principal:
+                      authorization: Annotated[str | None, Depends(bearer_key)]) -> Principal:
     principal = authenticate(session, authorization)
     request.state.principal = principal
     return principal

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import uuid
-
 from typing import Annotated
 
 from fastapi import APIRouter, Query
@@ -13,19 +11,20 @@ from app.budgets.schemas import Budget, BudgetUpdate, LedgerPage
 from app.datasets.service import get_row
 from app.deps import SessionDep
 from app.errors import problem_responses
+from app.openapi_parts import CURSOR, DatasetId
 
 router = APIRouter(prefix="/v1/datasets/{dataset_id}/budget", tags=["budgets"])
 
 
 @router.get("", response_model=Budget, responses=problem_responses(401, 403, 404, 422, 503))
-def get_budget(dataset_id: uuid.UUID, principal: OwnerPrincipal, session: SessionDep) -> Budget:
+def get_budget(dataset_id: DatasetId, principal: OwnerPrincipal, session: SessionDep) -> Budget:
     """The dataset's ε cap, what is spent and remains, and the latest entries of its ledger."""
     get_row(session, principal, dataset_id)
     return Budget(**service.view(session, dataset_id))
 
 
 @router.put("", response_model=Budget, responses=problem_responses(401, 403, 404, 409, 422, 503))
-def put_budget(dataset_id: uuid.UUID, body: BudgetUpdate, principal: OwnerPrincipal,
+def put_budget(dataset_id: DatasetId, body: BudgetUpdate, principal: OwnerPrincipal,
                session: SessionDep) -> Budget:
     """Set the ε cap (never below what is already spent)."""
     get_row(session, principal, dataset_id, live=True, for_update=True)  # a deleted one: 404
@@ -33,9 +32,9 @@ def put_budget(dataset_id: uuid.UUID, body: BudgetUpdate, principal: OwnerPrinci
 
 
 @router.get("/entries", response_model=LedgerPage, responses=problem_responses(401, 403, 404, 422, 503))
-def get_ledger(dataset_id: uuid.UUID, principal: OwnerPrincipal, session: SessionDep,
-               cursor: Annotated[str | None, Query(max_length=20)] = None,
-               limit: Annotated[int, Query(ge=1, le=1000)] = 200) -> LedgerPage:
+def get_ledger(dataset_id: DatasetId, principal: OwnerPrincipal, session: SessionDep,
+               cursor: Annotated[str | None, Query(max_length=20, description=CURSOR)] = None,
+               limit: Annotated[int, Query(ge=1, le=1000, description="items per page")] = 200) -> LedgerPage:
     """The whole ε ledger of the dataset, oldest first: every debit and refund."""
     get_row(session, principal, dataset_id)
     return LedgerPage(**service.ledger_page(session, dataset_id, pagination.decode_id(cursor), limit))

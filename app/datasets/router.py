@@ -2,11 +2,10 @@ from __future__ import annotations
 
 import json
 import tempfile
-import uuid
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
-from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import PlainTextResponse, StreamingResponse
 from starlette.datastructures import UploadFile
@@ -17,6 +16,8 @@ from app.datasets.schema import BARE_OR_WRAPPED, SchemaUpdate, schema_update_fro
 from app.datasets.schemas import Dataset, DatasetPage, Hierarchy, Profile, SyntheticRequest
 from app.deps import SessionDep
 from app.errors import Unprocessable, UnsupportedMediaType, problem_responses
+from app.openapi_parts import (MEDIA_BY_FORMAT, Cursor, DatasetId, HierarchyColumn, IdempotencyKey, PageSize,
+                               TableFormat, table_content)
 
 router = APIRouter(prefix="/v1/datasets", tags=["datasets"])
 FORM_MEDIA = ("multipart/form-data", "application/x-www-form-urlencoded")
@@ -46,9 +47,8 @@ _UPLOAD_BODY = {
                         200: {"model": Dataset, "description": "a replay: the same Idempotency-Key "
                               "and request as before; the original dataset"},
                         **problem_responses(401, 403, 408, 409, 413, 415, 422, 503)})
-async def upload(request: Request, response: Response, principal: OwnerPrincipal,
-                 session: SessionDep,
-                 idempotency_key: Annotated[str | None, Header(max_length=200)] = None) -> Dataset:
+async def upload_dataset(request: Request, response: Response, principal: OwnerPrincipal,
+                         session: SessionDep, idempotency_key: IdempotencyKey = None) -> Dataset:
     """Upload a dataset (multipart field `file`; optional `schema`, `format`, `name`).
     The size limit is enforced while the body streams in; nothing is kept on a 4xx."""
     content_type = request.headers.get("content-type", "")
@@ -79,8 +79,8 @@ async def upload(request: Request, response: Response, principal: OwnerPrincipal
 
 @router.post("/synthetic", status_code=201, response_model=Dataset,
              responses=problem_responses(401, 403, 422, 503))
-def generate(body: SyntheticRequest, response: Response, principal: OwnerPrincipal,
-             session: SessionDep) -> Dataset:
+def generate_dataset(body: SyntheticRequest, response: Response, principal: OwnerPrincipal,
+                     session: SessionDep) -> Dataset:
     """Create a dataset from a generator (the paper's synthetic bank-card customers); its
     sha256 is that of the stored Parquet bytes."""
     dataset = service.create_synthetic(session, principal, generator=body.generator,
@@ -91,32 +91,31 @@ def generate(body: SyntheticRequest, response: Response, principal: OwnerPrincip
 
 @router.get("", response_model=DatasetPage, responses=problem_responses(401, 403, 422, 503))
 def list_datasets(principal: OwnerPrincipal, session: SessionDep,
-                  cursor: str | None = None,
-                  limit: Annotated[int, Query(ge=1, le=200)] = 50) -> DatasetPage:
+                  cursor: Cursor = None, limit: PageSize = 50) -> DatasetPage:
     """The tenant's datasets, newest first (paginated by `next`)."""
     return DatasetPage(**service.list_page(session, principal, cursor, limit))
 
 
 @router.get("/{dataset_id}", response_model=Dataset, responses=problem_responses(401, 403, 404, 422, 503))
-def get_dataset(dataset_id: uuid.UUID, principal: OwnerPrincipal, session: SessionDep) -> Dataset:
+def get_dataset(dataset_id: DatasetId, principal: OwnerPrincipal, session: SessionDep) -> Dataset:
+    """A dataset's columns (inferred types and roles, overrides applied), size, format and sha256."""
     return Dataset(**service.get(session, principal, dataset_id))
 
 
 @router.get("/{dataset_id}/data", response_class=StreamingResponse,
-            responses={200: {"description": "the raw rows", "content": {
-                "text/csv": {}, "application/x-ndjson": {}, "application/vnd.apache.parquet": {}}},
+            responses={200: {"description": "the raw rows", "content": table_content()},
                 **problem_responses(401, 403, 404, 422, 503)})
-def download(dataset_id: uuid.UUID, principal: OwnerPrincipal, session: SessionDep,
-             format: Literal["csv", "jsonl", "parquet"] = "csv") -> StreamingResponse:
+def download_dataset(dataset_id: DatasetId, principal: OwnerPrincipal, session: SessionDep,
+                     format: TableFormat = "csv") -> StreamingResponse:
     """The raw data as stored (owners only; every download is audited)."""
-    media = {"csv": "text/csv", "jsonl": "application/x-ndjson", "parquet": "application/vnd.apache.parquet"}
-    return StreamingResponse(service.download(session, principal, dataset_id, format), media_type=media[format],
+    return StreamingResponse(service.download(session, principal, dataset_id, format),
+                             media_type=MEDIA_BY_FORMAT[format],
                              headers={"Content-Disposition": f'attachment; filename="dataset-{dataset_id}.{format}"'})
 
 
 @router.get("/{dataset_id}/profile", response_model=Profile,
             responses=problem_responses(401, 403, 404, 422, 503))
-def get_profile(dataset_id: uuid.UUID, principal: OwnerPrincipal, session: SessionDep) -> Profile:
+def get_profile(dataset_id: DatasetId, principal: OwnerPrincipal, session: SessionDep) -> Profile:
     """Per-column statistics of the raw data (owners only)."""
     return Profile(**service.profile(session, principal, dataset_id))
 
@@ -145,7 +144,7 @@ _SCHEMA_BODY = {"requestBody": {"required": True, "content": {"application/json"
 
 @router.put("/{dataset_id}/schema", response_model=Dataset, openapi_extra=_SCHEMA_BODY,
             responses=problem_responses(401, 403, 404, 422, 503))
-def put_schema(dataset_id: uuid.UUID, principal: OwnerPrincipal,  # the key is checked before the body
+def put_schema(dataset_id: DatasetId, principal: OwnerPrincipal,  # the key is checked before the body
                body: Annotated[SchemaUpdate, Depends(schema_body)], session: SessionDep) -> Dataset:
     """Override column types, roles, numeric bounds or declared categories: a map of column
     name → overrides, bare or wrapped in {"columns": …} (like the upload's ``schema`` field)."""
@@ -156,8 +155,10 @@ def put_schema(dataset_id: uuid.UUID, principal: OwnerPrincipal,  # the key is c
             responses=problem_responses(401, 403, 404, 408, 413, 415, 422, 503),
             openapi_extra={"requestBody": {"required": True, "content": {
                 "text/csv": {"schema": {"type": "string"}},
-                "text/plain": {"schema": {"type": "string"}}}}})
-async def put_hierarchy(dataset_id: uuid.UUID, column: str, request: Request,
+                "text/plain": {"schema": {"type": "string"}},
+                # any media type but a form is read as the file: generated clients send bytes so
+                "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}})
+async def put_hierarchy(dataset_id: DatasetId, column: HierarchyColumn, request: Request,
                         principal: OwnerPrincipal, session: SessionDep) -> Hierarchy:
     """Upload a generalization hierarchy for a column in ARX's CSV format
     (`value;level1;…;*`, one row per value). Every data value must appear exactly once."""
@@ -181,7 +182,7 @@ async def put_hierarchy(dataset_id: uuid.UUID, column: str, request: Request,
             responses={200: {"description": "the hierarchy as uploaded (ARX CSV)",
                              "content": {"text/csv": {"schema": {"type": "string"}}}},
                        **problem_responses(401, 403, 404, 422, 503)})
-def get_hierarchy(dataset_id: uuid.UUID, column: str, principal: OwnerPrincipal,
+def get_hierarchy(dataset_id: DatasetId, column: HierarchyColumn, principal: OwnerPrincipal,
                   session: SessionDep) -> PlainTextResponse:
     """A column's hierarchy as it was uploaded (owners only; audited like a download)."""
     return PlainTextResponse(service.get_hierarchy(session, principal, dataset_id, column),
@@ -189,7 +190,7 @@ def get_hierarchy(dataset_id: uuid.UUID, column: str, principal: OwnerPrincipal,
 
 
 @router.delete("/{dataset_id}", status_code=204, responses=problem_responses(401, 403, 404, 422, 503))
-def delete_dataset(dataset_id: uuid.UUID, principal: OwnerPrincipal, session: SessionDep) -> Response:
+def delete_dataset(dataset_id: DatasetId, principal: OwnerPrincipal, session: SessionDep) -> Response:
     """Delete a dataset: its data is purged; releases made from it and the audit trail stay."""
     service.delete(session, principal, dataset_id)
     return Response(status_code=204)

@@ -3,13 +3,14 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Header, Query, Response
+from fastapi import APIRouter, Body, Query, Response
 
 from app.auth.dependencies import AdminPrincipal, AnyPrincipal
 from app.deps import SessionDep
 from app.errors import problem_responses
 from app.jobs import service
 from app.jobs.schemas import Job, JobPage, JobRequest, JobStatus
+from app.openapi_parts import Cursor, IdempotencyKey, JobId, PageSize
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
@@ -23,7 +24,7 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
                         **problem_responses(401, 403, 404, 409, 422, 429, 503)})
 def submit_job(body: Annotated[JobRequest, Body()], response: Response, principal: AnyPrincipal,
                session: SessionDep,
-               idempotency_key: Annotated[str | None, Header(max_length=200)] = None) -> Job:
+               idempotency_key: IdempotencyKey = None) -> Job:
     """Submit a job: `{dataset_id | release_id, method, params}`. Its ε (if any) is debited
     from the dataset's budget in the same transaction that queues it."""
     job, created = service.submit(session, principal, body, idempotency_key)
@@ -34,31 +35,33 @@ def submit_job(body: Annotated[JobRequest, Body()], response: Response, principa
 
 @router.get("", response_model=JobPage, responses=problem_responses(401, 403, 422, 503))
 def list_jobs(principal: AnyPrincipal, session: SessionDep,
-              status: JobStatus | None = None, method: str | None = None,
-              dataset_id: uuid.UUID | None = None,
+              status: Annotated[JobStatus | None, Query(description="only jobs in this state")] = None,
+              method: Annotated[str | None, Query(description="only jobs of this method")] = None,
+              dataset_id: Annotated[uuid.UUID | None, Query(description="jobs run on this dataset")] = None,
               release_id: Annotated[uuid.UUID | None, Query(description="jobs run on this release")] = None,
-              tenant: Annotated[str | None, Query(description="admins only")] = None,
-              cursor: str | None = None,
-              limit: Annotated[int, Query(ge=1, le=200)] = 50) -> JobPage:
+              tenant: Annotated[str | None, Query(description="admins only: another tenant's jobs")] = None,
+              cursor: Cursor = None, limit: PageSize = 50) -> JobPage:
     """Jobs of the caller's tenant (admins: of every tenant), newest first."""
     return JobPage(**service.list_page(session, principal, status=status, method=method,
                                        dataset_id=dataset_id, release_id=release_id, tenant=tenant, cursor=cursor, limit=limit))
 
 
 @router.get("/{job_id}", response_model=Job, responses=problem_responses(401, 404, 422, 503))
-def get_job(job_id: uuid.UUID, principal: AnyPrincipal, session: SessionDep) -> Job:
+def get_job(job_id: JobId, principal: AnyPrincipal, session: SessionDep) -> Job:
+    """A job's status, progress and stage; when it succeeded, the ids of what it produced
+    (`result`); when it failed, the error."""
     return Job(**service.get(session, principal, job_id))
 
 
 @router.post("/{job_id}/cancel", status_code=202, response_model=Job,
              responses=problem_responses(401, 403, 404, 409, 422, 503))
-def cancel_job(job_id: uuid.UUID, principal: AnyPrincipal, session: SessionDep) -> Job:
+def cancel_job(job_id: JobId, principal: AnyPrincipal, session: SessionDep) -> Job:
     """Cancel: a queued job at once (its ε is refunded); a running one is aborted."""
     return Job(**service.cancel(session, principal, job_id))
 
 
 @router.post("/{job_id}/retry", status_code=202, response_model=Job,
              responses=problem_responses(401, 403, 404, 409, 422, 503))
-def retry_job(job_id: uuid.UUID, principal: AdminPrincipal, session: SessionDep) -> Job:
+def retry_job(job_id: JobId, principal: AdminPrincipal, session: SessionDep) -> Job:
     """Admins: run a failed job again."""
     return Job(**service.retry(session, principal, job_id))

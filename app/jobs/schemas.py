@@ -7,7 +7,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
 
 from app.privacy import registry
 
@@ -36,6 +36,9 @@ def build_request_union() -> Any:
 
 JobRequest = build_request_union()
 
+# "Infinity" as a one-value enum, not a const: generated clients parse a union of a number and
+# a const string as the const alone (openapi-python-client refused every finite ε)
+Unbounded = Annotated[Literal["Infinity"], WithJsonSchema({"type": "string", "enum": ["Infinity"]})]
 JobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 
 
@@ -61,7 +64,7 @@ class Job(BaseModel):
     dataset_id: uuid.UUID | None
     release_id: uuid.UUID | None
     params: dict[str, Any]
-    epsilon: float | Literal["Infinity"] | None = Field(
+    epsilon: float | Unbounded | None = Field(
         None, description="ε debited from the dataset's budget (\"Infinity\" when unbounded)")
     attempt: int
     created_at: datetime

@@ -28,7 +28,8 @@ def healthz() -> Health:
     return Health(status="ok")
 
 
-@router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
+@router.get("/readyz", response_model=Readiness,
+            responses={503: {"model": Readiness, "description": "not ready: the failing checks say why"}})
 def readyz():
     """Ready: the database answers, migrations are at head, a worker heartbeat is recent."""
     checks: dict[str, str] = {}
@@ -50,6 +51,8 @@ def readyz():
 
 
 @router.get("/metrics", response_class=Response,
-            responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format"}})
+            responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}},
+                             "description": "Prometheus text format"}})
 def metrics() -> Response:
+    """Prometheus metrics: request latency, jobs by state, job durations, queue depth."""
     return Response(render(), media_type="text/plain; version=0.0.4; charset=utf-8")

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
@@ -9,36 +9,35 @@ from fastapi.responses import StreamingResponse
 from app.auth.dependencies import ReaderPrincipal
 from app.deps import SessionDep
 from app.errors import problem_responses
+from app.openapi_parts import MEDIA_BY_FORMAT, Cursor, PageSize, ReleaseId, TableFormat, table_content
 from app.releases import service
 from app.releases.schemas import Release, ReleasePage
 
 router = APIRouter(prefix="/v1/releases", tags=["releases"])
 
-_MEDIA = {"csv": "text/csv", "jsonl": "application/x-ndjson", "parquet": "application/vnd.apache.parquet"}
-
 
 @router.get("", response_model=ReleasePage, responses=problem_responses(401, 403, 422, 503))
-def list_releases(principal: ReaderPrincipal, session: SessionDep, dataset_id: uuid.UUID | None = None,
-                  method: str | None = None, cursor: str | None = None,
-                  limit: Annotated[int, Query(ge=1, le=200)] = 50) -> ReleasePage:
+def list_releases(principal: ReaderPrincipal, session: SessionDep,
+                  dataset_id: Annotated[uuid.UUID | None, Query(description="releases made from this dataset")] = None,
+                  method: Annotated[str | None, Query(description="releases of this method")] = None,
+                  cursor: Cursor = None, limit: PageSize = 50) -> ReleasePage:
     """The tenant's releases, newest first, paginated by `next` (as datasets and jobs are)."""
     return ReleasePage(**service.list_page(session, principal, dataset_id=dataset_id, method=method,
                                            cursor=cursor, limit=limit))
 
 
 @router.get("/{release_id}", response_model=Release, responses=problem_responses(401, 403, 404, 422, 503))
-def get_release(release_id: uuid.UUID, principal: ReaderPrincipal, session: SessionDep) -> Release:
+def get_release(release_id: ReleaseId, principal: ReaderPrincipal, session: SessionDep) -> Release:
     """A release's guarantees, metrics, published metadata, chain and provenance."""
     return Release(**service.get(session, principal, release_id))
 
 
 @router.get("/{release_id}/data", response_class=StreamingResponse,
-            responses={200: {"description": "the release's rows", "content": {
-                "text/csv": {}, "application/x-ndjson": {}, "application/vnd.apache.parquet": {}}},
+            responses={200: {"description": "the release's rows", "content": table_content()},
                 **problem_responses(401, 403, 404, 422, 503)})
-def download(release_id: uuid.UUID, principal: ReaderPrincipal, session: SessionDep,
-             format: Literal["csv", "jsonl", "parquet"] = "csv") -> StreamingResponse:
+def download_release(release_id: ReleaseId, principal: ReaderPrincipal, session: SessionDep,
+                     format: TableFormat = "csv") -> StreamingResponse:
     """Stream the release's rows as CSV, JSON Lines or Parquet."""
     body = service.download(session, principal, release_id, format)
-    return StreamingResponse(body, media_type=_MEDIA[format], headers={
+    return StreamingResponse(body, media_type=MEDIA_BY_FORMAT[format], headers={
         "Content-Disposition": f'attachment; filename="release-{release_id}.{format}"'})

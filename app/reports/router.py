@@ -4,12 +4,14 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Path, Query, Response
 from pydantic import BaseModel, Field
 
 from app.auth.dependencies import ReaderPrincipal
 from app.deps import SessionDep
 from app.errors import NotFound, problem_responses
+from app.openapi_parts import Cursor, PageSize, ReportId
+from app.openapi_parts import binary_content
 from app.reports import service
 
 router = APIRouter(prefix="/v1/reports", tags=["reports"])
@@ -36,24 +38,27 @@ class ReportPage(BaseModel):
 
 
 @router.get("", response_model=ReportPage, responses=problem_responses(401, 403, 422, 503))
-def list_reports(principal: ReaderPrincipal, session: SessionDep, dataset_id: uuid.UUID | None = None,
-                 release_id: uuid.UUID | None = None, kind: str | None = None, cursor: str | None = None,
-                 limit: Annotated[int, Query(ge=1, le=200)] = 50) -> ReportPage:
+def list_reports(principal: ReaderPrincipal, session: SessionDep,
+                 dataset_id: Annotated[uuid.UUID | None, Query(description="reports on this dataset")] = None,
+                 release_id: Annotated[uuid.UUID | None, Query(description="reports on this release")] = None,
+                 kind: Annotated[str | None, Query(description="reports of this kind (the analysis' name)")] = None,
+                 cursor: Cursor = None, limit: PageSize = 50) -> ReportPage:
     """The tenant's reports, newest first, paginated by `next`."""
     return ReportPage(**service.list_page(session, principal, dataset_id=dataset_id, release_id=release_id,
                                           kind=kind, cursor=cursor, limit=limit))
 
 
 @router.get("/{report_id}", response_model=Report, responses=problem_responses(401, 403, 404, 422, 503))
-def get_report(report_id: uuid.UUID, principal: ReaderPrincipal, session: SessionDep) -> Report:
+def get_report(report_id: ReportId, principal: ReaderPrincipal, session: SessionDep) -> Report:
     """A report's data (tables as lists of records) and the addresses of its plots."""
     return Report(**service.to_response(service.get_row(session, principal, report_id)))
 
 
-@router.get("/{report_id}/plots/{filename}",
-            responses={200: {"content": {"image/png": {}, "image/svg+xml": {}}},
+@router.get("/{report_id}/plots/{filename}", response_class=Response,
+            responses={200: {"description": "the plot", "content": binary_content("image/png", "image/svg+xml")},
                        **problem_responses(401, 403, 404, 422, 503)})
-def get_plot(report_id: uuid.UUID, filename: str, principal: ReaderPrincipal,
+def get_plot(report_id: ReportId,
+             filename: Annotated[str, Path(description="`{name}.png` or `{name}.svg`, as in the report's `plots`")], principal: ReaderPrincipal,
              session: SessionDep) -> Response:
     """A plot as PNG or SVG: `{name}.png` or `{name}.svg`."""
     name, _, fmt = filename.rpartition(".")
