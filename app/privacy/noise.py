@@ -201,15 +201,16 @@ def _acceptance_error(arg_max: float, abs_offset: float) -> float:
     (|y| - σ²/t)²/2σ² with |y| - σ²/t ≤ ``abs_offset``·t.
 
     K's masses: at most ⌊a⌋/4 + 1 restarts, each erring by ``tau``, plus ``zeta_h`` (the
-    Laplace sampler's bounds at t = 1). F = -log1p(-w(1 - e^-1)) errs by ≤ 3·FLOAT_REL_ERR
-    absolute (F < 1); as dw/dF ≤ 1/(1 - e^-1), each boundary moves in w by ≤ that/(1 - e^-1),
+    Laplace sampler's bounds at t = 1). F = -log1p(-w(1 - e^-1)) errs by ≤ (3 + e)·FLOAT_REL_ERR
+    absolute (F < 1: log1p's own error, and the two roundings of its argument amplified by
+    |x|/(1 + x) ≤ e - 1, as in ``_low_digit_error``); as dw/dF ≤ 1/(1 - e^-1), each boundary moves in w by ≤ that/(1 - e^-1),
     plus the 2^-53 grid of w. The F term weighs P(K = ⌊a⌋)/P(E > a) ≤ e - 1 of the total.
     a itself errs by ≤ (abs_offset + a)·4·FLOAT_REL_ERR absolute (rounding of σ²/t, the
     square and the division), which is the relative error it causes in e^{-a}; doubled.
     Where the uniform decides (a ≤ _UNIFORM_MAX_ARG): e^{-a} errs by the same plus one
     FLOAT_REL_ERR, and U's 2^-53 grid by 2^-53/e^{-a} ≤ 2^-33 relative."""
     e = sampler_errors(1.0)
-    f_shift = 3.0 * FLOAT_REL_ERR / _FRAC_SCALE + 2.0**-53
+    f_shift = (3.0 + math.e) * FLOAT_REL_ERR / _FRAC_SCALE + 2.0**-53
     exponential = ((arg_max / _RESTART + 1.0) * e["tau"] + e["zeta_h"]
                    + (math.e - 1.0) * f_shift
                    + 2.0 * (abs_offset + arg_max) * 4.0 * FLOAT_REL_ERR)
@@ -269,8 +270,11 @@ def laplace_slack(t: float, shift: float, coords: int) -> float:
 def gaussian_slack(sigma: float, coords: int) -> tuple[float, float]:
     """(extra ε, extra δ) of the realized discrete Gaussian over the ideal one.
 
-    Outside |y| ≤ y0 (acceptance below e^-512) we give up pointwise control and count the
-    mass there towards δ; inside, each outcome's probability is within a factor e^{±λ}."""
+    Inside |y| ≤ y0 (acceptance ≥ e^-512) each outcome's probability is within a factor e^{±λ}
+    of the ideal one. Outside, the bounds are not carried (they would still grow only linearly
+    with the restarts): the mass there (the ideal tail, ×1.01 for the realized one) is counted
+    towards δ — ~1e-236 per coordinate at σ ≥ 16 steps, ~1e-217 at σ = 1. The caller weighs it
+    by 1 + e^{ε₀}: the neighbour's tail enters the privacy-loss bound at e^{ε₀}."""
     t = math.floor(sigma) + 1.0
     e = sampler_errors(t)
     reach = sigma * math.sqrt(2.0 * _GAUSS_MAX_ARG)
@@ -403,7 +407,10 @@ def calibrate_gaussian(sensitivity: float, coords: int, epsilon: float,
             if eps0 <= 0:
                 return math.inf, 1.0
             d0 = zcdp_delta(shift * shift / (2.0 * sigma * sigma), eps0)
-            return epsilon, d0 * math.exp(slack_eps / 2.0) + slack_delta
+            # outside |y| ≤ y0 the neighbour's realized masses are not pointwise controlled, so
+            # its tail enters at e^{ε₀}: P̃₁(S) ≤ e^{ε₀+2Λ}P̃₂(S) + e^{Λ}δ₀ + τ̃ + e^{ε₀+Λ}τ
+            return epsilon, (d0 * math.exp(slack_eps / 2.0)
+                             + slack_delta * (1.0 + math.exp(eps0)))
 
         lo, hi = shift / epsilon / 4.0, shift / epsilon * 64.0 + 1.0
         if hi > _MAX_T / 2 or delivered(hi)[1] > delta:

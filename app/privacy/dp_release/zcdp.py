@@ -56,11 +56,12 @@ CONVERSION = ("δ(ε) = inf over α > 1 of exp((α-1)(αρ-ε))/(α-1)·(1-1/α)
 # ------------------------------------------------------------------------- conversion
 def rho_for(epsilon: float, delta: float, max_measurements: int) -> tuple[float, float, float]:
     """(ρ, ε reserved for slack, δ reserved for tails): the largest ρ whose conversion at
-    ε - slack gives δ₀ with δ₀·e^{slack/2} + tails ≤ δ."""
+    ε - slack gives δ₀ with δ₀·e^{slack/2} + tails·(1 + e^{ε - slack}) ≤ δ (the neighbour's
+    far tail enters the privacy-loss bound at e^{ε₀}, ``noise.calibrate_gaussian``)."""
     slack = SLACK_PER_MEASUREMENT * max_measurements
     tails = TAIL_PER_MEASUREMENT * max_measurements
     eps0 = epsilon - slack
-    room = (delta - tails) / math.exp(slack / 2.0)
+    room = (delta - tails * (1.0 + math.exp(eps0))) / math.exp(slack / 2.0)
     if eps0 <= 0 or room <= 0:
         raise ValueError("ε or δ too small for the number of measurements")
 
@@ -90,8 +91,8 @@ def check_budget(method: str, epsilon: float, delta: float, max_measurements: in
     """``rho_for``'s answer, or a MethodInputError naming the parameter and the range that
     works for this job when it has none. Each of the ``max_measurements`` Gaussian measurements
     reserves SLACK_PER_MEASUREMENT of ε for the sampler's floating-point slack and
-    TAIL_PER_MEASUREMENT of δ for its far tails (the sampler's own δ, ~1e-236 per measurement:
-    any δ above the reserve can be served), and ρ must exceed MIN_RHO. Methods call it in their check, before ε is
+    TAIL_PER_MEASUREMENT·(1 + e^ε) of δ for its far tails (the sampler's own δ, ~1e-236 per
+    measurement: any δ above the reserve can be served), and ρ must exceed MIN_RHO. Methods call it in their check, before ε is
     debited, and again in the run. ``fewer``: what the caller can reduce instead."""
     m = max_measurements
     try:
@@ -101,7 +102,8 @@ def check_budget(method: str, epsilon: float, delta: float, max_measurements: in
     require(lambda e, d: _feasible(e, d, m), epsilon, delta,
             why=f"{method} makes up to {m} noisy measurements here; each reserves "
                 f"{SLACK_PER_MEASUREMENT:g} of ε for the noise sampler's floating-point slack and "
-                f"{TAIL_PER_MEASUREMENT:g} of δ for its far tails, and ρ must exceed {MIN_RHO:g}",
+                f"{TAIL_PER_MEASUREMENT:g}·(1 + e^ε) of δ for its far tails, and ρ must exceed "
+                f"{MIN_RHO:g}",
             max_epsilon=max_epsilon, max_delta=max_delta, fewer=fewer)
     raise AssertionError("unreachable: require() raises when rho_for fails")
 
@@ -109,7 +111,8 @@ def check_budget(method: str, epsilon: float, delta: float, max_measurements: in
 def delivered(rho_spent: float, epsilon: float, slack: float, tails: float) -> tuple[float, float]:
     """(ε, δ) delivered by ρ_spent-zCDP plus the realized slack and tail mass."""
     eps0 = epsilon - slack
-    return epsilon, zcdp_delta(rho_spent, eps0) * math.exp(slack / 2.0) + tails
+    return epsilon, (zcdp_delta(rho_spent, eps0) * math.exp(slack / 2.0)
+                     + tails * (1.0 + math.exp(eps0)))  # the neighbour's far tail at e^{ε₀}
 
 
 # ----------------------------------------------------------------------- the ledger
