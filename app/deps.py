@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+import inspect
+from collections.abc import AsyncIterator
 from typing import Annotated
 
+import anyio.to_thread
 from fastapi import Depends, Request
+from fastapi.routing import APIRoute
+from starlette.concurrency import run_in_threadpool
 from sqlalchemy.exc import OperationalError, InterfaceError
 from sqlalchemy.orm import Session
 
@@ -13,13 +18,35 @@ from app.db import _sessionmaker
 from app.errors import ServiceUnavailable, Unprocessable
 
 
-def get_session() -> Iterator[Session]:
+async def get_session() -> AsyncIterator[Session]:
     """The request's transaction: committed when the endpoint returns, rolled back when it
     raises. Declared with scope="function" so the commit happens before the response is sent:
-    a client never sees a 2xx for work that was not committed."""
+    a client never sees a 2xx for work that was not committed.
+
+    Async, with its end in one thread-pool hop: making the Session object takes no I/O (the
+    connection is checked out by the first query, in the thread that runs it), so entering
+    needs no thread; commit or rollback, then close, take one. (A sync generator took a hop
+    for each end: ~0.1 ms of CPU per hop.)"""
     session = _sessionmaker()()
     try:
         yield session
+    except BaseException as exc:
+        await _in_thread(_rollback_and_close, session)
+        if isinstance(exc, (OperationalError, InterfaceError)):
+            raise ServiceUnavailable("the database is unavailable; retry later") from exc
+        raise
+    await _in_thread(_commit_and_close, session)
+
+
+async def _in_thread(fn, session: Session) -> None:
+    # Not limited by the shared thread pool's capacity (as FastAPI runs a sync dependency's
+    # exit): ending a transaction must never wait for a thread held by a request waiting for
+    # this transaction's connection or locks.
+    await anyio.to_thread.run_sync(fn, session, limiter=anyio.CapacityLimiter(1))
+
+
+def _commit_and_close(session: Session) -> None:
+    try:
         session.commit()
     except (OperationalError, InterfaceError) as exc:
         session.rollback()
@@ -31,7 +58,39 @@ def get_session() -> Iterator[Session]:
         session.close()
 
 
+def _rollback_and_close(session: Session) -> None:
+    try:
+        session.rollback()
+    finally:
+        session.close()
+
+
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
+
+
+class OffLoopRoute(APIRoute):
+    """Every router's route class. A plain (sync) endpoint is run in the thread pool by an
+    async wrapper instead of by FastAPI: FastAPI would then validate the returned model
+    against ``response_model`` in a second thread-pool hop (~0.1 ms of CPU per request); the
+    wrapped endpoint is a coroutine, so that check runs in the event loop (it is cheap: the
+    endpoint returns an instance of the model). The endpoint itself still runs in a worker
+    thread, with the same context variables; its signature, name and docstring (the OpenAPI
+    document) are unchanged."""
+
+    def __init__(self, path: str, endpoint, **kwargs) -> None:
+        super().__init__(path, _off_loop(endpoint), **kwargs)
+
+
+def _off_loop(endpoint):
+    if (inspect.iscoroutinefunction(endpoint) or inspect.isgeneratorfunction(endpoint)
+            or inspect.isasyncgenfunction(endpoint)):
+        return endpoint
+
+    @functools.wraps(endpoint)
+    async def run_in_thread(**kwargs):
+        return await run_in_threadpool(endpoint, **kwargs)
+
+    return run_in_thread
 
 
 def request_id(request: Request) -> str:

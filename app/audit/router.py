@@ -11,12 +11,12 @@ from app.audit.schemas import AuditEvent, AuditPage
 from app.auth.dependencies import AnyPrincipal
 from app.auth.service import tenant_scope
 from app.auth.schemas import Role
-from app.deps import SessionDep
+from app.deps import OffLoopRoute, SessionDep
 from app import pagination
 from app.errors import Forbidden, problem_responses
 from app.openapi_parts import Cursor
 
-router = APIRouter(prefix="/v1/audit", tags=["audit"])
+router = APIRouter(prefix="/v1/audit", tags=["audit"], route_class=OffLoopRoute)
 
 
 @router.get("", response_model=AuditPage, responses=problem_responses(401, 403, 422, 503))

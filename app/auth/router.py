@@ -7,11 +7,11 @@ from fastapi import APIRouter, Query
 from app.auth import service
 from app.auth.dependencies import AdminPrincipal
 from app.auth.schemas import KeyCreate, KeyCreated, KeyInfo, KeyPage
-from app.deps import SessionDep
+from app.deps import OffLoopRoute, SessionDep
 from app.errors import problem_responses
 from app.openapi_parts import Cursor, KeyId, PageSize
 
-router = APIRouter(prefix="/v1/keys", tags=["auth"])
+router = APIRouter(prefix="/v1/keys", tags=["auth"], route_class=OffLoopRoute)
 
 
 @router.post("", status_code=201, response_model=KeyCreated,

@@ -9,11 +9,11 @@ from app.auth.dependencies import OwnerPrincipal
 from app.budgets import service
 from app.budgets.schemas import Budget, BudgetUpdate, LedgerPage
 from app.datasets.service import get_row
-from app.deps import SessionDep
+from app.deps import OffLoopRoute, SessionDep
 from app.errors import problem_responses
 from app.openapi_parts import CURSOR, DatasetId
 
-router = APIRouter(prefix="/v1/datasets/{dataset_id}/budget", tags=["budgets"])
+router = APIRouter(prefix="/v1/datasets/{dataset_id}/budget", tags=["budgets"], route_class=OffLoopRoute)
 
 
 @router.get("", response_model=Budget, responses=problem_responses(401, 403, 404, 422, 503))

@@ -14,12 +14,12 @@ from app.auth.dependencies import OwnerPrincipal
 from app.datasets import service
 from app.datasets.schema import BARE_OR_WRAPPED, SchemaUpdate, schema_update_from
 from app.datasets.schemas import Dataset, DatasetPage, Hierarchy, Profile, SyntheticRequest
-from app.deps import SessionDep
+from app.deps import OffLoopRoute, SessionDep
 from app.errors import Unprocessable, UnsupportedMediaType, problem_responses
 from app.openapi_parts import (MEDIA_BY_FORMAT, Cursor, DatasetId, HierarchyColumn, IdempotencyKey, PageSize,
                                TableFormat, table_content)
 
-router = APIRouter(prefix="/v1/datasets", tags=["datasets"])
+router = APIRouter(prefix="/v1/datasets", tags=["datasets"], route_class=OffLoopRoute)
 FORM_MEDIA = ("multipart/form-data", "application/x-www-form-urlencoded")
 
 _UPLOAD_BODY = {

@@ -6,13 +6,13 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Query, Response
 
 from app.auth.dependencies import AdminPrincipal, AnyPrincipal
-from app.deps import SessionDep
+from app.deps import OffLoopRoute, SessionDep
 from app.errors import problem_responses
 from app.jobs import service
 from app.jobs.schemas import Job, JobPage, JobRequest, JobStatus
 from app.openapi_parts import Cursor, IdempotencyKey, JobId, PageSize
 
-router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"], route_class=OffLoopRoute)
 
 
 @router.post("", status_code=202, response_model=Job,

@@ -4,11 +4,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path
 
+from app.deps import OffLoopRoute
 from app.errors import NotFound, problem_responses
 from app.methods.schemas import Method
 from app.privacy import registry
 
-router = APIRouter(prefix="/v1/methods", tags=["methods"])
+router = APIRouter(prefix="/v1/methods", tags=["methods"], route_class=OffLoopRoute)
 
 
 def describe(spec: registry.MethodSpec) -> Method:

@@ -8,12 +8,12 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.auth.dependencies import ReaderPrincipal
-from app.deps import SessionDep
+from app.deps import OffLoopRoute, SessionDep
 from app.errors import problem_responses
 from app.models import service
 from app.openapi_parts import Cursor, ModelId, PageSize
 
-router = APIRouter(prefix="/v1/models", tags=["models"])
+router = APIRouter(prefix="/v1/models", tags=["models"], route_class=OffLoopRoute)
 
 
 class Model(BaseModel):

@@ -7,10 +7,11 @@ from sqlalchemy import text
 
 from app.config import get_settings
 from app.db import get_engine, transaction
+from app.deps import OffLoopRoute
 from app.migrate import current_revision, head_revision
 from app.ops.metrics import render
 
-router = APIRouter(tags=["operations"])
+router = APIRouter(tags=["operations"], route_class=OffLoopRoute)
 
 
 class Health(BaseModel):

@@ -7,13 +7,13 @@ from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 
 from app.auth.dependencies import ReaderPrincipal
-from app.deps import SessionDep
+from app.deps import OffLoopRoute, SessionDep
 from app.errors import problem_responses
 from app.openapi_parts import MEDIA_BY_FORMAT, Cursor, PageSize, ReleaseId, TableFormat, table_content
 from app.releases import service
 from app.releases.schemas import Release, ReleasePage
 
-router = APIRouter(prefix="/v1/releases", tags=["releases"])
+router = APIRouter(prefix="/v1/releases", tags=["releases"], route_class=OffLoopRoute)
 
 
 @router.get("", response_model=ReleasePage, responses=problem_responses(401, 403, 422, 503))

@@ -8,13 +8,13 @@ from fastapi import APIRouter, Path, Query, Response
 from pydantic import BaseModel, Field
 
 from app.auth.dependencies import ReaderPrincipal
-from app.deps import SessionDep
+from app.deps import OffLoopRoute, SessionDep
 from app.errors import NotFound, problem_responses
 from app.openapi_parts import Cursor, PageSize, ReportId
 from app.openapi_parts import binary_content
 from app.reports import service
 
-router = APIRouter(prefix="/v1/reports", tags=["reports"])
+router = APIRouter(prefix="/v1/reports", tags=["reports"], route_class=OffLoopRoute)
 
 
 class ReportSummary(BaseModel):
