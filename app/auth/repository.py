@@ -4,7 +4,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from app.pagination import newest_first, where_given
@@ -17,12 +17,16 @@ def insert_key(session: Session, *, key_id: uuid.UUID, tenant: str, role: str, p
                                             key_hash=key_hash, label=label))
 
 
+# Built once: every request authenticates, and building a statement (and its cache key) each
+# time cost more CPU than executing it (see app/sql.py).
+_BY_PREFIX = select(api_keys).where(api_keys.c.prefix == bindparam("prefix"))
+_LIVE_BY_PREFIX = _BY_PREFIX.where(api_keys.c.revoked_at.is_(None))
+
+
 def find_by_prefix(session: Session, prefix: str, *, include_revoked: bool = False):
     """The key with this public prefix; a revoked one only when asked (authentication never asks)."""
-    q = select(api_keys).where(api_keys.c.prefix == prefix)
-    if not include_revoked:
-        q = q.where(api_keys.c.revoked_at.is_(None))
-    return session.execute(q).mappings().first()
+    q = _BY_PREFIX if include_revoked else _LIVE_BY_PREFIX
+    return session.execute(q, {"prefix": prefix}).mappings().first()
 
 
 def find_by_hash(session: Session, key_hash: str):

@@ -4,7 +4,7 @@ import uuid
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import func, insert, select, text
+from sqlalchemy import Integer, bindparam, func, insert, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
@@ -15,8 +15,11 @@ def ensure_row(session: Session, dataset_id: uuid.UUID) -> None:
     session.execute(pg_insert(budgets).values(dataset_id=dataset_id).on_conflict_do_nothing())
 
 
+_GET = select(budgets).where(budgets.c.dataset_id == bindparam("d"))  # built once (see app/sql.py)
+
+
 def get(session: Session, dataset_id: uuid.UUID):
-    return session.execute(select(budgets).where(budgets.c.dataset_id == dataset_id)).mappings().first()
+    return session.execute(_GET, {"d": dataset_id}).mappings().first()
 
 
 def set_total(session: Session, dataset_id: uuid.UUID, total: Decimal | None) -> bool:
@@ -47,11 +50,13 @@ def add_entry(session: Session, **values: Any) -> None:
     session.execute(insert(budget_entries).values(**values))
 
 
+_LATEST = (select(budget_entries).where(budget_entries.c.dataset_id == bindparam("d"))
+           .order_by(budget_entries.c.id.desc()).limit(bindparam("n", type_=Integer)))
+
+
 def latest_entries(session: Session, dataset_id: uuid.UUID, limit: int) -> list[dict[str, Any]]:
     """The ``limit`` most recent ledger entries, oldest first."""
-    rows = [dict(r) for r in session.execute(
-        select(budget_entries).where(budget_entries.c.dataset_id == dataset_id)
-        .order_by(budget_entries.c.id.desc()).limit(limit)).mappings()]
+    rows = [dict(r) for r in session.execute(_LATEST, {"d": dataset_id, "n": limit}).mappings()]
     return rows[::-1]
 
 
@@ -86,6 +91,8 @@ def recompute_spent(session: Session, dataset_id: uuid.UUID) -> None:
         "WHERE dataset_id = :d"), {"d": dataset_id})
 
 
+_COUNT = select(func.count()).select_from(budget_entries).where(budget_entries.c.dataset_id == bindparam("d"))
+
+
 def count_entries(session: Session, dataset_id: uuid.UUID) -> int:
-    return session.execute(select(func.count()).select_from(budget_entries)
-                           .where(budget_entries.c.dataset_id == dataset_id)).scalar_one()
+    return session.execute(_COUNT, {"d": dataset_id}).scalar_one()

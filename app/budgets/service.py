@@ -74,8 +74,10 @@ def _entry(e: dict[str, Any]) -> dict[str, Any]:
 
 
 def view(session: Session, dataset_id: uuid.UUID) -> dict[str, Any]:
-    repository.ensure_row(session, dataset_id)
     row = repository.get(session, dataset_id)
+    if row is None:  # no debit and no cap yet (a read used to insert it every time: a write per read)
+        repository.ensure_row(session, dataset_id)
+        row = repository.get(session, dataset_id)
     total = None if row["epsilon_total"] is None else float(row["epsilon_total"])
     spent = float(row["epsilon_spent"])
     shown = repository.latest_entries(session, dataset_id, ENTRIES_SHOWN)

@@ -4,10 +4,11 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from app.pagination import newest_first
+from app.sql import any_of
 from app.tables import datasets, hierarchies
 
 NAME_LENGTH: int = datasets.c.name.type.length  # the longest dataset name the table holds
@@ -17,11 +18,12 @@ def insert_dataset(session: Session, **values: Any) -> None:
     session.execute(insert(datasets).values(**values))
 
 
+_GET = select(datasets).where(datasets.c.id == bindparam("id"), datasets.c.tenant == bindparam("tenant"))
+
+
 def get(session: Session, tenant: str, dataset_id: uuid.UUID, *, for_update: bool = False):
-    q = select(datasets).where(datasets.c.id == dataset_id, datasets.c.tenant == tenant)
-    if for_update:
-        q = q.with_for_update()
-    return session.execute(q).mappings().first()
+    q = _GET.with_for_update() if for_update else _GET  # built once (see app/sql.py)
+    return session.execute(q, {"id": dataset_id, "tenant": tenant}).mappings().first()
 
 
 def by_idempotency_key(session: Session, tenant: str, key: str):
@@ -68,9 +70,12 @@ def hierarchy_text(session: Session, dataset_id: uuid.UUID, column: str) -> str 
         hierarchies.c.dataset_id == dataset_id, hierarchies.c.column_name == column)).scalar_one_or_none()
 
 
+_HIERARCHY_COLUMNS = select(hierarchies.c.dataset_id, hierarchies.c.column_name).where(
+    hierarchies.c.dataset_id == any_of("ids"))
+
+
 def hierarchy_columns(session: Session, dataset_ids: list[uuid.UUID]) -> dict[uuid.UUID, list[str]]:
-    rows = session.execute(select(hierarchies.c.dataset_id, hierarchies.c.column_name)
-                           .where(hierarchies.c.dataset_id.in_(dataset_ids))).all()
+    rows = session.execute(_HIERARCHY_COLUMNS, {"ids": dataset_ids}).all()
     out: dict[uuid.UUID, list[str]] = {}
     for ds, col in rows:
         out.setdefault(ds, []).append(col)

@@ -4,7 +4,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import bindparam, insert, select
 from sqlalchemy.orm import Session
 
 from app.pagination import newest_first, where_given
@@ -15,9 +15,11 @@ def insert_release(session: Session, **values: Any) -> None:
     session.execute(insert(releases).values(**values))
 
 
+_GET = select(releases).where(releases.c.id == bindparam("id"), releases.c.tenant == bindparam("tenant"))
+
+
 def get(session: Session, release_id: uuid.UUID, tenant: str):
-    return session.execute(select(releases).where(releases.c.id == release_id,
-                                                  releases.c.tenant == tenant)).mappings().first()
+    return session.execute(_GET, {"id": release_id, "tenant": tenant}).mappings().first()  # built once
 
 
 def list_page(session: Session, tenant: str, *, dataset_id: uuid.UUID | None, method: str | None,
