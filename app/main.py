@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 
 from fastapi import Depends, FastAPI, Request
@@ -118,9 +119,18 @@ def _declare_app_wide_problems(doc: dict) -> None:
 @contextlib.asynccontextmanager
 async def _warm_up(app: FastAPI):
     """Build the OpenAPI document (and the query check's table from it, ~0.3 s) before the
-    first request, not during it."""
+    first request, not during it. Then move everything alive after start-up (the app, the
+    method registry, numpy/pandas/scikit-learn modules: ~300,000 objects) out of the garbage
+    collector's reach: a full collection traversed them all, ~0.2 s with every request of the
+    process stopped, several times a minute under load (4,000 concurrent in-process requests
+    saw 5, each 166-240 ms; 13-22 ms once frozen)."""
     declared_query(app)
-    yield
+    gc.collect()  # what start-up left as garbage is freed, not frozen
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()  # collectable again once the app is shut down (tests make several)
 
 
 def create_app() -> FastAPI:
