@@ -7,6 +7,8 @@ from datetime import datetime, timezone
 from collections.abc import Callable
 from typing import Any
 
+from sqlalchemy import tuple_
+
 from app.errors import Unprocessable
 
 
@@ -50,7 +52,9 @@ def newest_first(query, table, after: tuple[datetime, uuid.UUID] | None, limit: 
     """``query`` over ``table`` as one keyset page: newest first by (created_at, id), after the
     cursor's row. The repositories' list queries share it."""
     query = query.order_by(table.c.created_at.desc(), table.c.id.desc()).limit(limit)
-    return query if after is None else query.where((table.c.created_at, table.c.id) < after)
+    # a SQL row comparison: a Python tuple's < would compare created_at alone (SQLAlchemy's ==
+    # is never "equal" to Python) and skip the rows sharing the cursor row's created_at
+    return query if after is None else query.where(tuple_(table.c.created_at, table.c.id) < tuple_(*after))
 
 
 def where_given(query, table, **equals):
