@@ -12,6 +12,7 @@ later steps of a chain: see rr_channels.py.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any, Literal
 
@@ -136,7 +137,14 @@ def delivered_epsilon(p0: float, p: np.ndarray) -> float:
     """The local ε ``randomize_codes`` delivers: max_j ln((T0 + c_j)/c_j) over its realized
     segments (``realized_segments``) — within ~2^-32/min p_j of ``local_epsilon``, and ∞ when a
     p_j > 0 is so small that its segment is empty (the ideal formula would say finite)."""
-    keep, counts = realized_segments(p0, p)
+    # memoized: every submission prices its columns with it (0.5-1 ms each, a bisection on
+    # tiny arrays), and the same (p0, p) come back job after job
+    return _delivered_epsilon(float(p0), np.ascontiguousarray(p, dtype=float).tobytes())
+
+
+@functools.lru_cache(maxsize=1024)
+def _delivered_epsilon(p0: float, p_bytes: bytes) -> float:
+    keep, counts = realized_segments(p0, np.frombuffer(p_bytes, dtype=float))
     if keep >= 2**32:
         return math.inf
     if keep == 0:
