@@ -28,6 +28,11 @@ def submit_job(body: Annotated[JobRequest, Body()], response: Response, principa
     """Submit a job: `{dataset_id | release_id, method, params}`. Its ε (if any) is debited
     from the dataset's budget in the same transaction that queues it."""
     job, created = service.submit(session, principal, body, idempotency_key)
+    # Commit here, in this thread: a submission ends holding the tenant's lock and the budget
+    # row's, and the request dependency's commit comes only after the hops back to the event
+    # loop and into another thread — under load that wait, not the work, serialized the
+    # submissions. (A failed commit still becomes the dependency's rollback and 503.)
+    session.commit()
     response.status_code = 202 if created else 200
     response.headers["Location"] = f"/v1/jobs/{job['id']}"
     return Job(**job)
