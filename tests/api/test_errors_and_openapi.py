@@ -113,6 +113,25 @@ def test_every_route_declares_a_response_model_and_problem_responses(client):
                 assert {"422"} & codes or {"404"} & codes, (verb, path, codes)
 
 
+def test_every_endpoint_runs_through_the_off_loop_route(client):
+    """Each router names ``route_class=OffLoopRoute`` itself; one that forgot it would still
+    answer correctly, only with an extra thread-pool hop per request, so no other test notices."""
+    from fastapi.routing import APIRoute
+
+    from app.deps import OffLoopRoute
+
+    def api_routes(routes):  # FastAPI ≥ 0.165 keeps an included router behind a wrapper
+        for route in routes:
+            if isinstance(route, APIRoute):
+                yield route
+            yield from api_routes(getattr(getattr(route, "original_router", None), "routes", ()))
+
+    routes = list(api_routes(client.app.routes))
+    assert len(routes) > 30
+    plain = [r.path for r in routes if not isinstance(r, OffLoopRoute)]
+    assert plain == []
+
+
 def test_checked_in_openapi_equals_the_served_schema():
     """Run without the test suite's diagnostic plugins, as the service itself runs."""
     env = {k: v for k, v in os.environ.items() if k != "VEIL_PLUGINS"}
