@@ -37,21 +37,29 @@ def decode_id(cursor: str | None) -> int | None:
     return int(cursor)
 
 
-def next_cursor(rows: list[dict[str, Any]], limit: int) -> str | None:
-    if len(rows) < limit:
-        return None
-    return f"{rows[-1]['created_at'].astimezone(timezone.utc).strftime(_CURSOR_TIME)}_{rows[-1]['id']}"
-
-
 def page(rows: list[dict[str, Any]], limit: int, render: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
-    """A list answer: the rendered rows and the cursor of the page after (None on the last)."""
-    return {"items": [render(r) for r in rows], "next": next_cursor(rows, limit)}
+    """A list answer from the rows of ``newest_first`` (up to ``limit`` + 1): the first ``limit``
+    rendered, and the cursor of the page after — None when no row is left, so a page that is
+    exactly full is not followed by an empty one."""
+    shown = rows[:limit]
+    last = shown[-1] if len(rows) > limit else None
+    cursor = None if last is None else \
+        f"{last['created_at'].astimezone(timezone.utc).strftime(_CURSOR_TIME)}_{last['id']}"
+    return {"items": [render(r) for r in shown], "next": cursor}
+
+
+def id_page(rows: list[dict[str, Any]], limit: int, render: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
+    """``page`` for the trails paged by id, oldest first (audit events, ledger entries): the
+    rows are up to ``limit`` + 1, the cursor the last shown row's id."""
+    shown = rows[:limit]
+    return {"items": [render(r) for r in shown], "next": str(shown[-1]["id"]) if len(rows) > limit else None}
 
 
 def newest_first(query, table, after: tuple[datetime, uuid.UUID] | None, limit: int):
     """``query`` over ``table`` as one keyset page: newest first by (created_at, id), after the
-    cursor's row. The repositories' list queries share it."""
-    query = query.order_by(table.c.created_at.desc(), table.c.id.desc()).limit(limit)
+    cursor's row, one row more than the page shows (whether another page follows). The
+    repositories' list queries share it; ``page`` renders the answer."""
+    query = query.order_by(table.c.created_at.desc(), table.c.id.desc()).limit(limit + 1)
     # a SQL row comparison: a Python tuple's < would compare created_at alone (SQLAlchemy's ==
     # is never "equal" to Python) and skip the rows sharing the cursor row's created_at
     return query if after is None else query.where(tuple_(table.c.created_at, table.c.id) < tuple_(*after))

@@ -18,7 +18,9 @@ def list_events(session: Session, *, tenant: str | None, dataset_id: uuid.UUID |
                 release_id: uuid.UUID | None, actor: str | None, action: str | None,
                 since: datetime | None, until: datetime | None, after_id: int | None,
                 limit: int) -> list[dict[str, Any]]:
-    q = select(audit_events).order_by(audit_events.c.id).limit(limit)
+    """Up to ``limit`` + 1 events after ``after_id``, oldest first (the extra row: whether a
+    page follows; ``pagination.id_page``)."""
+    q = select(audit_events).order_by(audit_events.c.id).limit(limit + 1)
     c = audit_events.c
     conditions = [
         (tenant, lambda: c.tenant == tenant),

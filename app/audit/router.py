@@ -40,6 +40,5 @@ def list_audit(
     rows = repository.list_events(session, tenant=tenant, dataset_id=dataset_id,
                                   release_id=release_id, actor=actor, action=action, since=since,
                                   until=until, after_id=after_id, limit=limit)
-    items = [AuditEvent(subject=r["subject_id"], **{k: v for k, v in r.items() if k != "subject_id"})
-             for r in rows]
-    return AuditPage(items=items, next=str(rows[-1]["id"]) if len(rows) == limit else None)
+    return AuditPage(**pagination.id_page(rows, limit, lambda r: AuditEvent(
+        subject=r["subject_id"], **{k: v for k, v in r.items() if k != "subject_id"})))

@@ -62,11 +62,12 @@ def latest_entries(session: Session, dataset_id: uuid.UUID, limit: int) -> list[
 
 def entries_after(session: Session, dataset_id: uuid.UUID, after: int | None, limit: int
                   ) -> list[dict[str, Any]]:
-    """A page of the ledger, oldest first, after the entry ``after`` (keyset on the id)."""
+    """A page of the ledger, oldest first, after the entry ``after`` (keyset on the id): up to
+    ``limit`` + 1 entries (the extra one: whether a page follows; ``pagination.id_page``)."""
     q = select(budget_entries).where(budget_entries.c.dataset_id == dataset_id)
     if after is not None:
         q = q.where(budget_entries.c.id > after)
-    return [dict(r) for r in session.execute(q.order_by(budget_entries.c.id).limit(limit)).mappings()]
+    return [dict(r) for r in session.execute(q.order_by(budget_entries.c.id).limit(limit + 1)).mappings()]
 
 
 def holds_debit(session: Session, job_id: uuid.UUID) -> bool:

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from app.audit.service import record
 from app.auth.schemas import Principal
+from app import pagination
 from app.budgets import repository
 from app.errors import BudgetExhausted, Conflict
 from app.jsonsafe import jsonable
@@ -89,8 +90,7 @@ def view(session: Session, dataset_id: uuid.UUID) -> dict[str, Any]:
 
 def ledger_page(session: Session, dataset_id: uuid.UUID, after: int | None, limit: int) -> dict[str, Any]:
     rows = repository.entries_after(session, dataset_id, after, limit)
-    return {"items": [_entry(e) for e in rows],
-            "next": str(rows[-1]["id"]) if len(rows) == limit else None}
+    return pagination.id_page(rows, limit, _entry)
 
 
 def set_total(session: Session, principal: Principal, dataset_id: uuid.UUID,

@@ -169,6 +169,10 @@ def test_budget_shows_the_latest_entries_and_the_ledger_pages_through_all(client
         if cursor is None:
             break
     assert seen == [str(j) for j in job_ids] and pages == 3
+    halves = client.get(f"/v1/datasets/{ds['id']}/budget/entries", params={"limit": 60}, headers=auth(owner)).json()
+    rest = client.get(f"/v1/datasets/{ds['id']}/budget/entries", params={"limit": 60, "cursor": halves["next"]},
+                      headers=auth(owner)).json()
+    assert len(rest["items"]) == 60 and rest["next"] is None  # an exactly full last page ends the trail
     assert_problem(client.get(f"/v1/datasets/{ds['id']}/budget/entries", params={"cursor": "x"},
                               headers=auth(owner)), 422, "cursor")
 
@@ -293,3 +297,23 @@ def test_cancelling_a_queued_infinite_job_gives_back_the_infinity(client, owner)
     again = submit(client, owner, "mask", {"p": 0.9, "columns": ["s"]}, dataset_id=ds["id"])
     assert again.status_code == 202
     assert client.get(url, headers=auth(owner)).json()["epsilon_spent"] == pytest.approx(2 * finite["epsilon"])
+
+
+def test_audit_pages_follow_next_to_the_end_and_no_further(client, make_key):
+    key = make_key("owner")
+    for i in range(3):
+        upload(client, key, b"a,b\n1,2\n", f"trail{i}.csv")
+    everything = client.get("/v1/audit", headers=auth(key), params={"limit": 1000}).json()
+    assert everything["next"] is None and len(everything["items"]) >= 3
+    n = len(everything["items"])
+    exact = client.get("/v1/audit", headers=auth(key), params={"limit": n}).json()
+    assert len(exact["items"]) == n and exact["next"] is None  # full, and nothing after it
+    seen, cursor = [], None
+    while True:
+        page = client.get("/v1/audit", headers=auth(key),
+                          params={"limit": 2, **({"cursor": cursor} if cursor else {})}).json()
+        assert page["items"], "a page was promised by `next` and came back empty"
+        seen += [e["id"] for e in page["items"]]
+        if not (cursor := page["next"]):
+            break
+    assert seen == [e["id"] for e in everything["items"]]

@@ -111,6 +111,22 @@ def test_a_next_cursor_works_pasted_into_a_url_as_it_is(client, owner):
     assert rest.status_code == 200 and len(rest.json()["items"]) == 1 and rest.json()["next"] is None
 
 
+def test_an_exactly_full_last_page_has_no_next(client, owner):
+    """A page holding the last `limit` rows said `next` and the page after it was empty (found
+    by a newcomer's walk-through: /v1/releases?limit=1 with one release)."""
+    ds = upload(client, owner, b"a,b\n1,x\n2,y\n", "full.csv").json()
+    for _ in range(4):
+        submit(client, owner, "risk", {"quasi_identifiers": ["a"]}, dataset_id=ds["id"])
+    first = client.get("/v1/jobs", headers=auth(owner), params={"dataset_id": ds["id"], "limit": 2}).json()
+    assert len(first["items"]) == 2 and first["next"]
+    last = client.get("/v1/jobs", headers=auth(owner),
+                      params={"dataset_id": ds["id"], "limit": 2, "cursor": first["next"]}).json()
+    assert len(last["items"]) == 2 and last["next"] is None
+    whole = client.get("/v1/jobs", headers=auth(owner), params={"dataset_id": ds["id"], "limit": 4}).json()
+    assert len(whole["items"]) == 4 and whole["next"] is None
+    assert [j["id"] for j in first["items"] + last["items"]] == [j["id"] for j in whole["items"]]
+
+
 def test_cursor_pages_keep_rows_that_share_a_created_at(client, make_key):
     """Rows made in one transaction share created_at (now() is the transaction's start), e.g.
     rfk_anonymity's releases. The page after a cursor compared created_at alone and skipped
