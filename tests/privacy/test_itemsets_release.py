@@ -251,15 +251,20 @@ def test_png_group_column(table):
 
 def test_items_restriction_and_cell_limit(synthetic):
     td = csr_of(synthetic)
-    result = run("mask", MethodInput(columns=[], transactions=td), **RAW, items=["3", "1"])
-    assert result.transactions.labels == ("1", "3")
-    assert (dense_of(result.transactions) == synthetic[:, [1, 3]]).all()
+    result = run("mask", MethodInput(columns=[], transactions=td), **RAW, items=["3", "1", "3"])
+    assert result.transactions.labels == ("3", "1")  # as declared, a repeat once
+    assert (dense_of(result.transactions) == synthetic[:, [3, 1]]).all()
+    from app.privacy.itemsets.release import ItemParams, prepare_items
+    restricted = prepare_items(MethodInput(columns=[], transactions=td), ItemParams(items=["3", "1"])).transactions
+    row = np.repeat(np.arange(len(synthetic)), np.diff(restricted.indptr))
+    assert (np.diff(restricted.indices)[np.diff(row) == 0] > 0).all()  # items ascending in a row
+    assert (dense_of(restricted) == synthetic[:, [3, 1]]).all()
+    assert not any("item universe" in w for w in result.guarantees["warnings"])
     top = run("mask", MethodInput(columns=[], transactions=td), **RAW, top_items=5)
     freq = synthetic.sum(axis=0)
     assert set(top.transactions.labels) == {str(i) for i in np.argsort(-freq, kind="stable")[:5]}
     assert any("most frequent" in w for w in top.guarantees["warnings"])
-    with pytest.raises(MethodInputError, match=r"items\[1\] is not an item"):
-        run("mask", MethodInput(columns=[], transactions=td), items=["1", "x"])
+    assert any("item universe was read from the data" in w for w in top.guarantees["warnings"])
     from app.privacy.itemsets import release
     limit = release.MAX_RELEASE_CELLS
     try:
@@ -268,6 +273,30 @@ def test_items_restriction_and_cell_limit(synthetic):
             run("mask", MethodInput(columns=[], transactions=td))
     finally:
         release.MAX_RELEASE_CELLS = limit
+
+
+def test_a_declared_item_universe_discloses_nothing_about_which_items_occur(synthetic, table):
+    """Without 'items', a transaction file's universe is the ids that occur (each in at least one
+    transaction), and the release said nothing of it; declared, the absent ones are published
+    too, randomized like every other bit, and the debit counts them."""
+    td = csr_of(synthetic)
+    plain = run("mask", MethodInput(columns=[], transactions=td), p=0.9)
+    assert plain.transactions.labels == td.labels
+    assert any("item universe was read from the data" in w for w in plain.guarantees["warnings"])
+    declared = ["0", "never-seen", "7", "also-absent"]
+    release = run("mask", MethodInput(columns=[], transactions=td), p=0.75, items=declared)
+    assert release.transactions.labels == tuple(declared)
+    dense = dense_of(release.transactions)
+    assert_rate(int(dense[:, [1, 3]].sum()), 2 * len(synthetic), 0.25, shift=0.04)  # absent: 0 kept w.p. 0.75
+    assert release.guarantees["warnings"] == [] and release.guarantees["private"] is False  # seeded
+    assert release.metadata["itemsets"]["items"] == declared
+    assert release.guarantees["epsilon"] == pytest.approx(4 * math.log(3))
+    spec = registry.get("mask")
+    assert spec.epsilon_cost(spec.params(p=0.75, items=declared + ["0"]),
+                             [ColumnInfo("items", "categorical", distinct=50)]) == pytest.approx(4 * math.log(3))
+    frame, columns = table  # a table's items are its encoding's: an unknown one is refused
+    with pytest.raises(MethodInputError, match=r"items\[1\] is not an item of the input"):
+        run("mask", MethodInput(columns=columns, frame=frame), columns=["sex"], items=["sex=Male", "x"])
 
 
 def test_no_randomization_of_a_randomized_release(synthetic):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 from pydantic import Field, field_validator, model_validator
 
 from app.privacy.context import RunContext
@@ -42,8 +43,11 @@ class ItemParams(Params):
     bins: int = Field(5, ge=2, le=64, description="tabular datasets: equal-width bins for numeric "
                       "columns with declared bounds")
     items: list[str] | None = Field(
-        None, max_length=100_000, description="publish only these items (labels); the others are "
-        "dropped from the release, not published")
+        None, max_length=100_000, description="the published items (labels), in this order; the "
+        "others are dropped. On a transaction file this declares the item universe: an item that "
+        "occurs in no transaction is published too (randomized like the rest), so the release no "
+        "longer discloses which items occur (without it the universe is read from the data, and "
+        "the release warns). On a table, each must be an item of its encoding (column=value)")
     top_items: int | None = Field(
         None, ge=1, le=100_000, description="publish only the N most frequent items (the choice "
         "reads the raw data: which items are the most frequent is disclosed)")
@@ -150,36 +154,51 @@ def prepare_items(data: MethodInput, params: ItemParams) -> Encoded:
 
 
 def _restrict_items(encoded: Encoded, params: ItemParams) -> Encoded:
+    """The published item universe. ``items`` declares it: on a transaction file an item that
+    occurs in no transaction is published too (all its bits are randomized like the others'),
+    so the universe says nothing about the data; a table's items are its encoding's
+    (``column=value``), and one that is not is refused. ``top_items`` then keeps the most frequent."""
     td = encoded.transactions
-    if params.items is None and params.top_items is None:
-        return encoded
-    keep = np.ones(td.n_items, dtype=bool)
     warnings = list(encoded.warnings)
+    if params.items is None and not encoded.columns:
+        warnings.append("the item universe was read from the data (no declared 'items'), so which "
+                        "items occur in at least one transaction is disclosed")
+    if params.items is None and params.top_items is None:
+        return Encoded(td, columns=encoded.columns, warnings=warnings, details=encoded.details)
+    labels = list(td.labels)
+    universe = np.arange(td.n_items)  # the universe's item of each input item (-1: dropped)
     if params.items is not None:
-        position = {label: i for i, label in enumerate(td.labels)}
-        missing = [i for i, label in enumerate(params.items) if label not in position]
-        if missing:
-            raise MethodInputError(f"items[{missing[0]}] is not an item of the input "
-                                   f"({len(missing)} unknown in all)")
+        declared = list(dict.fromkeys(params.items))  # a repeated label is one item
+        at = pd.Index(td.labels).get_indexer(declared)  # input item of each declared one, or -1
+        if encoded.columns and (at < 0).any():
+            missing = np.flatnonzero(at < 0)
+            raise MethodInputError(f"items[{params.items.index(declared[missing[0]])}] is not an item of "
+                                   f"the input ({len(missing)} unknown in all)")
+        universe = np.full(td.n_items, -1)
+        universe[at[at >= 0]] = np.flatnonzero(at >= 0)
+        labels = declared
+    keep = np.ones(len(labels), dtype=bool)
+    if params.top_items is not None and params.top_items < len(labels):
+        in_universe = universe[td.indices]
+        frequency = np.bincount(in_universe[in_universe >= 0], minlength=len(labels))
         keep[:] = False
-        keep[[position[label] for label in params.items]] = True
-    if params.top_items is not None and params.top_items < int(keep.sum()):
-        frequency = np.bincount(td.indices, minlength=td.n_items).astype(np.float64)
-        frequency[~keep] = -1.0
-        top = np.argsort(-frequency, kind="stable")[:params.top_items]
-        keep[:] = False
-        keep[top] = True
+        keep[np.argsort(-frequency, kind="stable")[:params.top_items]] = True
         warnings.append(f"only the {params.top_items} most frequent items are published: the choice "
                         "read the raw data, so which items are the most frequent is disclosed")
-    new_code = np.cumsum(keep) - 1
-    kept_entry = keep[td.indices]
+    code = np.full(td.n_items, -1)  # each input item's published code, -1 if not published
+    mapped = universe >= 0
+    code[mapped] = np.where(keep[universe[mapped]], (np.cumsum(keep) - 1)[universe[mapped]], -1)
+    new_code = code[td.indices]
+    kept_entry = new_code >= 0
     row = np.repeat(np.arange(td.n_transactions), np.diff(td.indptr))[kept_entry]
+    new_code = new_code[kept_entry]
+    order = np.lexsort((new_code, row))  # a declared order may permute the items: rows stay ascending
     indptr = np.concatenate([[0], np.cumsum(np.bincount(row, minlength=td.n_transactions))]).astype(np.int64)
-    labels = tuple(label for label, k in zip(td.labels, keep) if k)
-    restricted = TransactionData(indptr=indptr, indices=new_code[td.indices[kept_entry]].astype(np.int32),
-                                 labels=labels)
+    restricted = TransactionData(indptr=indptr, indices=new_code[order].astype(np.int32),
+                                 labels=tuple(label for label, k in zip(labels, keep) if k))
     return Encoded(restricted, columns=encoded.columns, warnings=warnings,
-                   details={**encoded.details, "items_restricted": True})
+                   details={**encoded.details, "items_restricted": True,
+                            "items_declared": params.items is not None})
 
 
 # ------------------------------------------------------------------------------- running
@@ -318,14 +337,14 @@ def _epsilon_upper_bound(params: ItemParams, columns: list[ColumnInfo]) -> float
         if n_items is None and params.items is None and params.top_items is None:
             raise MethodInputError("the number of items is unknown, so ε cannot be priced; profile "
                                    "the dataset or name the published items in 'items'")
-        bits = len(params.items) if params.items is not None else (n_items or params.top_items)
+        bits = len(set(params.items)) if params.items is not None else (n_items or params.top_items)
         if params.top_items is not None:
             bits = min(bits, params.top_items)
     else:
         chosen = params.columns if params.columns is not None else default_item_columns(columns)
         bits = 2 * len(chosen)
         if params.items is not None:
-            bits = min(bits, len(params.items))
+            bits = min(bits, len(set(params.items)))
         if params.top_items is not None:
             bits = min(bits, params.top_items)
     return float(bits * max(epsilon_bit(p) for p in ps))
