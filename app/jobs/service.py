@@ -45,6 +45,15 @@ def source_of(release_row) -> SourceRelease:
                          metadata=release_row["metadata"], chain=tuple(release_row["chain"]))
 
 
+def _wrong_input(spec: registry.MethodSpec) -> str:
+    """Name what the method does take (an experiment takes neither kind of input)."""
+    if registry.Source.dataset in spec.sources:
+        return f"method {spec.name!r} runs on a dataset: give dataset_id"
+    if registry.Source.release in spec.sources:
+        return f"method {spec.name!r} runs on a release: give release_id"
+    return f"method {spec.name!r} takes neither dataset_id nor release_id: send only method and params"
+
+
 def _resolve(session: Session, principal: Principal, spec: registry.MethodSpec, req) -> ResolvedInput:
     given = [x for x in (req.dataset_id, req.release_id) if x is not None]
     if len(given) > 1:
@@ -55,13 +64,13 @@ def _resolve(session: Session, principal: Principal, spec: registry.MethodSpec, 
         return ResolvedInput(None, None, None, [], None)
     if req.dataset_id is not None:
         if registry.Source.dataset not in spec.sources:
-            raise Unprocessable(f"method {spec.name!r} runs on a release: give release_id")
+            raise Unprocessable(_wrong_input(spec))
         if principal.role != Role.owner:
             raise Forbidden("only owners may run jobs on raw datasets")
         row = datasets.get_row(session, principal, req.dataset_id, live=True)
         return ResolvedInput(row["id"], None, row["shape"], row["columns"], None)
     if registry.Source.release not in spec.sources:
-        raise Unprocessable(f"method {spec.name!r} runs on a dataset: give dataset_id")
+        raise Unprocessable(_wrong_input(spec))
     row = releases.get(session, req.release_id, principal.tenant)
     if row is None:
         raise NotFound(f"release {req.release_id} not found")

@@ -93,6 +93,21 @@ def test_job_parameter_errors_name_the_problem(client, owner):
     assert_problem(submit(client, owner, "errph", {}, dataset_id="00000000-0000-0000-0000-000000000000"), 404)
 
 
+def test_the_wrong_input_kind_is_named_by_what_the_method_takes(client, owner):
+    """An experiment given a dataset_id was told it "runs on a release: give release_id", and
+    given a release_id that it "runs on a dataset": it takes neither."""
+    ds = upload(client, owner, b"num,cat\n1,x\n2,y\n", "p.csv").json()
+    body = assert_problem(submit(client, owner, "experiment_rfka", {}, dataset_id=ds["id"]), 422,
+                          "'experiment_rfka' takes neither dataset_id nor release_id")
+    assert "give release_id" not in body["detail"]
+    body = assert_problem(submit(client, owner, "experiment_rfka", {},
+                                 release_id="00000000-0000-0000-0000-000000000000"), 422,
+                          "'experiment_rfka' takes neither dataset_id nor release_id")
+    assert "give dataset_id" not in body["detail"]
+    assert_problem(submit(client, owner, "reconstruct", {}, dataset_id=ds["id"]), 422,
+                   "'reconstruct' runs on a release: give release_id")
+
+
 def test_method_catalogue(client):
     methods = {m["name"]: m for m in client.get("/v1/methods").json()}
     errph = methods["errph"]
