@@ -142,6 +142,11 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
                         + ", ".join(notes.range_from_data) + ": NCP is relative to the observed range")
     if notes.flat:
         metadata["flat_hierarchies"] = notes.flat
+        # not a privacy matter (k holds either way) but the commonest cause of a poor release:
+        # said where a caller reads, not only in the metadata
+        warnings.append("no hierarchy for " + ", ".join(notes.flat) + ": each is flat (every value "
+                        "directly under '*', grouped in text order), which usually loses far more "
+                        "information than a hierarchy would; upload one per column (docs/hierarchies.md)")
     if notes.automatic:
         metadata["automatic_hierarchies"] = notes.automatic
     if sens is not None and constraints.t is not None:
