@@ -8,6 +8,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
 .PHONY: install run test test-fast bench openapi clean fuzz faults stress load reliability
 
 $(STAMP): pyproject.toml
+	@echo "Installing Veil and its dependencies into $(VENV) (a minute or two the first time)..."
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'

@@ -78,12 +78,14 @@ def cmd_serve(args) -> None:
     workers = WorkerPool(args.workers if args.workers is not None else settings.workers)
     workers.start()
     try:
-        print(f"\nVeil is running on http://{settings.host}:{settings.port}  "
+        base = f"http://{settings.host}:{settings.port}"
+        print(f"\nVeil is starting on {base}  "
               f"({'embedded PostgreSQL in ' + str(Path(settings.data_dir).resolve()) if server else 'DATABASE_URL'})",
               flush=True)
         print(f"Development API key (tenant dev, role owner):\n  {key}\n"
-              f"Try: curl -H 'Authorization: Bearer {key}' http://{settings.host}:{settings.port}/v1/methods\n",
-              flush=True)
+              f"Try: curl -H 'Authorization: Bearer {key}' {base}/v1/methods\n", flush=True)
+        threading.Thread(target=_announce_ready, args=(base, time.monotonic()), daemon=True,
+                         name="ready-announcer").start()
         uvicorn.run("app.main:create_app", factory=True, host=settings.host, port=settings.port,
                     log_config=None, access_log=False, workers=_api_processes(settings))
     finally:
@@ -93,6 +95,28 @@ def cmd_serve(args) -> None:
             # (SIGKILL, out of memory) would still count as a user and keep it running.
             server.global_process_id_list.put([os.getpid()])
             server.cleanup()
+
+
+def _announce_ready(base: str, started: float, give_up_s: float = 300.0) -> None:
+    """Say when /readyz first answers 200: the API processes and the workers take 10-20 s after
+    the banner (imports, jax's start-up in the workers), and a newcomer's first request would
+    otherwise wait or get a 503 with no word why."""
+    import urllib.error
+    import urllib.request
+
+    last = "no answer"
+    while time.monotonic() - started < give_up_s:
+        try:
+            with urllib.request.urlopen(f"{base}/readyz", timeout=2) as answer:
+                if answer.status == 200:
+                    print(f"Veil is ready ({time.monotonic() - started:.0f} s): API and workers up", flush=True)
+                    return
+        except urllib.error.HTTPError as exc:  # 503 while a check still fails
+            last = exc.read().decode(errors="replace")
+        except OSError:
+            pass  # the API is not listening yet
+        time.sleep(0.5)
+    print(f"Veil is not ready after {give_up_s:.0f} s; GET {base}/readyz says: {last}", flush=True)
 
 
 def _api_processes(settings) -> int:

@@ -55,6 +55,13 @@ def served(tmp_path_factory):
         log.seek(0)
         match = re.search(r"Development API key.*\n\s+(veil_\S+)", log.read())
         assert match, "the development key was not printed"
+        for _ in range(20):  # the announcer polls /readyz every 0.5 s
+            log.seek(0)
+            if re.search(r"^Veil is ready \(\d+ s\)", log.read(), re.M):
+                break
+            time.sleep(0.25)
+        else:
+            raise AssertionError("ready, but 'Veil is ready' was not printed")
         client.headers["Authorization"] = f"Bearer {match.group(1)}"
         yield proc, client, data_dir
     finally:
