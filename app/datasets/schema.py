@@ -79,6 +79,16 @@ def normalize(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+INFERABLE = ("type", "integer")  # schema facts read from the data unless the owner declares them
+
+
+def _still_inferred(previous: dict[str, Any], type_: str) -> list[str]:
+    """What stays inferred when a column is (re)profiled: a fact the owner declared stays
+    declared (a type changed by an override is declared by it: apply_overrides says so)."""
+    before = previous.get("inferred", list(INFERABLE)) if previous else list(INFERABLE)
+    return [f for f in INFERABLE if f in before and (f != "integer" or type_ == "numeric")]
+
+
 def profile_column(name: str, series: pd.Series, type_: str, previous: dict[str, Any] | None = None
                    ) -> dict[str, Any]:
     previous = previous or {}
@@ -93,12 +103,13 @@ def profile_column(name: str, series: pd.Series, type_: str, previous: dict[str,
         "name": name, "type": type_, "role": previous.get("role", "insensitive"),
         "missing": missing, "distinct": distinct,
         "bounds": previous.get("bounds"), "categories": previous.get("categories"),
-        "integer": False,
+        "integer": False, "inferred": _still_inferred(previous, type_),
     }
     values = series.dropna()
     if type_ == "numeric":
         arr = values.to_numpy(dtype=float)
-        entry["integer"] = bool(len(arr) and np.all(arr == np.round(arr)))
+        entry["integer"] = (bool(len(arr) and np.all(arr == np.round(arr))) if "integer" in entry["inferred"]
+                            else bool(previous.get("integer")))
         # mean and std of arr / scale: sums of values near 1e308 (or squares of values past
         # 1e154) overflow; the scaled ones never do
         scale = float(np.abs(arr).max()) if len(arr) else 0.0
@@ -179,6 +190,10 @@ def apply_overrides(frame: pd.DataFrame, columns: list[dict[str, Any]],
             value = getattr(o, field)
             if value is not None:
                 new[field] = list(value) if field == "bounds" else value
+        declared = {f for f in ("type", "integer") if getattr(o, f) is not None}
+        if o.bounds is not None or o.categories is not None:
+            declared.add("type")  # bounds assert a numeric column, categories a categorical one
+        new["inferred"] = [f for f in inferred_facts(new) if f not in declared]
         if new.get("bounds") is not None and new["type"] != "numeric":
             raise Unprocessable(f"column {name!r}: bounds apply to numeric columns only")
         if o.integer and new["type"] != "numeric":
@@ -204,15 +219,27 @@ def public_columns(columns: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in c.items() if k != "profile"} for c in columns]
 
 
+def inferred_facts(entry: dict[str, Any]) -> list[str]:
+    """The facts of a schema entry read from the data, not declared. An entry stored before
+    they were tracked counts every inferable one as inferred (the safe reading), except a type
+    that declared bounds or categories assert."""
+    facts = entry.get("inferred")
+    if facts is None:
+        facts = [f for f in INFERABLE if f != "integer" or entry["type"] == "numeric"]
+    if entry.get("bounds") or entry.get("categories"):
+        facts = [f for f in facts if f != "type"]
+    return list(facts)
+
+
 def column_infos(columns: list[dict[str, Any]]) -> list[ColumnInfo]:
     return [ColumnInfo(name=c["name"], type=c["type"], role=c.get("role", "insensitive"),
                        bounds=tuple(c["bounds"]) if c.get("bounds") else None,
                        categories=tuple(c["categories"]) if c.get("categories") else None,
-                       integer=bool(c.get("integer")), distinct=c.get("distinct"),
-                       missing=int(c.get("missing") or 0))
+                       integer=bool(c.get("integer")), inferred=tuple(inferred_facts(c)),
+                       distinct=c.get("distinct"), missing=int(c.get("missing") or 0))
             for c in columns]
 
 
 def transaction_columns(n_items: int, n_transactions: int) -> list[dict[str, Any]]:
     return [{"name": "items", "type": "categorical", "role": "insensitive", "missing": 0,
-             "distinct": n_items, "bounds": None, "categories": None, "integer": False}]
+             "distinct": n_items, "bounds": None, "categories": None, "integer": False, "inferred": []}]

@@ -18,6 +18,10 @@ class Column(BaseModel):
     bounds: list[float] | None = None
     categories: list[str] | None = None
     integer: bool = False
+    inferred: list[str] = Field(
+        [], description="facts Veil read from the data at upload instead of the owner declaring "
+        "them: 'type' (the column's type) and 'integer' (whether every value is whole). A DP release "
+        "that relies on one warns that it shows it; declare it (PUT …/schema) to make it public")
 
 
 class Dataset(BaseModel):

@@ -21,6 +21,10 @@ class ColumnInfo:
     bounds: tuple[float, float] | None = None  # declared by the owner; never derived silently
     categories: tuple[str, ...] | None = None  # declared domain of a categorical column
     integer: bool = False
+    # Facts of this schema the service inferred from the data at upload instead of the owner
+    # declaring them ("type", "integer"): a DP release that relies on one must say so. Empty for
+    # a schema written by hand (everything in it declared).
+    inferred: tuple[str, ...] = ()
     # Profile facts known before any job reads the data (used to price a job's ε up front).
     distinct: int | None = None
     missing: int = 0

@@ -82,7 +82,7 @@ def _run(job: dict[str, Any], rng: SecureRandom, progress_queue, stop_event) -> 
 
 
 def _load_input(job: dict[str, Any]) -> MethodInput:
-    columns = [ColumnInfo(**c) for c in job["column_infos"]]
+    columns = [ColumnInfo(**{**c, "inferred": tuple(c.get("inferred", ()))}) for c in job["column_infos"]]
     source = SourceRelease(**job["source"]) if job["source"] else None
     hierarchies = {}
     if job["hierarchies"]:
@@ -107,7 +107,7 @@ def encode(result, job: dict[str, Any]) -> dict[str, Any]:
                 result.transactions.n_transactions
             columns = [{"name": "items", "type": "categorical", "role": "insensitive", "missing": 0,
                         "distinct": result.transactions.n_items, "bounds": None, "categories": None,
-                        "integer": False}]
+                        "integer": False, "inferred": []}]
         else:
             frame = result.frame
             payload, shape, rows = codec.table_to_parquet(frame), "table", len(frame)
@@ -138,13 +138,13 @@ def _output_columns(frame: pd.DataFrame, declared: list[ColumnInfo] | None,
         by_name.update({c.name: {"name": c.name, "type": c.type, "role": c.role,
                                  "bounds": list(c.bounds) if c.bounds else None,
                                  "categories": list(c.categories) if c.categories else None,
-                                 "integer": c.integer} for c in declared})
+                                 "integer": c.integer, "inferred": list(c.inferred)} for c in declared})
     out = []
     for name in frame.columns:
         series = frame[name]
         base = dict(by_name.get(name) or {"name": str(name), "type": infer_type(series),
                                            "role": "insensitive", "bounds": None,
-                                           "categories": None, "integer": False})
+                                           "categories": None, "integer": False, "inferred": ["type"]})
         base.pop("profile", None)
         base["missing"] = int(series.isna().sum())
         base["distinct"] = int(series.nunique(dropna=True))

@@ -162,3 +162,27 @@ def test_rfka_projection_is_k_anonymous(client, make_key, workers):
     assert features, rel["metadata"]
     sizes = frame.groupby(features).size()
     assert sizes.min() >= 5 or len(rel["guarantees"].get("warnings", [])) > 0
+
+
+def test_a_dp_release_names_the_schema_facts_it_read_from_the_data(client, make_key, workers):
+    """Whether a numeric column is integer (its bins and output grid follow it) and a boolean
+    type were inferred at upload and used silently: two tables one record apart (an age of 30.5)
+    gave integer and non-integer releases, both 'private' with no warning. Now the schema says
+    which facts were inferred, and a DP release that relies on one names it until it is declared."""
+    headers = make_key("owner")
+    rows = "\n".join(f"{20 + i % 50},{(i % 97) / 97:.4f},{'true' if i % 3 else 'false'}" for i in range(200))
+    ds = upload(client, headers, f"age,score,flag\n{rows}\n".encode(), "facts.csv",
+                schema={"age": {"bounds": [0, 100]}, "score": {"bounds": [0, 1]}}).json()
+    inferred = {c["name"]: c["inferred"] for c in ds["columns"]}
+    assert inferred == {"age": ["integer"], "score": ["integer"], "flag": ["type"]}
+    params = {"epsilon": 1, "delta": 1e-9, "k": 2}
+    rel, frame = release_frame(client, headers, run(client, headers, "dppro", params, dataset_id=ds["id"]))
+    warnings = rel["guarantees"]["warnings"]
+    assert len(warnings) == 1 and "age (integer), score (not integer), flag (boolean)" in warnings[0]
+    assert pd.api.types.is_integer_dtype(frame["age"]) and rel["guarantees"]["private"] is True
+    put = client.put(f"/v1/datasets/{ds['id']}/schema", headers=auth(headers),
+                     json={"age": {"integer": True}, "score": {"integer": False}, "flag": {"type": "boolean"}})
+    assert put.status_code == 200, put.text
+    assert all(c["inferred"] == [] for c in put.json()["columns"])
+    rel, frame = release_frame(client, headers, run(client, headers, "dppro", params, dataset_id=ds["id"]))
+    assert rel["guarantees"]["warnings"] == [] and pd.api.types.is_integer_dtype(frame["age"])

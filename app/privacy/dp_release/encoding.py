@@ -49,6 +49,18 @@ class ColumnPlan:
         return self.source in DECLARED
 
     @property
+    def inferred(self) -> str | None:
+        """The fact of this column the release relies on that was read from the data at upload,
+        not declared (None if there is none): whether a numeric column is integer (its bins and
+        output grid follow it), or a boolean type (its two-level domain)."""
+        inferred = self.info.inferred if self.info is not None else ()
+        if self.kind == "numeric" and "integer" in inferred:
+            return f"{self.name} ({'integer' if self.integer else 'not integer'})"
+        if self.source == "type" and "type" in inferred:
+            return f"{self.name} (boolean)"
+        return None
+
+    @property
     def grid(self) -> float | None:
         """Step of the released values (numeric columns): 1 for integers, else the largest
         power of two ≤ (hi - lo) / 4096."""
@@ -109,9 +121,22 @@ class ColumnPlan:
         base = self.info or ColumnInfo(name=self.name, type=self.kind)
         if self.kind == "numeric":
             return ColumnInfo(name=self.name, type="numeric", role=base.role,
-                              bounds=(self.lo, self.hi), integer=self.integer)
+                              bounds=(self.lo, self.hi), integer=self.integer,
+                              inferred=tuple(f for f in base.inferred if f == "integer"))
         return ColumnInfo(name=self.name, type=base.type if base.type != "numeric" else "categorical",
                           role=base.role, categories=tuple(str(c) for c in self.categories))
+
+
+def inferred_warnings(plans: list[ColumnPlan]) -> list[str]:
+    """The warning of a DP release that relies on schema facts read from the data (the guarantee
+    treats the schema as public; these facts are not, until the owner declares them)."""
+    facts = [f for p in plans if (f := p.inferred) is not None]
+    if not facts:
+        return []
+    return ["the schema facts " + ", ".join(facts) + " were inferred from the data at upload, not "
+            "declared, and the release shows them (integer values and bins, a two-level domain): "
+            "what they say about the data is disclosed, outside ε; declare them in the dataset schema "
+            "('integer', 'type') to make them public knowledge"]
 
 
 def _plain(v: Any) -> Any:

@@ -35,7 +35,7 @@ from pydantic import Field, field_validator
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo
 from app.privacy.dp_release.common import MAX_EPSILON, NEIGHBOURING, TableParams, check_references
-from app.privacy.dp_release.encoding import ColumnPlan, check_declared, plan_column
+from app.privacy.dp_release.encoding import ColumnPlan, check_declared, inferred_warnings, plan_column
 from app.privacy.guarantees import guarantee
 from app.privacy.registry import MethodInputError
 from app.privacy.results import ReleaseResult
@@ -384,7 +384,8 @@ def release(method: str, params: SynthParams, ctx: RunContext, columns: list[Col
     }
     g = guarantee("central_dp", rng=ctx.rng.name, private=ctx.rng.is_private, epsilon=eps,
                   delta=delta_out, protected_columns=list(out.columns),
-                  statements=statements(method, eps, delta_out, ctx), rho=rho, accountant=ACCOUNTANT,
+                  statements=statements(method, eps, delta_out, ctx),
+                  warnings=inferred_warnings([c.plan for c in columns]), rho=rho, accountant=ACCOUNTANT,
                   conversion=CONVERSION, neighbouring=NEIGHBOURING, rho_split=split)
     return ReleaseResult(frame=out, columns=output_infos(columns), guarantees=g, metadata={method: meta},
                          metrics={"rows": facts["rows"], "seconds": facts["seconds"],
