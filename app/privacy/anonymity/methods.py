@@ -137,6 +137,25 @@ def guarantees_of(result: Anonymized, constraints: Constraints, qis: list[str], 
     )
 
 
+def usable_hierarchies(data: MethodInput, used: list[str]) -> tuple[dict, list[str]]:
+    """The dataset's hierarchies less those of columns an earlier step of the release's chain
+    generalized (a k-anonymity step's protected columns): they describe raw values, and the
+    release holds '*', intervals and sets. Such a column is anonymized as flat over its
+    released values; the warning names those among the ``used`` columns."""
+    if data.source is None:
+        return data.hierarchies, []
+    generalized = {c for step in data.source.steps() if step["guarantees"].get("notion") == "k_anonymity"
+                   for c in step["guarantees"].get("protected_columns", [])}
+    unused = [c for c in used if c in generalized and c in data.hierarchies]
+    if not unused:
+        return data.hierarchies, []
+    kept = {c: h for c, h in data.hierarchies.items() if c not in generalized}
+    return kept, [f"the dataset's hierarchies of {', '.join(unused)} describe raw values, which an "
+                  "earlier step of this release's chain generalized: not used (flat over the "
+                  "released values instead); to generalize further, anonymize the dataset itself "
+                  "with the stronger constraints"]
+
+
 def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext) -> ReleaseResult:
     frame = data.frame
     assert frame is not None
@@ -144,7 +163,8 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
     infos = {c.name: c for c in data.columns}
     identifiers = [c.name for c in data.columns if c.role == "identifier" and c.name in frame.columns]
     ctx.progress(0.0, "preparing")
-    result = anonymize(frame.drop(columns=identifiers), infos, data.hierarchies, qis,
+    hierarchies, warnings = usable_hierarchies(data, qis)
+    result = anonymize(frame.drop(columns=identifiers), infos, hierarchies, qis,
                        params.constraints(), sensitive, params.options(), ctx.progress)
     released = list(result.frame.columns)
     metadata = dict(result.metadata)
@@ -154,7 +174,8 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
     return ReleaseResult(
         frame=result.frame.reset_index(drop=True),
         columns=release_columns(data.columns, released, qis),
-        guarantees=guarantees_of(result, params.constraints(), qis, released, private=True),
+        guarantees=guarantees_of(result, params.constraints(), qis, released, private=True,
+                                 extra_warnings=warnings),
         metrics=result.metrics,
         metadata=metadata,
     )
@@ -332,14 +353,14 @@ def run_rfk(data: MethodInput, params: RfkParams, ctx: RunContext) -> ReleaseRes
                     sample_size=params.sample_size, eval_repeats=params.eval_repeats,
                     risk_threshold=params.risk_threshold, seed=params.seed)
     infos = {c.name: c for c in data.columns}
-    outcome = rfk_pipeline(table, infos, data.hierarchies, attributes, label, thresholds, cfg,
+    hierarchies, warnings = usable_hierarchies(data, attributes)
+    outcome = rfk_pipeline(table, infos, hierarchies, attributes, label, thresholds, cfg,
                            ctx.progress, keep_releases=(release_E,))
     result = outcome.releases[release_E]
     figures = outcome.by_E[release_E]
     released = list(result.frame.columns)
     risk_all = figures["risk_all_attributes"]
     unchanged = figures["unchanged"]
-    warnings = []
     if unchanged:
         warnings.append(
             f"attributes released unchanged still identify people: over all {len(attributes)} "
