@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from app.errors import Unprocessable
 from app.privacy.data import ColumnInfo
+from app.privacy.registry import no_repeats
 
 ColumnType = Literal["numeric", "categorical", "boolean"]
 ColumnRole = Literal["identifier", "quasi_identifier", "sensitive", "insensitive", "label"]
@@ -31,8 +32,7 @@ class ColumnOverride(BaseModel):
     def _check(self):
         if self.bounds is not None and not (np.isfinite(self.bounds).all() and self.bounds[0] < self.bounds[1]):
             raise ValueError("bounds must be two finite numbers [lo, hi] with lo < hi")
-        if self.categories is not None and len(set(self.categories)) != len(self.categories):
-            raise ValueError("categories must not repeat")
+        no_repeats(self.categories, "categories")
         return self
 
 

@@ -52,6 +52,16 @@ class MethodInputError(ValueError):
     The message names the problem and is shown to the caller as is: never put data values in it."""
 
 
+def no_repeats(values, what: str):
+    """``values`` unchanged, or a ValueError naming the first one repeated (a caller's list of
+    names: its own input, so it may be echoed)."""
+    if values is not None and len(set(values)) != len(values):
+        seen = set()
+        first = next(v for v in values if v in seen or seen.add(v))
+        raise ValueError(f"{what} must not repeat: {first!r} is given {list(values).count(first)} times")
+    return values
+
+
 def require_declared_classes(info: ColumnInfo, subject: str, need: str) -> None:
     """A label the schema's profile already shows to have fewer than two classes is refused
     at submission (before any ε or time is spent); the run checks the data itself."""

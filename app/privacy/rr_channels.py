@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from app.privacy.data import MethodInput, SourceRelease
+from app.privacy.registry import no_repeats
 
 MISSING = "<missing>"  # the label of the missing category in published domains
 
@@ -268,9 +269,7 @@ def columns_to_reconstruct(data: MethodInput, step: dict[str, Any], wanted: list
 
 def unique_names(names: list[str] | None) -> list[str] | None:
     """Pydantic validator body: a list of column names must not repeat."""
-    if names is not None and len(set(names)) != len(names):
-        raise ValueError("column names must not repeat")
-    return names
+    return no_repeats(names, "column names")
 
 
 def with_columns(frame: pd.DataFrame, new: dict[str, Any]) -> pd.DataFrame:

@@ -88,6 +88,12 @@ def test_job_parameter_errors_name_the_problem(client, owner):
     assert_problem(submit(client, owner, "errph", {"columns": ["num"]}, dataset_id=ds["id"]), 422,
                    "column 'num' is numeric")
     assert_problem(submit(client, owner, "errph", {"unknown": 1}, dataset_id=ds["id"]), 422, "unknown")
+    for method, params in [("kanonymity", {"quasi_identifiers": ["cat", "num", "cat"]}),
+                           ("rfka", {"label": "cat", "quasi_identifiers": ["num", "num"]}),
+                           ("errph", {"columns": ["cat", "cat"]}), ("mst", {"epsilon": 1, "columns": ["cat", "cat"]})]:
+        assert_problem(submit(client, owner, method, params, dataset_id=ds["id"]), 422, "is given 2 times")
+    assert_problem(client.put(f"/v1/datasets/{ds['id']}/schema", headers=auth(owner),
+                              json={"cat": {"categories": ["x", "y", "x"]}}), 422, "'x' is given 2 times")
     assert_problem(submit(client, owner, "errph", {}, dataset_id=ds["id"], seed=1), 422, "seed")
     assert_problem(submit(client, owner, "errph", {}), 422, "needs a dataset_id or a release_id")
     assert_problem(submit(client, owner, "errph", {}, dataset_id="00000000-0000-0000-0000-000000000000"), 404)

@@ -4,7 +4,7 @@ else from the dataset's schema (ColumnInfo.role)."""
 from __future__ import annotations
 
 from app.privacy.data import ColumnInfo
-from app.privacy.registry import MethodInputError
+from app.privacy.registry import MethodInputError, no_repeats
 
 MAX_QUASI_IDENTIFIERS = 32
 
@@ -21,8 +21,10 @@ def resolve_quasi_identifiers(columns: list[ColumnInfo], given: list[str] | None
     if not chosen:
         raise MethodInputError("no quasi-identifiers: declare column roles in the schema or pass "
                                "quasi_identifiers")
-    if len(set(chosen)) != len(chosen):
-        raise MethodInputError("quasi_identifiers must not repeat")
+    try:
+        no_repeats(chosen, "quasi_identifiers")
+    except ValueError as exc:
+        raise MethodInputError(str(exc)) from None
     if len(chosen) > MAX_QUASI_IDENTIFIERS:
         raise MethodInputError(f"{len(chosen)} quasi-identifiers; at most {MAX_QUASI_IDENTIFIERS}")
     for name in chosen:

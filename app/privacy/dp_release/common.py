@@ -12,7 +12,7 @@ from app.privacy.data import ColumnInfo, MethodInput
 from app.privacy.dp_release.encoding import (
     ColumnPlan, bounds_problem, categories_problem, released_columns,
 )
-from app.privacy.registry import MethodInputError, Params
+from app.privacy.registry import MethodInputError, Params, no_repeats
 
 MAX_EPSILON = 100.0
 MAX_ENCODED_WIDTH = 1000  # one-hot width cap: the covariance is width², its eigensystem width³
@@ -38,9 +38,7 @@ class TableParams(Params):
     @field_validator("columns")
     @classmethod
     def _distinct(cls, v):
-        if v is not None and len(set(v)) != len(v):
-            raise ValueError("columns must not repeat")
-        return v
+        return no_repeats(v, "columns")
 
     @field_validator("bounds")
     @classmethod

@@ -27,7 +27,7 @@ from app.privacy.feature_selection.selection import (
 )
 from app.privacy.guarantees import guarantee
 from app.privacy.registry import (
-    Kind, MethodInputError, MethodSpec, Params, register, require_declared_classes,
+    Kind, MethodInputError, MethodSpec, Params, register, no_repeats, require_declared_classes,
 )
 from app.privacy.results import ReleaseResult
 
@@ -64,9 +64,7 @@ class FeatureSelectionParams(Params):
     @field_validator("quasi_identifiers")
     @classmethod
     def _distinct(cls, v):
-        if v is not None and len(set(v)) != len(v):
-            raise ValueError("quasi_identifiers must not repeat")
-        return v
+        return no_repeats(v, "quasi_identifiers")
 
 
 _LOOKAHEAD = ("decide each feature that passes the k-test by a lookahead: complete the walk "
