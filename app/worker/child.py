@@ -78,6 +78,7 @@ def _run(job: dict[str, Any], rng: SecureRandom, progress_queue, stop_event) -> 
 
     ctx = RunContext(rng=rng, on_progress=report, should_stop=stop_event.is_set)
     result = spec.run(data, params, ctx)
+    report(1.0, "storing the result")  # encoding and storing can take seconds (plots, big tables)
     return encode(result, job)
 
 

@@ -183,6 +183,10 @@ def _run_child(job, inputs: dict[str, Any], tmp: Path) -> dict[str, Any]:
                 failure = {"type": "memory_limit", "message":
                            f"the job exceeded its memory limit of {settings.job_memory_limit_mb} MiB"}
                 break
+        if failure is None:  # the stage the child ended on ("storing the result"), while the result is stored
+            progress, stage = _drain(progress_q, progress, stage)
+            with transaction() as session:
+                jobs_repo.heartbeat(session, job["id"], job["attempt"], progress, stage)
     finally:
         if proc.is_alive():
             proc.kill()
