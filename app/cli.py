@@ -204,6 +204,7 @@ def cmd_keys_list(args) -> None:
 
     _database_ready()
     cursor = None
+    print(f"{'id':<36}  {'key (prefix)':<19}  {'tenant':<20} {'role':<8} {'state':<24} label")
     with transaction() as session:
         while True:
             page = list_page(session, tenant=args.tenant, cursor=cursor, limit=200)

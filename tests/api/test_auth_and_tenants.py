@@ -119,7 +119,9 @@ def test_cli_lists_and_revokes_a_leaked_key_given_as_the_key_itself(client, make
     owner = make_key("owner")
     key = owner["Authorization"].split()[1]
     main(["keys", "list", "--tenant", owner["X-Tenant"]])
-    assert f"veil_{key.split('_')[1]}_…" in capsys.readouterr().out
+    header, row = capsys.readouterr().out.splitlines()
+    assert header.split() == ["id", "key", "(prefix)", "tenant", "role", "state", "label"]
+    assert f"veil_{key.split('_')[1]}_…" in row and row.index(owner["X-Tenant"]) == header.index("tenant")
     main(["keys", "revoke", key])
     assert "revoked key" in capsys.readouterr().out
     assert_problem(client.get("/v1/datasets", headers=auth(owner)), 401)
