@@ -114,7 +114,7 @@ def encode(result, job: dict[str, Any]) -> dict[str, Any]:
             payload, shape, rows = codec.table_to_parquet(frame), "table", len(frame)
             columns = _output_columns(frame, result.columns, job["columns"])
         return {"kind": "release", "payload": payload, "shape": shape, "rows": rows,
-                "columns": jsonable(columns), "guarantees": jsonable(result.guarantees),
+                "columns": jsonable(columns), "guarantees": jsonable(_on_source(result.guarantees, job)),
                 "metrics": jsonable(result.metrics), "metadata": jsonable(result.metadata)}
     if isinstance(result, ReportResult):
         data = dict(result.data)
@@ -126,6 +126,19 @@ def encode(result, job: dict[str, Any]) -> dict[str, Any]:
         return {"kind": "model", "model": pickle.dumps(result.model, protocol=pickle.HIGHEST_PROTOCOL),
                 "metadata": jsonable(result.metadata), "metrics": jsonable(result.metrics)}
     raise TypeError(f"method returned {type(result).__name__}, not a result object")
+
+
+def _on_source(guarantees: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
+    """A step run on a release states its guarantee for that release's records (aim on an mst
+    release: ε of aim over the mst table), which reads as if it were the dataset's; say so."""
+    source = job.get("source")
+    if not source:
+        return guarantees
+    note = (f"this step ran on release {source['release_id']} ({source['method']}), not on the dataset: "
+            "the guarantee above is stated for that release's records; what the dataset's records "
+            "keep is given by the steps of the chain (a DP step's guarantee also covers everything "
+            "computed from its release: post-processing)")
+    return {**guarantees, "statements": [*guarantees.get("statements", []), note]}
 
 
 def _output_columns(frame: pd.DataFrame, declared: list[ColumnInfo] | None,

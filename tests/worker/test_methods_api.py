@@ -49,6 +49,8 @@ def test_randomized_response_chain_reconstruct_and_ppnb(client, owner_adult, adu
     trr = run(client, headers, "trr", {}, release_id=errph["result"]["release_ids"][0])
     rel, frame = release_frame(client, headers, trr)
     assert [s["method"] for s in rel["chain"]] == ["errph"] and rel["method"] == "trr"
+    assert rel["guarantees"]["statements"][-1].startswith(
+        f"this step ran on release {errph['result']['release_ids'][0]} (errph), not on the dataset")
     assert rel["guarantees"]["notion"] == "none" and rel["guarantees"]["private"] is False
     raw = pd.read_csv(adult_path, na_values=["?"])
     assert (frame["income"].astype(str) == raw["income"]).all()  # the label is untouched
