@@ -84,8 +84,11 @@ INFERABLE = ("type", "integer")  # schema facts read from the data unless the ow
 
 def _still_inferred(previous: dict[str, Any], type_: str) -> list[str]:
     """What stays inferred when a column is (re)profiled: a fact the owner declared stays
-    declared (a type changed by an override is declared by it: apply_overrides says so)."""
+    declared (a type changed by an override is declared by it: apply_overrides says so). A
+    column that was not numeric had no integer flag to declare: a numeric one reads it anew."""
     before = previous.get("inferred", list(INFERABLE)) if previous else list(INFERABLE)
+    if previous and previous.get("type") != "numeric":
+        before = [*before, "integer"]
     return [f for f in INFERABLE if f in before and (f != "integer" or type_ == "numeric")]
 
 
@@ -215,8 +218,10 @@ def apply_overrides(frame: pd.DataFrame, columns: list[dict[str, Any]],
 
 
 def public_columns(columns: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The schema without the profile (profiles are for owners only)."""
-    return [{k: v for k, v in c.items() if k != "profile"} for c in columns]
+    """The schema without the profile (profiles are for owners only); the inferred facts as the
+    methods read them (an entry stored before they were tracked has none stored)."""
+    return [{**{k: v for k, v in c.items() if k != "profile"}, "inferred": inferred_facts(c)}
+            for c in columns]
 
 
 def inferred_facts(entry: dict[str, Any]) -> list[str]:

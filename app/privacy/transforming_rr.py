@@ -303,8 +303,10 @@ def run_trr(data: MethodInput, params: TrrParams, ctx: RunContext) -> ReleaseRes
             raise _too_far(name, blame_b=False)
         new_columns[name] = y
         idx = next(j for j, c in enumerate(out_columns) if c.name == name)
-        out_columns[idx] = dataclasses.replace(out_columns[idx], bounds=None, integer=False,
-                                               distinct=None)
+        # decimals by the transform, not by the data: 'integer' is no longer a fact read from it
+        out_columns[idx] = dataclasses.replace(out_columns[idx], bounds=None, integer=False, distinct=None,
+                                               inferred=tuple(f for f in out_columns[idx].inferred
+                                                              if f != "integer"))
         # the breach widths need only the reconstructed variance: no higher moments here
         published = moments(y, higher=False)
         mean, var = NumericChannel(((a_bar, a_var, b_bar, b_var),)).invert(published.mean, published.var) \

@@ -211,8 +211,9 @@ def run_warner(data: MethodInput, params: WarnerParams, ctx: RunContext) -> Rele
         new_columns[name] = _published_column(published, missing, domain, as_bool)
         if cut is not None:
             idx = next(j for j, c in enumerate(out_columns) if c.name == name)
+            # boolean by the cut, not by the data: nothing of its schema is inferred any more
             out_columns[idx] = dataclasses.replace(info, type="boolean", bounds=None, categories=None,
-                                                   integer=False, distinct=2,
+                                                   integer=False, inferred=(), distinct=2,
                                                    missing=0 if missing is None else int(missing.sum()))
         n = len(published) - (0 if missing is None else int(missing.sum()))
         ones = int(np.count_nonzero(published if missing is None else published & ~missing))

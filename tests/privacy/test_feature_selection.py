@@ -518,3 +518,13 @@ def test_seeded_runs_reproduce(breast_cancer):
     a = run_rfka(breast_cancer, params, _ctx(3)).metadata["feature_selection"]
     b = run_rfka(breast_cancer, params, _ctx(3)).metadata["feature_selection"]
     assert a["decisions"] == b["decisions"]
+
+
+def test_the_label_keeps_the_facts_inferred_from_the_data():
+    """The label is released as it is: what its schema says was inferred at upload stays inferred
+    (it was dropped, so a DP release made from this one treated the label's integer flag as declared)."""
+    data = _hand_made()
+    columns = [dataclasses.replace(c, integer=True, inferred=("type", "integer")) for c in data.columns]
+    release = run_hamdist(MethodInput(columns, data.frame), HamdistParams(k=2), _ctx())
+    label = next(c for c in release.columns if c.name == "y")
+    assert (label.integer, label.inferred) == (True, ("type", "integer"))

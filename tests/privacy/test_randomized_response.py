@@ -397,3 +397,15 @@ def test_a_cut_point_that_leaves_the_column_constant_is_refused_before_any_draw(
         assert rng.bytes_drawn == 0
     assert run_warner(data, WarnerParams(columns=["d", "x"], cut_points={"d": ["flu"], "x": 20.0}),
                       ctx()).frame["x"].dtype == bool
+
+
+def test_a_cut_column_is_boolean_by_the_cut_not_by_the_data():
+    """A cut point makes a column boolean: the release's type is the method's, not inferred from
+    the data (the column's inferred 'type' and 'integer' used to be carried over, so a DP release
+    on it would warn its two-level domain was read from the data). An uncut column keeps its own."""
+    frame = pd.DataFrame({"x": np.arange(100, dtype=float), "b": np.arange(100) % 2 == 0})
+    cols = [ColumnInfo("x", "numeric", inferred=("type", "integer")),
+            ColumnInfo("b", "boolean", inferred=("type",))]
+    params = WarnerParams(p=0.9, cut_points={"x": 49.5})
+    out = run_warner(MethodInput(columns=cols, frame=frame), params, ctx())
+    assert {c.name: (c.type, c.inferred) for c in out.columns} == {"x": ("boolean", ()), "b": ("boolean", ("type",))}

@@ -219,3 +219,13 @@ def test_untouched_columns_say_whether_they_are_raw_or_an_earlier_steps():
     on_release = run_trr(as_release_input(data, errph, "errph", e), TrrParams(columns=["x"]), ctx(2))
     kept = [s for s in on_release.guarantees["statements"] if s.startswith("columns not transformed")]
     assert len(kept) == 1 and "keep that release's protection" in kept[0] and kept[0].endswith(": cat")
+
+
+def test_a_transformed_column_is_not_integer_by_the_method_not_by_the_data():
+    """trr makes a column's values decimals: the release's 'integer: false' is the method's, not a
+    fact read from the data, so a DP release on it must not warn that it was inferred (the
+    inferred 'integer' used to be carried over); the type, still the data's, stays inferred."""
+    frame = pd.DataFrame({"n": np.arange(200) % 10})
+    cols = [ColumnInfo("n", "numeric", integer=True, inferred=("type", "integer"))]
+    out = run_trr(MethodInput(columns=cols, frame=frame), TrrParams(set_size=16), ctx())
+    assert [(c.integer, c.inferred) for c in out.columns] == [(False, ("type",))]

@@ -351,7 +351,8 @@ def _release(sel: _Selection, params: FeatureSelectionParams,
     out_columns = [ColumnInfo(name=s, type="numeric", role="quasi_identifier", bounds=(0.0, 1.0),
                               integer=True) for s in selected]
     out_columns.append(ColumnInfo(name=label, type=label_info.type, role="label",
-                                  categories=label_info.categories, integer=label_info.integer))
+                                  categories=label_info.categories, integer=label_info.integer,
+                                  inferred=label_info.inferred))
     return ReleaseResult(
         frame=sel.out,
         columns=out_columns,
