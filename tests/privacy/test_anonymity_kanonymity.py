@@ -159,8 +159,31 @@ def test_anonymizing_a_k_anonymous_release_again_does_not_apply_raw_hierarchies(
     data = MethodInput(columns=first.columns, frame=first.frame, hierarchies=hierarchies, source=source)
     again = run_kanonymity(data, KAnonymityParams(k=20, quasi_identifiers=["age", "sex", "race"]), RunContext())
     assert class_sizes(again.frame, ["age", "sex", "race"]).min() >= 20
-    assert any(w.startswith("the dataset's hierarchies of age, sex, race describe raw values") for w in again.guarantees["warnings"])
+    assert any(w.startswith("age, sex, race: generalized by an earlier step of this release's chain") for w in again.guarantees["warnings"])
     assert (first.frame.loc[again.frame["sex"] != "*", "sex"] == again.frame.loc[again.frame["sex"] != "*", "sex"]).all()
+
+
+def test_a_hierarchy_set_aside_on_a_release_is_not_called_missing(adult):
+    """The columns whose raw-value hierarchy is set aside on a k-anonymous release were also named
+    by the flat-hierarchy warning ('no hierarchy for age, sex, race … upload one per column'):
+    they have one, and uploading another cannot help. Only a QI that truly has none is named there."""
+    from app.privacy.data import SourceRelease
+
+    frame, hierarchies = adult
+    first = _run(frame.head(2000), hierarchies, k=5, algorithm="lattice")
+    source = SourceRelease(release_id="r1", method="kanonymity", params={"k": 5},
+                           guarantees=first.guarantees, metadata=first.metadata)
+    without_race = {c: h for c, h in hierarchies.items() if c != "race"}
+    columns = [ColumnInfo("extra", "categorical", role="quasi_identifier"), *first.columns]
+    data = MethodInput(columns=columns, frame=first.frame.assign(extra=["u", "v"] * (len(first.frame) // 2)),
+                       hierarchies=without_race, source=source)
+    again = run_kanonymity(data, KAnonymityParams(k=10, quasi_identifiers=["age", "sex", "race", "extra"]),
+                           RunContext())
+    warnings = again.guarantees["warnings"]
+    flat = [w for w in warnings if w.startswith("no hierarchy for ")]
+    assert len(flat) == 1 and flat[0].startswith("no hierarchy for extra:"), warnings
+    assert any(w.startswith("age, sex, race: generalized by an earlier step") for w in warnings)
+    assert again.metadata["flat_hierarchies"] == ["age", "sex", "race", "extra"]
 
 
 def test_interval_axes_cut_where_the_least_loss_remains():

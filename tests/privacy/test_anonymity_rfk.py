@@ -195,3 +195,29 @@ def test_experiment_rfk_small_run_produces_tables_and_plots():
     assert set(report.plots) == {"rfk_accuracy_adult", "rfk_information_loss_adult", "rfk_risk_adult"}
     assert report.data["datasets"][0]["tier_agreement_with_paper"]["same_tier_share"] >= 0.0
     assert len(report.tables["tiers"]) == 14
+
+
+def test_on_a_k_anonymous_release_the_generalized_attributes_are_named_not_called_without_hierarchy():
+    """rfk_anonymity on a kanonymity release: 'b' holds the earlier step's generalized values.
+    The warning names it (and only the attributes this run anonymized), and the flat-hierarchy
+    warning, which tells to upload a hierarchy, does not (one could not describe those values)."""
+    from app.privacy.anonymity.methods import KAnonymityParams, run_kanonymity
+    from app.privacy.data import SourceRelease
+
+    frame = _table(np.arange(300) % 2)
+    columns = [ColumnInfo("a", "numeric"), ColumnInfo("b", "categorical"), ColumnInfo("y", "numeric", role="label")]
+    first = run_kanonymity(MethodInput(columns=columns, frame=frame),
+                           KAnonymityParams(k=200, quasi_identifiers=["b"]), RunContext())
+    assert set(first.frame["b"]) == {"*"}
+    source = SourceRelease(release_id="r1", method="kanonymity", params={}, guarantees=first.guarantees,
+                           metadata=first.metadata)
+    params = RfkParams(k=3, repeats=1, n_estimators=5, stability_runs=0, eval_repeats=1, tiers=2, E=2)
+    out = run_rfk(MethodInput(columns=first.columns, frame=first.frame, source=source), params, RunContext())
+    assert sorted(out.metadata["anonymized_attributes"]) == ["a", "b"]
+    warnings = out.guarantees["warnings"]
+    assert [w for w in warnings if "earlier step" in w] == [
+        "b: generalized by an earlier step of this release's chain, so anonymized over their released "
+        "values ('*', intervals, sets) without a hierarchy (the dataset's describe raw values and are "
+        "not used); to generalize further along a hierarchy, anonymize the dataset itself with the "
+        "stronger constraints"]
+    assert not any(w.startswith("no hierarchy for") and "b" in w.split(":")[0] for w in warnings)

@@ -66,6 +66,12 @@ def _feasible(constraints: Constraints, sensitive: Sensitive | None, n: int) -> 
                                f"whole table: alpha = {constraints.alpha} is impossible")
 
 
+def flat_warning(columns: list[str]) -> str:
+    return ("no hierarchy for " + ", ".join(columns) + ": each is flat (every value directly under '*', "
+            "grouped in text order), which usually loses far more information than a hierarchy would; "
+            "upload one per column (docs/hierarchies.md)")
+
+
 def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: dict[str, pd.DataFrame],
               quasi_identifiers: list[str], constraints: Constraints, sensitive: str | None,
               options: Options, progress: Callable[[float, str], None] | None = None) -> Anonymized:
@@ -144,9 +150,7 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
         metadata["flat_hierarchies"] = notes.flat
         # not a privacy matter (k holds either way) but the commonest cause of a poor release:
         # said where a caller reads, not only in the metadata
-        warnings.append("no hierarchy for " + ", ".join(notes.flat) + ": each is flat (every value "
-                        "directly under '*', grouped in text order), which usually loses far more "
-                        "information than a hierarchy would; upload one per column (docs/hierarchies.md)")
+        warnings.append(flat_warning(notes.flat))
     if notes.automatic:
         metadata["automatic_hierarchies"] = notes.automatic
     if sens is not None and constraints.t is not None:

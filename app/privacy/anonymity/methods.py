@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.figure import Figure  # no pyplot: no global state, no GUI backend
 from pydantic import Field, model_validator
 
-from app.privacy.anonymity.anonymize import Anonymized, Options, anonymize
+from app.privacy.anonymity.anonymize import Anonymized, Options, anonymize, flat_warning
 from app.privacy.anonymity.models import Constraints
 from app.privacy.anonymity.rfk import RfkConfig, rfk_pipeline
 from app.privacy.anonymity.risk import class_size_table, prosecutor_risk
@@ -137,23 +137,33 @@ def guarantees_of(result: Anonymized, constraints: Constraints, qis: list[str], 
     )
 
 
-def usable_hierarchies(data: MethodInput, used: list[str]) -> tuple[dict, list[str]]:
+def usable_hierarchies(data: MethodInput) -> tuple[dict, set[str]]:
     """The dataset's hierarchies less those of columns an earlier step of the release's chain
     generalized (a k-anonymity step's protected columns): they describe raw values, and the
-    release holds '*', intervals and sets. Such a column is anonymized as flat over its
-    released values; the warning names those among the ``used`` columns."""
+    release holds '*', intervals and sets. Returns them and the generalized columns."""
     if data.source is None:
-        return data.hierarchies, []
+        return data.hierarchies, set()
     generalized = {c for step in data.source.steps() if step["guarantees"].get("notion") == "k_anonymity"
                    for c in step["guarantees"].get("protected_columns", [])}
-    unused = [c for c in used if c in generalized and c in data.hierarchies]
-    if not unused:
-        return data.hierarchies, []
-    kept = {c: h for c, h in data.hierarchies.items() if c not in generalized}
-    return kept, [f"the dataset's hierarchies of {', '.join(unused)} describe raw values, which an "
-                  "earlier step of this release's chain generalized: not used (flat over the "
-                  "released values instead); to generalize further, anonymize the dataset itself "
-                  "with the stronger constraints"]
+    return {c: h for c, h in data.hierarchies.items() if c not in generalized}, generalized
+
+
+def chain_warnings(result: Anonymized, qis: list[str], generalized: set[str]) -> list[str]:
+    """The warning naming the quasi-identifiers an earlier step generalized (anonymized over their
+    released values, with or without a dataset hierarchy); the flat-hierarchy warning no longer
+    names them: it tells to upload a hierarchy, which cannot help them."""
+    named = [q for q in qis if q in generalized]
+    if not named:
+        return []
+    flat = result.metadata.get("flat_hierarchies", [])
+    rest = [c for c in flat if c not in named]
+    if rest != flat:
+        result.warnings = [w for w in result.warnings if w != flat_warning(flat)] + \
+            ([flat_warning(rest)] if rest else [])
+    return [f"{', '.join(named)}: generalized by an earlier step of this release's chain, so anonymized "
+            "over their released values ('*', intervals, sets) without a hierarchy (the dataset's "
+            "describe raw values and are not used); to generalize further along a hierarchy, "
+            "anonymize the dataset itself with the stronger constraints"]
 
 
 def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext) -> ReleaseResult:
@@ -163,9 +173,10 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
     infos = {c.name: c for c in data.columns}
     identifiers = [c.name for c in data.columns if c.role == "identifier" and c.name in frame.columns]
     ctx.progress(0.0, "preparing")
-    hierarchies, warnings = usable_hierarchies(data, qis)
+    hierarchies, generalized = usable_hierarchies(data)
     result = anonymize(frame.drop(columns=identifiers), infos, hierarchies, qis,
                        params.constraints(), sensitive, params.options(), ctx.progress)
+    warnings = chain_warnings(result, qis, generalized)
     released = list(result.frame.columns)
     metadata = dict(result.metadata)
     if identifiers:
@@ -353,7 +364,7 @@ def run_rfk(data: MethodInput, params: RfkParams, ctx: RunContext) -> ReleaseRes
                     sample_size=params.sample_size, eval_repeats=params.eval_repeats,
                     risk_threshold=params.risk_threshold, seed=params.seed)
     infos = {c.name: c for c in data.columns}
-    hierarchies, warnings = usable_hierarchies(data, attributes)
+    hierarchies, generalized = usable_hierarchies(data)
     outcome = rfk_pipeline(table, infos, hierarchies, attributes, label, thresholds, cfg,
                            ctx.progress, keep_releases=(release_E,))
     result = outcome.releases[release_E]
@@ -361,6 +372,7 @@ def run_rfk(data: MethodInput, params: RfkParams, ctx: RunContext) -> ReleaseRes
     released = list(result.frame.columns)
     risk_all = figures["risk_all_attributes"]
     unchanged = figures["unchanged"]
+    warnings = chain_warnings(result, figures["anonymized"], generalized)
     if unchanged:
         warnings.append(
             f"attributes released unchanged still identify people: over all {len(attributes)} "
