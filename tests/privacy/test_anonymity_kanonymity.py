@@ -468,3 +468,23 @@ def test_lattice_reproduces_arx_published_optimum(adult, suppression, levels, lo
     assert lattice["loss"] == pytest.approx(loss, rel=1e-12)
     assert result.metrics["suppressed"] <= suppression * len(frame)
     assert class_sizes(result.frame, qis).min() >= 5
+
+
+def test_a_feature_selection_step_generalized_nothing():
+    """hamdist's guarantee is k-anonymity too, but its protected columns are 0/1 indicators it
+    selected, not generalized values: kanonymity on its release must not call them generalized."""
+    from app.privacy.data import SourceRelease
+    from app.privacy.feature_selection import HamdistParams, run_hamdist
+    from app.privacy.rng import SecureRandom
+
+    frame = pd.DataFrame({"a": [0, 0, 0, 0, 1, 1, 1, 1] * 3, "c": [1, 0, 1, 0, 1, 0, 1, 0] * 3,
+                          "y": [1, 1, 1, 1, 0, 0, 0, 0] * 3})
+    columns = [ColumnInfo(c, "numeric", role="label" if c == "y" else "quasi_identifier") for c in frame]
+    first = run_hamdist(MethodInput(columns, frame), HamdistParams(k=2), RunContext(rng=SecureRandom(seed=1)))
+    assert first.guarantees["notion"] == "k_anonymity" and first.guarantees["protected_columns"]
+    source = SourceRelease(release_id="r1", method="hamdist", params={}, guarantees=first.guarantees,
+                           metadata=first.metadata)
+    qis = first.guarantees["protected_columns"]
+    again = run_kanonymity(MethodInput(first.columns, first.frame, source=source),
+                           KAnonymityParams(k=6, quasi_identifiers=qis), RunContext())
+    assert not any("earlier step" in w for w in again.guarantees["warnings"]), again.guarantees["warnings"]

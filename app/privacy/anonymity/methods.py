@@ -137,13 +137,18 @@ def guarantees_of(result: Anonymized, constraints: Constraints, qis: list[str], 
     )
 
 
+GENERALIZING = ("kanonymity", "rfk_anonymity")  # the methods whose releases hold generalized values
+
+
 def usable_hierarchies(data: MethodInput) -> tuple[dict, set[str]]:
     """The dataset's hierarchies less those of columns an earlier step of the release's chain
-    generalized (a k-anonymity step's protected columns): they describe raw values, and the
-    release holds '*', intervals and sets. Returns them and the generalized columns."""
+    generalized (the quasi-identifiers of a kanonymity or rfk_anonymity step): they describe raw
+    values, and the release holds '*', intervals and sets. Returns them and the generalized
+    columns. (rfka and hamdist state k-anonymity too, but select 0/1 indicators: nothing generalized.)"""
     if data.source is None:
         return data.hierarchies, set()
-    generalized = {c for step in data.source.steps() if step["guarantees"].get("notion") == "k_anonymity"
+    generalized = {c for step in data.source.steps() if step["method"] in GENERALIZING
+                   and step["guarantees"].get("notion") == "k_anonymity"
                    for c in step["guarantees"].get("protected_columns", [])}
     return {c: h for c, h in data.hierarchies.items() if c not in generalized}, generalized
 
