@@ -105,9 +105,10 @@ def _announce_ready(base: str, started: float, give_up_s: float = 300.0) -> None
     import urllib.request
 
     last = "no answer"
+    local = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never an http_proxy of the environment
     while time.monotonic() - started < give_up_s:
         try:
-            with urllib.request.urlopen(f"{base}/readyz", timeout=2) as answer:
+            with local.open(f"{base}/readyz", timeout=2) as answer:
                 if answer.status == 200:
                     print(f"Veil is ready ({time.monotonic() - started:.0f} s): API and workers up", flush=True)
                     return
