@@ -135,8 +135,9 @@ def inferred_warnings(plans: list[ColumnPlan]) -> list[str]:
         return []
     return ["the schema facts " + ", ".join(facts) + " were inferred from the data at upload, not "
             "declared, and the release shows them (integer values and bins, a two-level domain): "
-            "what they say about the data is disclosed, outside ε; declare them in the dataset schema "
-            "('integer', 'type') to make them public knowledge"]
+            "what they say about the data is disclosed, outside ε; declared in the dataset's schema "
+            "('integer', 'type') before a release, they are public knowledge instead (a release "
+            "keeps the facts its own source had)"]
 
 
 def _plain(v: Any) -> Any:
