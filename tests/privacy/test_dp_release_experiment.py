@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
 from app.privacy import registry
 from app.privacy.context import RunContext
@@ -33,6 +34,15 @@ def test_small_protocol_reports_both_styles_per_method_and_epsilon():
     raw = runs[runs["method"] == "noprivacy"]
     assert (raw["error_raw_holdout"] <= raw["majority_error"] + 0.01).all()
     assert registry.get("experiment_dp_release").kind == "experiment"
+
+
+@pytest.mark.parametrize("epsilon", [0.0, -1.0, 100.5, math.inf])
+def test_an_epsilon_outside_the_methods_range_is_refused_by_the_params(epsilon):
+    """ε ≤ 0 or > 100 was accepted and failed the job at its first release as an internal
+    error (a pydantic error of the method's params), not a 422 naming the parameter."""
+    with pytest.raises(ValidationError, match="epsilons"):
+        ExperimentDpReleaseParams(epsilons=[1.0, epsilon])
+    assert ExperimentDpReleaseParams(epsilons=[1e-3, 100.0]).epsilons == [1e-3, 100.0]
 
 
 def test_svm_error_is_the_misclassification_rate():

@@ -231,3 +231,45 @@ def test_every_undeclared_domain_is_named_at_once(method):
     assert "3 column(s) have no declared domain — bounds for 'age'; categories for 'sex', 'disease'" in message
     assert "'zip'" not in message and "'income'" not in message
     spec.validate_against(registry.get(method).params(**DECLARED, **extra), SCHEMA, None)
+
+
+# ------------------------------------------ icahdp strict: a user basis of the wrong height
+BOOL_FRAME = SMALL.assign(flag=[i % 3 == 0 for i in range(N)])
+BOOL_SCHEMA = SCHEMA + [ColumnInfo("flag", "boolean")]
+
+
+def test_a_basis_of_the_wrong_height_is_refused_at_submission_with_a_boolean_column():
+    """An undeclared boolean column (its domain is its type) made the check skip the basis
+    height: the job was accepted, then failed in the worker after its DP mean had drawn noise,
+    so its ε was not refunded (an acceptance check through the API)."""
+    def age_and_flag(basis):
+        return registry.get("icahdp").params(epsilon=1.0, columns=["age", "flag"],
+                                             bounds={"age": [0, 100]}, basis=basis)
+    with pytest.raises(MethodInputError, match="basis has 1 rows, the encoding is 3 wide"):
+        registry.get("icahdp").validate_against(age_and_flag([[1.0]]), BOOL_SCHEMA, None)
+    fits = age_and_flag([[1.0], [0.0], [0.0]])
+    registry.get("icahdp").validate_against(fits, BOOL_SCHEMA, None)
+    assert run("icahdp", fits, BOOL_FRAME, BOOL_SCHEMA).metadata["icahdp"]["k"] == 1
+
+
+def test_a_basis_refused_while_running_has_drawn_no_randomness():
+    """The worker refunds an input error only when no randomness was drawn: the basis is
+    checked before the DP mean's noise."""
+    ctx = RunContext(SecureRandom(seed=5))
+    p = registry.get("icahdp").params(epsilon=1.0, columns=["age", "zip"], basis=[[1.0]],
+                                      bounds=DECLARED["bounds"])
+    with pytest.raises(MethodInputError, match="basis has 1 rows, the encoding is 2 wide"):
+        registry.get("icahdp").run(MethodInput(SCHEMA, SMALL), p, ctx)
+    assert ctx.rng.bytes_drawn == 0
+
+
+def test_a_basis_with_huge_entries_is_orthonormalized_not_a_failure():
+    """QR of columns whose norm overflows returned NaN and the job failed as an internal error
+    after its noise (ε kept); scaled first, the span is what the user gave."""
+    def age_and_zip(basis):
+        return registry.get("icahdp").params(epsilon=1.0, columns=["age", "zip"], basis=basis,
+                                             bounds=DECLARED["bounds"])
+    meta = run("icahdp", age_and_zip([[1e308], [1e308]])).metadata["icahdp"]
+    assert np.allclose(np.abs(meta["basis"]), [[2**-0.5], [2**-0.5]])
+    tiny = age_and_zip([[5e-324], [0.0]])
+    assert np.allclose(np.abs(run("icahdp", tiny).metadata["icahdp"]["basis"]), [[1.0], [0.0]])

@@ -148,6 +148,18 @@ def _plans(data: MethodInput, params: IcahdpParams, frame: pd.DataFrame | None,
     return projection, [p for p in plans if p.name in sensitive]
 
 
+def _user_basis(rows: list[list[float]], width: int) -> np.ndarray:
+    """The user's basis with orthonormal columns (needed for the √k bound). Each column is
+    scaled by its largest entry first: the span is unchanged, and a column norm can no longer
+    overflow (entries near 1e308 made QR return NaN, which failed the job after its noise)."""
+    basis = np.asarray(rows, dtype=float)
+    if basis.shape[0] != width:
+        raise MethodInputError(f"basis has {basis.shape[0]} rows, the encoding is {width} wide")
+    peak = np.abs(basis).max(axis=0)
+    basis, _ = np.linalg.qr(basis / np.where(peak > 0, peak, 1.0))
+    return basis
+
+
 def _decoding(params: IcahdpParams) -> str:
     plain = "numeric: clip to [0, 1] → bounds → output grid (integers rounded); "
     if not params.calibrated:
@@ -244,6 +256,8 @@ def _run_strict(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> Rel
         projection, gone = filter_by_importance(projection, weights, params.threshold)
         dropped.update({name: "entropy filter (noisy histograms)" for name in gone})
     enc = Encoding(projection)
+    # a user basis is checked before any noise is drawn: a job refused here is refunded
+    basis = None if params.basis is None else _user_basis(params.basis, enc.width)
     ctx.progress(0.1, "encoding")
     X = enc.encode(frame)
 
@@ -253,11 +267,7 @@ def _run_strict(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> Rel
     noise["mean"] = rec.as_dict()
     mu = sums / n
 
-    if params.basis is not None:
-        basis = np.asarray(params.basis, dtype=float)
-        if basis.shape[0] != enc.width:
-            raise MethodInputError(f"basis has {basis.shape[0]} rows, the encoding is {enc.width} wide")
-        basis, _ = np.linalg.qr(basis)  # orthonormal columns: needed for the √k bound
+    if basis is not None:
         k, k_source = basis.shape[1], "user basis (orthonormalized)"
     else:
         ctx.progress(0.3, "DP covariance")
@@ -478,12 +488,8 @@ def _check(params: IcahdpParams, columns: list[ColumnInfo], source: SourceReleas
             raise MethodInputError(f"sensitive column {name!r} is not released")
     if params.mode == "strict":
         check_declared(chosen, params.bounds, params.categories)
-        if params.basis is not None and all(c.type == "numeric" or c.categories is not None
-                                            or (params.categories or {}).get(c.name) is not None
-                                            for c in chosen):
-            plans = [plan_column(c, params.bounds, params.categories, None, require_declared=True)
-                     for c in chosen if c.name not in (params.sensitive or {})]
-            width = sum(p.width for p in plans)
+        if params.basis is not None:  # every column is declared here (an undeclared boolean: 2 wide)
+            width = sum(_width(c, params) for c in chosen if c.name not in (params.sensitive or {}))
             if len(params.basis) != width:
                 raise MethodInputError(f"basis has {len(params.basis)} rows, the encoding is {width} wide")
     else:

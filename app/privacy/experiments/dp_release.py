@@ -19,7 +19,7 @@ import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 import matplotlib
 
@@ -235,8 +235,11 @@ class ExperimentDpReleaseParams(Params):
     methods: list[MethodName] = Field(default_factory=lambda: list(ALL_METHODS), min_length=1,
                                       description="releases to compare; mst and aim (marginal-based "
                                       "synthetic tables, ~10 s per release on Adult) are opt-in")
-    epsilons: list[float] = Field(default_factory=lambda: [0.1, 0.2, 0.5, 1.0, 2.0, 5.0],
-                                  min_length=1, max_length=12, description="ε grid")
+    # each ε in the methods' own range (0, 100]: otherwise the first release failed the job as
+    # an internal error instead of a 422
+    epsilons: list[Annotated[float, Field(gt=0, le=100)]] = Field(
+        default_factory=lambda: [0.1, 0.2, 0.5, 1.0, 2.0, 5.0], min_length=1, max_length=12,
+        description="ε grid; each in (0, 100]")
     repetitions: int = Field(1, ge=1, le=20, description="repetitions (the paper's protocol: 10)")
     train_rows: int = Field(2000, ge=100, le=50_000, description="SVM training subsample "
                             "(of the 70% training part of the release)")
