@@ -62,6 +62,12 @@ class CategoricalChannel:
             raise ValueError("a later step binarized the column again")
         if later.preserve_missing and MISSING in self.labels:
             raise ValueError("a later step left missing cells out of its randomization")
+        if self.preserve_missing and MISSING in later.labels:
+            # This step drew its p_j only for the non-missing cells, so its offsets are shares
+            # of those cells, while the later step randomizes every cell (missing ones as a
+            # value): λ = scale·π + offset no longer holds over the whole column, and the
+            # composed inversion would be biased by p_j·π_missing/p0 and drop the missing share.
+            raise ValueError("a later step randomized the missing cells this step left out")
         labels = list(later.labels) + [lab for lab in self.labels if lab not in later.labels]
         pos = {lab: i for i, lab in enumerate(labels)}
         mine = np.zeros(len(labels))

@@ -409,3 +409,22 @@ def test_a_cut_column_is_boolean_by_the_cut_not_by_the_data():
     params = WarnerParams(p=0.9, cut_points={"x": 49.5})
     out = run_warner(MethodInput(columns=cols, frame=frame), params, ctx())
     assert {c.name: (c.type, c.inferred) for c in out.columns} == {"x": ("boolean", ()), "b": ("boolean", ("type",))}
+
+
+def test_a_chain_that_randomizes_the_missing_cells_an_earlier_step_preserved_is_not_inverted():
+    """errph(missing='preserve') then errph(missing='category'): the first step's p_j are shares
+    of the non-missing cells only, so the two do not compose into one affine channel. The
+    composed inversion used to be reported with a bias of -p_j·π_missing/p0 per value (and the
+    missing share dropped); now the first step's section leaves the column out with a note."""
+    rng = np.random.default_rng(11)
+    n = 200_000
+    values = rng.choice(np.array(VALUES + [None], dtype=object), n, p=[0.3, 0.25, 0.15, 0.1, 0.05, 0.15])
+    cols = [ColumnInfo("c", "categorical", categories=tuple(VALUES), missing=int(pd.isna(values).sum()))]
+    data = MethodInput(columns=cols, frame=pd.DataFrame({"c": values}))
+    first, second = ErrphParams(p0=0.5, missing="preserve"), ErrphParams(p0=0.6)
+    once = as_release_input(data, run_errph(data, first, ctx(1)), "errph", first)
+    steps = _reconstruct(once, run_errph(once, second, ctx(2)), "errph", second)
+    assert "c" not in steps[0]["columns"]
+    assert any("'c'" in note and "cannot be inverted" in note for note in steps[0]["notes"])
+    # the second step alone still reconstructs the first release's column (missing share included)
+    assert steps[1]["columns"]["c"]["domain"][-1] == "<missing>"
