@@ -134,8 +134,11 @@ def _csv_batches(table: pa.Table) -> Iterator[bytes]:
 def _jsonl_batches(table: pa.Table) -> Iterator[bytes]:
     for batch in table.to_batches(max_chunksize=50_000):
         frame = batch.to_pandas()
-        yield frame.to_json(orient="records", lines=True, force_ascii=False).encode() + b"\n" \
-            if len(frame) else b""
+        if not len(frame):
+            continue
+        text = frame.to_json(orient="records", lines=True, force_ascii=False)
+        # pandas ends the lines with a newline; one more would be an empty (invalid) line
+        yield (text if text.endswith("\n") else text + "\n").encode()
 
 
 def _plain_columns(table: pa.Table) -> pa.Table:

@@ -34,12 +34,34 @@ def test_mask_reports_and_debits_the_realized_epsilon():
 
 
 @pytest.mark.parametrize("method,params", [("mask", {"p": 1 - 1e-11}),
-                                           ("png", {"ps": [1 - 1e-11, 1 - 1e-11], "group_size": 2})])
+                                           ("png", {"ps": [1 - 1e-11, 0.8], "group_size": 2})])
 def test_a_keep_probability_that_never_flips_is_infinite_epsilon(method, params):
-    out, debited = release(method, seed=None, **params)  # the OS generator: only ε decides `private`
-    assert out.metrics["flipped_bits"] == 0
+    out, debited = release(method, seed=None, allow_zero_probabilities=True, **params)  # the OS
+    # generator: only ε decides `private`
+    if method == "mask":
+        assert out.metrics["flipped_bits"] == 0
     assert out.guarantees["epsilon"] == math.inf and out.guarantees["private"] is False
     assert debited == math.inf
+
+
+def test_a_keep_probability_that_never_flips_needs_the_opt_in_like_p_one():
+    """p = 1 - 1e-11 flips nothing (threshold 0), yet mask published every row as it is without
+    allow_zero_probabilities, and png with every p_t there passed the 'at least one p_t below 1'
+    rule (found by the #4 acceptance check through the API). A p whose realized flip probability
+    is exactly 1/2 is pure noise, which mask refuses at p = 0.5."""
+    from pydantic import ValidationError
+
+    mask, png = registry.get("mask").params, registry.get("png").params
+    with pytest.raises(ValidationError, match="allow_zero_probabilities"):
+        mask(p=1 - 1e-11)
+    with pytest.raises(ValidationError, match="allow_zero_probabilities"):
+        png(ps=[1 - 1e-11, 0.8])
+    with pytest.raises(ValidationError, match="every keep probability is 1"):
+        png(ps=[1 - 1e-11, 1 - 1e-11], allow_zero_probabilities=True)
+    assert mask(p=1 - 1e-9).p == 1 - 1e-9  # threshold 4 of 2^32: randomized, no opt-in
+    with pytest.raises(ValidationError, match="pure noise"):
+        mask(p=0.5 + 1e-10)
+    assert mask(p=0.5 + 1e-9).p == 0.5 + 1e-9
 
 
 def test_an_unknown_item_count_is_not_priced_as_zero():

@@ -185,6 +185,29 @@ def test_reconstruct_errors(data):
         supports.MAX_RECONSTRUCT_ITEMSETS = limit
 
 
+def test_itemsets_and_max_len_together_are_refused(data):
+    """max_len was ignored without a word when itemsets was given (#4 acceptance check)."""
+    result = run("mask", MethodInput(columns=[], transactions=csr_of(data)), p=0.8)
+    with pytest.raises(MethodInputError, match="'itemsets' or 'max_len', not both"):
+        reconstruct(as_release(result, "mask", {"p": 0.8}), itemsets=[["1"]], max_len=2)
+
+
+def test_a_release_without_information_is_an_input_error_not_a_crash(data):
+    """A png release at p = 0.5 only, or a p so near 0.5 that the transition matrix is singular in
+    floating point, made reconstruct and frequent_itemsets fail as internal errors (ValueError,
+    LinAlgError) through the API (#4 acceptance check); they name the problem now."""
+    noise = run("png", MethodInput(columns=[], transactions=csr_of(data)), ps=[0.5])
+    near = run("png", MethodInput(columns=[], transactions=csr_of(data)), ps=[0.5 + 1e-10, 0.5 + 1e-9])
+    for result, params, message in ((noise, {"ps": [0.5]}, "no information"),
+                                    (near, {"ps": [0.5 + 1e-10, 0.5 + 1e-9]}, "too close to 0.5")):
+        release = as_release(result, "png", params)
+        with pytest.raises(MethodInputError, match=message):
+            reconstruct(release, itemsets=[["0", "1"]])
+        spec = registry.get("frequent_itemsets")
+        with pytest.raises(MethodInputError, match=message):
+            spec.run(release, spec.params(minsup=0.2, max_len=2), RunContext(rng=SecureRandom(seed=0)))
+
+
 def test_counting_primitives_match_dense(data):
     seg = np.random.default_rng(0).integers(0, 3, len(data))
     td = csr_of(data)

@@ -212,6 +212,19 @@ def test_one_hot_errors_name_the_problem(table):
         run("mask", MethodInput(columns=columns, frame=frame), columns=["score"])
 
 
+def test_a_column_named_twice_is_refused_at_submit(table):
+    """columns=['education', 'education'] published the column's items twice under the same
+    labels, two independently randomized copies (found by the #4 acceptance check)."""
+    frame, columns = table
+    for method in ("mask", "png", "frequent_itemsets"):
+        spec = registry.get(method)
+        extra = {"ps": [0.8]} if method == "png" else {}
+        with pytest.raises(MethodInputError, match="'region' more than once"):
+            spec.validate_against(spec.params(columns=["region", "region"], **extra), columns, None)
+    with pytest.raises(MethodInputError, match="'region' more than once"):
+        run("mask", MethodInput(columns=columns, frame=frame), columns=["region", "region"])
+
+
 def test_png_group_column(table):
     frame, columns = table
     result = run("png", MethodInput(columns=columns, frame=frame), columns=["education", "sex"],

@@ -77,6 +77,9 @@ def default_item_columns(columns: list[ColumnInfo]) -> list[str]:
 
 def check_item_columns(chosen: list[str], columns: list[ColumnInfo]) -> None:
     by_name = {c.name: c for c in columns}
+    repeated = sorted({name for name in chosen if chosen.count(name) > 1})
+    if repeated:  # it would publish two independently randomized copies under the same labels
+        raise MethodInputError(f"columns names {repeated[0]!r} more than once")
     for name in chosen:
         if name not in by_name:
             raise MethodInputError(f"unknown column {name!r}")

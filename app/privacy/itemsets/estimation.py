@@ -28,6 +28,8 @@ from typing import Literal
 
 import numpy as np
 
+from app.privacy.registry import MethodInputError
+
 Estimator = Literal["pooled", "stratified"]
 Path = Literal["weight", "kronecker"]
 NO_INFORMATION_P = 0.5
@@ -83,7 +85,8 @@ def estimate_supports(counts: np.ndarray, strata_rows: np.ndarray, strata_p: np.
     informative = np.abs(strata_p - NO_INFORMATION_P) > 1e-12
     present = strata_rows > 0
     if not np.any(informative & present):
-        raise ValueError("every stratum has p = 0.5: the release carries no information on supports")
+        raise MethodInputError("every row was randomized with p = 0.5 (pure noise): the release "
+                               "carries no information on supports")
     if estimator == "pooled" and len(np.unique(strata_p[present])) > 1:
         return _pooled(counts, strata_rows, strata_p, k, path)
     # One keep probability (MASK) or the stratified estimator: invert stratum by stratum.
@@ -108,7 +111,7 @@ def _single_p_inverse(counts: np.ndarray, p: float, k: int, path: Path) -> tuple
         estimate = kronecker_apply(inverse2, counts, k)[:, -1]
         sq_row = reduce(np.kron, [inverse2[1] ** 2] * k)
         return estimate, sq_row
-    inverse = np.linalg.inv(weight_transition(p, k))
+    inverse = _invert(weight_transition(p, k), k)
     return counts @ inverse[-1], inverse[-1] ** 2
 
 
@@ -118,7 +121,7 @@ def _pooled(counts, strata_rows, strata_p, k, path) -> SupportEstimate:
     build = weight_transition if path == "weight" else pattern_transition
     matrices = [build(float(p), k) for p in strata_p]
     mixture = sum(w * m for w, m in zip(weights, matrices))
-    inverse = np.linalg.inv(mixture)
+    inverse = _invert(mixture, k)
     chat = counts.sum(axis=1) @ inverse.T  # (B, d)
     row = inverse[-1]
     var = np.zeros(counts.shape[0])
@@ -128,3 +131,16 @@ def _pooled(counts, strata_rows, strata_p, k, path) -> SupportEstimate:
         var += w * (published @ row**2 - chat @ (row @ m) ** 2)
     return SupportEstimate(support=chat[:, -1] / n, se=np.sqrt(np.maximum(var, 0.0)) / n,
                            rows_used=int(n), estimator="pooled")
+
+
+def _invert(matrix: np.ndarray, k: int) -> np.ndarray:
+    """The inverse of a transition matrix; one that is singular in floating point (keep
+    probabilities within ~1e-5 of 0.5 already make it so for 5-itemsets) is the caller's
+    problem, said in words rather than as a LinAlgError."""
+    try:
+        return np.linalg.inv(matrix)
+    except np.linalg.LinAlgError:
+        raise MethodInputError(
+            f"the keep probabilities are too close to 0.5 to invert the transition matrix of "
+            f"{k}-itemsets (it is numerically singular: the release carries almost no information "
+            f"on them); ask for smaller itemsets") from None

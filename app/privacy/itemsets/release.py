@@ -59,6 +59,17 @@ def _bounded_p(value: float) -> float:
     return value
 
 
+def _never_flips(p: float) -> bool:
+    """p = 1, or so close to 1 that its 32-bit flip threshold is 0: no bit can flip and the rows
+    are published as they are (ε = ∞), so it needs the same opt-in as p = 1."""
+    return int(bits.flip_thresholds(1.0 - p)) == 0
+
+
+def _pure_noise(p: float) -> bool:
+    """p so close to 0.5 that its realized flip probability is exactly 1/2."""
+    return int(bits.flip_thresholds(1.0 - p)) == 2**31
+
+
 class MaskParams(ItemParams):
     p: float = Field(0.9, gt=0.5, le=1.0, description="keep probability of every bit (1 = publish "
                      "as is: needs allow_zero_probabilities)")
@@ -68,9 +79,13 @@ class MaskParams(ItemParams):
 
     @model_validator(mode="after")
     def _raw_needs_opt_in(self):
-        if self.p >= 1.0 and not self.allow_zero_probabilities:
-            raise ValueError("p = 1 publishes every bit as it is and makes ε infinite; set "
-                             "allow_zero_probabilities to accept that")
+        if _never_flips(self.p) and not self.allow_zero_probabilities:
+            raise ValueError("p = 1 (or within 2^-33 of 1, where no bit can flip) publishes every "
+                             "bit as it is and makes ε infinite; set allow_zero_probabilities to "
+                             "accept that")
+        if _pure_noise(self.p):
+            raise ValueError("p is so close to 0.5 that every bit flips with probability 1/2: the "
+                             "release would be pure noise (p must exceed 0.5 by more than 2^-33)")
         return self
 
 
@@ -102,19 +117,19 @@ class PngParams(ItemParams):
             raise ValueError(f"at most {MAX_COLUMN_GROUPS} keep probabilities")
         for p in values:
             _bounded_p(p)
-        if min(values) >= 1.0:  # with no protected group it is mask at p = 1
-            raise ValueError("every keep probability is 1: nothing would be randomized; to "
-                             "publish the rows as they are use mask with p = 1 and "
-                             "allow_zero_probabilities")
+        if all(_never_flips(p) for p in values):  # no protected group: it is mask at p = 1
+            raise ValueError("every keep probability is 1 (or within 2^-33 of 1, where no bit "
+                             "can flip): nothing would be randomized; to publish the rows as "
+                             "they are use mask with p = 1 and allow_zero_probabilities")
         return v
 
     @model_validator(mode="after")
     def _raw_rows_need_opt_in(self):
         values = list(self.ps.values()) if isinstance(self.ps, dict) else self.ps
-        if max(values) >= 1.0 and not self.allow_zero_probabilities:
-            raise ValueError("a keep probability of 1 publishes that group's rows as they are, which "
-                             "makes ε infinite (and the debit with it); set allow_zero_probabilities "
-                             "to accept that")
+        if any(_never_flips(p) for p in values) and not self.allow_zero_probabilities:
+            raise ValueError("a keep probability of 1 (or within 2^-33 of 1) publishes that group's "
+                             "rows as they are, which makes ε infinite (and the debit with it); set "
+                             "allow_zero_probabilities to accept that")
         return self
 
     @model_validator(mode="after")

@@ -80,6 +80,8 @@ def exact_oracle(td: TransactionData) -> SupportOracle:
 def resolve_itemsets(labels: tuple[str, ...], itemsets: list[list[str]] | None,
                      max_len: int | None) -> list[np.ndarray]:
     """Item-code arrays, one per itemset, either named or every itemset up to max_len."""
+    if itemsets is not None and max_len is not None:
+        raise MethodInputError("give 'itemsets' or 'max_len', not both")
     if itemsets is not None:
         if len(itemsets) > MAX_RECONSTRUCT_ITEMSETS:
             raise MethodInputError(f"{len(itemsets)} itemsets asked; the limit is {MAX_RECONSTRUCT_ITEMSETS}")
