@@ -273,3 +273,31 @@ def test_a_basis_with_huge_entries_is_orthonormalized_not_a_failure():
     assert np.allclose(np.abs(meta["basis"]), [[2**-0.5], [2**-0.5]])
     tiny = age_and_zip([[5e-324], [0.0]])
     assert np.allclose(np.abs(run("icahdp", tiny).metadata["icahdp"]["basis"]), [[1.0], [0.0]])
+
+
+@pytest.mark.parametrize("method", ["mst", "aim", "dppro", "icahdp"])
+def test_an_identifier_named_in_columns_is_refused_not_released(method):
+    """icahdp.md says identifiers are never released, yet one named in `columns` was released
+    (noised) by every DP method (found through the API)."""
+    schema = SCHEMA + [ColumnInfo("pid", "numeric", role="identifier")]
+    p = registry.get(method).params(**{**DECLARED, "bounds": {**DECLARED["bounds"], "pid": [0, 100]}},
+                                    epsilon=1.0, columns=["pid", "age", "sex"])
+    with pytest.raises(MethodInputError, match="column 'pid' is an identifier, which is never released"):
+        registry.get(method).validate_against(p, schema, None)
+
+
+def test_icahdp_with_every_column_sensitive_is_refused_at_submission():
+    p = registry.get("icahdp").params(epsilon=1.0, columns=["age", "sex"], bounds={"age": [0, 100]},
+                                      categories={"sex": ["M", "F"]}, sensitive={"age": 0.3, "sex": 0.3})
+    refused("icahdp", p, "every released column is sensitive")
+
+
+def test_the_inferred_facts_warning_says_what_the_release_shows():
+    schema = [ColumnInfo("age", "numeric", integer=True, inferred=("integer",)),
+              ColumnInfo("zip", "numeric", integer=True), ColumnInfo("sex", "categorical")]
+    p = registry.get("dppro").params(epsilon=1.0, delta=1e-9, columns=["age", "zip", "sex"],
+                                     bounds=DECLARED["bounds"], categories={"sex": ["M", "F"]})
+    result = run("dppro", p, SMALL, schema)
+    [warning] = result.guarantees["warnings"]
+    assert "the schema facts age (integer) were inferred" in warning
+    assert "(integer values)" in warning and "two-level" not in warning and "decimal" not in warning

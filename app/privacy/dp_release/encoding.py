@@ -133,8 +133,12 @@ def inferred_warnings(plans: list[ColumnPlan]) -> list[str]:
     facts = [f for p in plans if (f := p.inferred) is not None]
     if not facts:
         return []
+    shows = " and ".join(what for what, present in (
+        ("integer values", any(f.endswith("(integer)") for f in facts)),
+        ("decimal values", any(f.endswith("(not integer)") for f in facts)),
+        ("a two-level domain", any(f.endswith("(boolean)") for f in facts))) if present)
     return ["the schema facts " + ", ".join(facts) + " were inferred from the data at upload, not "
-            "declared, and the release shows them (integer values and bins, a two-level domain): "
+            f"declared, and the release shows them ({shows}): "
             "what they say about the data is disclosed, outside ε; declared in the dataset's schema "
             "('integer', 'type') before a release, they are public knowledge instead (a release "
             "keeps the facts its own source had)"]
@@ -214,6 +218,9 @@ def released_columns(columns: list[ColumnInfo], chosen: list[str] | None) -> lis
     for name in chosen:
         if name not in by_name:
             raise MethodInputError(f"unknown column {name!r}")
+        if by_name[name].role == "identifier":
+            raise MethodInputError(f"column {name!r} is an identifier, which is never released; give it "
+                                   "another role in the dataset schema to release it")
     return [by_name[n] for n in chosen]
 
 

@@ -486,6 +486,9 @@ def _check(params: IcahdpParams, columns: list[ColumnInfo], source: SourceReleas
     for name in params.sensitive or {}:
         if name not in names:
             raise MethodInputError(f"sensitive column {name!r} is not released")
+    if names <= set(params.sensitive or {}):
+        raise MethodInputError("every released column is sensitive: nothing left to project (leave "
+                               "at least one column out of 'sensitive')")
     if params.mode == "strict":
         check_declared(chosen, params.bounds, params.categories)
         if params.basis is not None:  # every column is declared here (an undeclared boolean: 2 wide)
