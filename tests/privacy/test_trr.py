@@ -229,3 +229,28 @@ def test_a_transformed_column_is_not_integer_by_the_method_not_by_the_data():
     cols = [ColumnInfo("n", "numeric", integer=True, inferred=("type", "integer"))]
     out = run_trr(MethodInput(columns=cols, frame=frame), TrrParams(set_size=16), ctx())
     assert [(c.integer, c.inferred) for c in out.columns] == [(False, ("type",))]
+
+
+def test_release_warns_that_published_sets_let_grid_values_be_recovered_exactly():
+    """The sets are published in full: for whole-number data the one candidate (y - b)/a that is
+    a whole number is almost always the true value. The release used to give only the breach
+    widths (an interval of several units) as its privacy figure, without saying this."""
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({"n": rng.integers(17, 91, 2000), "z": rng.normal(0, 1, 2000)})
+    cols = [ColumnInfo("n", "numeric", integer=True), ColumnInfo("z", "numeric")]
+    out = run_trr(MethodInput(columns=cols, frame=frame), TrrParams(set_size=16), ctx(3))
+    meta = out.metadata["trr"]["columns"]["n"]
+    a, b = np.array(meta["a_set"]), np.array(meta["b_set"])
+    cand = (out.frame["n"].to_numpy()[:, None, None] - b[None, None, :]) / a[None, :, None]
+    cand = cand.reshape(len(frame), -1)
+    on_grid = (np.abs(cand - np.round(cand)) < 1e-7) & (cand >= 0) & (cand <= 150)
+    only = on_grid.sum(axis=1) == 1
+    recovered = np.round(cand[np.arange(len(frame)), on_grid.argmax(axis=1)])
+    assert (only & (recovered == frame["n"].to_numpy())).mean() > 0.95  # the attack the warning names
+    assert meta["breach_width"]["0.5"] > 10  # while the breach width suggests a wide interval
+    assert any("recovered exactly" in w and "published in full" in w for w in out.guarantees["warnings"])
+    assert not any("single value" in w for w in out.guarantees["warnings"])
+
+    identity = TrrParams(a_mean=1.0, a_var=0.0, b_mean=0.0, b_var=0.0, set_size=4)
+    same = run_trr(MethodInput(columns=cols, frame=frame), identity, ctx())
+    assert any("single value for n, z" in w for w in same.guarantees["warnings"])
