@@ -52,14 +52,26 @@ def parquet_to_transactions(data: bytes) -> TransactionData:
                            indices=values.astype(np.int32), labels=labels)
 
 
-def transactions_to_label_lists(tx: TransactionData) -> pa.ListArray:
-    """One list of item labels per transaction (the stored form holds item codes)."""
-    words = pa.array(np.asarray(tx.labels, dtype=object)[tx.indices].astype(str), type=pa.string())
+def transactions_to_label_lists(tx: TransactionData, labels: list[str] | None = None) -> pa.ListArray:
+    """One list of item labels per transaction (the stored form holds item codes); ``labels``
+    replaces the release's labels (their JSON form, say)."""
+    words = pa.array(np.asarray(labels or tx.labels, dtype=object)[tx.indices].astype(str), type=pa.string())
     return pa.ListArray.from_arrays(pa.array(np.asarray(tx.indptr, dtype=np.int32)), words)
 
 
-def transactions_to_frame(tx: TransactionData) -> pd.DataFrame:
-    """One row per transaction, its item labels joined by spaces (for CSV/JSONL download)."""
+def transactions_table(tx: TransactionData, *, lists: bool) -> pa.Table:
+    """One row per transaction: its item labels as a list (JSON Lines), or as one text cell
+    (CSV) — joined by spaces, FIMI's convention, when no label holds whitespace (item ids, most
+    one-hot labels); else as a JSON array, since 'city=New York kind=a b' could not be split
+    back. Vectorized over the transactions: only the labels are escaped one by one."""
+    import json
+
     import pyarrow.compute as pc
 
-    return pd.DataFrame({"items": pc.binary_join(transactions_to_label_lists(tx), " ").to_pandas()})
+    if lists:
+        return pa.table({"items": transactions_to_label_lists(tx)})
+    if not any(not label or any(c.isspace() for c in label) for label in tx.labels):
+        return pa.table({"items": pc.binary_join(transactions_to_label_lists(tx), " ")})
+    escaped = [json.dumps(label, ensure_ascii=False) for label in tx.labels]
+    inner = pc.binary_join(transactions_to_label_lists(tx, escaped), ", ")
+    return pa.table({"items": pc.binary_join_element_wise("[", inner, "]", "")})

@@ -100,8 +100,7 @@ def encode_table(payload: bytes, shape: str, fmt: str) -> Iterator[bytes]:
     if fmt == "parquet":
         return iter([payload if shape != "transactions" else _labelled_transactions(payload)])
     if shape == "transactions":
-        table = pa.Table.from_pandas(codec.transactions_to_frame(codec.parquet_to_transactions(payload)),
-                                     preserve_index=False)
+        table = codec.transactions_table(codec.parquet_to_transactions(payload), lists=fmt == "jsonl")
     else:
         table = pq.read_table(io.BytesIO(payload))
     return _csv_batches(table) if fmt == "csv" else _jsonl_batches(table)

@@ -306,3 +306,26 @@ def test_jsonl_download_is_one_json_object_per_line(client, owner):
         lines = body.split("\n")[:-1]
         assert len(lines) == ds["rows"]
         assert all(isinstance(json.loads(line), dict) for line in lines)
+
+
+def test_transaction_downloads_keep_labels_with_spaces_apart():
+    """Labels were joined by spaces in CSV and JSON Lines, so a one-hot item 'city=New York'
+    could not be told from two items (found by the #4 acceptance check)."""
+    import numpy as np
+
+    from app import codec
+    from app.privacy.data import TransactionData
+    from app.releases.service import encode_table
+
+    def download(labels, fmt):
+        tx = TransactionData(indptr=np.array([0, 2, 2, 3]), indices=np.array([0, 1, 1], dtype=np.int32),
+                             labels=labels)
+        return b"".join(encode_table(codec.transactions_to_parquet(tx), "transactions", fmt)).decode()
+
+    spaced = ("city=New York", "kind=a b")
+    assert [json.loads(line)["items"] for line in download(spaced, "jsonl").splitlines()] == \
+        [list(spaced), [], ["kind=a b"]]
+    rows = pd.read_csv(io.StringIO(download(spaced, "csv")))["items"]
+    assert [json.loads(cell) for cell in rows] == [list(spaced), [], ["kind=a b"]]
+    plain = pd.read_csv(io.StringIO(download(("1", "2"), "csv")), keep_default_na=False)["items"]
+    assert list(plain) == ["1 2", "", "2"]  # FIMI's convention where it is unambiguous
