@@ -307,9 +307,9 @@ def run_png(data: MethodInput, params: PngParams, ctx: RunContext) -> ReleaseRes
     grouping = png_grouping(params, encoded.transactions.n_transactions, data.frame, data.columns, ctx.rng)
     extra = []
     if grouping.description["kind"] == "fixed_size" and not params.shuffle:
-        extra.append("groups are runs of consecutive rows: if the input is ordered (sorted or grouped "
-                     "in any way, as FIMI's mushroom.dat is by edibility), the pooled estimator's assumption fails; use the "
-                     "stratified estimator or shuffle=true")
+        extra.append("groups are runs of consecutive rows: if the input is ordered (sorted or "
+                     "grouped in any way, as FIMI's mushroom.dat is by edibility), the pooled "
+                     "estimator's assumption fails; use the stratified estimator or shuffle=true")
     result = _release("png", encoded, grouping, ctx, extra)
     ctx.progress(1.0, "done")
     return result
