@@ -61,7 +61,8 @@ def get_job(job_id: JobId, principal: AnyPrincipal, session: SessionDep) -> Job:
 @router.post("/{job_id}/cancel", status_code=202, response_model=Job,
              responses=problem_responses(401, 403, 404, 409, 422, 503))
 def cancel_job(job_id: JobId, principal: AnyPrincipal, session: SessionDep) -> Job:
-    """Cancel: a queued job at once (its ε is refunded); a running one is aborted."""
+    """Cancel: a queued job at once (its ε is refunded); a running one is asked to stop
+    (`cancel_requested`): it ends `cancelled`, or `succeeded` if it finished first."""
     return Job(**service.cancel(session, principal, job_id))
 
 

@@ -66,6 +66,9 @@ class Job(BaseModel):
     params: dict[str, Any]
     epsilon: float | Unbounded | None = Field(
         None, description="ε debited from the dataset's budget (\"Infinity\" when unbounded)")
+    cancel_requested: bool = Field(
+        False, description="a cancel was asked while the job ran: it ends 'cancelled' once its "
+        "worker stops it, or keeps its result (and its ε stays spent) if it finished first")
     attempt: int
     created_at: datetime
     started_at: datetime | None

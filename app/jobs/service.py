@@ -177,7 +177,7 @@ def to_response(session: Session, row, principal: Principal,
             "progress": row["progress"], "stage": row["stage"], "error": _error_for(principal, row),
             "result": results, "dataset_id": row["dataset_id"], "release_id": row["release_id"],
             "params": row["params"], "epsilon": _eps(row["epsilon"]),
-            "attempt": row["attempt"], "created_at": row["created_at"],
+            "cancel_requested": bool(row["cancel_requested"]), "attempt": row["attempt"], "created_at": row["created_at"],
             "started_at": row["started_at"], "finished_at": row["finished_at"], "links": links}
 
 

@@ -92,7 +92,8 @@ def test_cancel_queued_and_running(client, adult):
     assert r.status_code == 202 and r.json()["status"] == "cancelled"
     running = blockers[0]
     r = client.post(f"/v1/jobs/{running['id']}/cancel", headers=auth(headers))
-    assert r.status_code == 202
+    assert r.status_code == 202 and r.json()["status"] == "running" and r.json()["cancel_requested"] is True
+    assert client.get(f"/v1/jobs/{blockers[1]['id']}", headers=auth(headers)).json()["cancel_requested"] is False
     done = wait_job(client, headers, running["id"], timeout=15)
     assert done["status"] == "cancelled" and done["result"]["release_ids"] == []
     assert wait_job(client, headers, blockers[1]["id"])["status"] == "succeeded"
