@@ -216,7 +216,11 @@ class TrrParams(Params):
                           "designs B̄ = 0)")
     b_var: float = Field(1.0, ge=0.0, le=1e12, description="variance of B's Gaussian")
     set_size: int = Field(256, ge=1, le=65_536,
-                          description="m, the number of elements of each set (published in full)")
+                          description="m, the number of elements of each set")
+    publish_sets: bool = Field(
+        False, description="publish the sets A and B themselves, not only their moments (which "
+        "are all that reconstruction and PPNB need): then a published y leaves at most |A|·|B| "
+        "candidate originals, and values on a grid (whole numbers) are recovered almost all")
     per_column: dict[str, TrrOverride] = Field(
         default_factory=dict, description="per-column overrides of the Gaussians' parameters")
 
@@ -313,7 +317,8 @@ def run_trr(data: MethodInput, params: TrrParams, ctx: RunContext) -> ReleaseRes
             if published.n > 1 else (math.nan, 0.0)
         per_column[name] = {
             "set_size": params.set_size, "gaussians": g,
-            "a_set": sets.a.tolist(), "b_set": sets.b.tolist(),
+            **({"a_set": sets.a.tolist(), "b_set": sets.b.tolist()} if params.publish_sets else {}),
+            "determined_by_moments": _determined(sets),
             "a_mean": a_bar, "a_var": a_var, "b_mean": b_bar, "b_var": b_var,
             "missing_cells_left_out": len(y) - published.n,
             "reconstructed_mean": _finite(mean), "reconstructed_variance": max(float(var), 0.0),
@@ -327,7 +332,10 @@ def run_trr(data: MethodInput, params: TrrParams, ctx: RunContext) -> ReleaseRes
         "sets bounds no likelihood ratio; its only privacy figure is the breach-interval width",
         "breach_width[C] = 2·z_{(1+C)/2}·Ŝ_x, the width of the interval that holds the original "
         "value with confidence C under the reconstructed Gaussian (paper Table 2)",
-        "the sets A and B (and their moments, population formulas) are published in the metadata",
+        "the sets A and B (and their moments, population formulas) are published in the metadata"
+        if params.publish_sets else
+        "the moments of the sets A and B (population formulas) are published in the metadata, not "
+        "the sets (publish_sets: false)",
     ]
     warnings: list[str] = []
     if any(c["missing_cells_left_out"] for c in per_column.values()):
@@ -335,7 +343,7 @@ def run_trr(data: MethodInput, params: TrrParams, ctx: RunContext) -> ReleaseRes
     clipped = [n for n, c in per_column.items() if c["variance_clipped"]]
     if clipped:
         warnings.append("reconstructed variance ≤ 0 (clipped to 0) for: " + ", ".join(clipped))
-    warnings.extend(_recovery_warnings(per_column))
+    warnings.extend(_recovery_warnings(per_column, params.publish_sets))
     if unprotected:
         statements.append(unchanged_columns(unprotected, "transformed", data.source is not None))
     ctx.progress(1.0, "done")
@@ -352,22 +360,31 @@ def run_trr(data: MethodInput, params: TrrParams, ctx: RunContext) -> ReleaseRes
     )
 
 
-def _recovery_warnings(per_column: dict[str, Any]) -> list[str]:
-    """What publishing the sets in full gives away, beyond the breach widths: a published y
-    leaves at most |A|·|B| candidates (y - b)/a for the original, and a wrong pair almost never
-    lands on the grid the true values lie on (an attack on Adult's age, education-num and
-    hours-per-week recovered 99.6% of the cells). With one distinct a and b every value is
-    recovered."""
-    if not per_column:
-        return []
-    fixed = [n for n, c in per_column.items() if len(set(c["a_set"])) == 1 and len(set(c["b_set"])) == 1]
-    out = ["the sets A and B are published in full, so a published y leaves at most |A|·|B| "
-           "candidate originals (y - b)/a: where the original values lie on a known grid (whole "
-           "numbers, a fixed number of decimals) the true value is almost always the only candidate "
-           "on it and is recovered exactly; the breach widths do not account for this"]
-    if fixed:
-        out.append("A and B each hold a single value for " + ", ".join(fixed) + ": every original "
-                   "value is recovered exactly as (y - b)/a, whatever the breach widths say")
+def _determined(sets: TrrSets) -> bool:
+    """Whether the published moments give the sets away: two distinct values or fewer per set
+    (mean ± standard deviation), or a set of one repeated value."""
+    return len(np.unique(sets.a)) <= 2 and len(np.unique(sets.b)) <= 2
+
+
+def _recovery_warnings(per_column: dict[str, Any], published: bool) -> list[str]:
+    """What the metadata gives away beyond the breach widths. With the sets published, a y
+    leaves at most |A|·|B| candidates (y - b)/a, and a wrong pair almost never lands on the grid
+    the true values lie on (an attack on Adult's age, education-num and hours-per-week recovered
+    99.6% of the cells). Sets of one or two distinct values follow from their moments alone, so
+    the same holds for them unpublished; with one value each, every value is recovered."""
+    out = []
+    if published and per_column:
+        out.append("the sets A and B are published in full (publish_sets), so a published y leaves at "
+                   "most |A|·|B| candidate originals (y - b)/a: where the original values lie on a "
+                   "known grid (whole numbers, a fixed number of decimals) the true value is almost "
+                   "always the only candidate on it and is recovered exactly; the breach widths do "
+                   "not account for this")
+    determined = [n for n, c in per_column.items() if c["determined_by_moments"]]
+    if determined:
+        out.append("A and B hold at most two distinct values each for " + ", ".join(determined)
+                   + ", so their published moments give the sets away (one value each: every "
+                   "original is (y - b)/a) and grid values are recovered exactly, whatever the "
+                   "breach widths say; use a larger set_size and nonzero variances")
     return out
 
 

@@ -114,7 +114,7 @@ def test_release_states_plainly_that_trr_is_not_differentially_private():
     frame = pd.DataFrame({"x": rng.normal(0, 1, 1000), "n": rng.integers(0, 10, 1000), "y": "a"})
     cols = [ColumnInfo("x", "numeric"), ColumnInfo("n", "numeric", integer=True, bounds=(0, 9)),
             ColumnInfo("y", "categorical", role="label")]
-    out = run_trr(MethodInput(columns=cols, frame=frame), TrrParams(set_size=16), ctx())
+    out = run_trr(MethodInput(columns=cols, frame=frame), TrrParams(set_size=16, publish_sets=True), ctx())
     g = out.guarantees
     assert g["notion"] == "none" and g["private"] is False and g["epsilon"] is None
     assert any("NO differential-privacy guarantee" in s for s in g["statements"])
@@ -238,7 +238,7 @@ def test_release_warns_that_published_sets_let_grid_values_be_recovered_exactly(
     rng = np.random.default_rng(2)
     frame = pd.DataFrame({"n": rng.integers(17, 91, 2000), "z": rng.normal(0, 1, 2000)})
     cols = [ColumnInfo("n", "numeric", integer=True), ColumnInfo("z", "numeric")]
-    out = run_trr(MethodInput(columns=cols, frame=frame), TrrParams(set_size=16), ctx(3))
+    out = run_trr(MethodInput(columns=cols, frame=frame), TrrParams(set_size=16, publish_sets=True), ctx(3))
     meta = out.metadata["trr"]["columns"]["n"]
     a, b = np.array(meta["a_set"]), np.array(meta["b_set"])
     cand = (out.frame["n"].to_numpy()[:, None, None] - b[None, None, :]) / a[None, :, None]
@@ -249,8 +249,19 @@ def test_release_warns_that_published_sets_let_grid_values_be_recovered_exactly(
     assert (only & (recovered == frame["n"].to_numpy())).mean() > 0.95  # the attack the warning names
     assert meta["breach_width"]["0.5"] > 10  # while the breach width suggests a wide interval
     assert any("recovered exactly" in w and "published in full" in w for w in out.guarantees["warnings"])
-    assert not any("single value" in w for w in out.guarantees["warnings"])
+    assert not any("give the sets away" in w for w in out.guarantees["warnings"])
 
+    # by default only the moments are published: no sets to run the attack with, no warning
+    default = run_trr(MethodInput(columns=cols, frame=frame), TrrParams(set_size=16), ctx(3))
+    meta = default.metadata["trr"]["columns"]["n"]
+    assert "a_set" not in meta and "b_set" not in meta and meta["a_var"] > 0
+    assert default.guarantees["warnings"] == []
+    assert any("not the sets" in s for s in default.guarantees["statements"])
+
+    # sets of one or two values follow from their moments: warned, published or not
     identity = TrrParams(a_mean=1.0, a_var=0.0, b_mean=0.0, b_var=0.0, set_size=4)
     same = run_trr(MethodInput(columns=cols, frame=frame), identity, ctx())
-    assert any("single value for n, z" in w for w in same.guarantees["warnings"])
+    assert any("at most two distinct values each for n, z" in w for w in same.guarantees["warnings"])
+    pair = run_trr(MethodInput(columns=cols, frame=frame), TrrParams(set_size=2), ctx())
+    assert pair.metadata["trr"]["columns"]["n"]["determined_by_moments"]
+    assert any("give the sets away" in w for w in pair.guarantees["warnings"])
