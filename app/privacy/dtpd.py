@@ -18,7 +18,7 @@ from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.naive_bayes import (
     TrainParams, _frame, _label_and_features, _model_metadata, _raw_labels, release_randomization,
-    require_two_classes,
+    require_two_classes, training_rows,
 )
 from app.privacy.registry import Kind, MethodInputError, MethodSpec, Source, register
 from app.privacy.results import ModelResult
@@ -229,7 +229,7 @@ def run_dtpd_train(data: MethodInput, params: DTPDParams, ctx: RunContext) -> Mo
                 binarize={f: warner["columns"][f].get("binarize") for f in features if f in warner["columns"]},
                 n_nodes=model.n_nodes_)
     ctx.progress(1.0, "done")
-    return ModelResult(model=model, metadata=meta, metrics={"train_rows": int(len(data.frame))})
+    return ModelResult(model=model, metadata=meta, metrics=training_rows(data.frame, label))
 
 
 def _check_dtpd(params: DTPDParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:

@@ -23,7 +23,8 @@ from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.warner import binarize
 from app.privacy.registry import (
-    Kind, MethodInputError, MethodSpec, Params, Source, register, require_declared_classes,
+    MAX_LABEL_CLASSES, Kind, MethodInputError, MethodSpec, Params, Source, register,
+    require_declared_classes, too_many_classes,
 )
 from app.privacy.results import ModelResult
 from app.privacy.rr_channels import (
@@ -255,9 +256,18 @@ def _label_and_features(params: TrainParams, columns: list[ColumnInfo],
 
 def require_two_classes(frame: pd.DataFrame, label: str) -> None:
     """The data-time twin of the schema check in _label_and_features (a release's profile may
-    be unknown): a model of one class predicts nothing."""
-    if frame[label].nunique(dropna=True) < 2:
+    be unknown): a model of one class predicts nothing, one of thousands is of a number."""
+    classes = frame[label].nunique(dropna=True)
+    if classes < 2:
         raise MethodInputError(f"the label {label!r} has fewer than 2 classes: a classifier needs two")
+    if classes > MAX_LABEL_CLASSES:
+        raise MethodInputError(too_many_classes("the label", label, classes))
+
+
+def training_rows(frame: pd.DataFrame, label: str) -> dict[str, int]:
+    """A model's row counts: rows without a label are left out of the fit."""
+    unlabelled = int(frame[label].isna().sum())
+    return {"train_rows": len(frame) - unlabelled, "rows_without_label": unlabelled}
 
 
 def _model_metadata(model, label: str, features: list[str], source: SourceRelease | None) -> dict[str, Any]:
@@ -293,7 +303,7 @@ def run_ppnb_train(data: MethodInput, params: PPNBParams, ctx: RunContext) -> Mo
         class_counts=model.class_count_.tolist(),
     )
     ctx.progress(1.0, "done")
-    return ModelResult(model=model, metadata=meta, metrics={"train_rows": int(len(data.frame))})
+    return ModelResult(model=model, metadata=meta, metrics=training_rows(data.frame, label))
 
 
 def _check_train(params: TrainParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:

@@ -62,12 +62,23 @@ def no_repeats(values, what: str):
     return values
 
 
+MAX_LABEL_CLASSES = 256  # a class column with more values is a number picked by mistake
+
+
 def require_declared_classes(info: ColumnInfo, subject: str, need: str) -> None:
-    """A label the schema's profile already shows to have fewer than two classes is refused
-    at submission (before any ε or time is spent); the run checks the data itself."""
+    """A label the schema's profile already shows to have fewer than two classes, or more
+    than MAX_LABEL_CLASSES, is refused at submission (before any ε or time is spent); the run
+    checks the data itself."""
     if info.distinct is not None and info.distinct < 2:
         what = "is missing in every row" if info.distinct == 0 else "has a single class"
         raise MethodInputError(f"{subject} {info.name!r} {what}: {need}")
+    if info.distinct is not None and info.distinct > MAX_LABEL_CLASSES:
+        raise MethodInputError(too_many_classes(subject, info.name, info.distinct))
+
+
+def too_many_classes(subject: str, name: str, classes: int) -> str:
+    return (f"{subject} {name!r} has {classes} distinct values: a class column holds at most "
+            f"{MAX_LABEL_CLASSES} (a numeric column needs binning first)")
 
 
 @dataclass(frozen=True)

@@ -281,7 +281,13 @@ def _warner_epsilon(params: WarnerParams, columns: list[ColumnInfo]) -> float:
 
 
 def _check_warner(params: WarnerParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
-    _warner_columns(params, columns)
+    chosen = _warner_columns(params, columns)
+    if params.missing == "error":  # the profile knows the missing cells: refuse before the debit
+        by_name = {c.name: c for c in columns}
+        for name in chosen:  # a list cut makes a missing cell the value '<missing>': no gap
+            if by_name[name].missing and not isinstance(params.cut_points.get(name), list):
+                raise MethodInputError(f"column {name!r} has {by_name[name].missing} missing cells; set "
+                                       "missing='preserve' to leave them missing")
 
 
 register(MethodSpec(

@@ -291,3 +291,25 @@ def test_a_single_class_label_is_refused():
     with pytest.raises(MethodInputError, match="the label 'y' has fewer than 2 classes"):
         run_ppnb_train(MethodInput(columns=unknown, frame=release.frame, source=release.source),
                        PPNBParams(label="y"), ctx())
+
+
+def test_a_label_of_thousands_of_classes_is_refused_and_unlabelled_rows_are_counted_apart():
+    """A numeric column named as the label built a model of 21,648 classes (fnlwgt), and rows
+    without a label were left out of the fit but counted in train_rows (#3 acceptance check)."""
+    g = np.random.default_rng(1)
+    frame = pd.DataFrame({"c": g.choice(["a", "b"], 600), "y": g.choice(["p", "q", None], 600),
+                          "w": np.arange(600.0)})
+    columns = [ColumnInfo("c", "categorical", distinct=2), ColumnInfo("y", "categorical", distinct=2),
+               ColumnInfo("w", "numeric", distinct=600)]
+    data = MethodInput(columns=columns, frame=frame)
+    e = ErrphParams(p0=0.5, columns=["c"])
+    release = as_release_input(data, run_errph(data, e, ctx()), "errph", e)
+    with pytest.raises(MethodInputError, match="the label 'w' has 600 distinct values: a class column holds at most 256"):
+        get("ppnb_train").validate_against(PPNBParams(label="w", features=["c"]), release.columns, release.source)
+    unknown = [ColumnInfo(c.name, c.type) for c in release.columns]  # no profile: the run refuses
+    with pytest.raises(MethodInputError, match="has 600 distinct values"):
+        run_ppnb_train(MethodInput(columns=unknown, frame=release.frame, source=release.source),
+                       PPNBParams(label="w", features=["c"]), ctx())
+    model = run_ppnb_train(release, PPNBParams(label="y", features=["c"]), ctx())
+    unlabelled = int(frame["y"].isna().sum())
+    assert model.metrics == {"train_rows": 600 - unlabelled, "rows_without_label": unlabelled} and unlabelled > 150

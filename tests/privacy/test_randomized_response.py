@@ -128,6 +128,20 @@ def test_warner_rejects_non_binary_columns_and_p_half():
         WarnerParams(p=0.5)
 
 
+def test_warner_refuses_missing_cells_at_submission_when_the_profile_shows_them():
+    """missing='error' on a column with missing cells was accepted (202, ε debited), failed in
+    the worker and was refunded; the profile's missing count allows a 422 (#3 acceptance check)."""
+    spec = get("warner")
+    cols = [ColumnInfo("b", "boolean", distinct=2, missing=3), ColumnInfo("n", "numeric", missing=2),
+            ColumnInfo("g", "categorical", distinct=3, missing=4)]
+    with pytest.raises(MethodInputError, match="column 'b' has 3 missing cells; set missing='preserve'"):
+        spec.validate_against(WarnerParams(columns=["b"]), cols, None)
+    with pytest.raises(MethodInputError, match="column 'n' has 2 missing cells"):
+        spec.validate_against(WarnerParams(columns=["n"], cut_points={"n": 1.5}), cols, None)
+    spec.validate_against(WarnerParams(columns=["b"], missing="preserve"), cols, None)
+    spec.validate_against(WarnerParams(columns=["g"], cut_points={"g": ["x"]}), cols, None)  # '<missing>' is a value
+
+
 # ------------------------------------------------------------------------- missing values
 def test_missing_as_category_is_randomized_and_preserve_leaves_it_missing():
     n = 100_000
