@@ -37,6 +37,9 @@ class Prediction(BaseModel):
     predictions: list[Any]
     classes: list[str]
     probabilities: list[list[float]] | None
+    unreadable: dict[str, list[int]] = Field(
+        default_factory=dict, description="per feature, the records (0-based) whose value the model "
+        "could not read and left out of their score: outside the published domain, or missing")
 
 
 class ModelPage(BaseModel):

@@ -106,8 +106,10 @@ def predict(session: Session, principal: Principal, model_id: uuid.UUID,
             raise Unprocessable(f"record {int(unscored[0])} cannot be scored: a numeric value is too "
                                 "far outside the range the model was trained on")
     classes = [str(c) for c in getattr(model, "classes_", [])]
+    unreadable = model.unreadable(frame) if hasattr(model, "unreadable") else {}
     out = {"predictions": jsonable(np.asarray(labels).tolist()), "classes": classes,
-           "probabilities": None if proba is None else jsonable(np.asarray(proba).tolist())}
+           "probabilities": None if proba is None else jsonable(np.asarray(proba).tolist()),
+           "unreadable": {name: rows.tolist() for name, rows in unreadable.items()}}
     record(session, tenant=principal.tenant, actor=principal.actor, action="model.predicted",
            subject_type="model", subject_id=model_id, release_id=row["release_id"],
            details={"records": len(records)})

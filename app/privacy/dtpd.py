@@ -149,6 +149,18 @@ class DTPDClassifier(ClassifierMixin, BaseEstimator):
                 return node
             node = np.where(move, self.tree_children_[node, np.maximum(b, 0)], node)
 
+    def unreadable(self, X) -> dict[str, np.ndarray]:
+        """Per feature, the records whose value is missing or outside its two-value domain: a
+        record whose path reaches that feature stops there (the node's distribution answers)."""
+        check_is_fitted(self, "tree_feature_")
+        X = _frame(X)
+        out = {}
+        for name, dom, spec in zip(self.feature_names_in_, self.domains_, self.binarize_):
+            bad = _bits(X[name], dom, spec) < 0
+            if bad.any():
+                out[name] = np.flatnonzero(bad)
+        return out
+
     def predict_proba(self, X) -> np.ndarray:
         return self.tree_distribution_[self._leaves(X)]
 

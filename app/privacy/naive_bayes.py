@@ -187,6 +187,23 @@ class PPNBClassifier(ClassifierMixin, BaseEstimator):
                     jll[known] += -0.5 * (np.log(2 * np.pi * f["var"])[None, :] + diff * diff / f["var"][None, :])
         return jll
 
+    def unreadable(self, X) -> dict[str, np.ndarray]:
+        """Per feature, the records whose value the model could not read and left out of their
+        score: a category outside the published domain (or missing, when missing was not a
+        category), a missing numeric value."""
+        check_is_fitted(self, "features_")
+        X = _frame(X)
+        out = {}
+        for f in self.features_:
+            series = X[f["name"]]
+            if f["kind"] == "categorical":
+                bad = _raw_labels(series, f["channel"], f["channel"].domain) < 0
+            else:
+                bad = np.isnan(pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan))
+            if bad.any():
+                out[f["name"]] = np.flatnonzero(bad)
+        return out
+
     def predict_log_proba(self, X) -> np.ndarray:
         """NaN in the rows no class can score (a value so far out that its density is 0 in
         float64 for every class); the service refuses such records by name."""

@@ -47,6 +47,17 @@ def test_predict_scores_good_records_and_treats_null_as_missing(client, ppnb_mod
     body = r.json()
     assert body["predictions"][:2] == ["young", "old"]
     assert np.allclose(np.sum(body["probabilities"], axis=1), 1.0)
+    assert body["unreadable"] == {"age": [2]}  # the null age left out of record 2's score
+
+
+def test_a_value_the_model_cannot_read_is_named_not_silently_skipped(client, ppnb_model):
+    """A category outside the published domain was left out of the record's score with no sign
+    in the answer (#3 acceptance check)."""
+    headers, url = ppnb_model
+    body = client.post(url, headers=auth(headers), json={"records": [
+        {"age": 25, "colour": "red"}, {"age": 40, "colour": "green"}, {"age": None, "colour": True}]}).json()
+    assert body["unreadable"] == {"age": [2], "colour": [1, 2]}
+    assert len(body["predictions"]) == 3
 
 
 @pytest.mark.parametrize("age", ["old", [1, 2], {"a": 1}, "12 years"])

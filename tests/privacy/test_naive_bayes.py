@@ -180,6 +180,9 @@ def test_unrandomized_dtpd_is_id3_and_learns_a_conjunction():
     model = DTPDClassifier(min_count=1).fit(frame, y)
     assert model.score(frame, y) == 1.0
     assert set(model.tree_feature_[model.tree_feature_ >= 0]) == {0, 1}  # a and b only
+    raw = pd.DataFrame({"a": [True, None, "maybe"], "b": [True, True, False], "c": [False] * 3,
+                        "d": [None, False, True]})
+    assert {k: v.tolist() for k, v in model.unreadable(raw).items()} == {"a": [1, 2], "d": [0]}
 
 
 @pytest.fixture(scope="module")
