@@ -60,8 +60,18 @@ class HeadAsGet:
         self.app = app
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or scope["method"] != "HEAD":
+        if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        if scope["method"] != "HEAD":
+            # Set, not left to the default: asyncio can hand a request task the context of the
+            # previous request on the same keep-alive connection (cpython#140947; uvicorn
+            # resumes reading inside the HEAD's task), and a GET after a HEAD was then audited
+            # as head_only — a real download of raw data recorded as headers only.
+            token = head_only.set(False)
+            try:
+                return await self.app(scope, receive, send)
+            finally:
+                head_only.reset(token)
         finished = False
 
         async def headers_only(message):
