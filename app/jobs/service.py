@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import uuid
 from dataclasses import dataclass
 from decimal import Decimal
@@ -43,6 +44,21 @@ def source_of(release_row) -> SourceRelease:
     return SourceRelease(release_id=str(release_row["id"]), method=release_row["method"],
                          params=release_row["params"], guarantees=release_row["guarantees"],
                          metadata=release_row["metadata"], chain=tuple(release_row["chain"]))
+
+
+def covering_dp_release(source: SourceRelease | None) -> str | None:
+    """The id of a step of the source's chain (itself included) that is central DP of its whole
+    table — private, a finite ε, no column left unprotected — or None. Whatever is computed from
+    such a release is post-processing: it costs the dataset's records nothing more."""
+    if source is None:
+        return None
+    for step in source.steps():
+        g = step["guarantees"]
+        epsilon = g.get("epsilon")
+        if (g.get("notion") == "central_dp" and g.get("private") and not g.get("unprotected_columns")
+                and isinstance(epsilon, (int, float)) and math.isfinite(epsilon)):
+            return str(step["release_id"])
+    return None
 
 
 def _wrong_input(spec: registry.MethodSpec) -> str:
@@ -108,6 +124,9 @@ def submit(session: Session, principal: Principal, req, idempotency_key: str | N
     try:
         spec.validate_against(req.params, infos, resolved.source)
         epsilon = spec.epsilon_cost(req.params, infos) if resolved.dataset_id else None
+        covered_by = covering_dp_release(resolved.source) if epsilon is not None else None
+        if covered_by is not None:  # post-processing of a central-DP release: nothing to debit
+            epsilon = 0.0
     except registry.MethodInputError as exc:
         raise Unprocessable(str(exc), errors=[{"loc": ["body", "params"], "msg": str(exc),
                                                "type": "method_input"}]) from None
@@ -131,7 +150,8 @@ def submit(session: Session, principal: Principal, req, idempotency_key: str | N
     record(session, tenant=principal.tenant, actor=principal.actor, action="job.submitted",
            subject_type="job", subject_id=job_id, dataset_id=resolved.dataset_id,
            release_id=resolved.release_id,
-           details={"method": spec.name, "epsilon": epsilon, "seed_given": req.seed is not None})
+           details={"method": spec.name, "epsilon": epsilon, "seed_given": req.seed is not None,
+                    **({"post_processing_of": covered_by} if covered_by is not None else {})})
     row = repository.get(session, job_id)
     # The two checks that lock (the tenant's submissions, the dataset's budget row) come last:
     # the locks are held until the request commits, so the less work after them, the less

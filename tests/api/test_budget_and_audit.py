@@ -317,3 +317,25 @@ def test_audit_pages_follow_next_to_the_end_and_no_further(client, make_key):
         if not (cursor := page["next"]):
             break
     assert seen == [e["id"] for e in everything["items"]]
+
+
+def test_only_a_private_central_dp_release_of_every_column_makes_later_steps_free():
+    from app.jobs.service import covering_dp_release
+    from app.privacy.data import SourceRelease
+
+    def release(rid, notion, private=True, epsilon=1.0, unprotected=(), chain=()):
+        g = {"notion": notion, "private": private, "epsilon": epsilon, "unprotected_columns": list(unprotected)}
+        return SourceRelease(release_id=rid, method="m", params={}, guarantees=g, metadata={}, chain=chain)
+
+    def step(r):
+        return {"release_id": r.release_id, "method": "m", "params": {}, "guarantees": r.guarantees,
+                "metadata": {}}
+
+    assert covering_dp_release(None) is None
+    assert covering_dp_release(release("a", "central_dp")) == "a"
+    assert covering_dp_release(release("a", "central_dp", private=False)) is None  # seeded test mode
+    assert covering_dp_release(release("a", "central_dp", unprotected=["label"])) is None
+    assert covering_dp_release(release("a", "central_dp", epsilon=math.inf)) is None
+    assert covering_dp_release(release("a", "local_dp")) is None  # its unprotected columns are raw
+    later = release("b", "k_anonymity", chain=(step(release("a", "central_dp")),))
+    assert covering_dp_release(later) == "a"  # anything after a DP release stays post-processing

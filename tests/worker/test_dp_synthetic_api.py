@@ -59,6 +59,14 @@ def test_mst_job_debits_the_ledger_and_releases_the_declared_table(client, make_
     assert list(frame.columns) == ["group", "age", "ok"] and len(frame) == 300  # no identifier
     assert set(frame["group"].dropna().astype(str)) <= {"x", "y", "z"}
     assert frame["age"].between(18, 90).all()
+    # anything made from the DP release is post-processing: it costs the dataset nothing more
+    # (a release method on it was charged its own ε again: here 1.0 against 0.5 left, a 409)
+    again = submit(client, headers, "errph", {"p0": 0.5, "columns": ["group"]}, release_id=rid)
+    assert again.status_code == 202 and again.json()["epsilon"] == 0, again.text
+    assert client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(headers)).json()["epsilon_spent"] == \
+        pytest.approx(1.0)
+    events = client.get("/v1/audit", headers=auth(headers), params={"action": "job.submitted"}).json()["items"]
+    assert next(e for e in events if e["subject"] == again.json()["id"])["details"]["post_processing_of"] == rid
 
 
 def test_mst_without_declared_bounds_is_refused_naming_the_column(client, make_key, workers):
