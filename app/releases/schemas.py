@@ -9,7 +9,8 @@ from pydantic import BaseModel, Field
 
 class Provenance(BaseModel):
     input_sha256: str = Field(..., description="SHA-256 of the uploaded dataset the chain starts from")
-    output_sha256: str = Field(..., description="SHA-256 of the stored release (Parquet bytes)")
+    output_sha256: str = Field(
+        ..., description="SHA-256 of the release's Parquet download (GET …/data?format=parquet)")
     code_version: str
     created_by: str
     created_at: datetime

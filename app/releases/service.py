@@ -28,6 +28,9 @@ def store(session: Session, *, job, encoded: dict[str, Any], input_sha256: str,
     """Store a release in the caller's transaction (the worker's final commit)."""
     release_id = uuid.uuid4()
     payload = encoded["payload"]
+    # the hash a client can check: that of the Parquet download (for a transaction set the
+    # download is not the stored bytes, whose items are codes: see parquet_download)
+    output_sha256 = hashlib.sha256(parquet_download(payload, encoded["shape"])).hexdigest()
     chain: list[dict[str, Any]] = []
     if source_release is not None:
         chain = list(source_release["chain"]) + [{
@@ -40,13 +43,12 @@ def store(session: Session, *, job, encoded: dict[str, Any], input_sha256: str,
         guarantees=encoded["guarantees"], metrics=encoded["metrics"], metadata=encoded["metadata"],
         chain=chain, shape=encoded["shape"], columns=encoded["columns"], rows=encoded["rows"],
         blob_id=blobs.write(session, payload), input_sha256=input_sha256,
-        output_sha256=hashlib.sha256(payload).hexdigest(), code_version=code_version(),
-        created_by=job["created_by"])
+        output_sha256=output_sha256, code_version=code_version(), created_by=job["created_by"])
     record(session, tenant=job["tenant"], actor="worker", action="release.created",
            subject_type="release", subject_id=release_id, dataset_id=job["dataset_id"],
            release_id=release_id,
            details={"job_id": str(job["id"]), "method": job["method"],
-                    "output_sha256": hashlib.sha256(payload).hexdigest(),
+                    "output_sha256": output_sha256,
                     "epsilon": encoded["guarantees"].get("epsilon"),
                     "private": encoded["guarantees"].get("private")})
     return release_id
@@ -98,12 +100,18 @@ def download(session: Session, principal: Principal, release_id: uuid.UUID, fmt:
 def encode_table(payload: bytes, shape: str, fmt: str) -> Iterator[bytes]:
     """Stored Parquet bytes as a stream of csv / jsonl / parquet chunks."""
     if fmt == "parquet":
-        return iter([payload if shape != "transactions" else _labelled_transactions(payload)])
+        return iter([parquet_download(payload, shape)])
     if shape == "transactions":
         table = codec.transactions_table(codec.parquet_to_transactions(payload), lists=fmt == "jsonl")
     else:
         table = pq.read_table(io.BytesIO(payload))
     return _csv_batches(table) if fmt == "csv" else _jsonl_batches(table)
+
+
+def parquet_download(payload: bytes, shape: str) -> bytes:
+    """What ?format=parquet serves (and what the release's output_sha256 hashes): the stored
+    bytes, but for a transaction set its labelled form, written the same way every time."""
+    return payload if shape != "transactions" else _labelled_transactions(payload)
 
 
 def _labelled_transactions(payload: bytes) -> bytes:
