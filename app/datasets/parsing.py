@@ -18,6 +18,7 @@ import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
+from app.datasets.quotes import line_of, unclosed_quote_offset
 from app.datasets.schema import first_row
 from app.errors import PayloadTooLarge, Unprocessable, UnsupportedMediaType
 from app.privacy.data import TransactionData
@@ -122,6 +123,10 @@ def _delimiter(path: Path, fmt: str, limits: Limits) -> tuple[str, int]:
 
 def _read_csv(path: Path, fmt: str, limits: Limits) -> pa.Table:
     delimiter, _ = _delimiter(path, fmt, limits)
+    opened = unclosed_quote_offset(path, delimiter)
+    if opened is not None:  # pyarrow would take the rest of the file for that one cell
+        raise Unprocessable(f"unparsable CSV: the quoted field that starts on line "
+                            f"{line_of(path, opened)} (the header is line 1) is never closed")
     parse_opts = pacsv.ParseOptions(delimiter=delimiter)
     # Text columns are dictionary-encoded while parsing: pandas then gets Categoricals
     # without creating a Python string per cell.
