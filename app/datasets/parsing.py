@@ -215,8 +215,17 @@ def _read_parquet(path: Path, limits: Limits) -> pa.Table:
         raise PayloadTooLarge(f"the Parquet file would decode to about {decoded} bytes; the "
                               f"limit is {budget}")
     try:
+        schema = pq.ParquetFile(path).schema_arrow
+    except (pa.ArrowException, OSError):
+        raise Unprocessable("the Parquet file is corrupt or inconsistent with its metadata") from None
+    _check_names(schema.names)  # before reading: the reader fails on a repeated name
+    for field in schema:
+        if pa.types.is_nested(field.type):
+            raise Unprocessable(f"column {field.name!r} holds nested values ({field.type}); only "
+                                "columns of numbers, text, booleans, dates or times are accepted")
+    try:
         # Text read as dictionaries: memory follows the distinct values, not rows × length.
-        text = [f.name for f in pq.ParquetFile(path).schema_arrow
+        text = [f.name for f in schema
                 if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
                 or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
         return pq.read_table(path, read_dictionary=text)
@@ -312,11 +321,7 @@ def _finish_table(table: pa.Table, limits: Limits) -> pd.DataFrame:
     if table.num_rows > limits.max_rows:
         raise Unprocessable(f"the file has {table.num_rows} rows; the limit is {limits.max_rows}")
     names = table.column_names
-    if len(set(names)) != len(names):
-        dup = next(n for n in names if names.count(n) > 1)
-        raise Unprocessable(f"column {dup!r} appears more than once in the header")
-    if any(not str(n).strip() for n in names):
-        raise Unprocessable("a column has an empty name")
+    _check_names(names)
     columns = {}
     for name in names:
         col = table.column(name)
@@ -337,8 +342,20 @@ def _finish_table(table: pa.Table, limits: Limits) -> pd.DataFrame:
                 if col.null_count or not pa.types.is_integer(t) else col.to_pandas()
             _check_finite(name, columns[name])
         else:  # dates, times, binary: kept as text categories
-            columns[name] = pc.cast(col, pa.string()).to_pandas().astype("category")
+            try:
+                columns[name] = pc.cast(col, pa.string()).to_pandas().astype("category")
+            except pa.ArrowInvalid:  # bytes that are not UTF-8 text
+                raise Unprocessable(f"column {name!r} holds binary values that are not UTF-8 "
+                                    "text") from None
     return pd.DataFrame(columns)
+
+
+def _check_names(names: list[str]) -> None:
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise Unprocessable(f"column {dup!r} appears more than once in the header")
+    if any(not str(n).strip() for n in names):
+        raise Unprocessable("a column has an empty name")
 
 
 def _check_finite(name: str, series: pd.Series) -> None:
