@@ -248,10 +248,7 @@ def _read_jsonl(path: Path, limits: Limits) -> pa.Table:
     try:
         table = pajson.read_json(path, read_options=pajson.ReadOptions(block_size=_BLOCK))
     except pa.ArrowInvalid as exc:
-        match = re.search(r"[Rr]ow #?(\d+)", str(exc))
-        where = f" at row {int(match.group(1)) + 1}" if match else ""
-        raise Unprocessable(f"unparsable JSON Lines{where}: every line must be one JSON object "
-                            "with scalar values") from None
+        raise _jsonl_problem(str(exc)) from None
     if table.num_columns > limits.max_columns:
         raise Unprocessable(f"the file has {table.num_columns} columns; the limit is {limits.max_columns}")
     for name in table.column_names:
@@ -259,6 +256,24 @@ def _read_jsonl(path: Path, limits: Limits) -> pa.Table:
         if pa.types.is_nested(t):
             raise Unprocessable(f"column {name!r} holds nested values; only scalars are supported")
     return table
+
+
+def _jsonl_problem(message: str) -> Unprocessable:
+    """The reader's message names a column (a JSON pointer) and a row, never a value."""
+    match = re.search(r"[Rr]ow #?(\d+)", message)
+    where = f" at row {int(match.group(1)) + 1}" if match else ""
+    column = re.search(r"Column\(/(.*)\) (?:changed from (\w+) to (\w+)|was specified twice) in row", message)
+    if column:
+        name = column.group(1).replace("~1", "/").replace("~0", "~")
+        if column.group(2):
+            return Unprocessable(f"unparsable JSON Lines{where}: column {name!r} changes from "
+                                 f"{column.group(2)} to {column.group(3)}; every value of a column "
+                                 "must be of one JSON type (or null)")
+        return Unprocessable(f"unparsable JSON Lines{where}: the key {name!r} appears twice in the object")
+    if "too big to be stored in double" in message:
+        return Unprocessable(f"unparsable JSON Lines{where}: a number is beyond ±1.8e308")
+    return Unprocessable(f"unparsable JSON Lines{where}: every line must be one JSON object "
+                         "with scalar values")
 
 
 # ---------------------------------------------------------------------------- transactions
