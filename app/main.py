@@ -61,6 +61,11 @@ def _problem(exc: VeilError, request: Request) -> JSONResponse:
     return JSONResponse(body, status_code=exc.status, media_type=PROBLEM_MEDIA, headers=exc.headers)
 
 
+def _is_json(media: str) -> bool:
+    kind = media.split(";", 1)[0].strip().lower()
+    return kind == "application/json" or kind.endswith("+json")
+
+
 def _validation_errors(exc: RequestValidationError) -> list[dict]:
     # loc, msg and type only: pydantic's "input" would echo the caller's data back.
     return [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
@@ -153,7 +158,15 @@ def create_app() -> FastAPI:
         errors = _validation_errors(exc)
         first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
         where = ".".join(str(p) for p in first["loc"] if p != "body") or "request"
-        return _problem(Unprocessable(f"{where}: {first['msg']}", errors=errors), request)
+        detail = f"{where}: {first['msg']}"
+        media = request.headers.get("content-type", "")
+        if first["loc"] == ["body"] and not _is_json(media):
+            # `curl -d '{…}'` without the header sends a form: FastAPI then validates the raw
+            # bytes and says "Input should be a valid dictionary", which names nothing
+            detail = ("the body must be JSON sent with 'Content-Type: application/json'; this "
+                      f"request's Content-Type is {media[:100]!r}" if media else
+                      "the body must be JSON sent with 'Content-Type: application/json'")
+        return _problem(Unprocessable(detail, errors=errors), request)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
