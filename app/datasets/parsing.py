@@ -360,7 +360,7 @@ def _finish_table(table: pa.Table, limits: Limits) -> pd.DataFrame:
             try:
                 columns[name] = pc.cast(col, pa.string()).to_pandas().astype("category")
             except pa.ArrowInvalid:  # bytes that are not UTF-8 text
-                raise Unprocessable(f"column {name!r} holds binary values that are not UTF-8 "
+                raise Unprocessable(f"column {name!r} holds a value that is not valid UTF-8 "
                                     "text") from None
     return pd.DataFrame(columns)
 

@@ -22,7 +22,7 @@ def _parquet(table: pa.Table) -> bytes:
 @pytest.mark.parametrize("table, fragments", [
     (pa.table({"a": [1, 2], "tags": [[1, 2], [3]]}), ("column 'tags' holds nested values", "list")),
     (pa.table({"a": [1, 2], "s": [{"x": 1}, {"x": 2}]}), ("column 's' holds nested values", "struct")),
-    (pa.table({"a": [1, 2], "raw": pa.array([b"\xff\xfe", b"x"])}), ("column 'raw' holds binary values",)),
+    (pa.table({"a": [1, 2], "raw": pa.array([b"\xff\xfe", b"x"])}), ("column 'raw' holds a value that is not valid UTF-8",)),
     (pa.Table.from_arrays([pa.array([1]), pa.array([2])], names=["a", "a"]),
      ("column 'a' appears more than once",)),
 ])
