@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import re
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -59,6 +60,20 @@ TAGS = [
 def _problem(exc: VeilError, request: Request) -> JSONResponse:
     body = exc.problem(request.url.path).model_dump(exclude_none=True)
     return JSONResponse(body, status_code=exc.status, media_type=PROBLEM_MEDIA, headers=exc.headers)
+
+
+def _methods_of_path(request: Request, fallback: str | None) -> str:
+    """The methods the served document gives the request's path (+ HEAD wherever GET works:
+    HeadAsGet), or Starlette's own Allow for a path outside the document."""
+    methods: set[str] = set()
+    for template, operations in request.app.openapi()["paths"].items():
+        pattern = "".join("[^/]+" if part.startswith("{") else re.escape(part)
+                          for part in re.split(r"(\{[^}/]+\})", template))
+        if re.fullmatch(pattern, request.url.path):
+            methods |= {m.upper() for m in operations}
+    if "GET" in methods:
+        methods.add("HEAD")
+    return ", ".join(sorted(methods)) or fallback or ""
 
 
 def _is_json(media: str) -> bool:
@@ -185,7 +200,11 @@ def create_app() -> FastAPI:
                     detail += f"; paths take no trailing slash: {path.rstrip('/')}"
             return _problem(NotFound(detail, headers=headers), request)
         if exc.status_code == 405:
-            return _problem(MethodNotAllowed(detail, headers=headers), request)
+            # Starlette's Allow names the methods of the first route on the path only (GET and
+            # POST /v1/jobs are two routes: it said "POST"): gather them from every route
+            allow = _methods_of_path(request, (headers or {}).get("Allow"))
+            detail = f"{request.method} is not allowed on {request.url.path}; this path takes {allow}"
+            return _problem(MethodNotAllowed(detail, headers={**(headers or {}), "Allow": allow}), request)
         return _problem(FrameworkError(exc.status_code, detail, headers), request)
 
     @app.exception_handler(OperationalError)

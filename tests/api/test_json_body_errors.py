@@ -25,3 +25,11 @@ def test_json_bodies_keep_their_own_messages(client, owner):
     assert_problem(r, 422, "request: Input should be a valid dictionary")
     r = client.post("/v1/jobs", json={"method": "errph", "params": {"p0": 2}, "dataset_id": "x"}, headers=auth(owner))
     assert "Content-Type" not in assert_problem(r, 422)["detail"]
+
+
+def test_a_405_names_the_method_and_what_the_path_takes(client, owner):
+    r = client.delete("/v1/methods")
+    assert_problem(r, 405, "DELETE is not allowed on /v1/methods", "this path takes GET, HEAD")
+    assert r.headers["allow"] == "GET, HEAD"
+    assert_problem(client.put("/v1/jobs", headers=auth(owner)), 405, "PUT is not allowed on /v1/jobs", "GET, HEAD, POST")
+    assert client.put("/v1/jobs", headers=auth(owner)).headers["allow"] == "GET, HEAD, POST"
