@@ -255,6 +255,12 @@ def _read_jsonl(path: Path, limits: Limits) -> pa.Table:
         t = table.schema.field(name).type
         if pa.types.is_nested(t):
             raise Unprocessable(f"column {name!r} holds nested values; only scalars are supported")
+        if pa.types.is_string(t):  # the JSON reader does not check UTF-8 (the CSV reader does)
+            try:
+                table.column(name).validate(full=True)
+            except pa.ArrowInvalid:
+                raise Unprocessable(f"column {name!r} holds a value that is not valid UTF-8 "
+                                    "text") from None
     return table
 
 

@@ -27,3 +27,10 @@ def test_nulls_between_values_of_one_type_are_fine(client, owner):
     assert r.status_code == 201, r.text
     assert [(c["name"], c["type"], c["missing"]) for c in r.json()["columns"]] == [
         ("a", "numeric", 1), ("b", "categorical", 1)]
+
+
+def test_a_jsonl_value_that_is_not_utf8_names_its_column(client, owner):
+    """The JSON reader takes any bytes inside a string: it failed later as 'the file cannot
+    be read as jsonl'."""
+    data = '{"a":1,"city":"x"}\n{"a":2,"city":"Zürich"}\n'.encode("latin-1")
+    assert_problem(upload(client, owner, data, "j.jsonl"), 422, "column 'city'", "not valid UTF-8")
