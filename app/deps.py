@@ -93,6 +93,16 @@ def _off_loop(endpoint):
     return run_in_thread
 
 
+def known_method(name: str | None) -> str | None:
+    """A list's `method` filter names a registered method: a typo (`?method=errhp`) answered an
+    empty page, as if there were no such jobs."""
+    from app.privacy import registry
+
+    if name is not None and registry.get(name) is None:
+        raise ValueError(f"unknown method {name!r} (GET /v1/methods lists them)")
+    return name
+
+
 def request_id(request: Request) -> str:
     return getattr(request.state, "request_id", "")
 

@@ -83,8 +83,19 @@ def _is_json(media: str) -> bool:
 
 def _validation_errors(exc: RequestValidationError) -> list[dict]:
     # loc, msg and type only: pydantic's "input" would echo the caller's data back.
-    return [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
-            for e in exc.errors()]
+    return [_readable(e) for e in exc.errors()]
+
+
+def _readable(error: dict) -> dict:
+    """A body that is not JSON at all comes as loc ['body', <character offset>], msg 'JSON
+    decode error' (rendered '0: JSON decode error'): say what and where, from the parser's
+    own words (they describe the syntax, not the caller's data)."""
+    loc, msg = list(error.get("loc", ())), error.get("msg", "")
+    if error.get("type") == "json_invalid" and len(loc) == 2 and isinstance(loc[1], int):
+        reason = str((error.get("ctx") or {}).get("error", "")).strip()
+        msg = f"the body is not valid JSON ({reason or 'decode error'} at character {loc[1]})"
+        loc = ["body"]
+    return {"loc": loc, "msg": msg, "type": error.get("type", "")}
 
 
 def _publish_models(app: FastAPI, models) -> None:

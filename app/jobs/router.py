@@ -4,9 +4,10 @@ import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Query, Response
+from pydantic import AfterValidator
 
 from app.auth.dependencies import AdminPrincipal, AnyPrincipal
-from app.deps import OffLoopRoute, SessionDep
+from app.deps import OffLoopRoute, SessionDep, known_method
 from app.errors import problem_responses
 from app.jobs import service
 from app.jobs.schemas import Job, JobPage, JobRequest, JobStatus
@@ -41,7 +42,7 @@ def submit_job(body: Annotated[JobRequest, Body()], response: Response, principa
 @router.get("", response_model=JobPage, responses=problem_responses(401, 403, 422, 503))
 def list_jobs(principal: AnyPrincipal, session: SessionDep,
               status: Annotated[JobStatus | None, Query(description="only jobs in this state")] = None,
-              method: Annotated[str | None, Query(description="only jobs of this method")] = None,
+              method: Annotated[str | None, Query(description="only jobs of this method"), AfterValidator(known_method)] = None,
               dataset_id: Annotated[uuid.UUID | None, Query(description="jobs run on this dataset")] = None,
               release_id: Annotated[uuid.UUID | None, Query(description="jobs run on this release")] = None,
               tenant: Annotated[str | None, Query(description="admins only: another tenant's jobs")] = None,

@@ -243,9 +243,10 @@ def cancel(session: Session, principal: Principal, job_id: uuid.UUID) -> dict[st
                subject_type="job", subject_id=job_id, dataset_id=row["dataset_id"],
                details={"while": "queued"})
     elif row["status"] == "running":
-        repository.request_cancel(session, job_id)
-        record(session, tenant=row["tenant"], actor=principal.actor, action="job.cancel_requested",
-               subject_type="job", subject_id=job_id, dataset_id=row["dataset_id"])
+        if not row["cancel_requested"]:  # asked again: the same answer, no second event
+            repository.request_cancel(session, job_id)
+            record(session, tenant=row["tenant"], actor=principal.actor, action="job.cancel_requested",
+                   subject_type="job", subject_id=job_id, dataset_id=row["dataset_id"])
     else:
         raise Conflict(f"job {job_id} has already finished ({row['status']})")
     return to_response(session, repository.get(session, job_id), principal)

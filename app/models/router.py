@@ -5,10 +5,10 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from app.auth.dependencies import ReaderPrincipal
-from app.deps import OffLoopRoute, SessionDep
+from app.deps import OffLoopRoute, SessionDep, known_method
 from app.errors import problem_responses
 from app.models import service
 from app.openapi_parts import Cursor, ModelId, PageSize
@@ -50,7 +50,7 @@ class ModelPage(BaseModel):
 @router.get("", response_model=ModelPage, responses=problem_responses(401, 403, 422, 503))
 def list_models(principal: ReaderPrincipal, session: SessionDep,
                 release_id: Annotated[uuid.UUID | None, Query(description="models trained on this release")] = None,
-                method: Annotated[str | None, Query(description="models of this method")] = None,
+                method: Annotated[str | None, Query(description="models of this method"), AfterValidator(known_method)] = None,
                 cursor: Cursor = None, limit: PageSize = 50) -> ModelPage:
     """The tenant's models, newest first, paginated by `next`."""
     return ModelPage(**service.list_page(session, principal, release_id=release_id, method=method,

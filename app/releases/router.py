@@ -5,9 +5,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
+from pydantic import AfterValidator
 
 from app.auth.dependencies import ReaderPrincipal
-from app.deps import OffLoopRoute, SessionDep
+from app.deps import OffLoopRoute, SessionDep, known_method
 from app.errors import problem_responses
 from app.openapi_parts import MEDIA_BY_FORMAT, Cursor, PageSize, ReleaseId, TableFormat, table_content
 from app.releases import service
@@ -19,7 +20,7 @@ router = APIRouter(prefix="/v1/releases", tags=["releases"], route_class=OffLoop
 @router.get("", response_model=ReleasePage, responses=problem_responses(401, 403, 422, 503))
 def list_releases(principal: ReaderPrincipal, session: SessionDep,
                   dataset_id: Annotated[uuid.UUID | None, Query(description="releases made from this dataset")] = None,
-                  method: Annotated[str | None, Query(description="releases of this method")] = None,
+                  method: Annotated[str | None, Query(description="releases of this method"), AfterValidator(known_method)] = None,
                   cursor: Cursor = None, limit: PageSize = 50) -> ReleasePage:
     """The tenant's releases, newest first, paginated by `next` (as datasets and jobs are)."""
     return ReleasePage(**service.list_page(session, principal, dataset_id=dataset_id, method=method,

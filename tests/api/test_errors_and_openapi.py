@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.api import assert_problem, auth, submit, upload
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,6 +80,22 @@ def test_validation_errors_are_problem_json_without_input_echo(client, owner):
     assert_problem(client.post("/v1/jobs", headers=auth(owner), json={"method": "nope"}), 422)
     r = client.post("/v1/jobs", headers={**auth(owner), "Content-Type": "application/json"}, content=b"{oops")
     assert_problem(r, 422)
+
+
+def test_a_body_that_is_not_json_says_so_and_where(client, owner):
+    """It answered '0: JSON decode error' (#2 acceptance check)."""
+    r = client.post("/v1/jobs", headers={**auth(owner), "Content-Type": "application/json"},
+                    content=b'{"method": "errph",')
+    assert_problem(r, 422, "the body is not valid JSON (Expecting property name enclosed in double "
+                   "quotes at character 19)")
+    assert r.json()["errors"][0]["loc"] == ["body"]
+
+
+@pytest.mark.parametrize("path", ["/v1/jobs", "/v1/releases", "/v1/models"])
+def test_an_unknown_method_filter_is_named_not_an_empty_page(client, owner, path):
+    assert_problem(client.get(path, headers=auth(owner), params={"method": "errhp"}), 422,
+                   "unknown method 'errhp' (GET /v1/methods lists them)")
+    assert client.get(path, headers=auth(owner), params={"method": "errph"}).status_code == 200
 
 
 def test_job_parameter_errors_name_the_problem(client, owner):

@@ -94,12 +94,18 @@ def test_cancel_queued_and_running(client, adult):
     r = client.post(f"/v1/jobs/{running['id']}/cancel", headers=auth(headers))
     assert r.status_code == 202 and r.json()["status"] == "running" and r.json()["cancel_requested"] is True
     assert client.get(f"/v1/jobs/{blockers[1]['id']}", headers=auth(headers)).json()["cancel_requested"] is False
+    twice = client.post(f"/v1/jobs/{running['id']}/cancel", headers=auth(headers))
+    assert twice.status_code == 202 and twice.json()["cancel_requested"] is True
     done = wait_job(client, headers, running["id"], timeout=15)
     assert done["status"] == "cancelled" and done["result"]["release_ids"] == []
     assert wait_job(client, headers, blockers[1]["id"])["status"] == "succeeded"
     time.sleep(1.5)  # the cancelled queued job must never start
     assert client.get(f"/v1/jobs/{queued['id']}", headers=auth(headers)).json()["started_at"] is None
     assert_problem(client.post(f"/v1/jobs/{running['id']}/cancel", headers=auth(headers)), 409, "finished")
+    asked = [e for e in client.get("/v1/audit", headers=auth(headers),
+                                    params={"action": "job.cancel_requested"}).json()["items"]
+             if e["subject"] == running["id"]]
+    assert len(asked) == 1  # asking twice wrote one event
 
 
 def test_worker_killed_mid_job_finishes_exactly_once(client, adult, workers):
