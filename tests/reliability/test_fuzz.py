@@ -93,7 +93,7 @@ def test_fuzz_findings_requests(client, make_key):
     h = auth(owner)
     assert_problem(upload(client, owner, b'{"a": "\x83"}\n', "x.jsonl"), 422)
     assert_problem(client.get("/v1/audit", headers=h, params={"actor": "a\x00b"}), 422, "NUL")
-    assert_problem(client.get("/v1/jobs", headers=h, params={"method": "\x00"}), 422, "NUL")
+    assert_problem(client.get("/v1/jobs", headers=h, params={"method": "\x00"}), 422, "unknown method")
     assert_problem(client.get("/v1/releases", headers=h, params={"cursor": "2" * 70}), 422, "cursor")
     r = client.post("/v1/jobs", headers={**h, "Content-Type": "application/json"}, content=b"\xff\xfe{")
     assert_problem(r, 422, "cannot be parsed")
