@@ -48,5 +48,5 @@ PageSize = Annotated[int, Query(ge=1, le=200, description="items per page (the l
 TableFormat = Annotated[Literal["csv", "jsonl", "parquet"],
                         Query(description="csv, jsonl (JSON Lines) or parquet; the Content-Type follows")]
 IdempotencyKey = Annotated[str | None, Header(
-    max_length=200, description="a retry with the same key and the same request answers the original "
+    min_length=1, max_length=200, description="a retry with the same key and the same request answers the original "
     "(200) instead of creating another; the same key with another request is a 409")]

@@ -163,6 +163,12 @@ def test_idempotent_upload(client, owner):
     assert first.json()["id"] == second.json()["id"]
     other = upload(client, owner, b"a,b\n9,9\n", "i.csv", idempotency_key="upload-1")
     assert_problem(other, 409, "Idempotency-Key")
+    # an empty key was taken for no key: a client sending one by mistake got duplicates
+    assert_problem(client.post("/v1/datasets", headers={**auth(owner), "Idempotency-Key": ""},
+                               files={"file": ("i.csv", io.BytesIO(data))}), 422, "idempotency-key")
+    assert_problem(client.post("/v1/jobs", headers={**auth(owner), "Idempotency-Key": ""},
+                               json={"method": "risk", "dataset_id": first.json()["id"],
+                                     "params": {"quasi_identifiers": ["a"]}}), 422, "idempotency-key")
 
 
 def test_list_is_paginated(client, make_key):
