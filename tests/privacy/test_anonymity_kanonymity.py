@@ -186,6 +186,17 @@ def test_a_hierarchy_set_aside_on_a_release_is_not_called_missing(adult):
     assert again.metadata["flat_hierarchies"] == ["age", "sex", "race", "extra"]
 
 
+def test_a_label_named_as_a_quasi_identifier_is_warned(adult):
+    frame, hierarchies = adult
+    small = frame.head(2000)
+    columns = [ColumnInfo(c.name, c.type, role="label" if c.name == "sex" else c.role)
+               for c in adult_columns(small)]
+    result = _run(small, hierarchies, columns=columns, k=5, quasi_identifiers=["age", "sex"])
+    assert any(w.startswith("the label 'sex' is a quasi-identifier here") for w in result.guarantees["warnings"])
+    plain = _run(small, hierarchies, k=5, quasi_identifiers=["age", "sex"])
+    assert not any("is a quasi-identifier here" in w for w in plain.guarantees["warnings"])
+
+
 def test_interval_axes_cut_where_the_least_loss_remains():
     # a is the widest axis (1.0 against 0.9), but b and c move together: cutting b halves
     # nothing of a yet zeroes b and c, so the least-loss choice cuts b (NCP (1 + 0 + 0)/3 per

@@ -182,6 +182,10 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
     result = anonymize(frame.drop(columns=identifiers), infos, hierarchies, qis,
                        params.constraints(), sensitive, params.options(), ctx.progress)
     warnings = chain_warnings(result, qis, generalized)
+    labels = [c.name for c in data.columns if c.role == "label" and c.name in qis]
+    if labels:  # allowed (a label can identify), but rarely what was meant
+        warnings.append(f"the label {labels[0]!r} is a quasi-identifier here: it is generalized like "
+                        "the others, so a model trained on the release learns the generalized classes")
     released = list(result.frame.columns)
     metadata = dict(result.metadata)
     if identifiers:
