@@ -128,17 +128,26 @@ def encode(result, job: dict[str, Any]) -> dict[str, Any]:
     raise TypeError(f"method returned {type(result).__name__}, not a result object")
 
 
+CHAIN_KEYS = ("notion", "private", "epsilon", "delta", "protected_columns", "unprotected_columns")
+
+
 def _on_source(guarantees: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
     """A step run on a release states its guarantee for that release's records (aim on an mst
-    release: ε of aim over the mst table), which reads as if it were the dataset's; say so."""
+    release: ε of aim over the mst table), which reads as if it were the dataset's; say so, and
+    list the earlier steps' guarantees beside it (`chain_guarantees`, oldest first): trr on an
+    errph release says notion 'none' for its own step while the errph columns keep their ε."""
     source = job.get("source")
     if not source:
         return guarantees
     note = (f"this step ran on release {source['release_id']} ({source['method']}), not on the dataset: "
             "the guarantee above is stated for that release's records; what the dataset's records "
-            "keep is given by the steps of the chain (a DP step's guarantee also covers everything "
-            "computed from its release: post-processing)")
-    return {**guarantees, "statements": [*guarantees.get("statements", []), note]}
+            "keep is given by the steps of the chain (chain_guarantees; a DP step's guarantee also "
+            "covers everything computed from its release: post-processing)")
+    steps = SourceRelease(**source).steps()
+    earlier = [{"release_id": step["release_id"], "method": step["method"],
+                **{k: step["guarantees"].get(k) for k in CHAIN_KEYS}} for step in steps]
+    return {**guarantees, "statements": [*guarantees.get("statements", []), note],
+            "chain_guarantees": earlier}
 
 
 def _output_columns(frame: pd.DataFrame, declared: list[ColumnInfo] | None,

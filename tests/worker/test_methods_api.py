@@ -51,6 +51,11 @@ def test_randomized_response_chain_reconstruct_and_ppnb(client, owner_adult, adu
     assert [s["method"] for s in rel["chain"]] == ["errph"] and rel["method"] == "trr"
     assert rel["guarantees"]["statements"][-1].startswith(
         f"this step ran on release {errph['result']['release_ids'][0]} (errph), not on the dataset")
+    errph_release = client.get(f"/v1/releases/{errph['result']['release_ids'][0]}", headers=auth(headers)).json()
+    [earlier] = rel["guarantees"]["chain_guarantees"]  # what the errph columns keep, at the top level
+    assert earlier["method"] == "errph" and earlier["notion"] == "local_dp"
+    assert earlier["epsilon"] == errph_release["guarantees"]["epsilon"] > 0
+    assert earlier["protected_columns"] == errph_release["guarantees"]["protected_columns"]
     assert rel["guarantees"]["notion"] == "none" and rel["guarantees"]["private"] is False
     raw = pd.read_csv(adult_path, na_values=["?"])
     assert (frame["income"].astype(str) == raw["income"]).all()  # the label is untouched
