@@ -47,6 +47,17 @@ class Params(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
+TABLES_ONLY = {"x-tables-only": True}  # a parameter's json_schema_extra: it applies to tables only
+
+
+def tables_only_given(params: Params) -> list[str]:
+    """The parameters given (not left at their default) that apply to tabular input only: the
+    service refuses them on a transaction file at submission, before any debit."""
+    fields = type(params).model_fields
+    return [name for name in sorted(params.model_fields_set)
+            if (fields[name].json_schema_extra or {}).get("x-tables-only")]
+
+
 class MethodInputError(ValueError):
     """The input does not fit the method (unknown column, wrong type, missing hierarchy...).
     The message names the problem and is shown to the caller as is: never put data values in it."""

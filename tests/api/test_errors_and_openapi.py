@@ -98,6 +98,19 @@ def test_an_unknown_method_filter_is_named_not_an_empty_page(client, owner, path
     assert client.get(path, headers=auth(owner), params={"method": "errph"}).status_code == 200
 
 
+@pytest.mark.parametrize("method,params", [("mask", {"p": 0.9, "columns": ["a"]}),
+                                           ("mask", {"p": 0.9, "bins": 8}),
+                                           ("png", {"ps": [0.9, 0.8], "group_column": "a"}),
+                                           ("frequent_itemsets", {"minsup": 0.5, "columns": ["a"]})])
+def test_a_tables_only_parameter_on_a_transaction_file_is_refused_at_submission(client, owner, method, params):
+    """It failed in the job (refunded), or was ignored; on a budgeted file the 409 came first."""
+    tx = upload(client, owner, b"1 2 3\n2 3\n1 3\n", "t.dat").json()
+    name = next(iter(k for k in params if k not in ("p", "ps", "minsup")))
+    assert_problem(submit(client, owner, method, params, dataset_id=tx["id"]), 422,
+                   f"'{name}' applies to tabular datasets; this input is a transaction file")
+    assert client.get(f"/v1/datasets/{tx['id']}/budget", headers=auth(owner)).json()["epsilon_spent"] == 0
+
+
 def test_job_parameter_errors_name_the_problem(client, owner):
     ds = upload(client, owner, b"num,cat\n1,x\n2,y\n", "p.csv").json()
     assert_problem(submit(client, owner, "errph", {"p0": 1.5}, dataset_id=ds["id"]), 422, "p0")

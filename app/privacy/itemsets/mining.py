@@ -17,7 +17,9 @@ from app.privacy.itemsets.groups import POOLED_ASSUMPTION
 from app.privacy.itemsets.supports import (
     MAX_ITEMSET_SIZE, RANDOMIZED_METHODS, SupportOracle, exact_oracle, release_oracle,
 )
-from app.privacy.registry import DataShape, Kind, MethodInputError, MethodSpec, Params, Source, register
+from app.privacy.registry import (
+    TABLES_ONLY, DataShape, Kind, MethodInputError, MethodSpec, Params, Source, register,
+)
 from app.privacy.results import ReportResult
 
 DEFAULT_MAX_CANDIDATES = 200_000
@@ -159,8 +161,9 @@ class FrequentItemsetsParams(Params):
                               "most this size (a k-itemset has 2^k - 2 antecedent/consequent splits)")
     columns: list[str] | None = Field(
         None, description="tabular input: columns one-hot encoded into items (default: every "
-        "categorical or boolean column that is not an identifier)")
-    bins: int = Field(5, ge=2, le=64, description="tabular input: bins of numeric columns with declared bounds")
+        "categorical or boolean column that is not an identifier)", json_schema_extra=TABLES_ONLY)
+    bins: int = Field(5, ge=2, le=64, description="tabular input: bins of numeric columns with declared bounds",
+                      json_schema_extra=TABLES_ONLY)
 
 
 def mining_oracle(data: MethodInput, params: FrequentItemsetsParams) -> tuple[SupportOracle, tuple[str, ...], str]:

@@ -26,7 +26,9 @@ from app.privacy.itemsets.groups import (
     epsilon_bit,
     MAX_COLUMN_GROUPS, POOLED_ASSUMPTION, Grouping, png_grouping, privacy_figures, row_keep_probabilities,
 )
-from app.privacy.registry import DataShape, Kind, MethodInputError, MethodSpec, Params, register
+from app.privacy.registry import (
+    TABLES_ONLY, DataShape, Kind, MethodInputError, MethodSpec, Params, register,
+)
 from app.privacy.results import ReleaseResult
 from app.privacy.rng import SecureRandom
 
@@ -39,9 +41,10 @@ PAPER = ("Guo & Tong, individual-grouping multi-parameter randomization PN/g for
 class ItemParams(Params):
     columns: list[str] | None = Field(
         None, description="tabular datasets: columns one-hot encoded into items named "
-        "'column=value' (default: every categorical or boolean column that is not an identifier)")
+        "'column=value' (default: every categorical or boolean column that is not an identifier)",
+        json_schema_extra=TABLES_ONLY)
     bins: int = Field(5, ge=2, le=64, description="tabular datasets: equal-width bins for numeric "
-                      "columns with declared bounds")
+                      "columns with declared bounds", json_schema_extra=TABLES_ONLY)
     items: list[str] | None = Field(
         None, max_length=100_000, description="the published items (labels), in this order; the "
         "others are dropped. On a transaction file this declares the item universe: an item that "
@@ -97,7 +100,8 @@ class PngParams(ItemParams):
     group_size: int | None = Field(
         None, ge=1, description="rows per group (the last group may be short); default: as many "
         "equal groups as entries in ps")
-    group_column: str | None = Field(None, description="tabular datasets: a column whose value is the group")
+    group_column: str | None = Field(None, description="tabular datasets: a column whose value is the group",
+                                     json_schema_extra=TABLES_ONLY)
     shuffle: bool = Field(
         True, description="assign rows to groups at random (group_size mode; the published order "
         "is then random) — this is what the pooled estimator assumes. With group_column it only "
