@@ -28,9 +28,11 @@ def store(session: Session, *, job, encoded: dict[str, Any], input_sha256: str,
     """Store a release in the caller's transaction (the worker's final commit)."""
     release_id = uuid.uuid4()
     payload = encoded["payload"]
-    # the hash a client can check: that of the Parquet download (for a transaction set the
-    # download is not the stored bytes, whose items are codes: see parquet_download)
-    output_sha256 = hashlib.sha256(parquet_download(payload, encoded["shape"])).hexdigest()
+    # the hash a client can check: that of the Parquet download (codec.parquet_download). The
+    # job's child computes it, outside this transaction (a transaction set is re-encoded for
+    # it); an encoded result made elsewhere is hashed here
+    output_sha256 = encoded.get("output_sha256") or \
+        hashlib.sha256(codec.parquet_download(payload, encoded["shape"])).hexdigest()
     chain: list[dict[str, Any]] = []
     if source_release is not None:
         chain = list(source_release["chain"]) + [{
@@ -100,28 +102,12 @@ def download(session: Session, principal: Principal, release_id: uuid.UUID, fmt:
 def encode_table(payload: bytes, shape: str, fmt: str) -> Iterator[bytes]:
     """Stored Parquet bytes as a stream of csv / jsonl / parquet chunks."""
     if fmt == "parquet":
-        return iter([parquet_download(payload, shape)])
+        return iter([codec.parquet_download(payload, shape)])
     if shape == "transactions":
         table = codec.transactions_table(codec.parquet_to_transactions(payload), lists=fmt == "jsonl")
     else:
         table = pq.read_table(io.BytesIO(payload))
     return _csv_batches(table) if fmt == "csv" else _jsonl_batches(table)
-
-
-def parquet_download(payload: bytes, shape: str) -> bytes:
-    """What ?format=parquet serves (and what the release's output_sha256 hashes): the stored
-    bytes, but for a transaction set its labelled form, written the same way every time."""
-    return payload if shape != "transactions" else _labelled_transactions(payload)
-
-
-def _labelled_transactions(payload: bytes) -> bytes:
-    """The stored transactions hold item codes (0, 1, …) with the labels in the file's
-    metadata, which a reader of the download would take for the items: it gets the labels,
-    as in CSV and JSON Lines, one list<string> per transaction."""
-    items = codec.transactions_to_label_lists(codec.parquet_to_transactions(payload))
-    buf = io.BytesIO()
-    pq.write_table(pa.table({"items": items}), buf, compression="zstd")
-    return buf.getvalue()
 
 
 def _csv_batches(table: pa.Table) -> Iterator[bytes]:

@@ -7,6 +7,7 @@ milliseconds) and kills itself if the worker that started it disappears.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import pickle
@@ -114,6 +115,7 @@ def encode(result, job: dict[str, Any]) -> dict[str, Any]:
             payload, shape, rows = codec.table_to_parquet(frame), "table", len(frame)
             columns = _output_columns(frame, result.columns, job["columns"])
         return {"kind": "release", "payload": payload, "shape": shape, "rows": rows,
+                "output_sha256": hashlib.sha256(codec.parquet_download(payload, shape)).hexdigest(),
                 "columns": jsonable(columns), "guarantees": jsonable(_on_source(result.guarantees, job)),
                 "metrics": jsonable(result.metrics), "metadata": jsonable(result.metadata)}
     if isinstance(result, ReportResult):
