@@ -145,6 +145,13 @@ def test_the_wrong_input_kind_is_named_by_what_the_method_takes(client, owner):
                    "'reconstruct' runs on a release: give release_id")
 
 
+def test_an_experiment_epsilon_no_release_can_serve_is_a_422_at_submission(client, owner):
+    body = assert_problem(submit(client, owner, "experiment_dp_release",
+                                 {"tasks": ["adult_degree"], "methods": ["aim"], "epsilons": [1e-12]}),
+                          422, "epsilons: aim on task 'adult_degree' at ε = 1e-12")
+    assert "too small" in body["detail"]
+
+
 def test_method_catalogue(client):
     methods = {m["name"]: m for m in client.get("/v1/methods").json()}
     errph = methods["errph"]

@@ -45,6 +45,19 @@ def test_an_epsilon_outside_the_methods_range_is_refused_by_the_params(epsilon):
     assert ExperimentDpReleaseParams(epsilons=[1e-3, 100.0]).epsilons == [1e-3, 100.0]
 
 
+def test_an_epsilon_too_small_for_a_release_is_refused_at_submission():
+    """ε = 1e-6 passed the params and failed the job at mst's first release (its samplers'
+    reserved slack exceeds ε); the methods' own submission checks now run on the smallest ε."""
+    check = registry.get("experiment_dp_release").check
+    params = ExperimentDpReleaseParams(tasks=["adult_degree"], methods=["dppro", "mst"],
+                                       epsilons=[1.0, 1e-6])
+    with pytest.raises(registry.MethodInputError,
+                       match=r"epsilons: mst on task 'adult_degree' at ε = 1e-06: .*too small"):
+        check(params, [], None)
+    check(params.model_copy(update={"methods": ["dppro", "icahdp_paper", "noprivacy"]}), [], None)
+    check(ExperimentDpReleaseParams(epsilons=[0.01]), [], None)  # the whole default grid, ε ≥ 0.01
+
+
 def test_svm_error_is_the_misclassification_rate():
     task = load_task("adult_degree")
     frame = task.data.frame.iloc[:1500]

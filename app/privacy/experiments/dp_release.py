@@ -13,6 +13,7 @@ training and test sets are subsampled (``train_rows``, ``test_rows``) to keep a 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import time
@@ -36,14 +37,15 @@ from sklearn.svm import SVC  # noqa: E402
 
 from app.privacy.context import RunContext  # noqa: E402
 from app.privacy.data import ColumnInfo, MethodInput  # noqa: E402
-from app.privacy.dp_release.aim import AimParams, run_aim  # noqa: E402
-from app.privacy.dp_release.dppro import DpproParams, run_dppro  # noqa: E402
-from app.privacy.dp_release.icahdp import IcahdpParams, run_icahdp  # noqa: E402
+import app.privacy.dp_release.aim  # noqa: E402,F401  (registers the compared methods)
+import app.privacy.dp_release.dppro  # noqa: E402,F401
+import app.privacy.dp_release.icahdp  # noqa: E402,F401
 from app.privacy.dp_release.marginals import SynthParams, build_columns, marginal  # noqa: E402
-from app.privacy.dp_release.mst import MstParams, run_mst  # noqa: E402
+import app.privacy.dp_release.mst  # noqa: E402,F401
 from app.privacy.experiments import datasets_dir  # noqa: E402
 from app.privacy.plotting import legend_below  # noqa: E402
-from app.privacy.registry import Kind, MethodSpec, Params, Source, register  # noqa: E402
+from app.privacy import registry  # noqa: E402
+from app.privacy.registry import Kind, MethodInputError, MethodSpec, Params, Source, register  # noqa: E402
 from app.privacy.results import ReportResult, render_figure  # noqa: E402
 from app.privacy.rng import SecureRandom  # noqa: E402
 
@@ -182,17 +184,45 @@ def svm_error(train: pd.DataFrame, tests: list[pd.DataFrame], columns: list[Colu
 Releaser = Callable[[MethodInput, float, SecureRandom], pd.DataFrame]
 
 
+# each compared release: the registered method and the parameters it runs with besides ε
+RELEASES: dict[str, tuple[str, dict]] = {
+    "icahdp_strict": ("icahdp", {"mode": "strict"}),
+    "icahdp_paper": ("icahdp", {"mode": "paper"}),
+    "dppro": ("dppro", {}),
+    "mst": ("mst", {}),
+    "aim": ("aim", {}),
+}
+
+
 def builtin_releasers() -> dict[str, Releaser]:
-    def icahdp(mode: str) -> Releaser:
-        return lambda data, eps, rng: run_icahdp(
-            data, IcahdpParams(epsilon=eps, mode=mode), RunContext(rng)).frame
-    return {
-        "icahdp_strict": icahdp("strict"),
-        "icahdp_paper": icahdp("paper"),
-        "dppro": lambda data, eps, rng: run_dppro(data, DpproParams(epsilon=eps), RunContext(rng)).frame,
-        "mst": lambda data, eps, rng: run_mst(data, MstParams(epsilon=eps), RunContext(rng)).frame,
-        "aim": lambda data, eps, rng: run_aim(data, AimParams(epsilon=eps), RunContext(rng)).frame,
-    }
+    def releaser(method: str, extra: dict) -> Releaser:
+        spec = registry.get(method)
+        return lambda data, eps, rng: spec.run(
+            data, spec.params(epsilon=eps, **extra), RunContext(rng)).frame
+    return {name: releaser(method, extra) for name, (method, extra) in RELEASES.items()}
+
+
+@functools.cache
+def task_columns(name: str) -> tuple[ColumnInfo, ...]:
+    return tuple(load_task(name).data.columns)
+
+
+def check_epsilons(params: ExperimentDpReleaseParams, columns, source) -> None:
+    """Each release must be feasible at the grid's smallest ε on each task (feasibility only
+    grows with ε): a too-small ε otherwise failed the job at its first release, after the
+    releases before it had run. The methods' own submission checks decide."""
+    smallest = min(params.epsilons)
+    for task in params.tasks:
+        for name in params.methods:
+            if name not in RELEASES:
+                continue
+            method, extra = RELEASES[name]
+            spec = registry.get(method)
+            try:
+                spec.check(spec.params(epsilon=smallest, **extra), list(task_columns(task)), None)
+            except MethodInputError as e:
+                raise MethodInputError(f"epsilons: {name} on task {task!r} at ε = {smallest:g}: "
+                                       f"{e}") from None
 
 
 def marginal_tvd(raw: pd.DataFrame, release: pd.DataFrame, columns: list[ColumnInfo]) -> tuple[float, float]:
@@ -394,5 +424,6 @@ register(MethodSpec(
     run=run_experiment,
     sources=frozenset({Source.none}),
     produces_randomness=False,
+    check=check_epsilons,
     docs="docs/methods/experiment_dp_release.md",
 ))
