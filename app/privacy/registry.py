@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+from pydantic_core import to_jsonable_python
 
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
@@ -40,11 +41,22 @@ class DataShape(StrEnum):
     transactions = "transactions"
 
 
+def _factory_defaults(schema: dict[str, Any], model: type[BaseModel]) -> None:
+    """Write a factory-made default (a fresh list or dict per instance) into the JSON Schema:
+    pydantic leaves those out, so /v1/methods and the OpenAPI document showed no default for
+    e.g. errph's `per_column` or experiment_ppnb's `seeds`, while promising every default."""
+    properties = schema.get("properties", {})
+    for name, info in model.model_fields.items():
+        prop = properties.get(info.alias or name)
+        if prop is not None and info.default_factory is not None and "default" not in prop:
+            prop["default"] = to_jsonable_python(info.default_factory())
+
+
 class Params(BaseModel):
     """Base of every method's parameter model: unknown fields are an error, not ignored, and a
     number must be finite (JSON's NaN / Infinity extensions would pass every bound check)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, json_schema_extra=_factory_defaults)
 
 
 TABLES_ONLY = {"x-tables-only": True}  # a parameter's json_schema_extra: it applies to tables only
