@@ -25,6 +25,7 @@ from app.privacy.data import TransactionData
 
 FORMATS = ("csv", "tsv", "parquet", "jsonl", "transactions")
 NULL_VALUES = ["", "?", "NA", "N/A", "NaN", "nan", "NULL", "null", "#N/A", "None"]
+_EXACT_LIMIT = 2.0 ** 53  # the integers a float64 holds exactly
 _BLOCK = 4 * 1024 * 1024  # a CSV row must fit in one block; smaller blocks parse in parallel
 _EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".parquet": "parquet", ".pq": "parquet",
                ".jsonl": "jsonl", ".ndjson": "jsonl", ".dat": "transactions", ".txt": "transactions"}
@@ -134,7 +135,7 @@ def _read_csv(path: Path, fmt: str, limits: Limits) -> pa.Table:
                                    auto_dict_encode=True, auto_dict_max_cardinality=2**31 - 1)
     read = pacsv.ReadOptions(block_size=_BLOCK)
     try:
-        return pacsv.read_csv(path, read_options=read, parse_options=parse_opts, convert_options=convert)
+        table = pacsv.read_csv(path, read_options=read, parse_options=parse_opts, convert_options=convert)
     except pa.ArrowInvalid as exc:
         message = str(exc)
         if "conversion error" in message.lower():
@@ -145,6 +146,37 @@ def _read_csv(path: Path, fmt: str, limits: Limits) -> pa.Table:
                                    convert_options=pacsv.ConvertOptions(include_columns=[])).column_names
             return _read_csv_as_text(path, parse_opts, names)
         raise _csv_problem(path, parse_opts, message) from None
+    return _keep_wide_integers_exact(path, parse_opts, table)
+
+
+def _keep_wide_integers_exact(path: Path, parse_opts, table: pa.Table) -> pa.Table:
+    """pyarrow reads an integer beyond int64 (a 20-digit identifier) as a double and its
+    digits are gone: such columns are read again as text and kept as text when every value
+    is an integer literal."""
+    names = table.column_names
+    wide = [n for i, n in enumerate(names) if pa.types.is_floating(table.schema.types[i])
+            and _beyond_exact(table.column(i))]
+    if not wide or len(set(names)) < len(names):  # repeated names are refused later
+        return table
+    convert = pacsv.ConvertOptions(null_values=NULL_VALUES, strings_can_be_null=True,
+                                   include_columns=wide, column_types={n: pa.string() for n in wide})
+    text = pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=_BLOCK),
+                          parse_options=parse_opts, convert_options=convert)
+    for name in wide:
+        if _integer_literals(text.column(name)):
+            table = table.set_column(names.index(name), name, text.column(name))
+    return table
+
+
+def _beyond_exact(col: pa.ChunkedArray) -> bool:
+    """Some value is a whole number beyond ±2^53, where float64 (Veil's numeric type) no
+    longer holds every integer."""
+    low, high = pc.min_max(col).values()
+    return low.is_valid and max(abs(low.as_py()), abs(high.as_py())) >= _EXACT_LIMIT
+
+
+def _integer_literals(col: pa.ChunkedArray) -> bool:
+    return bool(pc.all(pc.match_substring_regex(col, r"^\s*[+-]?\d+\s*$")).as_py() is not False)
 
 
 def _read_csv_as_text(path: Path, parse_opts, names: list[str]) -> pa.Table:
@@ -156,11 +188,13 @@ def _read_csv_as_text(path: Path, parse_opts, names: list[str]) -> pa.Table:
 
 
 def _narrow_text_column(col: pa.ChunkedArray) -> pa.ChunkedArray:
-    """A text column whose every non-null value parses as a number becomes numeric."""
+    """A text column whose every non-null value parses as a number becomes numeric — unless
+    they are integer literals beyond ±2^53 (identifiers), which float64 would round."""
     try:
-        return pc.cast(col, pa.float64())
+        numbers = pc.cast(col, pa.float64())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return col
+    return col if _beyond_exact(numbers) and _integer_literals(col) else numbers
 
 
 def _csv_problem(path: Path, parse_opts, message: str) -> Unprocessable:
@@ -349,6 +383,10 @@ def _finish_table(table: pa.Table, limits: Limits) -> pd.DataFrame:
         t = col.type
         if pa.types.is_dictionary(t) and not pa.types.is_string(t.value_type):
             col = pc.cast(col, t.value_type)
+            t = col.type
+        if pa.types.is_integer(t) and _beyond_exact(col):
+            # identifiers, hashes: float64 would round them, so they are kept as text
+            col = pc.cast(col, pa.string())
             t = col.type
         if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_dictionary(t):
             _check_cell_length(name, col, limits)

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.support.api import assert_problem, upload
+from tests.support.api import assert_problem, auth, upload
 
 
 def _parquet(table: pa.Table) -> bytes:
@@ -34,3 +34,33 @@ def test_utf8_binary_columns_are_still_read_as_text(client, owner):
     r = upload(client, owner, _parquet(pa.table({"a": [1, 2], "b": pa.array([b"x", b"y"])})), "p.parquet")
     assert r.status_code == 201, r.text
     assert [(c["name"], c["type"]) for c in r.json()["columns"]] == [("a", "numeric"), ("b", "categorical")]
+
+
+WIDE = ["12345678901234567890", "1152921504606846977", "9007199254740993"]  # > 2^53: float64 rounds them
+
+
+@pytest.mark.parametrize("content, name", [
+    (("id,x\n" + "".join(f"{v},{i}\n" for i, v in enumerate(WIDE)) + ",9\n").encode(), "ids.csv"),
+    (_parquet(pa.table({"id": pa.array([int(v) for v in WIDE] + [None], pa.uint64()),
+                        "x": [0, 1, 2, 9]})), "ids.parquet"),
+    (_parquet(pa.table({"id": pa.array([int(v) for v in WIDE[1:]] + [None], pa.int64()),
+                        "x": [1, 2, 9]})), "ids64.parquet"),
+])
+def test_integers_beyond_2_53_keep_every_digit(client, owner, content, name):
+    """Identifiers of 17-20 digits were read into float64 (Veil's numeric type) and came back
+    rounded (1152921504606846977 → 1152921504606846976; a 20-digit one as 1.2345678901234567e+19):
+    they are kept as text, exact."""
+    ds = upload(client, owner, content, name)
+    assert ds.status_code == 201, ds.text
+    types = {c["name"]: c["type"] for c in ds.json()["columns"]}
+    assert types == {"id": "categorical", "x": "numeric"}
+    table = pq.read_table(io.BytesIO(client.get(f"/v1/datasets/{ds.json()['id']}/data",
+                                                headers=auth(owner),
+                                                params={"format": "parquet"}).content))
+    expected = WIDE if "64" not in name else WIDE[1:]
+    assert table.column("id").to_pylist() == expected + [None]
+
+
+def test_numbers_beyond_2_53_that_are_not_integer_literals_stay_numeric(client, owner):
+    ds = upload(client, owner, b"v\n1.5e300\n2\n", "big.csv").json()
+    assert [c["type"] for c in ds["columns"]] == ["numeric"]
