@@ -126,6 +126,9 @@ class PPNBClassifier(ClassifierMixin, BaseEstimator):
                              minlength=n_classes * n_labels).reshape(n_classes, n_labels).astype(float)
         pick = [channel.labels.index(lab) for lab in channel.domain]
         k = len(pick)
+        if k == 0:  # an all-missing column: log(1/k) failed with "math domain error"
+            raise ValueError(f"feature column {name!r} has no values (every cell is missing): "
+                             "leave it out of 'features'")
         log_prob = np.empty((n_classes, k))
         for i in range(n_classes):
             s_i = counts[i].sum()

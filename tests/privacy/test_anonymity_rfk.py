@@ -150,6 +150,19 @@ def test_rfk_refuses_what_its_forest_splits_cannot_use(y, params, message):
         _run_small(_table(y), **params)
 
 
+def test_rfk_runs_on_a_value_beyond_float32_range():
+    """A legal 1e300 failed the job with an internal error (scikit-learn's forests read float32:
+    'Input X contains infinity', the #7 acceptance check); the encoding keeps the order."""
+    frame = _table(["p", "q"] * 40)
+    frame.loc[3, "a"] = 1e300
+    frame.loc[5, "a"] = -1e300
+    X = encode_features(frame, ["a", "b"])
+    assert np.isfinite(X.astype(np.float32)).all()
+    assert X[:, 0].argmax() == 3 and X[:, 0].argmin() == 5
+    result = _run_small(frame)
+    assert len(result.frame) == 80
+
+
 def test_rfk_split_requirements_are_those_of_scikit_learn():
     from sklearn.model_selection import train_test_split
 

@@ -151,6 +151,22 @@ def test_ppnb_train_refuses_a_randomized_label_and_names_bad_columns(toy):
         run_ppnb_train(rel, PPNBParams(features=["nope"]), ctx())
 
 
+def test_an_all_missing_feature_is_named_not_a_math_domain_error():
+    """ppnb_train on a release with an all-missing text column failed with 'math domain error'
+    (log of 1/0 categories; the #7 acceptance check)."""
+    frame = pd.DataFrame({"c": ["a", "b"] * 50, "x": np.arange(100.0), "empty": [None] * 100,
+                          "y": ["p", "q", "q", "p"] * 25})
+    columns = [ColumnInfo("c", "categorical", distinct=2), ColumnInfo("x", "numeric"),
+               ColumnInfo("empty", "categorical", missing=100),
+               ColumnInfo("y", "categorical", role="label", distinct=2)]
+    data = MethodInput(columns=columns, frame=frame)
+    trr = TrrParams()
+    rel = as_release_input(data, run_trr(data, trr, ctx()), "trr", trr)
+    with pytest.raises(MethodInputError, match="feature column 'empty' has no values"):
+        run_ppnb_train(rel, PPNBParams(label="y"), ctx())
+    assert run_ppnb_train(rel, PPNBParams(label="y", features=["c", "x"]), ctx()).metadata["features"] == ["c", "x"]
+
+
 # ------------------------------------------------------------------------------------ DTPD
 def test_dtpd_count_reconstruction_is_unbiased():
     rng = np.random.default_rng(4)

@@ -48,6 +48,9 @@ def _label_values(labels: pd.Series) -> np.ndarray:
     return pd.Series(out, index=uniques).reindex(labels).to_numpy()
 
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
 def _text(series: pd.Series) -> pd.Series:
     return series.astype(object).where(series.notna(), "<missing>").astype(str)
 
@@ -66,7 +69,10 @@ def encode_features(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
             encoded[:, i] = numbers
         else:
             encoded[:, i] = pd.factorize(_text(series), sort=True)[0]
-    return np.nan_to_num(encoded, nan=-1.0)
+    # scikit-learn's forests read X as float32: a legal value beyond its range (1e300) became
+    # inf there and failed the job. A tree splits on order only; clipping keeps the order of
+    # every value within float32 and merges only those beyond it.
+    return np.clip(np.nan_to_num(encoded, nan=-1.0), -_FLOAT32_MAX, _FLOAT32_MAX)
 
 
 def forest_accuracy(X: np.ndarray, y: np.ndarray, seed: int, n_estimators: int) -> float:
