@@ -18,6 +18,7 @@ import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
+from app.datasets.jsonl_depth import first_row_deeper_than
 from app.datasets.quotes import line_of, unclosed_quote_offset
 from app.datasets.schema import first_row
 from app.errors import PayloadTooLarge, Unprocessable, UnsupportedMediaType
@@ -278,7 +279,14 @@ def _decoded_width(column) -> int:
 
 
 # ------------------------------------------------------------------------------ JSON Lines
+_JSONL_DEPTH = 2  # a record (1) holding an object or array (2): named by the reader's column below
+
+
 def _read_jsonl(path: Path, limits: Limits) -> pa.Table:
+    deep = first_row_deeper_than(path, _JSONL_DEPTH)  # before the reader: deep nesting crashes it
+    if deep is not None:
+        raise Unprocessable(f"unparsable JSON Lines at row {deep}: it holds nested values (objects or "
+                            "arrays inside a value); only scalars are supported")
     try:
         table = pajson.read_json(path, read_options=pajson.ReadOptions(block_size=_BLOCK))
     except pa.ArrowInvalid as exc:

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 from typing import Annotated
@@ -12,7 +11,7 @@ from starlette.datastructures import UploadFile
 
 from app.auth.dependencies import OwnerPrincipal
 from app.datasets import service
-from app.datasets.schema import BARE_OR_WRAPPED, SchemaUpdate, schema_update_from
+from app.datasets.schema import BARE_OR_WRAPPED, SchemaUpdate, schema_json, schema_update_from
 from app.datasets.schemas import Dataset, DatasetPage, Hierarchy, Profile, SyntheticRequest
 from app.deps import OffLoopRoute, SessionDep
 from app.errors import Unprocessable, UnsupportedMediaType, problem_responses
@@ -127,12 +126,7 @@ async def schema_body(request: Request) -> SchemaUpdate:
     raw = await request.body()
     if not raw.strip():
         raise Unprocessable(f"the request body is empty: send the overrides as JSON, {BARE_OR_WRAPPED}")
-    try:
-        data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        where = f" (line {exc.lineno}, column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
-        raise Unprocessable(f"the request body is not valid JSON{where}") from None
-    return schema_update_from(data, "the schema")
+    return schema_update_from(schema_json(raw, "the request body"), "the schema")
 
 
 BODY_MODELS = (SchemaUpdate,)  # _SCHEMA_BODY refers to them; app.main publishes them

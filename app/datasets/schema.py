@@ -3,6 +3,7 @@ numeric bounds, declared categories)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 import numpy as np
@@ -43,6 +44,20 @@ class SchemaUpdate(BaseModel):
 
 BARE_OR_WRAPPED = ('{"column": {"type": …, "role": …, "bounds": […], "categories": […]}, …}, '
                    'bare or wrapped as {"columns": …} (a column named "columns" needs the wrapped form)')
+
+
+def schema_json(raw: str | bytes, what: str) -> Any:
+    """The JSON text of an overrides map, parsed; a 422 naming ``what`` when it is not JSON, or
+    nests so deeply that the parser runs out of stack (a RecursionError: it was a 500)."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise Unprocessable(f"{what} is not valid JSON (line {exc.lineno}, column {exc.colno})") from None
+    except UnicodeDecodeError:
+        raise Unprocessable(f"{what} is not valid JSON (not UTF-8 text)") from None
+    except RecursionError:
+        raise Unprocessable(f"{what} nests arrays or objects too deeply: an overrides map is "
+                            f"{BARE_OR_WRAPPED}") from None
 
 
 def schema_update_from(data: Any, what: str) -> SchemaUpdate:

@@ -19,7 +19,7 @@ from app.blobs import repository as blobs
 from app.config import get_settings
 from app.datasets import parsing, repository
 from app.datasets.schema import (
-    SchemaUpdate, apply_overrides, infer_columns, normalize, public_columns, schema_update_from,
+    SchemaUpdate, apply_overrides, infer_columns, normalize, public_columns, schema_json, schema_update_from,
     transaction_columns,
 )
 from app.errors import Conflict, NotFound, Unprocessable
@@ -35,11 +35,7 @@ def limits() -> parsing.Limits:
 def parse_schema_field(raw: str | None) -> SchemaUpdate | None:
     if raw is None or not raw.strip():
         return None
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise Unprocessable(f"the schema field is not valid JSON (line {exc.lineno}, column {exc.colno})")
-    return schema_update_from(data, "the schema field")
+    return schema_update_from(schema_json(raw, "the schema field"), "the schema field")
 
 
 def to_response(row, hierarchy_columns: list[str] | None = None) -> dict[str, Any]:

@@ -34,3 +34,32 @@ def test_a_jsonl_value_that_is_not_utf8_names_its_column(client, owner):
     be read as jsonl'."""
     data = '{"a":1,"city":"x"}\n{"a":2,"city":"Zürich"}\n'.encode("latin-1")
     assert_problem(upload(client, owner, data, "j.jsonl"), 422, "column 'city'", "not valid UTF-8")
+
+
+def test_deep_nesting_is_refused_before_the_reader_sees_it(client, owner):
+    """pyarrow's JSON reader recurses per level: 20,000 nested arrays (40 KB) killed the API
+    process with a segmentation fault, 3,000 nested objects took 23 s of its CPU (security
+    acceptance check). The file is scanned first; the row is named."""
+    data = b'{"a":1}\n{"a": ' + b"[" * 50 + b"]" * 50 + b"}\n"
+    body = assert_problem(upload(client, owner, data, "j.jsonl"), 422, "at row 2", "nested values")
+    assert "[" not in body["detail"]
+
+
+def test_the_depth_scan_reads_strings_and_escapes_as_json_does(tmp_path, monkeypatch):
+    from app.datasets import jsonl_depth
+
+    def first_deep(text: str, limit: int = 2):
+        path = tmp_path / "d.jsonl"
+        path.write_text(text)
+        return jsonl_depth.first_row_deeper_than(path, limit)
+
+    assert first_deep('{"a": ' + "[" * 20_000 + "]" * 20_000 + "}\n") == 1
+    assert first_deep('{"a": "[[[{{{", "b\\\\": "\\"[[[["}\n{"c": [1]}\n') is None  # brackets in strings
+    # an escaped quote does not end the string: the brackets after the real end are nesting
+    assert first_deep('{"k": "x\\"", "a": [[[1]]]}\n') == 1
+    assert first_deep('{"k": "x\\\\", "a": "[[["}\n') is None  # an escaped backslash, then the end
+    # an unclosed string on one line does not hide the next line's nesting
+    assert first_deep('{"k": "open\n{"a": [[[1]]]}\n') == 2
+    monkeypatch.setattr(jsonl_depth, "_CHUNK", 3)  # state carried across chunks
+    assert first_deep('{"a": 1}\n{"k": "x\\\\\\"[[[", "b": [[[1]]]}\n') == 2
+    assert first_deep('{"a": 1}\n{"k": "x\\\\\\"[[[", "b": [1]}\n') is None
