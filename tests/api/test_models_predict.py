@@ -78,3 +78,19 @@ def test_a_value_far_outside_the_training_range_is_a_422_not_a_500(client, ppnb_
     r = client.post(url, headers=auth(headers), json={"records": [{"age": 30, "colour": "red"},
                                                                   {"age": age, "colour": "red"}]})
     assert_problem(r, 422, "record 1 cannot be scored", "outside the range")
+
+
+def test_keys_that_are_not_features_are_not_built_into_the_frame(client, ppnb_model, monkeypatch):
+    """Every key of every record became a column: N records with one distinct key each made
+    an N × N frame in the API (30,000 records, 1 MB: ~7 GB and minutes; security acceptance
+    check). Only the model's features are read now."""
+    headers, url = ppnb_model
+    seen = []
+    check = models._check_numeric_features
+    monkeypatch.setattr(models, "_check_numeric_features", lambda frame, meta: (seen.append(frame.shape),
+                                                                                 check(frame, meta)))
+    records = [{"age": 30, "colour": "red", f"extra{i}": i} for i in range(300)]
+    r = client.post(url, headers=auth(headers), json={"records": records})
+    assert r.status_code == 200, r.text
+    assert seen == [(300, 2)]
+    assert len(r.json()["predictions"]) == 300
