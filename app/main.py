@@ -34,6 +34,7 @@ from app.models.router import router as models_router
 from app.ops.router import router as ops_router
 from app.releases.router import router as releases_router
 from app.reports.router import router as reports_router
+from app.security_headers import SecurityHeaders
 from app.version import code_version
 
 log = logging.getLogger("veil.api")
@@ -257,4 +258,5 @@ def create_app() -> FastAPI:
                        idle_timeout_s=settings.body_idle_timeout_s)
     app.add_middleware(HeadAsGet)
     app.add_middleware(RequestContext)
+    app.add_middleware(SecurityHeaders)  # outermost: the middleware's own answers (413, 503) get them too
     return app
