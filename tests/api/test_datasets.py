@@ -314,6 +314,16 @@ def test_jsonl_download_is_one_json_object_per_line(client, owner):
         assert all(isinstance(json.loads(line), dict) for line in lines)
 
 
+def test_jsonl_download_keeps_every_float_exactly(client, owner):
+    """pandas' to_json kept 10 decimal places: 1.2345e-11 was downloaded as 0.0 and
+    0.30000000000000004 as 0.3, while CSV and Parquet kept them (#7 acceptance check)."""
+    values = [1.2345e-11, 0.30000000000000004, 123456789.12345679, -2.5e-300, None]
+    content = ("x,c\n" + "".join(f"{'' if v is None else repr(v)},{c}\n" for v, c in zip(values, "abcde"))).encode()
+    ds = upload(client, owner, content, "small.csv").json()
+    body = client.get(f"/v1/datasets/{ds['id']}/data", headers=auth(owner), params={"format": "jsonl"}).text
+    assert [json.loads(line)["x"] for line in body.splitlines()] == values
+
+
 def test_transaction_downloads_keep_labels_with_spaces_apart():
     """Labels were joined by spaces in CSV and JSON Lines, so a one-hot item 'city=New York'
     could not be told from two items (found by the #4 acceptance check)."""
