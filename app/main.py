@@ -125,15 +125,15 @@ _FASTAPI_422 = "#/components/schemas/HTTPValidationError"  # FastAPI's default 4
 def _declare_app_wide_problems(doc: dict) -> None:
     """Problems that no route raises itself, declared where they can happen: a query parameter
     the operation does not take (``known_query_only``: 422, any operation), the in-flight limit
-    (503, any operation but /healthz), the body limit and the stalled-body timeout (413, 408,
-    any operation with a request body), the key check (401, any operation with security).
+    (503, any operation but /healthz), the body limit, the stalled-body timeout and a compressed
+    body (413, 408, 415, any operation with a request body), the key check (401, any operation with security).
     An operation that takes no key says so (``security: []``) rather than leaving it unsaid."""
     for path, ops in doc["paths"].items():
         for op in ops.values():
             op.setdefault("security", [])
             statuses = [422] + ([503] if path not in InFlightLimit.EXEMPT else [])
             if "requestBody" in op:
-                statuses += [408, 413]
+                statuses += [408, 413, 415]
             if op.get("security"):
                 statuses.append(401)
             for status in statuses:

@@ -13,7 +13,7 @@ import uuid
 import weakref
 
 from app.audit.service import head_only
-from app.errors import PayloadTooLarge, RequestTimeout, ServiceUnavailable, VeilError
+from app.errors import PayloadTooLarge, RequestTimeout, ServiceUnavailable, UnsupportedMediaType, VeilError
 from app.logging_setup import request_id_var
 from app.ops.metrics import REQUEST_LATENCY
 
@@ -118,6 +118,11 @@ class BodyLimit:
             return await self.app(scope, receive, send)
         limit = self._limit(scope)
         headers = dict(scope.get("headers") or [])
+        coding = headers.get(b"content-encoding", b"").strip().lower()
+        if coding not in (b"", b"identity"):  # never decoded: the body would reach the app compressed
+            return await _send_problem(send, scope, UnsupportedMediaType(
+                f"compressed uploads are not accepted (Content-Encoding {coding.decode('latin-1')!r}): send "
+                "the request body uncompressed (Parquet is compressed internally)"), {b"connection": b"close"})
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             return await _send_413(send, scope, limit)
