@@ -187,10 +187,17 @@ def cmd_worker(_args) -> None:
 
 
 def cmd_keys_create(args) -> None:
-    from app.auth.schemas import Role
+    from pydantic import ValidationError
+
+    from app.auth.schemas import KeyCreate, Role
     from app.auth.service import create_key
     from app.db import transaction
 
+    try:  # the rules of POST /v1/keys: an empty tenant or one of 65+ characters got through
+        KeyCreate(tenant=args.tenant, role=args.role, label=args.label)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise SystemExit(f"veil keys create: --{error['loc'][0]}: {error['msg']}") from None
     _database_ready()
     with transaction() as session:
         key_id, key = create_key(session, tenant=args.tenant, role=Role(args.role), label=args.label)

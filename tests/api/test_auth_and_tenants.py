@@ -131,6 +131,22 @@ def test_cli_lists_and_revokes_a_leaked_key_given_as_the_key_itself(client, make
         main(["keys", "revoke", "veil_nothere_secret"])
 
 
+@pytest.mark.parametrize("tenant, label, message", [
+    ("", None, "--tenant: String should have at least 1 character"),
+    ("x" * 65, None, "--tenant: String should have at most 64 characters"),
+    ("../acme", None, "--tenant: String should match pattern"),
+    ("acme", "l" * 201, "--label: String should have at most 200 characters"),
+])
+def test_cli_key_creation_checks_the_tenant_and_label_as_the_api_does(client, tenant, label, message):
+    """`veil keys create` took an empty tenant, path separators and quotes, and answered a
+    65-character tenant or a 201-character label with SQLAlchemy's traceback (security
+    acceptance check)."""
+    from app.cli import main
+
+    with pytest.raises(SystemExit, match=message.replace(".", r"\.")):
+        main(["keys", "create", "--tenant", tenant, "--role", "owner", *(["--label", label] if label else [])])
+
+
 def test_a_non_admin_naming_another_tenant_is_refused_not_given_its_own(client, make_key):
     """`?tenant=acme` from an owner used to answer with the owner's own events, as if granted."""
     owner = make_key("owner")
