@@ -126,7 +126,8 @@ async def schema_body(request: Request) -> SchemaUpdate:
     raw = await request.body()
     if not raw.strip():
         raise Unprocessable(f"the request body is empty: send the overrides as JSON, {BARE_OR_WRAPPED}")
-    return schema_update_from(schema_json(raw, "the request body"), "the schema")
+    # parsed and validated in a thread: a large map would hold this process's event loop
+    return await run_in_threadpool(lambda: schema_update_from(schema_json(raw, "the request body"), "the schema"))
 
 
 BODY_MODELS = (SchemaUpdate,)  # _SCHEMA_BODY refers to them; app.main publishes them

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from app.config import get_settings
 from app.errors import Unprocessable
 from app.privacy.data import ColumnInfo
 from app.privacy.registry import no_repeats
@@ -67,6 +68,10 @@ def schema_update_from(data: Any, what: str) -> SchemaUpdate:
     if not isinstance(data, dict):
         raise Unprocessable(f"{what} must be a JSON object: {BARE_OR_WRAPPED}")
     bare = "columns" not in data
+    columns = data if bare else data.get("columns")
+    limit = get_settings().max_columns
+    if isinstance(columns, dict) and len(columns) > limit:  # before validating each of them
+        raise Unprocessable(f"{what} names {len(columns)} columns; a dataset has at most {limit}")
     try:
         return SchemaUpdate.model_validate({"columns": data} if bare else data)
     except ValidationError as exc:
