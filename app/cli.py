@@ -38,9 +38,15 @@ def cmd_migrate(_args) -> None:
     print("migrations applied")
 
 
-def _dev_key(settings) -> str:
+def _dev_key(settings, *, embedded: bool) -> str | None:
+    """The development owner key of tenant dev: VEIL_DEV_API_KEY, else (embedded mode only)
+    one made once and kept in the data directory. With an external database (production)
+    none is made: each start of a new container (a new data directory) minted another
+    owner key, never revoked, and printed it to the logs."""
     if settings.dev_api_key:
         return settings.dev_api_key
+    if not embedded:
+        return None
     path = Path(settings.data_dir) / "dev_api_key"
     if path.exists():
         return path.read_text().strip()
@@ -68,9 +74,10 @@ def cmd_serve(args) -> None:
     server = _database_ready(owner=True)
     settings = get_settings()
     upgrade()
-    key = _dev_key(settings)
-    with transaction() as session:
-        ensure_key(session, tenant="dev", role=Role.owner, key=key)
+    key = _dev_key(settings, embedded=server is not None)
+    if key is not None:
+        with transaction() as session:
+            ensure_key(session, tenant="dev", role=Role.owner, key=key)
     # uvicorn shuts down gracefully on SIGTERM, then raises the signal again: with the default
     # action the process would end before the `finally` below, leaving the workers and the
     # embedded PostgreSQL running. Exit through the `finally` instead.
@@ -82,8 +89,12 @@ def cmd_serve(args) -> None:
         print(f"\nVeil is starting on {base}  "
               f"({'embedded PostgreSQL in ' + str(Path(settings.data_dir).resolve()) if server else 'DATABASE_URL'})",
               flush=True)
-        print(f"Development API key (tenant dev, role owner):\n  {key}\n"
-              f"Try: curl -H 'Authorization: Bearer {key}' {base}/v1/methods\n", flush=True)
+        if key is not None and server is not None:
+            print(f"Development API key (tenant dev, role owner):\n  {key}\n"
+                  f"Try: curl -H 'Authorization: Bearer {key}' {base}/v1/methods\n", flush=True)
+        else:  # an external database: a key printed here would end up in the logs
+            print("Create API keys with `veil keys create --tenant T --role owner|analyst|admin`"
+                  + (" (VEIL_DEV_API_KEY is a key of tenant dev)" if key else "") + "\n", flush=True)
         threading.Thread(target=_announce_ready, args=(base, time.monotonic()), daemon=True,
                          name="ready-announcer").start()
         uvicorn.run("app.main:create_app", factory=True, host=settings.host, port=settings.port,
