@@ -86,3 +86,15 @@ class MethodInput:
     def names(self, *, type: str | None = None, role: str | None = None) -> list[str]:
         return [c.name for c in self.columns
                 if (type is None or c.type == type) and (role is None or c.role == role)]
+
+
+def first_shared_name(names: list[str], owners: list[str]) -> tuple[str, str] | None:
+    """The columns behind the first two one-hot names (``column=value``) that coincide, or None.
+    A column name holding '=' can give another column's item name ('a' = 'b=c' and 'a=b' = 'c'
+    are both 'a=b=c'), and so can a value spelled like a marker of the encoding."""
+    seen: dict[str, str] = {}
+    for name, owner in zip(names, owners):
+        if name in seen:
+            return seen[name], owner
+        seen[name] = owner
+    return None

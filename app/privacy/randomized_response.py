@@ -396,6 +396,22 @@ def _checked_k(info: ColumnInfo, params: ErrphParams) -> int | None:
     return k
 
 
+def _checked_encoding(series: pd.Series, info: ColumnInfo, missing: str) -> tuple[list[Any], np.ndarray, bool]:
+    name = info.name
+    domain, codes, from_data = encode_column(series, info, missing)
+    if len(domain) < 2:
+        raise MethodInputError(f"column {name!r} has fewer than 2 values; nothing to randomize")
+    if len(domain) > MAX_DOMAIN:
+        raise MethodInputError(f"column {name!r} has {len(domain)} distinct values; errph allows "
+                               f"at most {MAX_DOMAIN} (is it an identifier?)")
+    _check_planned_k(info, missing, len(domain))
+    labels = domain_labels(domain)
+    if len(set(labels)) < len(labels):  # the two were one label: reconstruction lost their cells
+        raise MethodInputError(f"column {name!r} holds a value spelled {MISSING!r}, the label of its "
+                               "missing category: rename that value, or use missing = \"preserve\"")
+    return domain, codes, from_data
+
+
 def run_errph(data: MethodInput, params: ErrphParams, ctx: RunContext) -> ReleaseResult:
     frame = data.frame
     if frame is None:
@@ -405,16 +421,12 @@ def run_errph(data: MethodInput, params: ErrphParams, ctx: RunContext) -> Releas
     out_columns = {c.name: c for c in data.columns}
     per_column: dict[str, Any] = {}
     warnings: list[str] = []
+    # every column is checked before any randomness is drawn, so an input error is refunded
+    encoded = {name: _checked_encoding(frame[name], data.column(name), params.missing) for name in chosen}
     for i, name in enumerate(chosen):
         ctx.progress(i / len(chosen), f"randomizing {name}")
         info = data.column(name)
-        domain, codes, from_data = encode_column(frame[name], info, params.missing)
-        if len(domain) < 2:
-            raise MethodInputError(f"column {name!r} has fewer than 2 values; nothing to randomize")
-        if len(domain) > MAX_DOMAIN:
-            raise MethodInputError(f"column {name!r} has {len(domain)} distinct values; errph allows "
-                                   f"at most {MAX_DOMAIN} (is it an identifier?)")
-        _check_planned_k(info, params.missing, len(domain))
+        domain, codes, from_data = encoded[name]
         labels = domain_labels(domain)
         p0, p = _column_probabilities(name, labels, params)
         published = randomize_codes(codes, p0, p, ctx.rng)

@@ -446,6 +446,17 @@ def test_encoding_bins_values_and_missing():
     assert (table.filter(like="x=").sum(axis=1) == 1).all()  # one bin per record
 
 
+def test_indicators_of_one_name_name_their_columns():
+    """A value spelled '<missing>' beside missing cells was refused with 'rename the columns so
+    that no column name contains =' though none did (the #7 acceptance check)."""
+    frame = pd.DataFrame({"c": ["<missing>", "u", None, "v"], "a": ["b=c", "x", "w", "x"], "a=b": ["c", "y", "z", "z"]})
+    columns = [ColumnInfo("c", "categorical"), ColumnInfo("a", "categorical"), ColumnInfo("a=b", "categorical")]
+    with pytest.raises(MethodInputError, match="column 'c' holds a value spelled '<missing>'"):
+        encode(frame, columns, ["c"], bins=4)
+    with pytest.raises(MethodInputError, match="columns 'a' and 'a=b' give indicators of the same name"):
+        encode(frame, columns, ["a", "a=b"], bins=4)
+
+
 def test_discrete_numeric_columns_keep_their_values():
     """Scores 1..8 are discrete (≤ discrete_values distinct values): one indicator per value,
     as seed 004 encodes Breast Cancer; with discrete_values = 0 they are binned like a

@@ -225,6 +225,16 @@ def test_a_column_named_twice_is_refused_at_submit(table):
         run("mask", MethodInput(columns=columns, frame=frame), columns=["region", "region"])
 
 
+def test_two_columns_giving_one_item_name_are_refused():
+    """Column 'a' with value 'b=c' and column 'a=b' with value 'c' were both published as the
+    item 'a=b=c': a release with one label for two items (the #7 acceptance check)."""
+    frame = pd.DataFrame({"a": ["b=c", "x"] * 20, "a=b": ["c", "y"] * 20})
+    columns = [ColumnInfo("a", "categorical"), ColumnInfo("a=b", "categorical")]
+    for method in ("mask", "frequent_itemsets"):
+        with pytest.raises(MethodInputError, match="columns 'a' and 'a=b' give items of the same name"):
+            run(method, MethodInput(columns=columns, frame=frame))
+
+
 def test_png_group_column(table):
     frame, columns = table
     result = run("png", MethodInput(columns=columns, frame=frame), columns=["education", "sex"],

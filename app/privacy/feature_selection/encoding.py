@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from app.privacy.data import ColumnInfo
+from app.privacy.data import ColumnInfo, first_shared_name
 from app.privacy.registry import MethodInputError
 
 MISSING = "<missing>"
@@ -113,8 +113,12 @@ def encode(frame: pd.DataFrame, columns: list[ColumnInfo], attributes: list[str]
                 f"the one-hot encoding exceeds {MAX_INDICATORS} indicators at column {attr!r} "
                 f"({len(indicator_names)} indicators); leave high-cardinality columns out of "
                 "quasi_identifiers or lower bins")
-    if len(set(names)) != len(names):
-        raise MethodInputError("two indicators got the same name (attribute=value); rename the "
-                               "columns so that no column name contains '='")
+    shared = first_shared_name(names, owners)
+    if shared and shared[0] == shared[1]:  # it said to rename columns holding '=' when none did
+        raise MethodInputError(f"column {shared[0]!r} holds a value spelled {MISSING!r}, the name of "
+                               "its missing cells' indicator: rename that value")
+    if shared:
+        raise MethodInputError(f"columns {shared[0]!r} and {shared[1]!r} give indicators of the same "
+                               "name (attribute=value): rename a column so that no column name contains '='")
     matrix = np.hstack(blocks) if blocks else np.zeros((len(frame), 0), dtype=np.uint8)
     return BinaryFeatures(names=names, attributes=owners, matrix=matrix, encoding=encoding)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from app.privacy.data import ColumnInfo, TransactionData
+from app.privacy.data import ColumnInfo, TransactionData, first_shared_name
 from app.privacy.registry import MethodInputError
 
 MAX_VALUES_PER_COLUMN = 1000  # one-hot items of one column; beyond that, generalize first
@@ -108,6 +108,10 @@ def one_hot(frame: pd.DataFrame, columns: list[ColumnInfo], chosen: list[str], b
         details[name] = {"encoding": how, "items": len(values)}
         code_columns.append(np.where(codes >= 0, codes + len(labels), -1))
         labels.extend(f"{name}={v}" for v in values)
+    shared = first_shared_name(labels, [n for n in chosen for _ in range(details[n]["items"])])
+    if shared:  # the release would publish one item label for two items: neither can be read
+        raise MethodInputError(f"columns {shared[0]!r} and {shared[1]!r} give items of the same name "
+                               "(column=value): rename a column so that no column name contains '='")
     stacked = np.stack(code_columns, axis=1)  # (n, c); -1 = missing cell, no item
     present = stacked >= 0
     indptr = np.concatenate([[0], np.cumsum(present.sum(axis=1))]).astype(np.int64)
