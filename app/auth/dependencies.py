@@ -8,7 +8,7 @@ from fastapi.security import HTTPBearer
 from app.auth.schemas import Principal, Role
 from app.auth.service import authenticate
 from app.deps import SessionDep
-from app.errors import Forbidden
+from app.errors import Forbidden, Unauthorized
 
 
 class BearerKey(HTTPBearer):
@@ -17,7 +17,11 @@ class BearerKey(HTTPBearer):
     which words its own 401s (FastAPI's HTTPBearer would answer its own, differently)."""
 
     async def __call__(self, request: Request) -> str | None:  # type: ignore[override]
-        return request.headers.get("authorization")
+        given = request.headers.getlist("authorization")
+        if len(given) > 1:  # a singleton field (RFC 9110): which one counts is ambiguous
+            raise Unauthorized(f"send one Authorization header; this request has {len(given)}",
+                               headers={"WWW-Authenticate": "Bearer"})
+        return given[0] if given else None
 
 
 bearer_key = BearerKey(scheme_name="apiKey", bearerFormat="veil_<prefix>_<secret>", auto_error=False,

@@ -158,3 +158,18 @@ def test_a_non_admin_naming_another_tenant_is_refused_not_given_its_own(client, 
     admin = make_key("admin")
     events = client.get("/v1/audit", headers=auth(admin), params={"tenant": own}).json()["items"]
     assert events and {e["tenant"] for e in events} == {own}
+
+
+def test_two_authorization_headers_are_refused_whichever_comes_first(client, make_key):
+    """The first of two Authorization headers was used and the second ignored (security
+    acceptance check): a proxy or client adding its own could make the key that counts
+    depend on header order."""
+    owner = make_key("owner")
+    key = owner["Authorization"]
+    for pair in ([("Authorization", key), ("Authorization", "Bearer veil_x_wrong")],
+                 [("Authorization", "Bearer veil_x_wrong"), ("Authorization", key)],
+                 [("Authorization", key), ("Authorization", key)]):
+        r = client.get("/v1/datasets", headers=pair)
+        assert_problem(r, 401, "send one Authorization header; this request has 2")
+        assert r.headers["www-authenticate"] == "Bearer"
+    assert client.get("/v1/datasets", headers={"Authorization": key}).status_code == 200
