@@ -4,6 +4,7 @@ numeric bounds, declared categories)."""
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any, Literal
 
 import numpy as np
@@ -59,6 +60,9 @@ def schema_json(raw: str | bytes, what: str) -> Any:
     except RecursionError:
         raise Unprocessable(f"{what} nests arrays or objects too deeply: an overrides map is "
                             f"{BARE_OR_WRAPPED}") from None
+    except ValueError:  # the only other: an integer of more digits than Python converts (4,300)
+        raise Unprocessable(f"{what} holds an integer of more than {sys.get_int_max_str_digits()} "
+                            "digits") from None
 
 
 def schema_update_from(data: Any, what: str) -> SchemaUpdate:
