@@ -146,7 +146,7 @@ def put_schema(dataset_id: DatasetId, principal: OwnerPrincipal,  # the key is c
     return Dataset(**service.update_schema(session, principal, dataset_id, body))
 
 
-@router.put("/{dataset_id}/hierarchies/{column}", response_model=Hierarchy,
+@router.put("/{dataset_id}/hierarchies/{column:path}", response_model=Hierarchy,
             responses=problem_responses(401, 403, 404, 408, 413, 415, 422, 503),
             openapi_extra={"requestBody": {"required": True, "content": {
                 "text/csv": {"schema": {"type": "string"}},
@@ -173,7 +173,7 @@ async def put_hierarchy(dataset_id: DatasetId, column: HierarchyColumn, request:
                                                dataset_id, column, text))
 
 
-@router.get("/{dataset_id}/hierarchies/{column}", response_class=PlainTextResponse,
+@router.get("/{dataset_id}/hierarchies/{column:path}", response_class=PlainTextResponse,
             responses={200: {"description": "the hierarchy as uploaded (ARX CSV)",
                              "content": {"text/csv": {"schema": {"type": "string"}}}},
                        **problem_responses(401, 403, 404, 422, 503)})

@@ -234,6 +234,18 @@ def test_schema_put_takes_the_bare_map_like_the_upload_field(client, owner):
     assert {c["name"]: c for c in after["columns"]}["age"]["bounds"] == [0, 120]  # refusals change nothing
 
 
+def test_a_column_name_with_a_slash_takes_a_hierarchy(client, owner):
+    """A column named 'a/b' was accepted at upload, but PUT …/hierarchies/a%2Fb answered 404
+    'no resource' (the decoded slash split the path; the #7 acceptance check)."""
+    ds = upload(client, owner, b"a/b,c\nu,1\nv,2\nw,3\n", "slash.csv").json()
+    url = f"/v1/datasets/{ds['id']}/hierarchies/a%2Fb"
+    hier = "u;uv;*\nv;uv;*\nw;w;*\n"
+    r = client.put(url, headers={**auth(owner), "Content-Type": "text/csv"}, content=hier)
+    assert r.status_code == 200, r.text
+    assert r.json()["column"] == "a/b"
+    assert client.get(url, headers=auth(owner)).text == hier
+
+
 def test_hierarchy_upload_validates_against_the_data(client, owner, make_key, adult_path):
     ds = upload(client, owner, adult_path, "adult.csv").json()
     hier = (adult_path.parent / "hierarchies" / "race.csv").read_text()
