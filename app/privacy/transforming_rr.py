@@ -261,6 +261,10 @@ def _too_far(name: str, blame_b: bool) -> MethodInputError:
 
 def _check_reach(name: str, x_max: float, a_max: float, b_max: float) -> None:
     """MethodInputError unless |a·x + b| ≤ |a|·|x| + |b| stays within MAX_PUBLISHED."""
+    if MIN_A_MEAN * x_max > MAX_PUBLISHED:  # "lower |a_mean|" was advice no allowed a_mean could follow
+        raise MethodInputError(f"column {name!r} holds values too large for trr: even |a_mean| = "
+                               f"{MIN_A_MEAN:.0e} would publish beyond ±{MAX_PUBLISHED:.0e}; rescale the "
+                               "column or leave it out of 'columns'")
     if a_max * x_max + b_max > MAX_PUBLISHED:
         raise _too_far(name, blame_b=b_max > MAX_PUBLISHED / 2)
 

@@ -184,6 +184,18 @@ def test_reach_of_the_transform_is_checked_on_declared_bounds_and_on_the_data():
         run_trr(MethodInput(columns=[ColumnInfo("x", "numeric")], frame=inf_frame), TrrParams(), ctx())
 
 
+def test_a_column_no_allowed_a_can_scale_is_told_to_be_left_out():
+    """A legal 1e300 was refused with 'lower |a_mean| or a_var', which no allowed a_mean (≥ 1e-9)
+    can follow (the #7 acceptance check)."""
+    frame = pd.DataFrame({"x": [1.0, 1e300, 2.0], "y": [1.0, 2.0, 3.0]})
+    cols = [ColumnInfo("x", "numeric"), ColumnInfo("y", "numeric")]
+    with pytest.raises(MethodInputError, match="column 'x' holds values too large for trr: .*leave it out"):
+        run_trr(MethodInput(columns=cols, frame=frame), TrrParams(), ctx())
+    with pytest.raises(MethodInputError, match="column 'x' holds values too large for trr"):
+        get("trr").validate_against(TrrParams(), [ColumnInfo("x", "numeric", bounds=(0.0, 1e300))], None)
+    assert run_trr(MethodInput(columns=cols, frame=frame), TrrParams(columns=["y"]), ctx()).frame["x"][1] == 1e300
+
+
 def test_trr_on_an_errph_release_carries_both_steps():
     rng = np.random.default_rng(5)
     frame = pd.DataFrame({"c": rng.choice(["a", "b", "c"], 20_000, p=[0.5, 0.3, 0.2]),
