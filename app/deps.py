@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 from collections.abc import AsyncIterator
 from typing import Annotated
 
 import anyio.to_thread
-from fastapi import Depends, Request
+from fastapi import Depends, HTTPException, Request
 from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 from sqlalchemy.exc import OperationalError, InterfaceError
@@ -79,6 +80,43 @@ class OffLoopRoute(APIRoute):
 
     def __init__(self, path: str, endpoint, **kwargs) -> None:
         super().__init__(path, _off_loop(endpoint), **kwargs)
+
+    def get_route_handler(self):
+        handler = super().get_route_handler()
+
+        async def with_strict_json(request: Request):
+            return await handler(StrictJsonRequest(request.scope, request.receive))
+
+        return with_strict_json
+
+
+class StrictJsonRequest(Request):
+    """A JSON body that names a key twice in one object is refused: the parser kept the last
+    value silently, so ``{"method": "errph", …, "method": "warner"}`` ran warner and a
+    budget PUT with two totals set the second."""
+
+    async def json(self):
+        if not hasattr(self, "_json"):
+            try:
+                self._json = json.loads(await self.body(), object_pairs_hook=_unique_keys)
+            except _RepeatedKey as e:
+                raise HTTPException(422, f"the body is not valid JSON for Veil: the key {e.key!r} "
+                                    "appears twice in one object") from None
+        return self._json
+
+
+class _RepeatedKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    out = dict(pairs)
+    if len(out) < len(pairs):
+        seen: set[str] = set()
+        raise _RepeatedKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return out
 
 
 def _off_loop(endpoint):

@@ -212,6 +212,8 @@ def create_app() -> FastAPI:
             # body declares 422: answer alike.
             return _problem(Unprocessable(f"the request body cannot be parsed: {detail}"), request)
         headers = getattr(exc, "headers", None)
+        if exc.status_code == 422:  # raised before validation (deps.StrictJsonRequest)
+            return _problem(Unprocessable(detail, headers=headers), request)
         if exc.status_code == 404:
             path = request.url.path
             if detail == "Not Found":  # no route. No slash redirect: a 307 to http:// breaks behind TLS

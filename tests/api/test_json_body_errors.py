@@ -33,3 +33,24 @@ def test_a_405_names_the_method_and_what_the_path_takes(client, owner):
     assert r.headers["allow"] == "GET, HEAD"
     assert_problem(client.put("/v1/jobs", headers=auth(owner)), 405, "PUT is not allowed on /v1/jobs", "GET, HEAD, POST")
     assert client.put("/v1/jobs", headers=auth(owner)).headers["allow"] == "GET, HEAD, POST"
+
+
+def test_a_key_given_twice_in_one_object_is_refused(client, owner):
+    """The parser kept the last value silently: a job naming `method` twice ran the second
+    method, a budget PUT with two totals set the second (security acceptance check)."""
+    ds = upload(client, owner, b"a,b\n1,x\n2,y\n", "j.csv").json()
+    json_h = {**auth(owner), "Content-Type": "application/json"}
+    body = (f'{{"dataset_id": "{ds["id"]}", "method": "errph", "params": {{"p0": 0.5}}, '
+            '"method": "warner"}').encode()
+    assert_problem(client.post("/v1/jobs", content=body, headers=json_h), 422,
+                   "the key 'method' appears twice in one object")
+    assert client.get("/v1/jobs", headers=auth(owner)).json()["items"] == []
+    nested = f'{{"dataset_id": "{ds["id"]}", "method": "errph", "params": {{"p0": 0.5, "p0": 0.9}}}}'
+    assert_problem(client.post("/v1/jobs", content=nested.encode(), headers=json_h), 422, "'p0' appears twice")
+    budget = client.put(f"/v1/datasets/{ds['id']}/budget", content=b'{"epsilon_total": 1, "epsilon_total": 2}',
+                        headers=json_h)
+    assert_problem(budget, 422, "'epsilon_total' appears twice")
+    # the same key in two different objects is fine
+    ok = client.put(f"/v1/datasets/{ds['id']}/schema", headers=json_h,
+                    content=b'{"a": {"role": "insensitive"}, "b": {"role": "insensitive"}}')
+    assert ok.status_code == 200, ok.text
