@@ -312,6 +312,8 @@ def _read_jsonl(path: Path, limits: Limits) -> pa.Table:
 
 def _jsonl_problem(message: str) -> Unprocessable:
     """The reader's message names a column (a JSON pointer) and a row, never a value."""
+    if "straddling" in message:  # a line across more than one of the reader's blocks
+        return Unprocessable(f"unparsable JSON Lines: a line is longer than {_BLOCK // (1024 * 1024)} MiB")
     match = re.search(r"[Rr]ow #?(\d+)", message)
     where = f" at row {int(match.group(1)) + 1}" if match else ""
     column = re.search(r"Column\(/(.*)\) (?:changed from (\w+) to (\w+)|was specified twice) in row", message)

@@ -16,6 +16,8 @@ from tests.support.api import assert_problem, upload
     (b'{"a":1,"a":2}\n', ("at row 1", "the key 'a' appears twice")),
     (b'{"a":1}\n{"a":1e400}\n', ("at row 2", "a number is beyond")),
     (b'{"a":1}\n[1, 2]\n', ("at row 2", "every line must be one JSON object")),
+    # #7 acceptance check: a 9 MiB cell was "every line must be one JSON object with scalar values"
+    (b'{"a":1,"b":"' + b"Zorro" * ((9 << 20) // 5) + b'"}\n{"a":2,"b":"y"}\n', ("a line is longer than 4 MiB",)),
 ])
 def test_jsonl_problems_are_named(client, owner, data, fragments):
     body = assert_problem(upload(client, owner, data, "j.jsonl"), 422, *fragments)
