@@ -127,10 +127,19 @@ def label_codes(series: pd.Series, labels: tuple[str, ...] | list[str]) -> np.nd
     return _label_table(values, labels)[codes]  # code -1 (missing) takes the last entry
 
 
+# The spellings an upload reads as booleans (app/datasets/schema.py): a raw record copied from
+# the uploaded file ("true", "yes", 1) named no label of a boolean column, whose labels are
+# "True" and "False", and was scored as unreadable (the #7 acceptance check).
+BOOLEAN_SPELLINGS = {**dict.fromkeys(("true", "1", "yes", "y", "t"), "True"),
+                     **dict.fromkeys(("false", "0", "no", "n", "f"), "False")}
+
+
 def _lookup(pos: dict[str, int], value: Any) -> int:
     found = pos.get(label_of(value))
     if found is None and isinstance(value, (float, np.floating)) and float(value).is_integer():
         found = pos.get(str(int(value)))  # an integer category read back as a float
+    if found is None and isinstance(value, (str, int, np.integer)) and "True" in pos and "False" in pos:
+        found = pos.get(BOOLEAN_SPELLINGS.get(str(value).strip().lower(), ""))
     return -2 if found is None else found
 
 

@@ -167,6 +167,24 @@ def test_an_all_missing_feature_is_named_not_a_math_domain_error():
     assert run_ppnb_train(rel, PPNBParams(label="y", features=["c", "x"]), ctx()).metadata["features"] == ["c", "x"]
 
 
+def test_a_boolean_feature_reads_the_spellings_an_upload_reads():
+    """A raw record of the uploaded file's own spelling ('true', 1, 'yes') was unreadable for a
+    boolean feature, whose labels are 'True'/'False' (the #7 acceptance check)."""
+    rng = np.random.default_rng(3)
+    b = rng.random(400) < 0.5
+    frame = pd.DataFrame({"b": b, "y": np.where(b ^ (rng.random(400) < 0.1), "p", "q")})
+    columns = [ColumnInfo("b", "boolean", distinct=2), ColumnInfo("y", "categorical", role="label", distinct=2)]
+    data = MethodInput(columns=columns, frame=frame)
+    e = ErrphParams(p0=0.8)
+    model = run_ppnb_train(as_release_input(data, run_errph(data, e, ctx()), "errph", e),
+                           PPNBParams(label="y"), ctx()).model
+    spelled = pd.DataFrame({"b": [True, "true", " YES", 1, "t", False, "false", "No", 0, "f"]})
+    assert not model.unreadable(spelled)
+    proba = model.predict_proba(spelled)
+    assert np.allclose(proba[1:5], proba[0]) and np.allclose(proba[6:], proba[5])
+    assert list(model.unreadable(pd.DataFrame({"b": ["maybe"]}))) == ["b"]
+
+
 # ------------------------------------------------------------------------------------ DTPD
 def test_dtpd_count_reconstruction_is_unbiased():
     rng = np.random.default_rng(4)
