@@ -47,6 +47,10 @@ HierarchyColumn = Annotated[str, Path(description="the column the hierarchy gene
 PageSize = Annotated[int, Query(ge=1, le=200, description="items per page (the last page may have fewer)")]
 TableFormat = Annotated[Literal["csv", "jsonl", "parquet"],
                         Query(description="csv, jsonl (JSON Lines) or parquet; the Content-Type follows")]
+SpreadsheetSafe = Annotated[bool, Query(
+    description="csv only: a text cell starting with =, +, -, @, a tab or a carriage return gets a "
+    "leading ' so a spreadsheet shows it instead of running it as a formula (OWASP's CSV "
+    "injection advice); the cells then differ from the data, so it is off by default")]
 IdempotencyKey = Annotated[str | None, Header(
     min_length=1, max_length=200, description="a retry with the same key and the same request answers the original "
     "(200) instead of creating another; the same key with another request is a 409")]

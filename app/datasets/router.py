@@ -16,7 +16,7 @@ from app.datasets.schemas import Dataset, DatasetPage, Hierarchy, Profile, Synth
 from app.deps import OffLoopRoute, SessionDep
 from app.errors import Unprocessable, UnsupportedMediaType, problem_responses
 from app.openapi_parts import (MEDIA_BY_FORMAT, Cursor, DatasetId, HierarchyColumn, IdempotencyKey, PageSize,
-                               TableFormat, table_content)
+                               SpreadsheetSafe, TableFormat, table_content)
 
 router = APIRouter(prefix="/v1/datasets", tags=["datasets"], route_class=OffLoopRoute)
 FORM_MEDIA = ("multipart/form-data", "application/x-www-form-urlencoded")
@@ -105,9 +105,10 @@ def get_dataset(dataset_id: DatasetId, principal: OwnerPrincipal, session: Sessi
             responses={200: {"description": "the raw rows", "content": table_content()},
                 **problem_responses(401, 403, 404, 422, 503)})
 def download_dataset(dataset_id: DatasetId, principal: OwnerPrincipal, session: SessionDep,
-                     format: TableFormat = "csv") -> StreamingResponse:
+                     format: TableFormat = "csv", spreadsheet_safe: SpreadsheetSafe = False
+                     ) -> StreamingResponse:
     """The raw data as stored (owners only; every download is audited)."""
-    return StreamingResponse(service.download(session, principal, dataset_id, format),
+    return StreamingResponse(service.download(session, principal, dataset_id, format, spreadsheet_safe),
                              media_type=MEDIA_BY_FORMAT[format],
                              headers={"Content-Disposition": f'attachment; filename="dataset-{dataset_id}.{format}"'})
 

@@ -173,15 +173,18 @@ def load(session: Session, row) -> pd.DataFrame | TransactionData:
     return codec.parquet_to_table(data)
 
 
-def download(session: Session, principal: Principal, dataset_id: uuid.UUID, fmt: str):
+def download(session: Session, principal: Principal, dataset_id: uuid.UUID, fmt: str,
+             spreadsheet_safe: bool = False):
     """The raw data (owners only), audited like a release download."""
-    from app.releases.service import encode_table
+    from app.releases.service import check_spreadsheet_safe, download_details, encode_table
 
+    check_spreadsheet_safe(fmt, spreadsheet_safe)
     row = get_row(session, principal, dataset_id, live=True)
     payload = blobs.read(session, row["blob_id"])
     record(session, tenant=principal.tenant, actor=principal.actor, action="dataset.downloaded",
-           subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id, details={"format": fmt})
-    return encode_table(payload, row["shape"], fmt)
+           subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id,
+           details=download_details(fmt, spreadsheet_safe))
+    return encode_table(payload, row["shape"], fmt, spreadsheet_safe)
 
 
 def update_schema(session: Session, principal: Principal, dataset_id: uuid.UUID,

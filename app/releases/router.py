@@ -10,7 +10,8 @@ from pydantic import AfterValidator
 from app.auth.dependencies import ReaderPrincipal
 from app.deps import OffLoopRoute, SessionDep, known_method
 from app.errors import problem_responses
-from app.openapi_parts import MEDIA_BY_FORMAT, Cursor, PageSize, ReleaseId, TableFormat, table_content
+from app.openapi_parts import (MEDIA_BY_FORMAT, Cursor, PageSize, ReleaseId, SpreadsheetSafe, TableFormat,
+                               table_content)
 from app.releases import service
 from app.releases.schemas import Release, ReleasePage
 
@@ -37,8 +38,9 @@ def get_release(release_id: ReleaseId, principal: ReaderPrincipal, session: Sess
             responses={200: {"description": "the release's rows", "content": table_content()},
                 **problem_responses(401, 403, 404, 422, 503)})
 def download_release(release_id: ReleaseId, principal: ReaderPrincipal, session: SessionDep,
-                     format: TableFormat = "csv") -> StreamingResponse:
+                     format: TableFormat = "csv", spreadsheet_safe: SpreadsheetSafe = False
+                     ) -> StreamingResponse:
     """Stream the release's rows as CSV, JSON Lines or Parquet."""
-    body = service.download(session, principal, release_id, format)
+    body = service.download(session, principal, release_id, format, spreadsheet_safe)
     return StreamingResponse(body, media_type=MEDIA_BY_FORMAT[format], headers={
         "Content-Disposition": f'attachment; filename="release-{release_id}.{format}"'})
