@@ -11,12 +11,13 @@ from typing import Annotated
 import anyio.to_thread
 from fastapi import Depends, HTTPException, Request
 from fastapi.routing import APIRoute
+from fastapi.security.base import SecurityBase
 from starlette.concurrency import run_in_threadpool
 from sqlalchemy.exc import OperationalError, InterfaceError
 from sqlalchemy.orm import Session
 
 from app.db import _sessionmaker
-from app.errors import ServiceUnavailable, Unprocessable
+from app.errors import ServiceUnavailable, Unauthorized, Unprocessable
 
 
 async def get_session() -> AsyncIterator[Session]:
@@ -83,11 +84,20 @@ class OffLoopRoute(APIRoute):
 
     def get_route_handler(self):
         handler = super().get_route_handler()
+        needs_key = self.body_field is not None and _needs_key(self.dependant)
 
         async def with_strict_json(request: Request):
+            if needs_key and "authorization" not in request.headers:
+                # before the body is read: FastAPI parses it before any dependency runs, so
+                # a caller without a key got the body's 422 and could make it parse 32 MiB
+                raise Unauthorized.missing_key()
             return await handler(StrictJsonRequest(request.scope, request.receive))
 
         return with_strict_json
+
+
+def _needs_key(dependant) -> bool:
+    return isinstance(dependant.call, SecurityBase) or any(_needs_key(d) for d in dependant.dependencies)
 
 
 class StrictJsonRequest(Request):

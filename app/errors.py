@@ -49,6 +49,11 @@ class BadRequest(VeilError):
 class Unauthorized(VeilError):
     status, title, slug = 401, "Unauthorized", "unauthorized"
 
+    @classmethod
+    def missing_key(cls) -> Unauthorized:
+        return cls("missing API key: send 'Authorization: Bearer <key>'",
+                   headers={"WWW-Authenticate": "Bearer"})
+
 
 class Forbidden(VeilError):
     status, title, slug = 403, "Forbidden", "forbidden"

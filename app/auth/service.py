@@ -56,8 +56,7 @@ def ensure_key(session: Session, *, tenant: str, role: Role, key: str) -> None:
 
 def authenticate(session: Session, authorization: str | None) -> Principal:
     if not authorization:
-        raise Unauthorized("missing API key: send 'Authorization: Bearer <key>'",
-                           headers={"WWW-Authenticate": "Bearer"})
+        raise Unauthorized.missing_key()
     scheme, _, key = authorization.partition(" ")
     key = key.strip()
     row = _row_of(session, key) if scheme.lower() == "bearer" else None

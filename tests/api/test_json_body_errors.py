@@ -54,3 +54,13 @@ def test_a_key_given_twice_in_one_object_is_refused(client, owner):
     ok = client.put(f"/v1/datasets/{ds['id']}/schema", headers=json_h,
                     content=b'{"a": {"role": "insensitive"}, "b": {"role": "insensitive"}}')
     assert ok.status_code == 200, ok.text
+
+
+@pytest.mark.parametrize("body", [b"{not json", b'{"a": 1, "a": 2}', b"[" * 10])
+def test_a_body_without_a_key_is_a_401_before_it_is_read(client, body):
+    """FastAPI parses the body before any dependency: a malformed body without a key got the
+    parser's 422 (and a caller without a key could make the API parse 32 MiB; #7 check)."""
+    for method, path in (("POST", "/v1/jobs"), ("PUT", "/v1/datasets/00000000-0000-0000-0000-000000000000/budget")):
+        r = client.request(method, path, content=body, headers={"Content-Type": "application/json"})
+        assert_problem(r, 401, "missing API key")
+    assert client.get("/v1/methods").status_code == 200  # public routes need no key
