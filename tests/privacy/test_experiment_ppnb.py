@@ -57,3 +57,13 @@ def test_cut_points_separate_the_classes():
 def test_bad_grid_is_rejected():
     with pytest.raises(ValueError, match="not 0.5"):
         ExperimentPPNBParams(p0_grid=[0.5])
+
+
+@pytest.mark.parametrize("field, value", [("seeds", [-1]), ("seeds", [2**40]), ("train_sizes", [10**12]),
+                                          ("train_sizes", [49])])
+def test_seeds_and_training_sizes_are_bounded(field, value):
+    """Unbounded lists (#7 acceptance check): a negative seed reached numpy in the job, a
+    training size of 10^12 was accepted. Both are 422s naming the field now."""
+    from pydantic import ValidationError
+    with pytest.raises(ValidationError, match=field):
+        ExperimentPPNBParams(**{field: value})

@@ -40,3 +40,13 @@ def test_small_experiment_report():
     amp = report.tables["amplification"].set_index("scheme")["1/E[(2p-1)^4]"]
     assert amp["PN/g"] < amp["MASK"] < amp["MASK at equal ε"]
     assert report.data["tables"]["datasets"][0]["true_frequent_itemsets"] > 100
+
+
+def test_group_sizes_are_bounded():
+    """A group size of 10^12 was accepted (#7 acceptance check): one group, a typo's result."""
+    import pytest
+    from pydantic import ValidationError
+    for bad in ({"group_size": 10**12}, {"group_sizes": [2, 10**12]}, {"group_sizes": [0]}):
+        with pytest.raises(ValidationError, match="group_size"):
+            ExperimentItemsetsParams(**bad)
+    assert ExperimentItemsetsParams(group_sizes=[2, "n/5"]).group_sizes == [2, "n/5"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -49,10 +49,12 @@ class ExperimentItemsetsParams(Params):
     minsup: dict[str, float] | None = Field(
         None, description="minimum support per dataset (default mushroom 0.3, chess 0.85, "
         "retail 0.01, adult 0.2)")
-    group_sizes: list[int | Literal["n/5"]] = Field([2, 100, "n/5"], min_length=1, max_length=6)
+    # bounded (no dataset here comes near 10^9 rows: a larger size is one group, i.e. a typo)
+    group_sizes: list[Annotated[int, Field(ge=1, le=10**9)] | Literal["n/5"]] = Field(
+        [2, 100, "n/5"], min_length=1, max_length=6)
     grouping_ps: list[float] = Field([0.8, 0.9], min_length=1, max_length=4,
                                      description="mean p of the PN/g designs in the grouping comparison")
-    group_size: int = Field(100, ge=1, description="PN/g group size in the error-vs-p comparison")
+    group_size: int = Field(100, ge=1, le=10**9, description="PN/g group size in the error-vs-p comparison")
     retail_top_items: int = Field(100, ge=10, le=1000, description="retail: keep its N most frequent items")
     pruning_max_len: int = Field(3, ge=1, le=3, description="pruning study: every itemset up to this size")
 
