@@ -38,6 +38,7 @@ class ResolvedInput:
     shape: str | None
     columns: list[dict[str, Any]]
     source: SourceRelease | None
+    rows: int | None = None
 
 
 def source_of(release_row) -> SourceRelease:
@@ -77,20 +78,20 @@ def _resolve(session: Session, principal: Principal, spec: registry.MethodSpec, 
     if not given:
         if registry.Source.none not in spec.sources:
             raise Unprocessable(f"method {spec.name!r} needs a dataset_id or a release_id")
-        return ResolvedInput(None, None, None, [], None)
+        return ResolvedInput(None, None, None, [], None, None)
     if req.dataset_id is not None:
         if registry.Source.dataset not in spec.sources:
             raise Unprocessable(_wrong_input(spec))
         if principal.role != Role.owner:
             raise Forbidden("only owners may run jobs on raw datasets")
         row = datasets.get_row(session, principal, req.dataset_id, live=True)
-        return ResolvedInput(row["id"], None, row["shape"], row["columns"], None)
+        return ResolvedInput(row["id"], None, row["shape"], row["columns"], None, row["rows"])
     if registry.Source.release not in spec.sources:
         raise Unprocessable(_wrong_input(spec))
     row = releases.get(session, req.release_id, principal.tenant)
     if row is None:
         raise NotFound(f"release {req.release_id} not found")
-    return ResolvedInput(row["dataset_id"], row["id"], row["shape"], row["columns"], source_of(row))
+    return ResolvedInput(row["dataset_id"], row["id"], row["shape"], row["columns"], source_of(row), row["rows"])
 
 
 def _request_hash(req) -> str:
@@ -124,9 +125,9 @@ def submit(session: Session, principal: Principal, req, idempotency_key: str | N
         raise Unprocessable(f"'{table_only[0]}' applies to tabular datasets; this input is a transaction file",
                             errors=[{"loc": ["body", "params", name], "msg": "applies to tabular datasets only",
                                      "type": "tables_only"} for name in table_only])
-    infos = column_infos(resolved.columns) if resolved.shape == "table" else column_infos(resolved.columns)
+    infos = column_infos(resolved.columns)
     try:
-        spec.validate_against(req.params, infos, resolved.source)
+        spec.validate_against(req.params, infos, resolved.source, resolved.rows)
         epsilon = spec.epsilon_cost(req.params, infos) if resolved.dataset_id else None
         covered_by = covering_dp_release(resolved.source) if epsilon is not None else None
         if covered_by is not None:  # post-processing of a central-DP release: nothing to debit

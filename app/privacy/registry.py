@@ -120,6 +120,9 @@ class MethodSpec:
     epsilon: Callable[[Any, list[ColumnInfo]], float | None] | None = None
     # Checks the params against the input's schema before a job is accepted (no data read).
     check: Callable[[Any, list[ColumnInfo], SourceRelease | None], None] | None = None
+    # Checks the params against the input's record count (also known before any data is read):
+    # a k above it is a 422 at submission, not a job that fails.
+    check_rows: Callable[[Any, int], None] | None = None
     produces_randomness: bool = True  # draws privacy-producing noise: no seed outside test mode
     docs: str = ""  # relative path of the method's doc page
     extra: dict[str, Any] = field(default_factory=dict)
@@ -131,9 +134,11 @@ class MethodSpec:
         return None if cost is None else float(cost)
 
     def validate_against(self, params: Any, columns: list[ColumnInfo],
-                         source: SourceRelease | None) -> None:
+                         source: SourceRelease | None, rows: int | None = None) -> None:
         if self.check is not None:
             self.check(params, columns, source)
+        if self.check_rows is not None and rows is not None:
+            self.check_rows(params, rows)
 
 
 _REGISTRY: dict[str, MethodSpec] = {}
@@ -182,6 +187,12 @@ def get(name: str) -> MethodSpec | None:
 
 def all_methods() -> list[MethodSpec]:
     return sorted(load_all().values(), key=lambda s: (s.kind, s.family, s.name))
+
+
+def at_least_k_records(params: Any, rows: int) -> None:
+    """A k-anonymous output needs k records at least (records dropped later only lower it)."""
+    if rows < params.k:
+        raise MethodInputError(f"the input has {rows} records, fewer than k = {params.k}")
 
 
 def finite_or_none(x: float) -> float | None:

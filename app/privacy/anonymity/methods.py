@@ -19,7 +19,7 @@ from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.guarantees import guarantee
 from app.privacy.registry import (
-    Kind, MethodInputError, MethodSpec, Params, Source, register, require_declared_classes,
+    Kind, MethodInputError, at_least_k_records, MethodSpec, Params, Source, register, require_declared_classes,
 )
 from app.privacy.results import ReleaseResult, ReportResult, render_figure
 
@@ -219,6 +219,7 @@ register(MethodSpec(
           "Kohlmayer et al., Flash (2012); spec 04 §1",
     run=run_kanonymity,
     check=_check_kanonymity,
+    check_rows=at_least_k_records,
     produces_randomness=False,
     docs="docs/methods/kanonymity.md",
 ))
@@ -446,6 +447,7 @@ register(MethodSpec(
     paper="Zhai, Chen, Zhang, Pei & Ma, RFK-anonymity (seed 003); spec 04 §2",
     run=run_rfk,
     check=_check_rfk,
+    check_rows=at_least_k_records,
     produces_randomness=False,
     docs="docs/methods/rfk_anonymity.md",
 ))

@@ -27,7 +27,7 @@ from app.privacy.feature_selection.selection import (
 )
 from app.privacy.guarantees import guarantee
 from app.privacy.registry import (
-    Kind, MethodInputError, MethodSpec, Params, register, no_repeats, require_declared_classes,
+    Kind, MethodInputError, at_least_k_records, MethodSpec, Params, register, no_repeats, require_declared_classes,
 )
 from app.privacy.results import ReleaseResult
 
@@ -410,6 +410,7 @@ register(MethodSpec(
     paper=SEED_004,
     run=run_rfka,
     check=_check,
+    check_rows=at_least_k_records,
     produces_randomness=False,  # the forest's randomness is not what protects anyone
     docs="docs/methods/rfka.md",
 ))
@@ -426,6 +427,7 @@ register(MethodSpec(
     paper=GREEDY_HAMDIST,
     run=run_hamdist,
     check=_check_hamdist,
+    check_rows=at_least_k_records,
     produces_randomness=False,
     docs="docs/methods/hamdist.md",
 ))
