@@ -264,7 +264,7 @@ def create_app() -> FastAPI:
     uploads = min(settings.max_concurrent_uploads, UPLOAD_CONNECTIONS)
     app.add_middleware(InFlightLimit, limit=POOL_SIZE + POOL_OVERFLOW - uploads, upload_limit=uploads)
     app.add_middleware(BodyLimit, upload_limit=settings.max_upload_bytes,
-                       default_limit=max(settings.max_hierarchy_bytes, 32 * 1024 * 1024),
+                       default_limit=32 * 1024 * 1024, hierarchy_limit=settings.max_hierarchy_bytes,
                        idle_timeout_s=settings.body_idle_timeout_s)
     app.add_middleware(HeadAsGet)
     app.add_middleware(RequestContext)

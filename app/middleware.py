@@ -102,15 +102,19 @@ class BodyLimit:
     body passes the limit (the client gets 413 problem+json; the app sees a disconnect).
     A body that stalls for ``idle_timeout_s`` between two chunks gets 408 the same way."""
 
-    def __init__(self, app, upload_limit: int, default_limit: int, idle_timeout_s: float = 30.0) -> None:
+    def __init__(self, app, upload_limit: int, default_limit: int, idle_timeout_s: float = 30.0,
+                 hierarchy_limit: int | None = None) -> None:
         self.app = app
         self.upload_limit = upload_limit
         self.default_limit = default_limit
+        self.hierarchy_limit = default_limit if hierarchy_limit is None else hierarchy_limit
         self.idle_timeout_s = idle_timeout_s
 
     def _limit(self, scope) -> int:
         if scope["method"] == "POST" and scope["path"].rstrip("/") == "/v1/datasets":
             return self.upload_limit
+        if is_upload(scope):  # a hierarchy file
+            return self.hierarchy_limit
         return self.default_limit
 
     async def __call__(self, scope, receive, send):

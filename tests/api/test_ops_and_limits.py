@@ -81,3 +81,24 @@ def test_owner_downloads_raw_data_and_it_is_audited(client, make_key):
     actions = [e["action"] for e in client.get("/v1/audit", headers=auth(owner),
                                                 params={"dataset_id": ds["id"]}).json()["items"]]
     assert "dataset.downloaded" in actions
+
+
+def test_hierarchy_files_have_their_own_limit(make_key, monkeypatch):
+    """VEIL_MAX_HIERARCHY_BYTES was documented and read but never applied: a hierarchy got the
+    general 32 MiB (security acceptance check)."""
+    from app.config import get_settings
+    from app.main import create_app
+
+    monkeypatch.setattr(get_settings(), "max_hierarchy_bytes", 1000)
+    small = TestClient(create_app(), raise_server_exceptions=False)
+    headers = make_key("owner")
+    ds = upload(small, headers, b"a,b\n1,x\n2,y\n", "h.csv").json()
+    url = f"/v1/datasets/{ds['id']}/hierarchies/b"
+    text_h = {**auth(headers), "Content-Type": "text/csv"}
+    big = b"x;*\ny;*\n" + b"".join(f"z{i};*\n".encode() for i in range(200))
+    assert_problem(small.put(url, content=big, headers=text_h), 413, "larger than the limit of 1000 bytes")
+    assert small.put(url, content=b"x;*\ny;*\n", headers=text_h).status_code == 200
+    # other bodies keep the general limit (this one is 2.4 kB)
+    domain = ["x", "y"] + [f"category-{i}" for i in range(200)]
+    r = small.put(f"/v1/datasets/{ds['id']}/schema", headers=auth(headers), json={"b": {"categories": domain}})
+    assert r.status_code == 200, r.text
