@@ -34,3 +34,14 @@ def test_a_release_input_is_checked_against_its_own_record_count(client, owner):
                    422, "fewer than k = 5")
     ok = submit(client, owner, "kanonymity", {"k": 4, "quasi_identifiers": ["age"]}, release_id=release)
     assert ok.status_code == 202, ok.text
+
+
+@pytest.mark.parametrize("method", ["mst", "aim", "dppro", "icahdp"])
+def test_a_one_record_table_is_refused_by_dp_releases_before_any_debit(client, owner, method):
+    """The job failed ('the table needs at least 2 records') after the debit and its refund,
+    and on a budgeted dataset the 409 came first (odd-datasets acceptance check)."""
+    ds = upload(client, owner, b"age,sex\n30,M\n", "one.csv",
+                schema={"age": {"bounds": [0, 100]}, "sex": {"categories": ["F", "M"]}}).json()
+    assert_problem(submit(client, owner, method, {"epsilon": 1.0}, dataset_id=ds["id"]), 422,
+                   "the table needs at least 2 records")
+    assert client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner)).json()["entry_count"] == 0

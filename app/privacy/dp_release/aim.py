@@ -41,7 +41,7 @@ from pydantic import Field
 
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
-from app.privacy.dp_release.common import require_rows
+from app.privacy.dp_release.common import at_least_two_records, require_rows
 from app.privacy.dp_release.marginals import (
     Column, SynthParams, build_columns, decode_frame, encode_frame, load_mbi,
     marginal, one_way_facts, one_way_rhos, sampler_random_source, release, synthetic_epsilon,
@@ -278,5 +278,6 @@ register(MethodSpec(
     run=run_aim,
     epsilon=synthetic_epsilon,
     check=_check,
+    check_rows=at_least_two_records,
     docs="docs/methods/aim.md",
 ))

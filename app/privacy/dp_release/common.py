@@ -86,6 +86,13 @@ def check_width(plans: list[ColumnPlan]) -> None:
                                "release fewer columns or columns with fewer categories")
 
 
+def at_least_two_records(params, rows: int) -> None:
+    """The registry's check_rows: known at submission, so a one-record input is a 422 before
+    any debit (on a budgeted dataset the 409 came first)."""
+    if rows < 2:
+        raise MethodInputError("the table needs at least 2 records")
+
+
 def require_rows(data: MethodInput) -> pd.DataFrame:
     frame = data.frame
     if frame is None:

@@ -24,8 +24,8 @@ from pydantic import Field
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.dp_release.common import (
-    MAX_EPSILON, NEIGHBOURING, TableParams, assemble, check_references, check_width, require_rows,
-    rng_statements,
+    MAX_EPSILON, NEIGHBOURING, TableParams, assemble, at_least_two_records, check_references, check_width,
+    require_rows, rng_statements,
 )
 from app.privacy.dp_release.encoding import Encoding, check_declared, inferred_warnings, plan_column
 from app.privacy.dp_release.feasibility import gaussian_feasible, require
@@ -130,5 +130,6 @@ register(MethodSpec(
     run=run_dppro,
     epsilon=dppro_epsilon,
     check=_check,
+    check_rows=at_least_two_records,
     docs="docs/methods/dppro.md",
 ))

@@ -31,8 +31,8 @@ from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.dp_release.budget import mean_mutual_information, personalized_budgets
 from app.privacy.dp_release.common import (
-    MAX_EPSILON, NEIGHBOURING, TableParams, assemble, check_references, check_width, require_rows,
-    rng_statements,
+    MAX_EPSILON, NEIGHBOURING, TableParams, assemble, at_least_two_records, check_references, check_width,
+    require_rows, rng_statements,
 )
 from app.privacy.dp_release.encoding import (
     ColumnPlan, Encoding, calibrate, check_declared, check_given, inferred_warnings, plan_column,
@@ -515,5 +515,6 @@ register(MethodSpec(
     run=run_icahdp,
     epsilon=icahdp_epsilon,
     check=_check,
+    check_rows=at_least_two_records,
     docs="docs/methods/icahdp.md",
 ))

@@ -33,7 +33,7 @@ from pydantic import Field
 
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
-from app.privacy.dp_release.common import require_rows
+from app.privacy.dp_release.common import at_least_two_records, require_rows
 from app.privacy.dp_release.marginals import (
     Column, SynthParams, build_columns, candidate_pairs, decode_frame, encode_frame, load_mbi,
     marginal, mirror_descent, one_way_facts, one_way_rhos, release, sampler_random_source,
@@ -282,5 +282,6 @@ register(MethodSpec(
     run=run_mst,
     epsilon=synthetic_epsilon,
     check=_check,
+    check_rows=at_least_two_records,
     docs="docs/methods/mst.md",
 ))
