@@ -71,7 +71,8 @@ def detect_format(path: Path, filename: str | None, declared: str | None) -> str
 
 
 def parse(path: Path, fmt: str, limits: Limits) -> Parsed:
-    if path.stat().st_size == 0:
+    if path.stat().st_size <= 64 and not path.read_bytes().removeprefix(b"\xef\xbb\xbf").strip():
+        # a byte-order mark or line ends alone hold no header either
         raise Unprocessable("the uploaded file is empty")
     try:
         return _parse(path, fmt, limits)

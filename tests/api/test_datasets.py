@@ -93,6 +93,8 @@ def test_schema_field_not_json(client, owner):
 @pytest.mark.parametrize("data, name, status, fragment", [
     (b"a,b\n1,2\n3,4,5\n6,7\n", "r.csv", 422, "unparsable row 2: expected 2 fields, found 3"),
     (b"", "e.csv", 422, "empty"),
+    (b"\xef\xbb\xbf", "bom.csv", 422, "the uploaded file is empty"),  # was "a header but no rows"
+    (b"\r\n\n", "lines.csv", 422, "the uploaded file is empty"),
     (b"a,b\n", "h.csv", 422, "no rows"),
     (b"a,b,c", "h2.csv", 422, "the file has a header but no rows"),
     (b"a,a\n1,2\n", "d.csv", 422, "column 'a' appears more than once"),
