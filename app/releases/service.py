@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import math
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -21,6 +20,7 @@ from app.audit.service import record
 from app.auth.schemas import Principal
 from app.blobs import repository as blobs
 from app.errors import NotFound, Unprocessable
+from app.jsonl_writer import jsonl_batches
 from app.releases import repository
 from app.version import code_version
 
@@ -119,7 +119,7 @@ def encode_table(payload: bytes, shape: str, fmt: str, spreadsheet_safe: bool = 
         table = codec.transactions_table(codec.parquet_to_transactions(payload), lists=fmt == "jsonl")
     else:
         table = pq.read_table(io.BytesIO(payload))
-    return _csv_batches(table, spreadsheet_safe) if fmt == "csv" else _jsonl_batches(table)
+    return _csv_batches(table, spreadsheet_safe) if fmt == "csv" else jsonl_batches(table)
 
 
 def _csv_batches(table: pa.Table, spreadsheet_safe: bool = False) -> Iterator[bytes]:
@@ -136,29 +136,6 @@ def _csv_batches(table: pa.Table, spreadsheet_safe: bool = False) -> Iterator[by
         buf = io.BytesIO()
         pacsv.write_csv(table, buf)
         yield buf.getvalue()
-
-
-# Python's json writes a float as its shortest exact repr. pandas' to_json kept 10 decimal
-# places: 1.2345e-11 was downloaded as 0.0, 0.30000000000000004 as 0.3 (#7 acceptance check).
-_encode_row = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"),
-                               default=str).encode
-
-
-def _jsonl_batches(table: pa.Table) -> Iterator[bytes]:
-    for batch in table.to_batches(max_chunksize=50_000):
-        if not batch.num_rows:
-            continue
-        names = batch.schema.names
-        rows = zip(*(_json_cells(column) for column in batch.columns))
-        yield ("\n".join(_encode_row(dict(zip(names, row))) for row in rows) + "\n").encode()
-
-
-def _json_cells(column: pa.Array) -> list[Any]:
-    """A column's cells as JSON values: a NaN (or infinite) float is null, as a missing cell."""
-    values = column.to_pylist()
-    if pa.types.is_floating(column.type):
-        return [v if v is None or math.isfinite(v) else None for v in values]
-    return values
 
 
 _FORMULA_START = r"^[=+\-@\t\r]"
