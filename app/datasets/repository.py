@@ -21,8 +21,15 @@ def insert_dataset(session: Session, **values: Any) -> None:
 _GET = select(datasets).where(datasets.c.id == bindparam("id"), datasets.c.tenant == bindparam("tenant"))
 
 
-def get(session: Session, tenant: str, dataset_id: uuid.UUID, *, for_update: bool = False):
-    q = _GET.with_for_update() if for_update else _GET  # built once (see app/sql.py)
+_GET_FOR_UPDATE = _GET.with_for_update()
+# FOR KEY SHARE: taken by a job submission, it conflicts only with FOR UPDATE (a schema
+# change, a delete), not with other submissions.
+_GET_FOR_KEY_SHARE = _GET.with_for_update(read=True, key_share=True)
+
+
+def get(session: Session, tenant: str, dataset_id: uuid.UUID, *, for_update: bool = False,
+        for_key_share: bool = False):
+    q = _GET_FOR_UPDATE if for_update else _GET_FOR_KEY_SHARE if for_key_share else _GET  # built once (see app/sql.py)
     return session.execute(q, {"id": dataset_id, "tenant": tenant}).mappings().first()
 
 

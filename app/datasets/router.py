@@ -139,7 +139,7 @@ _SCHEMA_BODY = {"requestBody": {"required": True, "content": {"application/json"
 
 
 @router.put("/{dataset_id}/schema", response_model=Dataset, openapi_extra=_SCHEMA_BODY,
-            responses=problem_responses(401, 403, 404, 422, 503))
+            responses=problem_responses(401, 403, 404, 409, 422, 503))
 def put_schema(dataset_id: DatasetId, principal: OwnerPrincipal,  # the key is checked before the body
                body: Annotated[SchemaUpdate, Depends(schema_body)], session: SessionDep) -> Dataset:
     """Override column types, roles, numeric bounds or declared categories: a map of column

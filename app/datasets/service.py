@@ -23,6 +23,7 @@ from app.datasets.schema import (
     transaction_columns,
 )
 from app.errors import Conflict, NotFound, Unprocessable
+from app.jobs import repository as jobs_repository
 from app.privacy.data import TransactionData
 
 
@@ -139,8 +140,9 @@ def _hierarchy_columns(session: Session, dataset_id: uuid.UUID) -> list[str]:
 
 
 def get_row(session: Session, principal: Principal, dataset_id: uuid.UUID, *, live: bool = False,
-            for_update: bool = False):
-    row = repository.get(session, principal.tenant, dataset_id, for_update=for_update)
+            for_update: bool = False, for_key_share: bool = False):
+    row = repository.get(session, principal.tenant, dataset_id, for_update=for_update,
+                         for_key_share=for_key_share)
     if row is None:
         raise NotFound(f"dataset {dataset_id} not found")
     if live and row["deleted_at"] is not None:
@@ -192,6 +194,15 @@ def update_schema(session: Session, principal: Principal, dataset_id: uuid.UUID,
     row = get_row(session, principal, dataset_id, live=True, for_update=True)
     if row["shape"] != "table":
         raise Unprocessable("a transaction dataset has no columns to describe")
+    # A job on the raw data was checked and priced (its ε debited) against the schema it was
+    # submitted with, but reads the schema when it starts: a change in between ran errph with
+    # a label turned into a randomized column, releasing more ε than was debited. Submissions
+    # hold this row FOR KEY SHARE, so none slips in between this count and the commit.
+    active = jobs_repository.count_active_on_raw_data(session, dataset_id)
+    if active:
+        raise Conflict(f"dataset {dataset_id} has {active} queued or running job(s) on its data, "
+                       "checked and priced against its current schema; wait for them to finish "
+                       "or cancel them, then change the schema")
     frame = load(session, row)
     frame, columns, changed = apply_overrides(frame, row["columns"], update)
     blob_id = None

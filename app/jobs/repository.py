@@ -49,6 +49,13 @@ def count_active(session: Session, tenant: str) -> int:
         jobs.c.tenant == tenant, jobs.c.status.in_(ACTIVE))).scalar_one()
 
 
+def count_active_on_raw_data(session: Session, dataset_id: uuid.UUID) -> int:
+    """Queued or running jobs that read (or will read) the dataset's own data and schema."""
+    return session.execute(select(func.count()).select_from(jobs).where(
+        jobs.c.dataset_id == dataset_id, jobs.c.release_id.is_(None),
+        jobs.c.status.in_(ACTIVE))).scalar_one()
+
+
 def list_page(session: Session, *, tenant: str | None, status: str | None, method: str | None,
               dataset_id: uuid.UUID | None, after: tuple[datetime, uuid.UUID] | None, limit: int,
               release_id: uuid.UUID | None = None):

@@ -84,7 +84,8 @@ def _resolve(session: Session, principal: Principal, spec: registry.MethodSpec, 
             raise Unprocessable(_wrong_input(spec))
         if principal.role != Role.owner:
             raise Forbidden("only owners may run jobs on raw datasets")
-        row = datasets.get_row(session, principal, req.dataset_id, live=True)
+        # held until commit: a schema change waits for this submission and then sees its job
+        row = datasets.get_row(session, principal, req.dataset_id, live=True, for_key_share=True)
         return ResolvedInput(row["id"], None, row["shape"], row["columns"], None, row["rows"])
     if registry.Source.release not in spec.sources:
         raise Unprocessable(_wrong_input(spec))
@@ -241,12 +242,14 @@ def cancel(session: Session, principal: Principal, job_id: uuid.UUID) -> dict[st
         repository.cancel_if_queued(session, job_id)
         if row["queue_job_id"] is not None:
             queue.cancel_queued(session, row["queue_job_id"])
+        details: dict[str, Any] = {"while": "queued"}
         if row["epsilon"] is not None:  # nothing ran, no noise was drawn: refund
             budgets.refund(session, dataset_id=row["dataset_id"], job_id=job_id, method=row["method"],
                            epsilon=row["epsilon"], actor=principal.key_id)
+            details["refunded_epsilon"] = _eps(row["epsilon"])  # as job.failed says it
         record(session, tenant=row["tenant"], actor=principal.actor, action="job.cancelled",
                subject_type="job", subject_id=job_id, dataset_id=row["dataset_id"],
-               details={"while": "queued"})
+               details=details)
     elif row["status"] == "running":
         if not row["cancel_requested"]:  # asked again: the same answer, no second event
             repository.request_cancel(session, job_id)

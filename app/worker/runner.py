@@ -112,7 +112,8 @@ def _load_inputs(session, job) -> dict[str, Any]:
     elif job["dataset_id"] is not None:
         ds = datasets_repo.get(session, job["tenant"], job["dataset_id"])
         if ds["blob_id"] is None:
-            return {"error": {"type": "input_deleted", "message": "the dataset was deleted before the job ran"}}
+            return {"error": {"type": "input_deleted", "message": "the dataset was deleted before the job ran"},
+                    "randomness_drawn": False}  # nothing ran: refunded like a job cancelled while queued
         payload = blobs.read(session, ds["blob_id"])
         columns, shape = ds["columns"], ds["shape"]
     else:
@@ -269,10 +270,12 @@ def _input_deleted_meanwhile(session, job) -> bool:
 
 
 def _refundable(row, error: dict[str, Any], outcome: dict[str, Any]) -> bool:
-    """A job refused by its method's input checks before it drew any randomness released
-    nothing and computed nothing random: its ε goes back (like a job cancelled while queued).
-    An earlier attempt that crashed published nothing either. Infinite ε is never debited."""
-    return (error["type"] == "invalid_input" and outcome.get("randomness_drawn") is False
+    """A job refused by its method's input checks before it drew any randomness, or whose
+    dataset was deleted before it started, released nothing and computed nothing random: its ε
+    goes back (like a job cancelled while queued). An earlier attempt that crashed published
+    nothing either. Infinite ε is never debited. (A job whose dataset is deleted while it runs
+    has drawn its noise: no "randomness_drawn" False, no refund.)"""
+    return (error["type"] in ("invalid_input", "input_deleted") and outcome.get("randomness_drawn") is False
             and row["epsilon"] is not None and math.isfinite(float(row["epsilon"])))
 
 

@@ -73,6 +73,8 @@ def world(client, make_key):
     r = client.put(f"/v1/datasets/{a['dataset']['id']}/hierarchies/sex", content=b"M;*\nF;*\n",
                    headers={**auth(a["owner"]), "Content-Type": "text/csv"})
     assert r.status_code == 200, r.text
+    # the schema cannot change under the queued jobs on a["dataset"] (409): its own dataset
+    a["schema_dataset_id"] = upload(client, a["owner"], b"edu\nhs\nba\n", "schema.csv").json()["id"]
     made = client.post("/v1/keys", headers=auth(keys["admin"]), json={"tenant": "victim-key", "role": "analyst"})
     a["victim_key_id"] = made.json()["id"]  # the one key the admin's DELETE revokes
     return a, keys, victims
@@ -81,7 +83,11 @@ def world(client, make_key):
 def _request(op: str, a: dict, victim: str) -> tuple[str, str, dict]:
     ds, rel, job = a["dataset"]["id"], a["release_id"], a["finished_job_id"]
     path = op.split(" ", 1)[1].replace(" (on a release)", "")
-    path = path.format(dataset_id=victim if op.startswith("DELETE") else ds, release_id=rel,
+    if op.startswith("DELETE"):
+        ds = victim
+    elif op == "PUT /v1/datasets/{dataset_id}/schema":
+        ds = a["schema_dataset_id"]
+    path = path.format(dataset_id=ds, release_id=rel,
                        job_id=job, model_id=a["model_id"], report_id=a["risk_report_id"],
                        column="sex", filename="class_sizes.png", name="errph", key_id=a["victim_key_id"])
     kwargs: dict = {}

@@ -185,3 +185,26 @@ def test_a_dataset_deleted_while_its_job_runs_gets_no_new_release(client, adult)
     with transaction() as s:
         releases = s.execute(text("SELECT count(*) FROM releases WHERE job_id = :j"), {"j": job["id"]}).scalar()
     assert releases == 0
+
+
+def test_a_job_whose_dataset_is_deleted_before_it_starts_is_refunded(client, adult):
+    """It fails as input_deleted having run nothing, like a job cancelled while queued; its ε
+    stayed debited (acceptance check) — on a budget the owner can no longer raise (PUT is a 404
+    after the delete) that later jobs on the dataset's releases are still charged against."""
+    headers, big = adult
+    blockers = [submit(client, headers, "diag_sleep", {"seconds": 3}, dataset_id=big["id"]).json()
+                for _ in range(2)]
+    for b in blockers:
+        wait_job(client, headers, b["id"], until={"running"})
+    ds = upload(client, headers, b"c\n" + b"x\ny\n" * 10, "later.csv").json()
+    job = submit(client, headers, "errph", {"p0": 0.5}, dataset_id=ds["id"]).json()
+    assert client.get(f"/v1/jobs/{job['id']}", headers=auth(headers)).json()["status"] == "queued"
+    assert client.delete(f"/v1/datasets/{ds['id']}", headers=auth(headers)).status_code == 204
+    done = wait_job(client, headers, job["id"])
+    assert done["status"] == "failed" and done["error"]["type"] == "input_deleted"
+    assert "before the job ran" in done["error"]["message"]
+    budget = client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(headers)).json()
+    assert [e["kind"] for e in budget["entries"]] == ["debit", "refund"] and budget["epsilon_spent"] == 0
+    failed = [e for e in client.get("/v1/audit", headers=auth(headers),
+                                    params={"dataset_id": ds["id"], "action": "job.failed"}).json()["items"]]
+    assert [e["details"]["refunded_epsilon"] for e in failed] == [pytest.approx(job["epsilon"])]
