@@ -50,9 +50,7 @@ def run_reconstruct(data: MethodInput, params: ReconstructParams, ctx: RunContex
         sections.append({"method": step["method"], "release_id": step.get("release_id"),
                          **fn(data, step, params, ctx)})
     if not sections:
-        raise MethodInputError(
-            f"nothing to reconstruct: no step of this release ({', '.join(s['method'] for s in steps)}) "
-            "has a reconstruction")
+        raise _nothing_to_reconstruct(steps)
     ctx.progress(1.0, "done")
     plot = _distributions_plot(sections) if params.plots else None
     return ReportResult(kind="reconstruction", data={"steps": sections},
@@ -105,11 +103,21 @@ def _check_shape(params: ReconstructParams, data: MethodInput) -> None:
                                "file: use 'itemsets' or 'max_len'")
 
 
+def _nothing_to_reconstruct(steps) -> MethodInputError:
+    return MethodInputError(
+        f"nothing to reconstruct: no step of this release ({', '.join(s['method'] for s in steps)}) "
+        "has a reconstruction")
+
+
 def _check(params: ReconstructParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
     known = {c.name for c in columns}
     unknown = [c for c in params.columns or [] if c not in known]
     if unknown:
         raise MethodInputError(f"unknown column {unknown[0]!r}")
+    if source is not None and all(reconstructor(s["method"]) is None for s in source.steps()):
+        # known from the chain alone: refused at submission (an mst or kanonymity release was
+        # accepted, then the job failed as invalid_input)
+        raise _nothing_to_reconstruct(source.steps())
     if source is not None and params.columns:
         steps = [s for s in source.steps() if reconstructor(s["method"]) is not None]
         protected = {c for s in steps for c in (s.get("guarantees") or {}).get("protected_columns") or []}

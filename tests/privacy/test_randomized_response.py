@@ -383,6 +383,19 @@ def test_reconstruct_only_the_named_columns():
             run_reconstruct(release, ReconstructParams(**wrong), ctx())
 
 
+def test_reconstruct_on_a_release_with_nothing_to_invert_is_refused_by_the_check():
+    """An mst (or kanonymity) release has no reconstruction: the job was accepted (202) and then
+    failed as invalid_input; the chain is known at submission (acceptance check)."""
+    from app.privacy.data import SourceRelease
+
+    cols = [ColumnInfo("c", "categorical", distinct=5)]
+    for chain_method in ("mst", "kanonymity"):
+        source = SourceRelease(release_id="r1", method=chain_method, params={},
+                               guarantees={"protected_columns": ["c"]}, metadata={})
+        with pytest.raises(MethodInputError, match=rf"nothing to reconstruct: no step of this release \({chain_method}\)"):
+            get("reconstruct").validate_against(ReconstructParams(), cols, source)
+
+
 def test_binarizing_by_a_value_list_places_missing_cells_by_the_list():
     frame = pd.DataFrame({"g": ["u", None, "v", "w"] * 50, "x": [1.0, np.nan, 3.0, 4.0] * 50})
     cols = [ColumnInfo("g", "categorical", distinct=3, missing=50), ColumnInfo("x", "numeric")]
