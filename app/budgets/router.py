@@ -26,8 +26,9 @@ def get_budget(dataset_id: DatasetId, principal: OwnerPrincipal, session: Sessio
 @router.put("", response_model=Budget, responses=problem_responses(401, 403, 404, 409, 422, 503))
 def put_budget(dataset_id: DatasetId, body: BudgetUpdate, principal: OwnerPrincipal,
                session: SessionDep) -> Budget:
-    """Set the ε cap (never below what is already spent)."""
-    get_row(session, principal, dataset_id, live=True, for_update=True)  # a deleted one: 404
+    """Set the ε cap (never below what is already spent). Also for a deleted dataset: DP jobs
+    on its releases are still charged to it, so its owner must still be able to raise it."""
+    get_row(session, principal, dataset_id, for_update=True)
     return Budget(**service.set_total(session, principal, dataset_id, body.epsilon_total))
 
 

@@ -59,7 +59,8 @@ def test_a_column_with_nothing_to_randomize_is_refused_before_the_debit(client, 
 
 def test_non_finite_numbers_and_a_deleted_dataset(client, owner):
     """JSON's NaN / Infinity passed every bound check (NaN compares false) and failed at the
-    database; a budget set on a deleted dataset said "ε = inf is already spent" (409)."""
+    database; a budget set on a deleted dataset said "ε = inf is already spent" (409), then
+    was refused (404)."""
     ds = _binary_dataset(client, owner)
     url = f"/v1/datasets/{ds['id']}/budget"
     headers = {**auth(owner), "Content-Type": "application/json"}
@@ -75,7 +76,11 @@ def test_non_finite_numbers_and_a_deleted_dataset(client, owner):
     assert_problem(job({"p": {"b": [0.25, float("nan")]}, "columns": ["b"]}), 422, "finite")
     assert client.get(url, headers=auth(owner)).json()["entries"] == []
     assert client.delete(f"/v1/datasets/{ds['id']}", headers=auth(owner)).status_code == 204
-    assert_problem(client.put(url, headers=auth(owner), json={"epsilon_total": 5}), 404, "was deleted")
+    # DP jobs on its releases are still charged to it: its owner can still set it (it was a
+    # 404 while a 409 told them to raise it; lifecycle acceptance check)
+    after = client.put(url, headers=auth(owner), json={"epsilon_total": 5})
+    assert after.status_code == 200 and after.json()["epsilon_total"] == 5
+    assert client.get(url, headers=auth(owner)).json()["epsilon_total"] == 5
 
 
 def test_concurrent_submissions_never_overspend(client, owner):
