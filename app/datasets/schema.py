@@ -26,9 +26,11 @@ class ColumnOverride(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     type: ColumnType | None = None
     role: ColumnRole | None = None
-    bounds: tuple[float, float] | None = Field(None, description="[lo, hi] of a numeric column")
+    bounds: tuple[float, float] | None = Field(None, description="[lo, hi] of a numeric column "
+                                               "(null withdraws declared bounds)")
     categories: list[str] | None = Field(None, min_length=1,
-                                         description="the declared domain of a categorical column")
+                                         description="the declared domain of a categorical column "
+                                         "(null withdraws it)")
     integer: bool | None = None
 
     @model_validator(mode="after")
@@ -129,7 +131,10 @@ def profile_column(name: str, series: pd.Series, type_: str, previous: dict[str,
     entry: dict[str, Any] = {
         "name": name, "type": type_, "role": previous.get("role", "insensitive"),
         "missing": missing, "distinct": distinct,
-        "bounds": previous.get("bounds"), "categories": previous.get("categories"),
+        # a declared domain belongs to its type: bounds to a numeric column, categories to a
+        # categorical one (a type change drops the other type's)
+        "bounds": previous.get("bounds") if type_ == "numeric" else None,
+        "categories": previous.get("categories") if type_ == "categorical" else None,
         "integer": False, "inferred": _still_inferred(previous, type_),
     }
     values = series.dropna()
@@ -217,6 +222,8 @@ def apply_overrides(frame: pd.DataFrame, columns: list[dict[str, Any]],
             value = getattr(o, field)
             if value is not None:
                 new[field] = list(value) if field == "bounds" else value
+            elif field in ("bounds", "categories") and field in o.model_fields_set:
+                new[field] = None  # an explicit null withdraws the declared domain
         declared = {f for f in ("type", "integer") if getattr(o, f) is not None}
         if o.bounds is not None or o.categories is not None:
             declared.add("type")  # bounds assert a numeric column, categories a categorical one

@@ -359,3 +359,25 @@ def test_transaction_downloads_keep_labels_with_spaces_apart():
     assert [json.loads(cell) for cell in rows] == [list(spaced), [], ["kind=a b"]]
     plain = pd.read_csv(io.StringIO(download(("1", "2"), "csv")), keep_default_na=False)["items"]
     assert list(plain) == ["1 2", "", "2"]  # FIMI's convention where it is unambiguous
+
+
+def test_a_declared_domain_can_be_withdrawn_and_goes_with_its_type(client, owner):
+    """A bounded numeric column could not become categorical ('bounds apply to numeric columns
+    only': the old bounds were kept) and `"bounds": null` did not clear them (lifecycle
+    acceptance check)."""
+    ds = upload(client, owner, b"x,c\n1,a\n2,b\n3,a\n", "dom.csv",
+                schema={"x": {"bounds": [0, 10]}, "c": {"categories": ["a", "b", "z"]}}).json()
+    url = f"/v1/datasets/{ds['id']}/schema"
+
+    def column(body, name):
+        r = client.put(url, headers=auth(owner), json=body)
+        assert r.status_code == 200, r.text
+        return next(c for c in r.json()["columns"] if c["name"] == name)
+
+    assert column({"x": {"bounds": None}}, "x")["bounds"] is None
+    assert column({"x": {"bounds": [0, 5]}}, "x")["bounds"] == [0, 5]
+    moved = column({"x": {"type": "categorical"}}, "x")
+    assert moved["type"] == "categorical" and moved["bounds"] is None
+    assert column({"c": {"categories": None}}, "c")["categories"] is None
+    assert column({"c": {"role": "sensitive"}}, "c")["categories"] is None  # absent: unchanged
+    assert column({"x": {"type": "numeric"}}, "x")["bounds"] is None
