@@ -26,7 +26,7 @@ from app.version import code_version
 
 
 def store(session: Session, *, job, encoded: dict[str, Any], input_sha256: str,
-          source_release) -> uuid.UUID:
+          source_release, hierarchies_sha256: dict[str, str] | None = None) -> uuid.UUID:
     """Store a release in the caller's transaction (the worker's final commit)."""
     release_id = uuid.uuid4()
     payload = encoded["payload"]
@@ -54,7 +54,9 @@ def store(session: Session, *, job, encoded: dict[str, Any], input_sha256: str,
            details={"job_id": str(job["id"]), "method": job["method"],
                     "output_sha256": output_sha256,
                     "epsilon": encoded["guarantees"].get("epsilon"),
-                    "private": encoded["guarantees"].get("private")})
+                    "private": encoded["guarantees"].get("private"),
+                    # the uploaded hierarchies the release was generalized with (by column)
+                    **({"hierarchies_sha256": hierarchies_sha256} if hierarchies_sha256 else {})})
     return release_id
 
 

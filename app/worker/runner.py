@@ -5,6 +5,7 @@ transaction that only commits if this attempt still owns the job."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import math
 import multiprocessing as mp
@@ -27,6 +28,7 @@ from app.db import transaction
 from app.jobs import repository as jobs_repo
 from app.jobs.service import source_of
 from app.models import service as models_service
+from app.privacy import registry
 from app.releases import repository as releases_repo
 from app.releases import service as releases_service
 from app.reports import service as reports_service
@@ -126,6 +128,9 @@ def _load_inputs(session, job) -> dict[str, Any]:
         if shape == "table":
             hierarchies = datasets_repo.hierarchy_texts(session, job["dataset_id"])
     return {"payload": payload, "columns": columns, "shape": shape, "hierarchies": hierarchies,
+            # read when the job starts (a hierarchy uploaded after the submission counts):
+            # the release's audit event names the ones it was made with
+            "hierarchies_sha256": {c: hashlib.sha256(t.encode()).hexdigest() for c, t in hierarchies.items()},
             "source_release": source_release, "input_sha256": root_sha or "",
             "source": dataclasses.asdict(source_of(source_release)) if source_release else None}
 
@@ -281,8 +286,10 @@ def _refundable(row, error: dict[str, Any], outcome: dict[str, Any]) -> bool:
 
 def _store(session, job, inputs: dict[str, Any], encoded: dict[str, Any]) -> None:
     if encoded["kind"] == "release":
+        uses_hierarchies = registry.get(job["method"]).family == "anonymity"
         releases_service.store(session, job=job, encoded=encoded, input_sha256=inputs["input_sha256"],
-                               source_release=inputs["source_release"])
+                               source_release=inputs["source_release"],
+                               hierarchies_sha256=inputs["hierarchies_sha256"] if uses_hierarchies else {})
     elif encoded["kind"] == "report":
         reports_service.store(session, job=job, encoded=encoded)
     else:

@@ -1,0 +1,44 @@
+"""Hierarchies are read when a job starts, so one uploaded after the submission counts: the
+release's audit event names the hierarchies (by SHA-256) it was generalized with, which tie it
+to their `dataset.hierarchy_set` events (lifecycle acceptance check: only their height was
+recorded)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from app.worker import runner
+from tests.support.api import auth, submit, upload
+
+DATA = b"age,city\n" + b"".join(f"{20 + i % 30},{'ABCD'[i % 4]}\n".encode() for i in range(80))
+CITY = b"A;AB;*\nB;AB;*\nC;CD;*\nD;CD;*\n"
+
+
+def _created(client, owner, release_id) -> dict:
+    events = client.get("/v1/audit", headers=auth(owner),
+                        params={"release_id": release_id, "action": "release.created"}).json()["items"]
+    assert len(events) == 1
+    return events[0]["details"]
+
+
+def test_the_release_event_names_the_hierarchies_read_when_the_job_started(client, owner):
+    ds = upload(client, owner, DATA, "h.csv").json()
+    job = submit(client, owner, "kanonymity", {"k": 5, "quasi_identifiers": ["age", "city"]},
+                 dataset_id=ds["id"]).json()
+    # uploaded after the submission, before the job starts: this is the one it uses
+    r = client.put(f"/v1/datasets/{ds['id']}/hierarchies/city", content=CITY,
+                   headers={**auth(owner), "Content-Type": "text/csv"})
+    assert r.status_code == 200, r.text
+    runner.execute(job["id"])
+    done = client.get(f"/v1/jobs/{job['id']}", headers=auth(owner)).json()
+    assert done["status"] == "succeeded", done
+    details = _created(client, owner, done["result"]["release_ids"][0])
+    assert details["hierarchies_sha256"] == {"city": hashlib.sha256(CITY.decode().encode()).hexdigest()}
+    uploaded = client.get("/v1/audit", headers=auth(owner),
+                          params={"dataset_id": ds["id"], "action": "dataset.hierarchy_set"}).json()["items"]
+    assert [e["details"]["sha256"] for e in uploaded] == [details["hierarchies_sha256"]["city"]]
+
+    other = submit(client, owner, "errph", {"p0": 0.5, "columns": ["city"]}, dataset_id=ds["id"]).json()
+    runner.execute(other["id"])
+    rid = client.get(f"/v1/jobs/{other['id']}", headers=auth(owner)).json()["result"]["release_ids"][0]
+    assert "hierarchies_sha256" not in _created(client, owner, rid)  # errph uses none
