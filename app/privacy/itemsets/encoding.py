@@ -28,12 +28,18 @@ class Encoded:
     columns: list[str]  # the table columns encoded (empty for transaction input)
     warnings: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    # published items per encoded column, in column order (their items come in that order)
+    items_per_column: list[int] = field(default_factory=list)
 
     @property
     def max_differing_bits(self) -> int:
-        """How many bits two records can differ in: 2 per one-hot column (one value's bit
-        goes off, another's on), every item for free-form transactions."""
-        return 2 * len(self.columns) if self.columns else self.transactions.n_items
+        """How many bits two records can differ in: per one-hot column 2 when it publishes two
+        items or more (one value's bit goes off, another's on), 1 when it publishes one (it is
+        set or not: a missing cell sets none), 0 when it publishes none; every item for
+        free-form transactions."""
+        if not self.columns:
+            return self.transactions.n_items
+        return int(np.minimum(self.items_per_column, 2).sum())
 
 
 def read_fimi(source: str | Path | bytes) -> TransactionData:
@@ -117,7 +123,8 @@ def one_hot(frame: pd.DataFrame, columns: list[ColumnInfo], chosen: list[str], b
     indptr = np.concatenate([[0], np.cumsum(present.sum(axis=1))]).astype(np.int64)
     indices = stacked[present].astype(np.int32)  # row-major: rows in order, items ascending
     return Encoded(TransactionData(indptr=indptr, indices=indices, labels=tuple(labels)),
-                   columns=list(chosen), warnings=warnings, details=details)
+                   columns=list(chosen), warnings=warnings, details=details,
+                   items_per_column=[details[n]["items"] for n in chosen])
 
 
 def _encode_column(series: pd.Series, info: ColumnInfo, bins: int) -> tuple[np.ndarray, list[str], str]:

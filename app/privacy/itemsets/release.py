@@ -183,7 +183,8 @@ def _restrict_items(encoded: Encoded, params: ItemParams) -> Encoded:
         warnings.append("the item universe was read from the data (no declared 'items'), so which "
                         "items occur in at least one transaction is disclosed")
     if params.items is None and params.top_items is None:
-        return Encoded(td, columns=encoded.columns, warnings=warnings, details=encoded.details)
+        return Encoded(td, columns=encoded.columns, warnings=warnings, details=encoded.details,
+                       items_per_column=encoded.items_per_column)
     labels = list(td.labels)
     universe = np.arange(td.n_items)  # the universe's item of each input item (-1: dropped)
     if params.items is not None:
@@ -215,9 +216,13 @@ def _restrict_items(encoded: Encoded, params: ItemParams) -> Encoded:
     indptr = np.concatenate([[0], np.cumsum(np.bincount(row, minlength=td.n_transactions))]).astype(np.int64)
     restricted = TransactionData(indptr=indptr, indices=new_code[order].astype(np.int32),
                                  labels=tuple(label for label, k in zip(labels, keep) if k))
+    published = code >= 0  # per input item; a table's come column by column
+    column_of = np.repeat(np.arange(len(encoded.items_per_column)), encoded.items_per_column)
     return Encoded(restricted, columns=encoded.columns, warnings=warnings,
                    details={**encoded.details, "items_restricted": True,
-                            "items_declared": params.items is not None})
+                            "items_declared": params.items is not None},
+                   items_per_column=np.bincount(column_of[published], minlength=len(encoded.columns)).tolist()
+                   if encoded.columns else [])
 
 
 # ------------------------------------------------------------------------------- running
@@ -260,7 +265,8 @@ def _release(method: str, encoded: Encoded, grouping: Grouping, ctx: RunContext,
         f"every {kind} of every row is randomized independently: kept with its group's probability p, flipped "
         "otherwise; each bit is ε_bit = |ln(p/(1-p))| local-DP",
         f"a record is local-DP at {differing}·ε_bit (two records differ in at most {differing} bits: "
-        + ("every item" if not encoded.columns else "2 per one-hot column") + ")",
+        + ("every item" if not encoded.columns else
+           "2 per one-hot column publishing two items or more, 1 per column publishing one") + ")",
         "flip probabilities are realized to within 2^-33 (32-bit thresholds on CSPRNG output)",
         "the number of transactions and the item universe (labels) are published",
     ]
