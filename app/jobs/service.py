@@ -122,10 +122,13 @@ def submit(session: Session, principal: Principal, req, idempotency_key: str | N
         raise Forbidden("analysts may run analyses on releases and experiments, not release methods")
     if resolved.shape is not None and resolved.shape not in {s.value for s in spec.shapes}:
         raise Unprocessable(f"method {spec.name!r} does not accept {resolved.shape} input")
-    if resolved.shape == "transactions" and (table_only := registry.tables_only_given(req.params)):
-        raise Unprocessable(f"'{table_only[0]}' applies to tabular datasets; this input is a transaction file",
-                            errors=[{"loc": ["body", "params", name], "msg": "applies to tabular datasets only",
-                                     "type": "tables_only"} for name in table_only])
+    if resolved.shape is not None and (misfit := registry.misfit_params(req.params, resolved.shape)):
+        applies, kind, this = (("tabular datasets", "tables_only", "a transaction file")
+                               if resolved.shape == "transactions" else
+                               ("transaction files and releases", "transactions_only", "a table"))
+        raise Unprocessable(f"'{misfit[0]}' applies to {applies}; this input is {this}",
+                            errors=[{"loc": ["body", "params", name], "msg": f"applies to {applies} only",
+                                     "type": kind} for name in misfit])
     infos = column_infos(resolved.columns)
     try:
         spec.validate_against(req.params, infos, resolved.source, resolved.rows)

@@ -17,21 +17,25 @@ from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.plotting import legend_below
 from app.privacy.registry import (
-    Kind, MethodInputError, MethodSpec, Params, Source, DataShape, reconstructor, register,
+    TABLES_ONLY, TRANSACTIONS_ONLY, DataShape, Kind, MethodInputError, MethodSpec, Params, Source, reconstructor,
+    register,
 )
 from app.privacy.results import ReportResult, render_figure
 
 
 class ReconstructParams(Params):
     columns: list[str] | None = Field(
-        None, description="tabular releases: the columns to reconstruct (default: every protected one)")
+        None, description="tabular releases: the columns to reconstruct (default: every protected one)",
+        json_schema_extra=TABLES_ONLY)
     itemsets: list[list[str]] | None = Field(
-        None, description="transaction releases: the itemsets whose supports to estimate")
+        None, description="transaction releases: the itemsets whose supports to estimate",
+        json_schema_extra=TRANSACTIONS_ONLY)
     max_len: int | None = Field(
-        None, ge=1, le=6, description="transaction releases: estimate every itemset up to this size")
+        None, ge=1, le=6, description="transaction releases: estimate every itemset up to this size",
+        json_schema_extra=TRANSACTIONS_ONLY)
     estimator: Literal["pooled", "stratified"] = Field(
         "pooled", description="transaction releases with groups: the paper's pooled estimator or "
-        "the per-group stratified one")
+        "the per-group stratified one", json_schema_extra=TRANSACTIONS_ONLY)
     plots: bool = Field(True, description="draw the published-vs-reconstructed distributions of "
                         "categorical columns (false: the tables only, ~0.2 s less per column)")
 

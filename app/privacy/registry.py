@@ -59,15 +59,19 @@ class Params(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, json_schema_extra=_factory_defaults)
 
 
-TABLES_ONLY = {"x-tables-only": True}  # a parameter's json_schema_extra: it applies to tables only
+# A parameter's json_schema_extra: it applies to one shape of input only.
+TABLES_ONLY = {"x-tables-only": True}
+TRANSACTIONS_ONLY = {"x-transactions-only": True}
+_ONLY = {"table": "x-transactions-only", "transactions": "x-tables-only"}  # what a shape cannot take
 
 
-def tables_only_given(params: Params) -> list[str]:
-    """The parameters given (not left at their default) that apply to tabular input only: the
-    service refuses them on a transaction file at submission, before any debit."""
+def misfit_params(params: Params, shape: str) -> list[str]:
+    """The parameters given (not left at their default) that do not apply to an input of this
+    shape: the service refuses them at submission, before any debit."""
     fields = type(params).model_fields
+    marker = _ONLY.get(shape)
     return [name for name in sorted(params.model_fields_set)
-            if (fields[name].json_schema_extra or {}).get("x-tables-only")]
+            if marker and (fields[name].json_schema_extra or {}).get(marker)]
 
 
 class MethodInputError(ValueError):

@@ -200,3 +200,21 @@ def test_checked_in_openapi_equals_the_served_schema():
                                        check=True, env=env, cwd=ROOT).stdout)
     checked_in = json.loads((ROOT / "openapi" / "openapi.json").read_text())
     assert served == checked_in, "openapi/openapi.json is stale: run `veil openapi` (make openapi)"
+
+
+@pytest.mark.parametrize("params", [{"itemsets": [["b=x"]]}, {"max_len": 2}, {"estimator": "stratified"}])
+def test_a_transactions_only_parameter_on_a_table_release_is_refused_at_submission(client, owner, params):
+    """reconstruct with itemsets on an errph release was accepted and failed in the job (#7 check)."""
+    from app.worker import runner
+
+    ds = upload(client, owner, b"a,b\n1,x\n2,y\n3,x\n4,y\n", "t.csv").json()
+    job = submit(client, owner, "errph", {"p0": 0.5, "columns": ["b"]}, dataset_id=ds["id"]).json()
+    runner.execute(job["id"])
+    rid = client.get(f"/v1/jobs/{job['id']}", headers=auth(owner)).json()["result"]["release_ids"][0]
+    name = next(iter(params))
+    body = assert_problem(submit(client, owner, "reconstruct", params, release_id=rid), 422,
+                          f"'{name}' applies to transaction files and releases; this input is a table")
+    assert body["errors"][0]["type"] == "transactions_only"
+    tx = upload(client, owner, b"1 2 3\n2 3\n1 3\n", "t.dat").json()
+    assert_problem(submit(client, owner, "mask", {"p": 0.9, "columns": ["a"]}, dataset_id=tx["id"]), 422,
+                   "'columns' applies to tabular datasets; this input is a transaction file")
