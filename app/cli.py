@@ -98,7 +98,8 @@ def cmd_serve(args) -> None:
         threading.Thread(target=_announce_ready, args=(base, time.monotonic()), daemon=True,
                          name="ready-announcer").start()
         uvicorn.run("app.main:create_app", factory=True, host=settings.host, port=settings.port,
-                    log_config=None, access_log=False, workers=_api_processes(settings))
+                    log_config=None, access_log=False, workers=_api_processes(settings),
+                    server_header=False)  # no "server: uvicorn": the stack is nobody's business
     finally:
         workers.stop()
         if server is not None:

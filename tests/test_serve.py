@@ -105,6 +105,7 @@ def test_readme_loop_over_real_http(served):
         ds = client.post("/v1/datasets", files={"file": ("adult_train.csv", f)},
                          data={"schema": '{"income": {"role": "label"}}'}).json()
     assert ds["rows"] == 32561
+    assert "server" not in client.get("/healthz").headers  # the stack is not announced
     job = client.post("/v1/jobs", json={"dataset_id": ds["id"], "method": "errph", "params": {"p0": 0.5}}).json()
     deadline = time.monotonic() + 60
     while (job := client.get(f"/v1/jobs/{job['id']}").json())["status"] not in ("succeeded", "failed"):
