@@ -112,7 +112,16 @@ class StrictJsonRequest(Request):
             except _RepeatedKey as e:
                 raise HTTPException(422, f"the body is not valid JSON for Veil: the key {e.key!r} "
                                     "appears twice in one object") from None
+            except _TooManyKeys as e:
+                raise HTTPException(422, f"the body is not valid JSON for Veil: an object has {e.count} "
+                                    f"keys (at most {MAX_KEYS_PER_OBJECT})") from None
         return self._json
+
+
+class _TooManyKeys(ValueError):
+    def __init__(self, count: int) -> None:
+        super().__init__(count)
+        self.count = count
 
 
 class _RepeatedKey(ValueError):
@@ -121,7 +130,13 @@ class _RepeatedKey(ValueError):
         self.key = key
 
 
+MAX_KEYS_PER_OBJECT = 10_000  # a schema or a params map names at most a table's columns (≤ 2,000)
+
+
 def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    if len(pairs) > MAX_KEYS_PER_OBJECT:
+        # validating them made one error per unknown key: 500,000 keys held the API ~20 s
+        raise _TooManyKeys(len(pairs))
     out = dict(pairs)
     if len(out) < len(pairs):
         seen: set[str] = set()

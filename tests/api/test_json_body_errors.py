@@ -64,3 +64,12 @@ def test_a_body_without_a_key_is_a_401_before_it_is_read(client, body):
         r = client.request(method, path, content=body, headers={"Content-Type": "application/json"})
         assert_problem(r, 401, "missing API key")
     assert client.get("/v1/methods").status_code == 200  # public routes need no key
+
+
+def test_an_object_of_too_many_keys_is_refused_before_validation(client, owner):
+    """500,000 unknown keys made as many validation errors (~20 s of the API; #7 check)."""
+    ds = upload(client, owner, b"a,b\n1,x\n2,y\n", "j.csv").json()
+    keys = ",".join(f'"k{i}": 1' for i in range(10_001))
+    r = client.put(f"/v1/datasets/{ds['id']}/budget", content=("{" + keys + "}").encode(),
+                   headers={**auth(owner), "Content-Type": "application/json"})
+    assert_problem(r, 422, "an object has 10001 keys (at most 10000)")
