@@ -36,6 +36,10 @@ class Settings(BaseSettings):
     # between two chunks is answered 408 (a slow client cannot pin the service).
     max_concurrent_uploads: int = Field(4, ge=1, le=64)
     body_idle_timeout_s: float = Field(30.0, gt=0)
+    # An upload is read in a child process (app/datasets/isolated.py), killed when it needs
+    # more memory than this (413) or takes longer (422): the API process keeps none of it.
+    upload_memory_limit_mb: int = Field(2048, ge=1)
+    upload_parse_time_limit_s: float = Field(300.0, gt=0)
 
     # Jobs.
     job_time_limit_s: float = 900.0

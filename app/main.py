@@ -21,6 +21,7 @@ from app.auth.router import router as keys_router
 from app.budgets.router import router as budgets_router
 from app.config import get_settings
 from app.db import POOL_OVERFLOW, POOL_SIZE, UPLOAD_CONNECTIONS
+from app.datasets import isolated
 from app.datasets.router import BODY_MODELS
 from app.datasets.router import router as datasets_router
 from app.deps import declared_query, known_query_only
@@ -161,8 +162,10 @@ async def _warm_up(app: FastAPI):
     method registry, numpy/pandas/scikit-learn modules: ~300,000 objects) out of the garbage
     collector's reach: a full collection traversed them all, ~0.2 s with every request of the
     process stopped, several times a minute under load (4,000 concurrent in-process requests
-    saw 5, each 166-240 ms; 13-22 ms once frozen)."""
+    saw 5, each 166-240 ms; 13-22 ms once frozen). Start the forkserver uploads are read
+    from (it imports the parsing modules in the background)."""
     declared_query(app)
+    isolated.warm_up()
     gc.collect()  # what start-up left as garbage is freed, not frozen
     gc.freeze()
     try:

@@ -1,4 +1,4 @@
-"""Datasets: upload (parse, infer, override, store), read, update schema, hierarchies, delete."""
+"""Datasets: upload (parsed in a child process: app/datasets/isolated.py; stored here), read, update schema, hierarchies, delete."""
 
 from __future__ import annotations
 
@@ -17,10 +17,9 @@ from app.audit.service import record
 from app.auth.schemas import Principal
 from app.blobs import repository as blobs
 from app.config import get_settings
-from app.datasets import parsing, repository
+from app.datasets import isolated, parsing, repository
 from app.datasets.schema import (
     SchemaUpdate, apply_overrides, infer_columns, normalize, public_columns, schema_json, schema_update_from,
-    transaction_columns,
 )
 from app.errors import Conflict, NotFound, Unprocessable
 from app.jobs import repository as jobs_repository
@@ -63,22 +62,12 @@ def create(session: Session, principal: Principal, *, path: Path, filename: str 
             return _replay(session, existing, request_hash), False
     fmt = parsing.detect_format(path, filename, declared_format)
     update = parse_schema_field(schema_raw)
-    parsed = parsing.parse(path, fmt, limits())
-    if parsed.frame is not None:
-        frame = parsed.frame
-        columns = infer_columns(frame)
-        if update is not None:
-            frame, columns, _ = apply_overrides(frame, columns, update)
-        payload, shape = codec.table_to_parquet(frame), "table"
-    else:
-        if update is not None:
-            raise Unprocessable("a transaction file has no columns to describe; omit the schema field")
-        tx = parsed.transactions
-        columns = transaction_columns(tx.n_items, tx.n_transactions)
-        payload, shape = codec.transactions_to_parquet(tx), "transactions"
+    payload_path = path.with_name(path.name + ".parquet")
+    encoded = isolated.encode(path, fmt, limits(), update, payload_path)
+    payload, shape, columns = payload_path.read_bytes(), encoded.shape, encoded.columns
     dataset_id = uuid.uuid4()
     values = dict(id=dataset_id, tenant=principal.tenant, name=name or (filename or "")[:repository.NAME_LENGTH] or str(dataset_id),
-                  format=fmt, shape=shape, rows=parsed.rows, columns=columns, sha256=sha,
+                  format=fmt, shape=shape, rows=encoded.rows, columns=columns, sha256=sha,
                   size_bytes=path.stat().st_size, created_by=principal.key_id,
                   idempotency_key=idempotency_key, request_hash=request_hash)
     try:
@@ -93,7 +82,7 @@ def create(session: Session, principal: Principal, *, path: Path, filename: str 
         return _replay(session, existing, request_hash), False
     record(session, tenant=principal.tenant, actor=principal.actor, action="dataset.uploaded",
            subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id,
-           details={"sha256": sha, "format": fmt, "rows": parsed.rows, "columns": len(columns)})
+           details={"sha256": sha, "format": fmt, "rows": encoded.rows, "columns": len(columns)})
     row = repository.get(session, principal.tenant, dataset_id)
     return to_response(row), True
 

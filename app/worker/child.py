@@ -11,8 +11,6 @@ import hashlib
 import logging
 import os
 import pickle
-import threading
-import time
 import traceback
 from typing import Any
 
@@ -21,7 +19,7 @@ import pandas as pd
 import pyarrow.dataset  # noqa: F401  pandas imports it at the first Parquet read: ~0.1 s a job if not preloaded
 import pyarrow.parquet  # noqa: F401
 
-from app import codec
+from app import codec, isolation
 from app.config import get_settings
 from app.jsonsafe import jsonable
 from app.privacy import registry
@@ -34,18 +32,8 @@ registry.load_all()  # preloaded once in the forkserver
 log = logging.getLogger("veil.child")
 
 
-def _watch_parent(worker_pid: int) -> None:
-    """Exit when the worker that owns this job is gone (e.g. SIGKILLed)."""
-    while True:
-        try:
-            os.kill(worker_pid, 0)
-        except ProcessLookupError:
-            os._exit(70)
-        time.sleep(0.5)
-
-
 def main(job: dict[str, Any], progress_queue, stop_event) -> None:
-    threading.Thread(target=_watch_parent, args=(job["worker_pid"],), daemon=True).start()
+    isolation.exit_with_parent(job["worker_pid"])
     rng = SecureRandom(job["seed"])
     try:
         out = {"ok": _run(job, rng, progress_queue, stop_event)}

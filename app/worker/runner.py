@@ -8,7 +8,6 @@ import dataclasses
 import hashlib
 import logging
 import math
-import multiprocessing as mp
 import os
 import pickle
 import queue as queue_module
@@ -18,6 +17,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from app import isolation
 from app.audit.service import record
 from app.blobs import repository as blobs
 from app.budgets import service as budgets
@@ -50,12 +50,11 @@ def _fault_point(name: str) -> None:
         os._exit(70)
 
 
-_mp = mp.get_context("forkserver")
 # A worker started as `python -m app` (app/__main__.py) is not re-run in its job processes
 # (multiprocessing skips `__main__` modules); one started as the `veil` script is, as
 # "__mp_main__": preloading app.cli keeps that to the script's two lines, not app.cli's imports
 # (pydantic-settings and friends: ~0.1 s a job otherwise).
-_mp.set_forkserver_preload(["app.cli", "app.config", "app.worker.child"])
+_mp = isolation.forkserver(["app.cli", "app.config", "app.worker.child"])
 
 
 def warm_up() -> None:
@@ -184,7 +183,7 @@ def _run_child(job, inputs: dict[str, Any], tmp: Path) -> dict[str, Any]:
                 failure = {"type": "time_limit", "message":
                            f"the job exceeded its time limit of {settings.job_time_limit_s:g} s"}
                 break
-            rss = _rss_bytes(proc.pid)
+            rss = isolation.rss_bytes(proc.pid)
             if rss > limit_bytes:
                 failure = {"type": "memory_limit", "message":
                            f"the job exceeded its memory limit of {settings.job_memory_limit_mb} MiB"}
@@ -215,14 +214,6 @@ def _drain(q, progress: float, stage: str) -> tuple[float, str]:
             progress, stage = q.get_nowait()
         except (queue_module.Empty, EOFError, OSError):
             return progress, stage
-
-
-def _rss_bytes(pid: int | None) -> int:
-    try:
-        with open(f"/proc/{pid}/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
 
 
 def _finish(job, inputs: dict[str, Any], outcome: dict[str, Any]) -> None:

@@ -10,20 +10,28 @@ import struct
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from tests.support.api import assert_problem, upload
 
 
-def test_too_many_distinct_items_are_refused_before_the_items_are_encoded(client, owner, monkeypatch):
+def test_too_many_distinct_items_are_refused_before_the_items_are_encoded(client, owner, monkeypatch, tmp_path):
     import app.datasets.parsing as parsing
+    from app.datasets.service import limits
+    from app.errors import Unprocessable
 
     def encode_everything(*args, **kwargs):
         raise AssertionError("every item was dictionary-encoded before the limit was checked")
 
-    monkeypatch.setattr(parsing.pc, "dictionary_encode", encode_everything)
     items = 200_001  # the distinct-item limit is 200,000
     data = b"1 2 3\n" + " ".join(str(i) for i in range(items)).encode() + b"\n"
     assert_problem(upload(client, owner, data, "t.dat"), 422, "more than 200000 distinct items")
+    # the upload is read in a child process, which this patch does not reach: the parser here
+    monkeypatch.setattr(parsing.pc, "dictionary_encode", encode_everything)
+    path = tmp_path / "t.dat"
+    path.write_bytes(data)
+    with pytest.raises(Unprocessable, match="more than 200000 distinct items"):
+        parsing.parse(path, "transactions", limits())
 
 
 def test_transaction_files_within_the_item_limit_are_still_read(client, owner):

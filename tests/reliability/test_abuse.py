@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import os
 import socket
-import threading
 import time
 import zlib
 
@@ -20,37 +19,10 @@ from sqlalchemy import text
 from app.db import transaction
 from tests.reliability.conftest import run_in_process
 from tests.support.api import assert_problem, auth, submit, upload
-from tests.support.server import rss_bytes
+from tests.support.server import RssSampler
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
-
-
-class RssSampler:
-    """Peak resident set of a process while a block runs (sampled every 10 ms)."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid, self.peak, self._stop = pid, 0, threading.Event()
-
-    def __enter__(self):
-        self.baseline = rss_bytes(self.pid)
-        self.peak = self.baseline
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.peak = max(self.peak, rss_bytes(self.pid))
-            time.sleep(0.01)
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-
-    @property
-    def growth_mib(self) -> float:
-        return (self.peak - self.baseline) / MiB
 
 
 def _raw_upload(live, total: int | None, chunk: int = MiB) -> dict:

@@ -1,0 +1,41 @@
+"""An upload read and encoded for storage: parse, infer the columns, apply the schema field's
+overrides, write the Parquet payload to a file. No database: it runs in a child process
+(app/datasets/isolated.py), so what a parse allocates is not kept by the API process."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app import codec
+from app.datasets import parsing
+from app.datasets.schema import SchemaUpdate, apply_overrides, infer_columns, transaction_columns
+from app.errors import Unprocessable
+
+
+@dataclass(frozen=True)
+class Encoded:
+    shape: str  # "table" or "transactions"
+    rows: int
+    columns: list[dict[str, Any]]
+
+
+def encode_upload(path: Path, fmt: str, limits: parsing.Limits, update: SchemaUpdate | None,
+                  payload_path: Path) -> Encoded:
+    """Read ``path`` as ``fmt``; write the Parquet payload to ``payload_path``."""
+    parsed = parsing.parse(path, fmt, limits)
+    if parsed.frame is not None:
+        frame = parsed.frame
+        columns = infer_columns(frame)
+        if update is not None:
+            frame, columns, _ = apply_overrides(frame, columns, update)
+        payload, shape = codec.table_to_parquet(frame), "table"
+    else:
+        if update is not None:
+            raise Unprocessable("a transaction file has no columns to describe; omit the schema field")
+        tx = parsed.transactions
+        columns = transaction_columns(tx.n_items, tx.n_transactions)
+        payload, shape = codec.transactions_to_parquet(tx), "transactions"
+    payload_path.write_bytes(payload)
+    return Encoded(shape=shape, rows=parsed.rows, columns=columns)
