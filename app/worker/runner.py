@@ -261,7 +261,10 @@ def _input_deleted_meanwhile(session, job) -> bool:
     this commit (and the release stays, as every earlier release does) or this sees it."""
     if job["release_id"] is not None or job["dataset_id"] is None:
         return False  # a job on a release: that input is not purged by a delete
-    ds = datasets_repo.get(session, job["tenant"], job["dataset_id"], for_update=True)
+    # FOR KEY SHARE conflicts with the delete's FOR UPDATE, not with submissions' KEY SHARE:
+    # FOR UPDATE here queued every submission on the dataset behind each job's final commit
+    # (make load: read p99 44 → 450 ms, submissions 89 → 768 ms)
+    ds = datasets_repo.get(session, job["tenant"], job["dataset_id"], for_key_share=True)
     return ds is None or ds["deleted_at"] is not None
 
 
