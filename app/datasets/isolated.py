@@ -31,7 +31,14 @@ _POLL_S = 0.02
 # The parsing modules are imported once by the forkserver, not by each child (≈ 1 s), and warmed
 # up there. app.cli: an API process started from the `veil` script re-runs it in each child as
 # "__mp_main__" (see app/worker/runner.py).
-_mp = isolation.forkserver(["app.cli", "app.config", "app.datasets.isolated", "app.datasets.child_warmup"])
+# Named when an upload process is wanted (warm_up, encode), not at import: a worker process
+# imports this module too (through the services) and its forkserver must not load and warm up
+# the parsing modules for nothing.
+_PRELOAD = ["app.cli", "app.config", "app.datasets.isolated", "app.datasets.child_warmup"]
+
+
+def _context():
+    return isolation.forkserver(_PRELOAD)
 
 
 def warm_up() -> None:
@@ -39,6 +46,7 @@ def warm_up() -> None:
     first upload does not wait for it from the start."""
     from multiprocessing import forkserver
 
+    _context()
     forkserver.ensure_running()
 
 
@@ -50,7 +58,7 @@ def encode(path: Path, fmt: str, limits: Limits, update: SchemaUpdate | None,
     result_path = payload_path.with_name(payload_path.name + ".result")
     spec = {"path": str(path), "fmt": fmt, "limits": limits, "update": update,
             "payload_path": str(payload_path), "result_path": str(result_path), "parent_pid": os.getpid()}
-    proc = _mp.Process(target=_child, args=(spec,), daemon=True)
+    proc = _context().Process(target=_child, args=(spec,), daemon=True)
     started = time.monotonic()
     proc.start()
     try:
