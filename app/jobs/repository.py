@@ -44,9 +44,18 @@ def lock_tenant_submissions(session: Session, tenant: str) -> None:
                     {"key": f"veil.tenant-jobs:{tenant}"})
 
 
-def count_active(session: Session, tenant: str) -> int:
-    return session.execute(select(func.count()).select_from(jobs).where(
-        jobs.c.tenant == tenant, jobs.c.status.in_(ACTIVE))).scalar_one()
+# The tenant's active jobs, and the lowest queue priority among those still waiting in the queue
+# (procrastinate's entry 'todo'): what the cap and the fair-queueing priority are computed from.
+_STANDING = text("""
+    SELECT count(*) AS active, min(q.priority) AS lowest_waiting
+    FROM jobs j LEFT JOIN procrastinate_jobs q ON q.id = j.queue_job_id AND q.status = 'todo'
+    WHERE j.tenant = :tenant AND j.status IN ('queued', 'running')""")
+
+
+def queue_standing(session: Session, tenant: str) -> tuple[int, int | None]:
+    """(active jobs of the tenant, the lowest priority of its entries waiting in the queue)."""
+    row = session.execute(_STANDING, {"tenant": tenant}).one()
+    return row.active, row.lowest_waiting
 
 
 def count_active_on_raw_data(session: Session, dataset_id: uuid.UUID) -> int:

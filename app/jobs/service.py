@@ -155,7 +155,6 @@ def submit(session: Session, principal: Principal, req, idempotency_key: str | N
             raise
         raise Conflict("a concurrent request with the same Idempotency-Key is being processed; "
                        "retry to read its job") from None
-    repository.set_queue_job_id(session, job_id, queue.defer(session, job_id))
     record(session, tenant=principal.tenant, actor=principal.actor, action="job.submitted",
            subject_type="job", subject_id=job_id, dataset_id=resolved.dataset_id,
            release_id=resolved.release_id,
@@ -164,11 +163,14 @@ def submit(session: Session, principal: Principal, req, idempotency_key: str | N
     row = repository.get(session, job_id)
     # The two checks that lock (the tenant's submissions, the dataset's budget row) come last:
     # the locks are held until the request commits, so the less work after them, the less
-    # concurrent submissions wait. Failing either rolls the whole submission back.
+    # concurrent submissions wait. Failing either rolls the whole submission back. The queue
+    # entry is made under the tenant's lock: its fair priority depends on the tenant's others.
     repository.lock_tenant_submissions(session, principal.tenant)
-    if repository.count_active(session, principal.tenant) > settings.tenant_max_active_jobs:  # with this one
+    standing = repository.queue_standing(session, principal.tenant)
+    if standing[0] > settings.tenant_max_active_jobs:  # with this one
         raise TooManyRequests(f"the tenant already has {settings.tenant_max_active_jobs} queued or "
                               "running jobs; wait for some to finish")
+    queue.enqueue(session, job_id, principal.tenant, standing)
     if epsilon is not None:
         budgets.debit(session, dataset_id=resolved.dataset_id, job_id=job_id, method=spec.name,
                       epsilon=epsilon, actor=principal.key_id)
@@ -274,7 +276,7 @@ def retry(session: Session, principal: Principal, job_id: uuid.UUID) -> dict[str
                            "and its data purged")
     debited = budgets.debit_again_if_refunded(session, job=row, actor=principal.key_id)
     repository.requeue_for_retry(session, job_id)
-    repository.set_queue_job_id(session, job_id, queue.defer(session, job_id))
+    queue.enqueue(session, job_id, row["tenant"])
     record(session, tenant=row["tenant"], actor=principal.actor, action="job.retried",
            subject_type="job", subject_id=job_id, dataset_id=row["dataset_id"],
            details=None if debited is None else {"epsilon_debited": debited})

@@ -41,7 +41,7 @@ def reap_stalled(stall_timeout_s: float) -> None:
     attempts remain, else fail them. Safe to run in every worker at once."""
     with transaction() as session:
         for job in jobs_repo.requeue_stalled(session, stall_timeout_s):
-            jobs_repo.set_queue_job_id(session, job["id"], queue.defer(session, job["id"]))
+            queue.enqueue(session, job["id"], job["tenant"])
             record(session, tenant=job["tenant"], actor="worker", action="job.requeued",
                    subject_type="job", subject_id=job["id"], dataset_id=job["dataset_id"],
                    details={"attempt": job["attempt"], "reason": "stalled"})

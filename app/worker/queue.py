@@ -14,6 +14,7 @@ from procrastinate import sql
 from sqlalchemy.orm import Session
 
 from app.db import database_url, to_libpq_url
+from app.jobs import repository as jobs_repo
 
 TASK_NAME = "veil.run_job"
 QUEUE = "jobs"
@@ -44,10 +45,25 @@ def _driver_connection(session: Session):
     return session.connection().connection.driver_connection
 
 
-def defer(session: Session, job_id: uuid.UUID) -> int:
-    """Queue a run of the job in the session's transaction; returns the queue's job id."""
-    task = defer_app().tasks[TASK_NAME]
-    return task.configure(connection=_driver_connection(session)).defer(job_id=str(job_id))
+def fair_priority(active_others: int, lowest_waiting: int | None) -> int:
+    """Fair queueing between tenants on procrastinate's priority (a worker takes the highest
+    priority, then the oldest entry). A job goes behind as many of its tenant's jobs as are
+    active, so each tenant's n-th job competes with the other tenants' n-th, and one tenant's
+    backlog never holds the others back; and never ahead of its own tenant's waiting entries
+    (first in, first out within a tenant). Bounded by the tenant's active jobs (the cap)."""
+    priority = -active_others
+    return priority if lowest_waiting is None else min(priority, lowest_waiting)
+
+
+def enqueue(session: Session, job_id: uuid.UUID, tenant: str,
+            standing: tuple[int, int | None] | None = None) -> None:
+    """Queue a run of the job (already queued in the jobs table, so counted as active) in the
+    session's transaction at its fair priority. ``standing`` is the tenant's
+    ``jobs_repo.queue_standing`` when the caller has just read it."""
+    active, lowest_waiting = standing or jobs_repo.queue_standing(session, tenant)
+    task = defer_app().tasks[TASK_NAME].configure(
+        connection=_driver_connection(session), priority=fair_priority(active - 1, lowest_waiting))
+    jobs_repo.set_queue_job_id(session, job_id, task.defer(job_id=str(job_id)))
 
 
 def cancel_queued(session: Session, queue_job_id: int) -> None:

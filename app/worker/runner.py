@@ -241,7 +241,7 @@ def _finish(job, inputs: dict[str, Any], outcome: dict[str, Any]) -> None:
             from app.worker import queue
 
             jobs_repo.requeue(session, job["id"], stage=f"requeued: attempt {job['attempt']} {error['type']}")
-            jobs_repo.set_queue_job_id(session, job["id"], queue.defer(session, job["id"]))
+            queue.enqueue(session, job["id"], job["tenant"])
             action, details = "job.requeued", {"attempt": job["attempt"], "reason": error["type"]}
         else:
             jobs_repo.finish(session, job["id"], "failed", error=error, stage="failed")
