@@ -234,3 +234,44 @@ def test_on_a_k_anonymous_release_the_generalized_attributes_are_named_not_calle
         "not used); to generalize further along a hierarchy, anonymize the dataset itself with the "
         "stronger constraints"]
     assert not any(w.startswith("no hierarchy for") and "b" in w.split(":")[0] for w in warnings)
+
+
+def _by_e_table() -> pd.DataFrame:
+    """A by_E table as the experiment builds it: RFK's two risk series equal at every E (as on
+    Adult, where every record is unique until E = 5)."""
+    risk = [1.0, 1.0, 1.0, 0.99, 0.0]
+    return pd.DataFrame({
+        "dataset": "adult", "E": [1, 2, 3, 4, 5],
+        "rfk_accuracy": [0.84, 0.85, 0.84, 0.82, 0.80],
+        "rfk_tiers_only_accuracy": [0.80, 0.81, 0.78, 0.82, 0.80],
+        "kanonymity_accuracy": 0.80, "pak_accuracy": 0.79, "original_accuracy": 0.85,
+        "rfk_ncp_sum": [0.0, 0.0, 0.2, 0.9, 1.5], "kanonymity_ncp_sum": 1.5, "pak_ncp_sum": 5.4,
+        "rfk_sample_uniques_share": risk, "rfk_records_at_risk": risk,
+        "kanonymity_sample_uniques_share": 0.0})
+
+
+def test_experiment_rfk_figures_keep_one_style_per_series_told_apart_without_colour():
+    """Acceptance check: styles went by position, so plain k-anonymity was a green dash-dot line
+    in the accuracy plot and an orange dashed one in the loss plot, and in the risk plot the
+    records-at-risk squares hid the sample-uniques circles under them at every E < 5."""
+    from app.privacy.experiments.rfk import _figures
+
+    styles: dict[str, set] = {}
+    for name, fig in _figures(_by_e_table(), "adult").items():
+        ax = fig.axes[0]
+        assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel(), name
+        lines = {line.get_label(): line for line in ax.get_lines()}
+        shapes = [(line.get_marker(), line.get_linestyle()) for line in lines.values()]
+        assert len(set(shapes)) == len(shapes), f"{name}: series told apart by colour only"
+        for label, line in lines.items():
+            series = {"RFK (others unchanged)": "RFK", "RFK: sample uniques (all attributes)": "RFK",
+                      "plain k-anonymity: sample uniques": "plain k-anonymity"}.get(label, label)
+            styles.setdefault(series, set()).add(
+                (line.get_color(), line.get_marker(), line.get_linestyle()))
+    assert {s: v for s, v in styles.items() if len(v) > 1} == {}, "a series changes style between figures"
+
+    risk_axes = _figures(_by_e_table(), "adult")["rfk_risk_adult"].axes[0]
+    risk = {line.get_label(): line for line in risk_axes.get_lines()}
+    uniques, at_risk = risk["RFK: sample uniques (all attributes)"], risk["RFK: records in classes < 5"]
+    # where the two coincide, the circles must show inside the squares: hollow and larger
+    assert at_risk.get_fillstyle() == "none" and at_risk.get_markersize() > uniques.get_markersize()

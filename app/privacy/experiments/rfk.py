@@ -156,20 +156,56 @@ def run_dataset(name: str, params: ExperimentRfkParams, progress) -> dict:
     }
 
 
-def _plot(table: pd.DataFrame, dataset: str, series: dict[str, str], ylabel: str, title: str):
+# One style per series, the same in every figure of the report (a baseline keeps its colour,
+# marker and line from the accuracy plot to the loss plot), told apart without colour too.
+# The two RFK risk series coincide at most E: the second is drawn as large hollow squares so
+# the filled circles of the first stay visible inside them.
+_STYLES = {
+    "rfk": dict(color="C0", marker="o", linestyle="-", zorder=3),
+    "rfk_tiers_only": dict(color="C1", marker="s", linestyle="--"),
+    "kanonymity": dict(color="C2", marker="^", linestyle="-."),
+    "pak": dict(color="C3", marker="d", linestyle=":"),
+    "original": dict(color="C4", marker="x", linestyle="-"),
+    "rfk_at_risk": dict(color="C5", marker="s", linestyle="--", markersize=10, fillstyle="none"),
+}
+
+
+def _figure(table: pd.DataFrame, dataset: str, series: dict[str, tuple[str, str]], ylabel: str,
+            title: str) -> Figure:
+    """``series``: table column → (style key of ``_STYLES``, legend label)."""
     fig = Figure(figsize=(6.4, 4))
     ax = fig.subplots()
     part = table[table.dataset == dataset]
-    styles = ["o-", "s--", "^-.", "d:", "x-"]
-    for (column, name), style in zip(series.items(), styles):
-        ax.plot(part["E"], part[column], style, label=name)
+    for column, (style, name) in series.items():
+        ax.plot(part["E"], part[column], label=name, **_STYLES[style])
     ax.set_xticks([1, 2, 3, 4, 5])
     ax.set_xlabel("threshold E (tiers 1..E k-anonymized)")
     ax.set_ylabel(ylabel)
     ax.set_title(f"{title} — {dataset}")
     ax.grid(alpha=0.3)
     legend_below(fig, [ax], fontsize=8)
-    return render_figure(fig)
+    return fig
+
+
+def _figures(table: pd.DataFrame, dataset: str) -> dict[str, Figure]:
+    return {
+        f"rfk_accuracy_{dataset}": _figure(table, dataset, {
+            "rfk_accuracy": ("rfk", "RFK (others unchanged)"),
+            "rfk_tiers_only_accuracy": ("rfk_tiers_only", "RFK, tiers only"),
+            "kanonymity_accuracy": ("kanonymity", "plain k-anonymity"),
+            "pak_accuracy": ("pak", "(p,α,k)-anonymity"),
+            "original_accuracy": ("original", "original data")},
+            "random-forest accuracy", "Accuracy vs E"),
+        f"rfk_information_loss_{dataset}": _figure(table, dataset, {
+            "rfk_ncp_sum": ("rfk", "RFK"), "kanonymity_ncp_sum": ("kanonymity", "plain k-anonymity"),
+            "pak_ncp_sum": ("pak", "(p,α,k)-anonymity")},
+            "information loss (Σ NCP over attributes)", "Information loss vs E"),
+        f"rfk_risk_{dataset}": _figure(table, dataset, {
+            "rfk_sample_uniques_share": ("rfk", "RFK: sample uniques (all attributes)"),
+            "rfk_records_at_risk": ("rfk_at_risk", f"RFK: records in classes < {RfkConfig.risk_threshold}"),
+            "kanonymity_sample_uniques_share": ("kanonymity", "plain k-anonymity: sample uniques")},
+            "share of records", "Re-identification risk over all attributes vs E"),
+    }
 
 
 def run_experiment_rfk(data: MethodInput, params: ExperimentRfkParams, ctx: RunContext) -> ReportResult:
@@ -183,22 +219,8 @@ def run_experiment_rfk(data: MethodInput, params: ExperimentRfkParams, ctx: RunC
                            "tier": r["tiers"][a], "paper_tier": r["paper_tiers"].get(a),
                            **{f"tier_run_{j}": run[a] for j, run in enumerate(r["tiers_by_run"][1:], 1)}}
                           for r in results for a in r["attributes"]])
-    plots = {}
-    for r in results:
-        name = r["dataset"]
-        plots[f"rfk_accuracy_{name}"] = _plot(table, name, {
-            "rfk_accuracy": "RFK (others unchanged)", "rfk_tiers_only_accuracy": "RFK, tiers only",
-            "kanonymity_accuracy": "plain k-anonymity", "pak_accuracy": "(p,α,k)-anonymity",
-            "original_accuracy": "original data"}, "random-forest accuracy", "Accuracy vs E")
-        plots[f"rfk_information_loss_{name}"] = _plot(table, name, {
-            "rfk_ncp_sum": "RFK", "kanonymity_ncp_sum": "plain k-anonymity",
-            "pak_ncp_sum": "(p,α,k)-anonymity"}, "information loss (Σ NCP over attributes)",
-            "Information loss vs E")
-        plots[f"rfk_risk_{name}"] = _plot(table, name, {
-            "rfk_sample_uniques_share": "RFK: sample uniques (all attributes)",
-            "rfk_records_at_risk": "RFK: records in classes < 5",
-            "kanonymity_sample_uniques_share": "plain k-anonymity: sample uniques"},
-            "share of records", "Re-identification risk over all attributes vs E")
+    plots = {name: render_figure(fig) for r in results
+             for name, fig in _figures(table, r["dataset"]).items()}
     ctx.progress(1.0, "done")
     return ReportResult(
         kind="experiment_rfk",
