@@ -4,8 +4,12 @@ import pytest
 
 from app.privacy.context import RunContext
 from app.privacy.data import MethodInput
-from app.privacy.experiments.ppnb import ExperimentPPNBParams, choose_cut_points, load_split, run_experiment_ppnb
+from app.privacy.experiments.ppnb import (
+    ExperimentPPNBParams, choose_cut_points, load_split, plot_figure2, plot_figure3, plot_train_sizes,
+    run_experiment_ppnb,
+)
 from app.privacy.registry import Kind, Source, get
+from tests.support.figures import assert_readable
 
 
 @pytest.fixture(scope="module")
@@ -67,3 +71,16 @@ def test_seeds_and_training_sizes_are_bounded(field, value):
     from pydantic import ValidationError
     with pytest.raises(ValidationError, match=field):
         ExperimentPPNBParams(**{field: value})
+
+
+def test_figures_tell_series_apart_without_colour(report):
+    """Acceptance check: in grayscale the two TRR settings, PPNB and DTPD, and the training sizes
+    were identical grey lines with the same markers; titles only said 'Figure 2 — adult'."""
+    result, _ = report
+    fig2, fig3, refs = result.tables["figure2"], result.tables["figure3"], result.tables["references"]
+    full = {ds: int(fig2[fig2.dataset == ds].train_rows.max()) for ds in ("synthetic", "adult")}
+    for fig in (plot_figure2(fig2, refs, full), plot_train_sizes(fig2, refs), plot_figure3(fig3, refs, full)):
+        assert_readable(fig)
+    legend = plot_train_sizes(fig2, refs).legends[0]
+    # the full size has one label in every panel (it was 'n = 1,500' and 'n = 32,561' apart)
+    assert [t.get_text() for t in legend.get_texts()] == ["n = 300", "all training records"]

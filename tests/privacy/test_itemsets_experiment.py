@@ -3,11 +3,15 @@
 import math
 
 import numpy as np
+import pandas as pd
 
 from app.privacy import registry
 from app.privacy.context import RunContext
 from app.privacy.data import MethodInput
-from app.privacy.experiments.itemsets import ExperimentItemsetsParams, equal_epsilon_p, paper_design
+from app.privacy.experiments.itemsets import (
+    ExperimentItemsetsParams, _plot_grouping, _plot_vs_p, equal_epsilon_p, paper_design,
+)
+from tests.support.figures import assert_readable
 
 
 def test_designs():
@@ -50,3 +54,27 @@ def test_group_sizes_are_bounded():
         with pytest.raises(ValidationError, match="group_size"):
             ExperimentItemsetsParams(**bad)
     assert ExperimentItemsetsParams(group_sizes=[2, "n/5"]).group_sizes == [2, "n/5"]
+
+
+def test_plots_are_readable_in_grayscale_and_bars_start_at_zero_on_a_narrow_range():
+    """Acceptance check: three dotted series with the same marker, pooled and stratified bars in
+    colour only, and a log axis whose data-set floor drew 1.7e-3 and 2.8e-3 bars five times apart."""
+    table = pd.DataFrame([{"dataset": "adult", "p": 0.9, "group_size": g, "assignment": a, "estimator": e,
+                           "mae": m} for (g, a), (pooled, stratified) in
+                          {("2", "consecutive"): (2.0e-3, 2.8e-3), ("n/5", "random"): (1.7e-3, 2.6e-3)}.items()
+                          for e, m in (("pooled", pooled), ("stratified", stratified))])
+    fig = _plot_grouping(table, ["adult"], 0.9)
+    assert_readable(fig)
+    ax = fig.axes[0]
+    assert ax.get_yscale() == "linear" and ax.get_ylim()[0] == 0
+    wide = table.assign(mae=table["mae"] * [1, 1, 30, 1])
+    assert _plot_grouping(wide, ["adult"], 0.9).axes[0].get_yscale() == "log"  # over a decade
+    ps = (0.8, 0.9)
+    schemes = [("MASK", "pooled"), ("PN/g", "pooled"), ("PN/g", "stratified"), ("PN/g without p=1", "pooled"),
+               ("PN/g without p=1", "stratified"), ("MASK at equal ε", "pooled")]
+    vs_p = pd.DataFrame([{"dataset": d, "p": p, "scheme": s, "estimator": e, "mae": 0.01 / p, "mae_std": 0.001}
+                         for d in ("mushroom", "chess", "retail") for s, e in schemes for p in ps])
+    fig = _plot_vs_p(vs_p, "mae", "mean absolute support error", ["mushroom", "chess", "retail"], {}, log=True)
+    assert_readable(fig)
+    assert len(fig.legends[0].get_texts()) == len(schemes)
+    assert [ax.get_visible() for ax in fig.axes] == [True, True, True, False]  # two a row, not four

@@ -289,29 +289,45 @@ def _summary(rows: list[dict], keys: list[str]) -> pd.DataFrame:
     return out.rename(columns={"count": "seeds"})
 
 
-def _band(ax, x, mean, std, label, **style) -> None:
-    ax.plot(x, mean, marker="o", markersize=3, label=label, **style)
+def _band(ax, x, mean, std, label, marker="o", **style) -> None:
+    # the marker (and the caller's line style) tell the series apart without colour: grayscale
+    # prints and colour-blind readers saw the two TRR settings, PPNB and DTPD as one grey line
+    ax.plot(x, mean, marker=marker, markersize=4, label=label, **style)
     ax.fill_between(x, mean - std, mean + std, alpha=0.18, color=ax.lines[-1].get_color())
+
+
+BANDS = "bands: mean ± 1 sd over the seeds"
+#: (marker, line style) of the smaller training sizes of figure2_train_size, smallest first (not
+#: dotted: that is the raw-data reference); the full size is solid with circles in every panel
+_SIZE_STYLES = [("v", "--"), ("s", "-."), ("D", (0, (5, 1, 1, 1, 1, 1))), ("^", (0, (3, 1))), ("P", (0, (1, 1)))]
 
 
 def plot_figure2(fig2: pd.DataFrame, refs: pd.DataFrame, full_sizes: dict[str, int]) -> Figure:
     datasets = list(dict.fromkeys(fig2["dataset"]))
     fig = Figure(figsize=(5.2 * len(datasets), 4.0))
+    markers = iter("os")  # one per TRR setting
+    trr_marker: dict[str, str] = {}
     for i, ds in enumerate(datasets):
         ax = fig.add_subplot(1, len(datasets), i + 1)
         d = fig2[(fig2.dataset == ds) & (fig2.train_rows == full_sizes[ds])]
         for (features, trr), g in d.groupby(["features", "trr"], sort=False):
-            name = f"PPNB, TRR {trr}" if features == "all" else "PPNB, categorical attributes only"
-            _band(ax, g.p0, g["mean"], g["std"], name, linestyle="-" if features == "all" else "--")
+            if features == "all":
+                marker = trr_marker.setdefault(trr, next(markers, "D"))
+                _band(ax, g.p0, g["mean"], g["std"], f"PPNB, TRR {trr}", marker=marker, linestyle="-")
+            else:
+                _band(ax, g.p0, g["mean"], g["std"], "PPNB, categorical attributes only", marker="^",
+                      linestyle="--")
         r = refs[(refs.dataset == ds) & (refs.train_rows == full_sizes[ds])]
         for model, style in (("naive Bayes on raw data (all)", ":"), ("naive Bayes on raw data (categorical)", "-.")):
             acc = r[r.model == model]["mean"]
             if len(acc):
                 ax.axhline(float(acc.iloc[0]), color="black", linestyle=style, linewidth=1,
                            label=model.replace("naive Bayes", "NB"))
-        ax.set(title=f"Figure 2 — {ds} (n = {full_sizes[ds]:,})", xlabel="p0 (ERRPH)", ylabel="accuracy")
+        ax.set(title=f"PPNB accuracy against p0 — {ds} ({full_sizes[ds]:,} training records)",
+               xlabel="p0 (ERRPH)", ylabel="accuracy on the test set")
+        ax.title.set_fontsize(10)
         ax.grid(alpha=0.3)
-    legend_below(fig)
+    legend_below(fig, title=BANDS)
     return fig
 
 
@@ -321,22 +337,28 @@ def plot_train_sizes(fig2: pd.DataFrame, refs: pd.DataFrame) -> Figure:
     for i, ds in enumerate(datasets):
         ax = fig.add_subplot(1, len(datasets), i + 1)
         d = fig2[(fig2.dataset == ds) & (fig2.features == "categorical")]
+        sizes = sorted(set(d.train_rows))
         for size, g in d.groupby("train_rows"):
-            _band(ax, g.p0, g["mean"], g["std"], f"PPNB categorical, n = {size:,}")
+            full = size == sizes[-1]
+            marker, style = ("o", "-") if full else _SIZE_STYLES[sizes.index(size) % len(_SIZE_STYLES)]
+            label = "all training records" if full else f"n = {size:,}"
+            _band(ax, g.p0, g["mean"], g["std"], label, marker=marker, linestyle=style)
             r = refs[(refs.dataset == ds) & (refs.train_rows == size)
                      & (refs.model == "naive Bayes on raw data (categorical)")]
             if len(r):
                 ax.axhline(float(r["mean"].iloc[0]), color=ax.lines[-1].get_color(), linestyle=":", linewidth=1)
-        ax.set(title=f"p0 against training size — {ds}", xlabel="p0 (ERRPH)", ylabel="accuracy")
+        ax.set(title=f"PPNB (categorical attributes) by training size — {ds} (all: {sizes[-1]:,})",
+               xlabel="p0 (ERRPH)", ylabel="accuracy on the test set")
+        ax.title.set_fontsize(10)
         ax.grid(alpha=0.3)
-    legend_below(fig, title="dotted: NB on raw data")
+    legend_below(fig, title=f"{BANDS}; thin dotted lines: NB on the raw data of the same size")
     return fig
 
 
 def plot_figure3(fig3: pd.DataFrame, refs: pd.DataFrame, full_sizes: dict[str, int]) -> Figure:
     datasets = list(dict.fromkeys(fig3["dataset"]))
     fig = Figure(figsize=(5.2 * len(datasets), 4.0))
-    colors = {"PPNB (ERRPH, k=2)": "tab:blue", "DTPD (whole-record Warner)": "tab:red"}
+    styles = {"PPNB (ERRPH, k=2)": ("tab:blue", "o"), "DTPD (whole-record Warner)": ("tab:red", "s")}
     for i, ds in enumerate(datasets):
         ax = fig.add_subplot(1, len(datasets), i + 1)
         d = fig3[fig3.dataset == ds]
@@ -345,15 +367,18 @@ def plot_figure3(fig3: pd.DataFrame, refs: pd.DataFrame, full_sizes: dict[str, i
             if size not in (full_sizes[ds], smallest):
                 continue
             full = size == full_sizes[ds]
-            _band(ax, g.p, g["mean"], g["std"], f"{method}, n = {size:,}", color=colors.get(method),
-                  linestyle="-" if full else "--")
+            color, marker = styles.get(method, (None, "D"))
+            _band(ax, g.p, g["mean"], g["std"], f"{method}, {'all training records' if full else f'n = {size:,}'}",
+                  marker=marker, color=color, linestyle="-" if full else "--")
         for model, style in (("naive Bayes on raw binarized data", ":"), ("ID3 on raw binarized data", "-.")):
             acc = refs[(refs.dataset == ds) & (refs.model == model)]["mean"]
             if len(acc):
                 ax.axhline(float(acc.iloc[0]), color="black", linestyle=style, linewidth=1, label=model)
-        ax.set(title=f"Figure 3 — {ds}, binarized", xlabel="p (ERRPH p0 = DTPD θ)", ylabel="accuracy")
+        ax.set(title=f"PPNB against DTPD, binarized — {ds} ({full_sizes[ds]:,} training records)",
+               xlabel="p (ERRPH p0 = DTPD θ)", ylabel="accuracy on the test set")
+        ax.title.set_fontsize(10)
         ax.grid(alpha=0.3)
-    legend_below(fig, handlelength=4)  # long enough to show the dashes
+    legend_below(fig, title=BANDS, handlelength=4)  # long enough to show the dashes
     return fig
 
 

@@ -1,0 +1,37 @@
+"""What a reader needs from a report figure, as assertions (shared by the experiment tests)."""
+
+from __future__ import annotations
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.container import BarContainer, ErrorbarContainer
+from matplotlib.figure import Figure
+
+from app.privacy.plotting import legend_entries
+
+
+def style_without_colour(handle) -> tuple:
+    """What tells a legend entry apart in grayscale or to a colour-blind reader."""
+    if isinstance(handle, ErrorbarContainer):
+        handle = handle.lines[0]
+    if isinstance(handle, BarContainer):
+        return ("bar", handle.patches[0].get_hatch() or "")
+    return (str(handle.get_marker()), str(handle.get_linestyle()))
+
+
+def assert_readable(fig: Figure) -> None:
+    """Every panel titled with an x label, a y label in the first column, the legend entries
+    told apart by marker, line style or hatch (not colour alone), the legend outside every panel."""
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    for ax in axes:
+        assert ax.get_title() and ax.get_xlabel(), f"panel {ax.get_title()!r} lacks a title or x label"
+        if ax.get_subplotspec().is_first_col():
+            assert ax.get_ylabel(), f"panel {ax.get_title()!r} lacks a y label"
+    handles, labels = legend_entries(axes)
+    styles = {label: style_without_colour(h) for h, label in zip(handles, labels)}
+    same = [(a, b) for i, a in enumerate(labels) for b in labels[i + 1:] if styles[a] == styles[b]]
+    assert not same, f"told apart by colour only: {same}"
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    for legend in fig.legends:
+        box = legend.get_window_extent(renderer)
+        assert not any(box.overlaps(ax.bbox) for ax in axes), "the legend covers a panel"
