@@ -45,6 +45,7 @@ def run_reconstruct(data: MethodInput, params: ReconstructParams, ctx: RunContex
         raise MethodInputError("reconstruct runs on a release, not on a dataset")
     _check_shape(params, data)
     sections: list[dict[str, Any]] = []
+    step_numbers: list[int] = []  # each section's place in the chain, 1 = the first step
     steps = data.source.steps()
     for i, step in enumerate(steps):
         ctx.progress(i / len(steps), f"reconstructing {step['method']}")
@@ -53,10 +54,11 @@ def run_reconstruct(data: MethodInput, params: ReconstructParams, ctx: RunContex
             continue  # a step with nothing to invert (e.g. generalization)
         sections.append({"method": step["method"], "release_id": step.get("release_id"),
                          **fn(data, step, params, ctx)})
+        step_numbers.append(i + 1)
     if not sections:
         raise _nothing_to_reconstruct(steps)
     ctx.progress(1.0, "done")
-    plot = _distributions_plot(sections) if params.plots else None
+    plot = _distributions_plot(sections, step_numbers) if params.plots else None
     return ReportResult(kind="reconstruction", data={"steps": sections},
                         plots={"distributions": plot} if plot is not None else {})
 
@@ -64,18 +66,30 @@ def run_reconstruct(data: MethodInput, params: ReconstructParams, ctx: RunContex
 PLOTTED_COLUMNS, PLOTTED_VALUES = 9, 20
 
 
-def _distributions_plot(sections: list[dict[str, Any]]):
+def _panel_title(name: str, method: str, entry: dict[str, Any], step: int, repeated: bool, more: str) -> str:
+    """A column randomized by two steps has a panel per step: "sex (errph)" twice hid that one
+    is the original data (both steps undone) and the other the input of the second step."""
+    if not repeated:
+        return f"{name} ({method}{more})"
+    undone = " → ".join(entry.get("through_steps") or [method])
+    where = "original data" if step == 1 else f"input of step {step}"
+    return f"{name}: {where} ({undone} undone{more})"
+
+
+def _distributions_plot(sections: list[dict[str, Any]], step_numbers: list[int]):
     """Per categorical column (the first 9): the published shares beside the reconstructed
     distribution with ±1.96 standard errors — what the release shows against what it implies."""
-    panels = [(name, section["method"], entry) for section in sections
+    panels = [(name, section["method"], entry, step) for section, step in zip(sections, step_numbers)
               for name, entry in (section.get("columns") or {}).items()
-              if entry.get("kind") in ("categorical", "binary")][:PLOTTED_COLUMNS]
+              if entry.get("kind") in ("categorical", "binary")]
+    names = [name for name, *_ in panels]
+    panels = panels[:PLOTTED_COLUMNS]
     if not panels:
         return None
     cols = min(3, len(panels))
     rows = -(-len(panels) // cols)
     fig = Figure(figsize=(4.2 * cols, 3.2 * rows))
-    for ax, (name, method, entry) in zip(fig.subplots(rows, cols, squeeze=False).ravel(), panels):
+    for ax, (name, method, entry, step) in zip(fig.subplots(rows, cols, squeeze=False).ravel(), panels):
         est, shown = np.asarray(entry["consistent"]), np.asarray(entry["published_share"])
         order = np.argsort(-est, kind="stable")[:PLOTTED_VALUES]
         x = np.arange(len(order))
@@ -85,12 +99,13 @@ def _distributions_plot(sections: list[dict[str, Any]]):
                yerr=err, capsize=2, ecolor="#333333")
         ax.set_xticks(x, [str(entry["domain"][i])[:22] for i in order], rotation=60, ha="right", fontsize=7)
         more = f", top {len(order)} of {len(est)}" if len(est) > len(order) else ""
-        ax.set_title(f"{name} ({method}{more})", fontsize=9)
+        ax.set_title(_panel_title(name, method, entry, step, names.count(name) > 1, more), fontsize=9)
         ax.set_ylabel("share of cells", fontsize=8)
         ax.set_ylim(0, min(1.0, 1.15 * float(max(shown[order].max(), (est[order] + err).max()))))
     for ax in fig.axes[len(panels):]:
         ax.set_visible(False)
-    legend_below(fig)  # below the panels: inside one it hid bars
+    # below the panels (inside one it hid bars); the title says what the whiskers are
+    legend_below(fig, title="reconstructed: the simplex-consistent estimate, error bars ± 1.96 standard errors")
     return render_figure(fig)
 
 

@@ -334,6 +334,21 @@ def test_reconstruct_draws_the_published_and_reconstructed_distributions():
     assert run_reconstruct(release, ReconstructParams(plots=False), ctx()).plots == {}
 
 
+def test_reconstruct_plot_of_a_chain_names_which_distribution_each_panel_shows():
+    """Acceptance check: errph on an errph release drew two panels both titled "c (errph)", one
+    the original data (both steps undone), the other the input of the second step."""
+    cols = [ColumnInfo("c", "categorical", categories=tuple(VALUES))]
+    data = MethodInput(columns=cols, frame=pd.DataFrame({"c": np.random.default_rng(4).choice(VALUES, 2000, p=PI)}))
+    first, second = ErrphParams(p0=0.6), ErrphParams(p0=0.7)
+    once = as_release_input(data, run_errph(data, first, ctx()), "errph", first)
+    twice = as_release_input(once, run_errph(once, second, ctx(1)), "errph", second)
+    svg = run_reconstruct(twice, ReconstructParams(), ctx()).plots["distributions"].svg.decode()
+    assert "c: original data (errph → errph undone)" in svg
+    assert "c: input of step 2 (errph undone)" in svg
+    assert "c (errph)" not in svg
+    assert "error bars ± 1.96 standard errors" in svg
+
+
 def test_reconstruction_through_a_chain_of_two_errph_steps():
     cols = [ColumnInfo("c", "categorical", categories=tuple(VALUES))]
     first, second = ErrphParams(p0=0.6), ErrphParams(p0=0.7)
