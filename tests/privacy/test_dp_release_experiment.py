@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import math
 
+import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 import pytest
 from pydantic import ValidationError
 
 from app.privacy import registry
 from app.privacy.context import RunContext
 from app.privacy.experiments.dp_release import (
-    ExperimentDpReleaseParams, TARGET, load_task, marginal_tvd, run_protocol, svm_error,
+    LABELS, ExperimentDpReleaseParams, TARGET, _plot, load_task, marginal_tvd, run_protocol, svm_error,
 )
 from app.privacy.rng import SecureRandom
+from tests.support.figures import assert_readable
 
 
 def test_small_protocol_reports_both_styles_per_method_and_epsilon():
@@ -34,6 +37,31 @@ def test_small_protocol_reports_both_styles_per_method_and_epsilon():
     raw = runs[runs["method"] == "noprivacy"]
     assert (raw["error_raw_holdout"] <= raw["majority_error"] + 0.01).all()
     assert registry.get("experiment_dp_release").kind == "experiment"
+    # the report says how its noise was drawn: a seeded run is reproducible and not private
+    assert report.data["protocol"]["seed"] == 4 and report.data["protocol"]["noise"].startswith("seeded")
+
+
+def test_plot_tells_every_method_and_peer_apart_without_colour():
+    """Acceptance check: every method was drawn as circles on a solid line, colour alone told
+    DPPro, ICAHDP and the peers apart, and a method's colour followed its rank in the run."""
+    runs = pd.DataFrame([{"task": "adult_income", "method": m, "epsilon": e, "majority_error": 0.25,
+                          "error_release_split": 0.2, "error_raw_holdout": 0.3}
+                         for m in ["aim", "dppro", "icahdp_paper", "icahdp_strict", "mst", "PrivBayes",
+                                   "smartnoise MST"] for e in (0.5, 1.0)]
+                        + [{"task": "adult_income", "method": "noprivacy", "epsilon": math.inf,
+                            "majority_error": 0.25, "error_release_split": 0.15, "error_raw_holdout": 0.15}])
+    peers = {"PrivBayes": "PrivBayes", "smartnoise MST": "smartnoise MST"}
+    fig = _plot(runs, "adult_income", {**LABELS, **peers})
+    try:
+        assert "misclassification" in fig._suptitle.get_text()
+        assert_readable(fig)
+        colours = {line.get_label(): line.get_color() for line in fig.axes[0].get_lines()}
+        alone = _plot(runs[runs.method.isin(["dppro", "noprivacy"])], "adult_income", LABELS)
+        assert {line.get_label(): line.get_color() for line in alone.axes[0].get_lines()}["DPPro"] \
+            == colours["DPPro"]  # the same colour whichever methods ran beside it
+        plt.close(alone)
+    finally:
+        plt.close(fig)
 
 
 @pytest.mark.parametrize("epsilon", [0.0, -1.0, 100.5, math.inf])

@@ -342,10 +342,24 @@ def _summary(runs: pd.DataFrame, column: str) -> pd.DataFrame:
     return table.reset_index()
 
 
+# One style per method, the same in every task's figure and told apart without colour (markers
+# and lines); NoPrivacy and the majority class are the unmarked black dashed / grey dotted lines.
+_STYLES = {"icahdp_strict": dict(color="C2", marker="o", linestyle="-"),
+           "icahdp_paper": dict(color="C1", marker="^", linestyle="-."),
+           "dppro": dict(color="C0", marker="s", linestyle="--"),
+           "mst": dict(color="C5", marker="D", linestyle=":"),
+           "aim": dict(color="C4", marker="v", linestyle="-")}
+# peers injected by the benchmarks (run_protocol's ``extra``), in the order they come
+_PEER_STYLES = [dict(color=f"C{i}", marker=m, linestyle=ls) for i, m, ls in
+                [(3, "P", "--"), (6, "X", "-."), (7, "*", ":"), (8, "h", "--"), (9, "<", "-.")]]
+
+
 def _plot(runs: pd.DataFrame, task: str, labels: dict[str, str]):
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
     sub = runs[runs["task"] == task]
     eps = sorted(e for e in sub["epsilon"].unique() if not math.isinf(e))
+    peers = [m for m in dict.fromkeys(runs["method"]) if m not in _STYLES and m != "noprivacy"]
+    styles = {**_STYLES, **dict(zip(peers, itertools.cycle(_PEER_STYLES)))}
     for ax, column, title in zip(axes, ["error_release_split", "error_raw_holdout"],
                                  ["70/30 split of the release (paper)", "train on release, test on raw"]):
         for method, part in sub.groupby("method"):
@@ -353,7 +367,7 @@ def _plot(runs: pd.DataFrame, task: str, labels: dict[str, str]):
             if method == "noprivacy":
                 ax.axhline(means.iloc[0], color="k", linestyle="--", label=labels[method])
             else:
-                ax.plot(means.index, means.values, marker="o", label=labels.get(method, method))
+                ax.plot(means.index, means.values, label=labels.get(method, method), **styles[method])
         ax.axhline(sub["majority_error"].mean(), color="grey", linestyle=":", label="majority class")
         ax.set_xscale("log")
         ax.minorticks_off()  # only the grid's ε are labelled
@@ -361,7 +375,7 @@ def _plot(runs: pd.DataFrame, task: str, labels: dict[str, str]):
         ax.set_xlabel("ε")
         ax.set_title(title, fontsize=10)
     axes[0].set_ylabel("misclassification rate")
-    fig.suptitle(task)
+    fig.suptitle(f"SVM misclassification rate vs ε — {task}")
     legend_below(fig, axes, fontsize=8)
     return fig
 
@@ -385,6 +399,10 @@ def _report(runs: pd.DataFrame, params: ExperimentDpReleaseParams, labels: dict[
                    "categorical one-hot over the declared domain",
             "split": "raw 70/30 → the release covers the 70%; the release is split 70/30 again",
             "train_rows": params.train_rows, "test_rows": params.test_rows,
+            # a reader must tell a reproducible run from one whose noise cannot be drawn again
+            "seed": params.seed,
+            "noise": ("seeded (test mode, reproducible, not private)" if params.seed is not None
+                      else "CSPRNG (not reproducible)") + f"; splits seeded by {params.seed or 0}",
             "subsampling": f"SVM trained on ≤ {params.train_rows} rows and tested on ≤ "
                            f"{params.test_rows} rows of each test set (the release itself covers "
                            "all training records)",
