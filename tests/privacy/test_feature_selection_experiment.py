@@ -11,10 +11,12 @@ import pytest
 
 from app.privacy.context import RunContext
 from app.privacy.experiments.rfka import (
-    ExperimentRfkaParams, load_adult_sample, lookup_auc, run_experiment_rfka, svm_auc,
+    ExperimentRfkaParams, _figure, load_adult_sample, lookup_auc, run_experiment_rfka, svm_auc,
 )
 from sklearn.metrics import roc_auc_score
 from pydantic import ValidationError
+
+from tests.support.figures import assert_readable
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +55,19 @@ def test_plots_are_images(report):
     assert set(report.plots) == {"auc", "auc_converged", "lookup_auc", "runtime", "features"}
     for plot in report.plots.values():
         assert plot.png.startswith(b"\x89PNG") and b"<svg" in plot.svg
+
+
+def test_figures_name_what_they_show_and_keep_a_style_per_variant(report):
+    """Acceptance check: the figures had no title, the legend showed code names (rfka_greedy)
+    and a variant's colour followed its place in ``variants``."""
+    summary = report.tables["summary"]
+    fig = _figure(summary, ["rfka", "rfka_greedy", "hamdist"], "auc", "SVM AUC", "AUC vs K")
+    assert fig._suptitle.get_text() == "AUC vs K"
+    assert_readable(fig)
+    colours = {h.get_label(): h.lines[0].get_color() for h in fig.axes[0].containers}
+    assert set(colours) == {"RFKA (lookahead, beam)", "RFKA, paper's loop", "Greedy_Hamdist"}
+    swapped = _figure(summary, ["hamdist", "rfka"], "auc", "SVM AUC", "AUC vs K")
+    assert all(colours[h.get_label()] == h.lines[0].get_color() for h in swapped.axes[0].containers)
 
 
 def test_adult_sample_is_stratified():

@@ -212,22 +212,29 @@ def _summary(rows: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-_MARKERS = {"rfka": "o", "rfka_rollout": "D", "rfka_greedy": "^", "hamdist": "s",
-            "hamdist_lookahead": "v"}
+# One style and a reader's name per variant, the same in every figure whatever order the
+# variants were asked in (told apart by marker as well as colour).
+_STYLES = {"rfka": dict(color="C0", marker="o"), "rfka_rollout": dict(color="C1", marker="D"),
+           "rfka_greedy": dict(color="C2", marker="^"), "hamdist": dict(color="C3", marker="s"),
+           "hamdist_lookahead": dict(color="C4", marker="v")}
+_LABELS = {"rfka": "RFKA (lookahead, beam)", "rfka_rollout": "RFKA, single rollout",
+           "rfka_greedy": "RFKA, paper's loop", "hamdist": "Greedy_Hamdist",
+           "hamdist_lookahead": "Greedy_Hamdist + lookahead"}
 
 
-def _plot(summary: pd.DataFrame, variants: list[str], value: str, ylabel: str, log: bool = False):
+def _figure(summary: pd.DataFrame, variants: list[str], value: str, ylabel: str, title: str,
+            log: bool = False) -> Figure:
     datasets = list(dict.fromkeys(summary.dataset))
     fig = Figure(figsize=(5.2 * len(datasets), 3.8))
     axes = fig.subplots(1, len(datasets), squeeze=False)
-    shifts = np.linspace(-0.08, 0.08, len(variants))
+    shifts = np.linspace(-0.15, 0.15, len(variants))  # side by side, error bars apart
     for ax, name in zip(axes[0], datasets):
         part = summary[summary.dataset == name]
         x = np.arange(len(part))
         for shift, variant in zip(shifts, variants):
             spread = part.get(f"{variant}_{value}_cv_std")  # error bars: fold-to-fold std
-            ax.errorbar(x + shift, part[f"{variant}_{value}"], yerr=spread,
-                        marker=_MARKERS[variant], capsize=3, label=variant)
+            ax.errorbar(x + shift, part[f"{variant}_{value}"], yerr=spread, capsize=3,
+                        label=_LABELS[variant], **_STYLES[variant])
         ax.set_xticks(x, [str(k) for k in part.K])
         ax.set_xlabel("K (0 = no protection)")
         ax.set_ylabel(ylabel)
@@ -235,8 +242,13 @@ def _plot(summary: pd.DataFrame, variants: list[str], value: str, ylabel: str, l
         if log:
             ax.set_yscale("log")
         ax.grid(alpha=0.3)
+    fig.suptitle(title)
     legend_below(fig, axes[0], fontsize=8)
-    return render_figure(fig)
+    return fig
+
+
+def _plot(*args, **kwargs):
+    return render_figure(_figure(*args, **kwargs))
 
 
 def _claims(summary: pd.DataFrame, variants: list[str]) -> list[dict]:
@@ -288,14 +300,18 @@ def run_experiment_rfka(data: MethodInput | None, params: ExperimentRfkaParams,
     summary = _summary(table)
     ctx.progress(0.99, "plots")
     variants = list(params.variants)
-    plots = {"auc": _plot(summary, variants, "auc",
-                          f"SVM AUC ({params.folds}-fold CV, ± fold std)"),
+    plots = {"auc": _plot(summary, variants, "auc", f"SVM AUC ({params.folds}-fold CV, ± fold std)",
+                          "AUC of an SVM trained on each k-anonymous release vs K"),
              "auc_converged": _plot(summary, variants, "auc_converged",
-                                    f"SVM AUC, solver converged (tol {CONVERGED_TOL:g})"),
+                                    f"SVM AUC, solver converged (tol {CONVERGED_TOL:g})",
+                                    "AUC of the SVM run to convergence on each release vs K"),
              "lookup_auc": _plot(summary, variants, "lookup_auc",
-                                 "class-frequency lookup AUC (same folds)"),
-             "runtime": _plot(summary, variants, "seconds", "runtime (s)", log=True),
-             "features": _plot(summary, variants, "features", "selected features")}
+                                 "class-frequency lookup AUC (same folds)",
+                                 "AUC the release allows (label share of a record's class) vs K"),
+             "runtime": _plot(summary, variants, "seconds", "runtime (s, log scale)",
+                              "Selection runtime vs K (SVM not included)", log=True),
+             "features": _plot(summary, variants, "features", "selected features",
+                               "Number of features kept vs K")}
     ctx.progress(1.0, "done")
     return ReportResult(
         kind="experiment_rfka",
