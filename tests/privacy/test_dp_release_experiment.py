@@ -39,6 +39,8 @@ def test_small_protocol_reports_both_styles_per_method_and_epsilon():
     assert registry.get("experiment_dp_release").kind == "experiment"
     # the report says how its noise was drawn: a seeded run is reproducible and not private
     assert report.data["protocol"]["seed"] == 4 and report.data["protocol"]["noise"].startswith("seeded")
+    guarantees = report.data["protocol"]["guarantees"]  # and what each release would promise
+    assert set(guarantees) == {"icahdp_strict", "dppro"} and "δ = 1e-06" in guarantees["dppro"]
 
 
 def test_plot_tells_every_method_and_peer_apart_without_colour():

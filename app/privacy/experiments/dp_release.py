@@ -380,6 +380,21 @@ def _plot(runs: pd.DataFrame, task: str, labels: dict[str, str]):
     return fig
 
 
+def _guarantees(methods) -> dict[str, str]:
+    """What each built-in release promises at the ε of its row (its registered guarantee, mode
+    and default δ); the runs themselves are evaluations, their releases are discarded."""
+    out = {}
+    for name in methods:
+        if name not in RELEASES:
+            continue
+        method, extra = RELEASES[name]
+        spec = registry.get(method)
+        delta = spec.params.model_fields.get("delta")
+        out[name] = "; ".join([f"{method} {extra}" if extra else method, spec.guarantee]
+                              + ([f"δ = {delta.default:g}"] if delta is not None else []))
+    return out
+
+
 def _report(runs: pd.DataFrame, params: ExperimentDpReleaseParams, labels: dict[str, str],
             timings: dict[str, list[float]]) -> ReportResult:
     plots = {}
@@ -407,6 +422,7 @@ def _report(runs: pd.DataFrame, params: ExperimentDpReleaseParams, labels: dict[
                            f"{params.test_rows} rows of each test set (the release itself covers "
                            "all training records)",
             "methods": {k: labels.get(k, k) for k in runs["method"].unique()},
+            "guarantees": _guarantees(runs["method"].unique()),
         },
         "runs": runs.replace({math.inf: None}).to_dict(orient="records"),
         "summary_release_split": release_split.to_dict(orient="records"),
