@@ -89,6 +89,13 @@ def hierarchy_columns(session: Session, dataset_ids: list[uuid.UUID]) -> dict[uu
     return out
 
 
+def delete_hierarchy(session: Session, dataset_id: uuid.UUID, column: str) -> bool:
+    from sqlalchemy import delete
+
+    return session.execute(delete(hierarchies).where(
+        hierarchies.c.dataset_id == dataset_id, hierarchies.c.column_name == column)).rowcount > 0
+
+
 def delete_hierarchies(session: Session, dataset_id: uuid.UUID) -> None:
     from sqlalchemy import delete
 

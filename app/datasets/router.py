@@ -185,6 +185,16 @@ def get_hierarchy(dataset_id: DatasetId, column: HierarchyColumn, principal: Own
                              media_type="text/csv")
 
 
+@router.delete("/{dataset_id}/hierarchies/{column:path}", status_code=204,
+               responses=problem_responses(401, 403, 404, 422, 503))
+def delete_hierarchy(dataset_id: DatasetId, column: HierarchyColumn, principal: OwnerPrincipal,
+                     session: SessionDep) -> Response:
+    """Remove a column's hierarchy (audited); anonymity jobs that start afterwards use the
+    automatic one (intervals for numeric columns, a flat one for categorical columns)."""
+    service.delete_hierarchy(session, principal, dataset_id, column)
+    return Response(status_code=204)
+
+
 @router.delete("/{dataset_id}", status_code=204, responses=problem_responses(401, 403, 404, 422, 503))
 def delete_dataset(dataset_id: DatasetId, principal: OwnerPrincipal, session: SessionDep) -> Response:
     """Delete a dataset: its data is purged; releases made from it and the audit trail stay."""

@@ -210,7 +210,9 @@ def put_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID,
     from app.privacy.anonymity.hierarchies import hierarchy_problems, parse_arx_hierarchy
     from app.privacy.registry import MethodInputError
 
-    row = get_row(session, principal, dataset_id, live=True)
+    # FOR KEY SHARE until commit: a concurrent delete (FOR UPDATE) waits, or has committed and
+    # this answers 404 — a hierarchy lists the column's values and must not outlive the data.
+    row = get_row(session, principal, dataset_id, live=True, for_key_share=True)
     names = [c["name"] for c in row["columns"]]
     if row["shape"] != "table" or column not in names:
         raise NotFound(f"dataset {dataset_id} has no column {column!r}")
@@ -241,6 +243,15 @@ def get_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID,
     record(session, tenant=principal.tenant, actor=principal.actor, action="dataset.hierarchy_downloaded",
            subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id, details={"column": column})
     return text
+
+
+def delete_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID, column: str) -> None:
+    """Remove a column's hierarchy: anonymity jobs that start afterwards build the automatic one."""
+    get_row(session, principal, dataset_id, live=True)
+    if not repository.delete_hierarchy(session, dataset_id, column):
+        raise NotFound(f"dataset {dataset_id} has no hierarchy for column {column!r}")
+    record(session, tenant=principal.tenant, actor=principal.actor, action="dataset.hierarchy_deleted",
+           subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id, details={"column": column})
 
 
 def _value_strings(series: pd.Series) -> list[str]:

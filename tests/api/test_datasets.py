@@ -7,10 +7,15 @@ import hashlib
 import io
 import json
 import statistics
+import time
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import pandas as pd
 import pytest
+from sqlalchemy import text
 
+from app.db import transaction
 from tests.support.api import assert_problem, auth, upload
 
 
@@ -246,6 +251,33 @@ def test_a_column_name_with_a_slash_takes_a_hierarchy(client, owner):
     assert r.status_code == 200, r.text
     assert r.json()["column"] == "a/b"
     assert client.get(url, headers=auth(owner)).text == hier
+
+
+def test_a_hierarchy_upload_racing_a_dataset_delete_leaves_no_hierarchy(client, owner):
+    """A hierarchy lists the column's values: one stored while the dataset was being deleted would
+    outlive the purge. The upload waits for the delete, then answers 404."""
+    ds = upload(client, owner, b"v\n1\n2\n", "race.csv").json()
+    put = partial(client.put, f"/v1/datasets/{ds['id']}/hierarchies/v", content=b"1;*\n2;*\n",
+                  headers={**auth(owner), "Content-Type": "text/csv"})
+    with ThreadPoolExecutor(1) as pool:
+        with transaction() as s:  # a delete in progress: the row locked and marked, not committed
+            s.execute(text("SELECT id FROM datasets WHERE id = :i FOR UPDATE"), {"i": ds["id"]})
+            s.execute(text("UPDATE datasets SET deleted_at = now() WHERE id = :i"), {"i": ds["id"]})
+            answer = pool.submit(put)
+            deadline = time.monotonic() + 30
+            while not _someone_waits_on_a_lock():
+                assert time.monotonic() < deadline and not answer.done(), "the upload did not wait"
+                time.sleep(0.05)
+        assert_problem(answer.result(), 404, "deleted")
+    with transaction() as s:
+        left = s.execute(text("SELECT count(*) FROM hierarchies WHERE dataset_id = :i"), {"i": ds["id"]})
+        assert left.scalar_one() == 0
+
+
+def _someone_waits_on_a_lock() -> bool:
+    with transaction() as s:
+        return s.execute(text("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                              "AND datname = current_database()")).scalar_one() > 0
 
 
 def test_hierarchy_upload_validates_against_the_data(client, owner, make_key, adult_path):

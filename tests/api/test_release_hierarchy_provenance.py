@@ -42,3 +42,23 @@ def test_the_release_event_names_the_hierarchies_read_when_the_job_started(clien
     runner.execute(other["id"])
     rid = client.get(f"/v1/jobs/{other['id']}", headers=auth(owner)).json()["result"]["release_ids"][0]
     assert "hierarchies_sha256" not in _created(client, owner, rid)  # errph uses none
+
+
+def test_a_deleted_hierarchy_is_gone_for_the_jobs_that_start_afterwards(client, owner):
+    ds = upload(client, owner, DATA, "h.csv").json()
+    url = f"/v1/datasets/{ds['id']}/hierarchies/city"
+    assert client.put(url, content=CITY, headers={**auth(owner), "Content-Type": "text/csv"}).status_code == 200
+    r = client.delete(url, headers=auth(owner))
+    assert r.status_code == 204, r.text
+    assert client.get(url, headers=auth(owner)).status_code == 404
+    assert client.delete(url, headers=auth(owner)).status_code == 404  # nothing left to delete
+    assert client.get(f"/v1/datasets/{ds['id']}", headers=auth(owner)).json()["hierarchies"] == []
+    events = client.get("/v1/audit", headers=auth(owner), params={
+        "dataset_id": ds["id"], "action": "dataset.hierarchy_deleted"}).json()["items"]
+    assert [e["details"] for e in events] == [{"column": "city"}]
+    job = submit(client, owner, "kanonymity", {"k": 5, "quasi_identifiers": ["age", "city"]},
+                 dataset_id=ds["id"]).json()
+    runner.execute(job["id"])
+    done = client.get(f"/v1/jobs/{job['id']}", headers=auth(owner)).json()
+    assert done["status"] == "succeeded", done
+    assert "hierarchies_sha256" not in _created(client, owner, done["result"]["release_ids"][0])

@@ -36,6 +36,7 @@ TABLE = {
     "PUT /v1/datasets/{dataset_id}/hierarchies/{column}": DATASET_OBJECT,
     "GET /v1/datasets/{dataset_id}/hierarchies/{column}": DATASET_OBJECT,
     "DELETE /v1/datasets/{dataset_id}": {**DATASET_OBJECT, "owner": 204},
+    "DELETE /v1/datasets/{dataset_id}/hierarchies/{column}": {**DATASET_OBJECT, "owner": 204},
     "GET /v1/jobs": {"owner": 200, "analyst": 200, "admin": 200, "other": 200, "other_analyst": 200},
     "POST /v1/jobs": {"owner": 202, "analyst": 403, "admin": 403, "other": 404, "other_analyst": 403},
     "POST /v1/jobs (on a release)": {"owner": 202, "analyst": 202, "admin": 403, "other": 404,
@@ -69,6 +70,14 @@ def world(client, make_key):
     keys = {"owner": a["owner"], "analyst": a["analyst"], "admin": make_key("admin"), "other": other,
             "other_analyst": make_key("analyst", tenant=other["X-Tenant"]), "none": {}}
     victims = {c: upload(client, a["owner"], b"v\n1\n2\n", f"victim-{c}.csv").json()["id"] for c in CALLERS}
+    # per caller, a dataset with a hierarchy to delete (a dataset DELETE may have run first)
+    a["hierarchy_victims"] = {}
+    for victim in victims.values():
+        held = upload(client, a["owner"], b"v\n1\n2\n", "held.csv").json()["id"]
+        r = client.put(f"/v1/datasets/{held}/hierarchies/v", content=b"1;*\n2;*\n",
+                       headers={**auth(a["owner"]), "Content-Type": "text/csv"})
+        assert r.status_code == 200, r.text
+        a["hierarchy_victims"][victim] = held
     # a hierarchy to read back, whichever order the operations run in
     r = client.put(f"/v1/datasets/{a['dataset']['id']}/hierarchies/sex", content=b"M;*\nF;*\n",
                    headers={**auth(a["owner"]), "Content-Type": "text/csv"})
@@ -83,13 +92,16 @@ def world(client, make_key):
 def _request(op: str, a: dict, victim: str) -> tuple[str, str, dict]:
     ds, rel, job = a["dataset"]["id"], a["release_id"], a["finished_job_id"]
     path = op.split(" ", 1)[1].replace(" (on a release)", "")
-    if op.startswith("DELETE"):
+    column = "sex"
+    if op == "DELETE /v1/datasets/{dataset_id}/hierarchies/{column}":
+        ds, column = a["hierarchy_victims"][victim], "v"
+    elif op.startswith("DELETE"):
         ds = victim
     elif op == "PUT /v1/datasets/{dataset_id}/schema":
         ds = a["schema_dataset_id"]
     path = path.format(dataset_id=ds, release_id=rel,
                        job_id=job, model_id=a["model_id"], report_id=a["risk_report_id"],
-                       column="sex", filename="class_sizes.png", name="errph", key_id=a["victim_key_id"])
+                       column=column, filename="class_sizes.png", name="errph", key_id=a["victim_key_id"])
     kwargs: dict = {}
     if op == "POST /v1/datasets":
         kwargs = {"files": {"file": ("x.csv", b"a\n1\n2\n")}}
