@@ -67,10 +67,15 @@ async def upload_dataset(request: Request, response: Response, principal: OwnerP
             for k, v in fields.items():
                 if v is not None and not isinstance(v, str):
                     raise Unprocessable(f"the field {k!r} must be text")
-        dataset, created = await run_in_threadpool(
-            service.create, session, principal, path=path, filename=upload_file.filename,
+        upload = await run_in_threadpool(
+            service.receive, session, principal, path=path, filename=upload_file.filename,
             name=fields["name"], declared_format=fields["format"], schema_raw=fields["schema"],
             idempotency_key=idempotency_key)
+        if upload.replay is not None:
+            dataset, created = upload.replay, False
+        else:  # the replay check read the database: hold no connection while the child parses
+            await run_in_threadpool(session.commit)
+            dataset, created = await run_in_threadpool(service.store, session, principal, upload)
     response.status_code = 201 if created else 200
     response.headers["Location"] = f"/v1/datasets/{dataset['id']}"
     return Dataset(**dataset)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +46,25 @@ def to_response(row, hierarchy_columns: list[str] | None = None) -> dict[str, An
             "deleted": row["deleted_at"] is not None, "created_at": row["created_at"]}
 
 
-def create(session: Session, principal: Principal, *, path: Path, filename: str | None,
-           name: str | None, declared_format: str | None, schema_raw: str | None,
-           idempotency_key: str | None) -> tuple[dict[str, Any], bool]:
-    """Store an upload. Returns (dataset, created): created is False for an idempotent replay."""
+@dataclass(frozen=True)
+class Upload:
+    """A received upload, checked and fingerprinted; ``replay`` is the dataset an earlier request
+    with the same Idempotency-Key stored (then nothing is parsed or stored)."""
+    path: Path
+    filename: str | None
+    name: str | None
+    fmt: str
+    update: Any
+    sha: str
+    request_hash: str
+    idempotency_key: str | None
+    replay: dict[str, Any] | None
+
+
+def receive(session: Session, principal: Principal, *, path: Path, filename: str | None,
+            name: str | None, declared_format: str | None, schema_raw: str | None,
+            idempotency_key: str | None) -> Upload:
+    """The checks that need no parsing, and the Idempotency-Key's replay (the only read)."""
     if name is not None and len(name) > repository.NAME_LENGTH:
         raise Unprocessable(f"name: at most {repository.NAME_LENGTH} characters (got {len(name)})")
     if name is not None and "\x00" in name:
@@ -56,20 +72,31 @@ def create(session: Session, principal: Principal, *, path: Path, filename: str 
     filename = filename.replace("\x00", "") if filename else filename
     sha = _sha256(path)
     request_hash = hashlib.sha256(json.dumps([sha, name, filename, declared_format, schema_raw]).encode()).hexdigest()
+    replay = None
     if idempotency_key:
         existing = repository.by_idempotency_key(session, principal.tenant, idempotency_key)
         if existing is not None:
-            return _replay(session, existing, request_hash), False
-    fmt = parsing.detect_format(path, filename, declared_format)
-    update = parse_schema_field(schema_raw)
+            replay = _replay(session, existing, request_hash)
+    return Upload(path=path, filename=filename, name=name,
+                  fmt=parsing.detect_format(path, filename, declared_format) if replay is None else "",
+                  update=parse_schema_field(schema_raw) if replay is None else None, sha=sha,
+                  request_hash=request_hash, idempotency_key=idempotency_key, replay=replay)
+
+
+def store(session: Session, principal: Principal, upload: Upload) -> tuple[dict[str, Any], bool]:
+    """Parse the upload (in a child process: no database work meanwhile) and store it. Returns
+    (dataset, created): created is False when a concurrent request with the same
+    Idempotency-Key stored it first."""
+    path, idempotency_key = upload.path, upload.idempotency_key
     payload_path = path.with_name(path.name + ".parquet")
-    encoded = isolated.encode(path, fmt, limits(), update, payload_path)
+    encoded = isolated.encode(path, upload.fmt, limits(), upload.update, payload_path)
     payload, shape, columns = payload_path.read_bytes(), encoded.shape, encoded.columns
     dataset_id = uuid.uuid4()
-    values = dict(id=dataset_id, tenant=principal.tenant, name=name or (filename or "")[:repository.NAME_LENGTH] or str(dataset_id),
-                  format=fmt, shape=shape, rows=encoded.rows, columns=columns, sha256=sha,
-                  size_bytes=path.stat().st_size, created_by=principal.key_id,
-                  idempotency_key=idempotency_key, request_hash=request_hash)
+    name = upload.name or (upload.filename or "")[:repository.NAME_LENGTH] or str(dataset_id)
+    values = dict(id=dataset_id, tenant=principal.tenant, name=name, format=upload.fmt, shape=shape,
+                  rows=encoded.rows, columns=columns, sha256=upload.sha, size_bytes=path.stat().st_size,
+                  created_by=principal.key_id, idempotency_key=idempotency_key,
+                  request_hash=upload.request_hash)
     try:
         with session.begin_nested():
             values["blob_id"] = blobs.write(session, payload)
@@ -79,10 +106,10 @@ def create(session: Session, principal: Principal, *, path: Path, filename: str 
         existing = repository.by_idempotency_key(session, principal.tenant, idempotency_key or "")
         if existing is None:
             raise
-        return _replay(session, existing, request_hash), False
+        return _replay(session, existing, upload.request_hash), False
     record(session, tenant=principal.tenant, actor=principal.actor, action="dataset.uploaded",
            subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id,
-           details={"sha256": sha, "format": fmt, "rows": encoded.rows, "columns": len(columns)})
+           details={"sha256": upload.sha, "format": upload.fmt, "rows": encoded.rows, "columns": len(columns)})
     row = repository.get(session, principal.tenant, dataset_id)
     return to_response(row), True
 

@@ -178,6 +178,28 @@ def test_idempotent_upload(client, owner):
                                      "params": {"quasi_identifiers": ["a"]}}), 422, "idempotency-key")
 
 
+def test_no_transaction_stays_open_while_an_upload_is_parsed(client, owner, monkeypatch):
+    """The parse runs in a child process for up to VEIL_UPLOAD_PARSE_TIME_LIMIT_S; with an
+    Idempotency-Key the replay check had opened a transaction that stayed open (a pooled
+    connection held, idle in transaction) the whole time."""
+    from app.datasets import isolated
+
+    seen = []
+    real_encode = isolated.encode
+
+    def encode_watched(*args, **kwargs):
+        with transaction() as s:
+            seen.append(s.execute(text(
+                "SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%' "
+                "AND pid <> pg_backend_pid() AND datname = current_database()")).scalar_one())
+        return real_encode(*args, **kwargs)
+
+    monkeypatch.setattr(isolated, "encode", encode_watched)
+    for key in (None, "parse-without-a-transaction"):
+        assert upload(client, owner, b"a,b\n1,2\n3,4\n", "p.csv", idempotency_key=key).status_code == 201
+    assert seen == [0, 0]
+
+
 def test_list_is_paginated(client, make_key):
     h = make_key("owner")
     ids = [upload(client, h, f"a\n{i}\n".encode(), f"{i}.csv").json()["id"] for i in range(5)]
