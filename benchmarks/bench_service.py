@@ -92,7 +92,7 @@ def _jsonl_row(n: int) -> Row:
     import numpy as np
     import pyarrow as pa
 
-    from app.jsonl_writer import jsonl_batches
+    from app.downloads.jsonl_writer import jsonl_batches
 
     rng = np.random.default_rng(0)
     table = pa.table({**{f"f{i}": rng.normal(size=n) for i in range(8)},

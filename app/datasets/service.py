@@ -194,7 +194,7 @@ def load(session: Session, row) -> pd.DataFrame | TransactionData:
 def download(session: Session, principal: Principal, dataset_id: uuid.UUID, fmt: str,
              spreadsheet_safe: bool = False):
     """The raw data (owners only), audited like a release download."""
-    from app.releases.service import check_spreadsheet_safe, download_details, encode_table
+    from app.downloads import check_spreadsheet_safe, download_details, encode_table
 
     check_spreadsheet_safe(fmt, spreadsheet_safe)
     row = get_row(session, principal, dataset_id, live=True)

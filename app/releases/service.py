@@ -3,24 +3,19 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 from sqlalchemy.orm import Session
 
 from app import codec, pagination
 from app.audit.service import record
 from app.auth.schemas import Principal
 from app.blobs import repository as blobs
-from app.errors import NotFound, Unprocessable
-from app.jsonl_writer import jsonl_batches
+from app.downloads import check_spreadsheet_safe, download_details, encode_table
+from app.errors import NotFound
 from app.releases import repository
 from app.version import code_version
 
@@ -102,65 +97,6 @@ def download(session: Session, principal: Principal, release_id: uuid.UUID, fmt:
            subject_type="release", subject_id=release_id, dataset_id=row["dataset_id"],
            release_id=release_id, details=download_details(fmt, spreadsheet_safe))
     return encode_table(payload, row["shape"], fmt, spreadsheet_safe)
-
-
-def check_spreadsheet_safe(fmt: str, spreadsheet_safe: bool) -> None:
-    if spreadsheet_safe and fmt != "csv":
-        raise Unprocessable(f"spreadsheet_safe applies to format=csv only, not {fmt}")
-
-
-def download_details(fmt: str, spreadsheet_safe: bool) -> dict[str, Any]:
-    return {"format": fmt, **({"spreadsheet_safe": True} if spreadsheet_safe else {})}
-
-
-def encode_table(payload: bytes, shape: str, fmt: str, spreadsheet_safe: bool = False) -> Iterator[bytes]:
-    """Stored Parquet bytes as a stream of csv / jsonl / parquet chunks."""
-    if fmt == "parquet":
-        return iter([codec.parquet_download(payload, shape)])
-    if shape == "transactions":
-        table = codec.transactions_table(codec.parquet_to_transactions(payload), lists=fmt == "jsonl")
-    else:
-        table = pq.read_table(io.BytesIO(payload))
-    return _csv_batches(table, spreadsheet_safe) if fmt == "csv" else jsonl_batches(table)
-
-
-def _csv_batches(table: pa.Table, spreadsheet_safe: bool = False) -> Iterator[bytes]:
-    table = _plain_columns(table)
-    if spreadsheet_safe:
-        table = _formula_cells_escaped(table)
-    first = True
-    for batch in table.to_batches(max_chunksize=50_000):
-        buf = io.BytesIO()
-        pacsv.write_csv(batch, buf, write_options=pacsv.WriteOptions(include_header=first))
-        first = False
-        yield buf.getvalue()
-    if first:  # no rows: still send the header
-        buf = io.BytesIO()
-        pacsv.write_csv(table, buf)
-        yield buf.getvalue()
-
-
-_FORMULA_START = r"^[=+\-@\t\r]"
-
-
-def _formula_cells_escaped(table: pa.Table) -> pa.Table:
-    """Text cells a spreadsheet would run as a formula get a leading apostrophe (numbers are
-    written as numbers and never start a formula)."""
-    cols = []
-    for col in table.columns:
-        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-            risky = pc.fill_null(pc.match_substring_regex(col, _FORMULA_START), False)
-            quote, joiner = pa.scalar("'", col.type), pa.scalar("", col.type)
-            col = pc.if_else(risky, pc.binary_join_element_wise(quote, col, joiner), col)
-        cols.append(col)
-    return pa.table(cols, names=table.column_names)
-
-
-def _plain_columns(table: pa.Table) -> pa.Table:
-    """Dictionary (categorical) columns as plain text, which the CSV writer needs."""
-    cols = [pa.compute.cast(c, c.type.value_type) if pa.types.is_dictionary(c.type) else c
-            for c in table.columns]
-    return pa.table(cols, names=table.column_names)
 
 
 def metadata_json(row) -> str:

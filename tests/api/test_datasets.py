@@ -399,7 +399,7 @@ def test_transaction_downloads_keep_labels_with_spaces_apart():
 
     from app import codec
     from app.privacy.data import TransactionData
-    from app.releases.service import encode_table
+    from app.downloads import encode_table
 
     def download(labels, fmt):
         tx = TransactionData(indptr=np.array([0, 2, 2, 3]), indices=np.array([0, 1, 1], dtype=np.int32),

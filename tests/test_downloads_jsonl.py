@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pyarrow as pa
 
-from app.jsonl_writer import _lines_row_by_row, jsonl_batches
+from app.downloads.jsonl_writer import _lines_row_by_row, jsonl_batches
 
 ODD = pa.table({
     "x": pa.array([0.30000000000000004, 5.0, None, float("nan"), float("-inf"), -0.0, 1e300, 4.6e-05]),

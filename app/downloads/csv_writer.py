@@ -1,0 +1,49 @@
+"""Arrow tables as CSV, a record batch at a time, optionally safe to open in a spreadsheet."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+
+def csv_batches(table: pa.Table, spreadsheet_safe: bool = False) -> Iterator[bytes]:
+    table = _plain_columns(table)
+    if spreadsheet_safe:
+        table = _formula_cells_escaped(table)
+    first = True
+    for batch in table.to_batches(max_chunksize=50_000):
+        buf = io.BytesIO()
+        pacsv.write_csv(batch, buf, write_options=pacsv.WriteOptions(include_header=first))
+        first = False
+        yield buf.getvalue()
+    if first:  # no rows: still send the header
+        buf = io.BytesIO()
+        pacsv.write_csv(table, buf)
+        yield buf.getvalue()
+
+
+_FORMULA_START = r"^[=+\-@\t\r]"
+
+
+def _formula_cells_escaped(table: pa.Table) -> pa.Table:
+    """Text cells a spreadsheet would run as a formula get a leading apostrophe (numbers are
+    written as numbers and never start a formula)."""
+    cols = []
+    for col in table.columns:
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            risky = pc.fill_null(pc.match_substring_regex(col, _FORMULA_START), False)
+            quote, joiner = pa.scalar("'", col.type), pa.scalar("", col.type)
+            col = pc.if_else(risky, pc.binary_join_element_wise(quote, col, joiner), col)
+        cols.append(col)
+    return pa.table(cols, names=table.column_names)
+
+
+def _plain_columns(table: pa.Table) -> pa.Table:
+    """Dictionary (categorical) columns as plain text, which the CSV writer needs."""
+    cols = [pa.compute.cast(c, c.type.value_type) if pa.types.is_dictionary(c.type) else c
+            for c in table.columns]
+    return pa.table(cols, names=table.column_names)
