@@ -40,6 +40,14 @@ PAPER = ("Zhang & Tang, Privacy Preserving Naive Bayes Classification, Chinese J
          "Computers 30(8), 2007 (seed 000)")
 
 
+# The statement of a release whose missing cells were left missing: their missingness is
+# published as it is, which no ε bounds (a missing cell and a value are told apart surely).
+MISSINGNESS_PUBLISHED = (
+    "missing cells were preserved: whether a cell is missing is published as it is and is "
+    "unprotected, so the local ε holds only between records whose cells are both missing or both "
+    "present (private: false)")
+
+
 # ----------------------------------------------------------------------------------- core
 def probability_threshold(prob: float) -> np.uint32:
     return np.uint32(min(max(round(prob * _SCALE), 0), _SCALE - 1))
@@ -323,8 +331,12 @@ def _validated(name: str, p0: float, p: np.ndarray, params: ErrphParams) -> np.n
         raise MethodInputError(f"column {name!r}: p_j must be ≥ 0")
     if abs(p.sum() - (1.0 - p0)) > 1e-9:
         raise MethodInputError(f"column {name!r}: p_j add up to {p.sum():.6g}, must be 1 - p0 = {1 - p0:.6g}")
-    if (np.any(p == 0) or p0 >= 1.0) and not params.allow_zero_probabilities:
-        raise MethodInputError(f"column {name!r}: some p_j = 0 makes ε infinite; "
+    # the realized segments decide, not the p_j themselves: a p_j > 0 whose segment holds no
+    # 32-bit word, or a p0 within 2^-33 of 1, is ε = ∞ too and needs the same consent
+    if ((np.any(p == 0) or p0 >= 1.0 or math.isinf(delivered_epsilon(p0, p)))
+            and not params.allow_zero_probabilities):
+        raise MethodInputError(f"column {name!r}: some p_j = 0 or p0 = 1 (or one within 2^-33 of "
+                               "that, which the 32-bit thresholds realize as such) makes ε infinite; "
                                "set allow_zero_probabilities to accept that")
     return p
 
@@ -470,8 +482,10 @@ def run_errph(data: MethodInput, params: ErrphParams, ctx: RunContext) -> Releas
     out = with_columns(frame, new_columns)
     record_eps = float(sum(c["local_epsilon"] for c in per_column.values()))
     unprotected = [c for c in frame.columns if c not in per_column]
-    if params.missing == "preserve" and any(c["missing_cells_left_out"] for c in per_column.values()):
-        warnings.append("missing cells were preserved: whether a cell is missing is unprotected")
+    missing_left_raw = (params.missing == "preserve"
+                        and any(c["missing_cells_left_out"] for c in per_column.values()))
+    if missing_left_raw:
+        warnings.append(MISSINGNESS_PUBLISHED)
     statements = [
         "each randomized attribute is local ε-DP at its 'local_epsilon' = max_j ln((p0'+p_j')/p_j') "
         "for the probabilities p0', p_j' the 32-bit thresholds realize (within 2^-32 of p0, p_j; "
@@ -489,7 +503,8 @@ def run_errph(data: MethodInput, params: ErrphParams, ctx: RunContext) -> Releas
         frame=out,
         columns=list(out_columns.values()),
         guarantees=guarantee(
-            "local_dp", rng=ctx.rng.name, private=ctx.rng.is_private and not unprotected,
+            "local_dp", rng=ctx.rng.name,
+            private=ctx.rng.is_private and not unprotected and not missing_left_raw,
             epsilon=record_eps, protected_columns=chosen, unprotected_columns=unprotected,
             statements=statements, warnings=warnings,
             columns={name: {"local_epsilon": c["local_epsilon"],

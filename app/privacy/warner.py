@@ -17,7 +17,8 @@ from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.guarantees import guarantee, unchanged_columns
 from app.privacy.randomized_response import (
-    CHUNK, domain_labels, encode_column, planned_k, probability_threshold, reconstruct_categorical,
+    CHUNK, MISSINGNESS_PUBLISHED, domain_labels, encode_column, planned_k, probability_threshold,
+    reconstruct_categorical,
 )
 from app.privacy.registry import (
     Kind, MethodInputError, MethodSpec, Params, register, register_reconstructor,
@@ -86,8 +87,14 @@ class WarnerParams(Params):
     def _p_informative(self):
         if self.p == 0.5:
             raise ValueError("p = 0.5 publishes pure noise: nothing could be reconstructed")
-        if self.p in (0.0, 1.0) and not self.allow_zero_probabilities:
-            raise ValueError("p = 0 or 1 makes ε infinite; set allow_zero_probabilities to accept that")
+        # the realized flip threshold decides, not p itself: a p within 2^-33 of 1 never flips
+        # (ε = ∞, the cells published as they are) and needs the same consent as p = 1
+        if math.isinf(warner_epsilon(self.p)) and not self.allow_zero_probabilities:
+            raise ValueError("p = 0 or 1 (or p within 2^-33 of 1, where no cell can flip) makes ε "
+                             "infinite; set allow_zero_probabilities to accept that")
+        if int(probability_threshold(1.0 - self.p)) == 2**31:
+            raise ValueError("p is so close to 0.5 that every cell flips with probability 1/2: the "
+                             "release would be pure noise (p must differ from 0.5 by more than 2^-33)")
         return self
 
 
@@ -245,8 +252,9 @@ def run_warner(data: MethodInput, params: WarnerParams, ctx: RunContext) -> Rele
     else:
         statements.append(f"one coin per cell: a record's randomized attributes together are "
                           f"{record_eps:.4g}-local-DP (sequential composition)")
-    if any(c["missing_cells_left_out"] for c in per_column.values()):
-        warnings.append("missing cells were preserved: whether a cell is missing is unprotected")
+    missing_left_raw = any(c["missing_cells_left_out"] for c in per_column.values())
+    if missing_left_raw:
+        warnings.append(MISSINGNESS_PUBLISHED)
     for name in chosen:  # as errph: the two values of an undeclared, non-boolean column
         if (name not in params.cut_points and data.column(name).categories is None
                 and frame[name].dtype != np.bool_):
@@ -263,7 +271,8 @@ def run_warner(data: MethodInput, params: WarnerParams, ctx: RunContext) -> Rele
         columns=out_columns,
         guarantees=guarantee(
             "local_dp", rng=ctx.rng.name,
-            private=ctx.rng.is_private and not unprotected and not math.isinf(record_eps),
+            private=(ctx.rng.is_private and not unprotected and not math.isinf(record_eps)
+                     and not missing_left_raw),
             epsilon=record_eps, protected_columns=chosen, unprotected_columns=unprotected,
             statements=statements, warnings=warnings,
             columns={name: {"local_epsilon": c["local_epsilon"], "breach": c["breach"]}

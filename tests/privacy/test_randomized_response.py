@@ -232,6 +232,41 @@ def test_zero_probability_needs_consent_and_makes_epsilon_infinite():
     assert any("infinite" in w for w in out.guarantees["warnings"])
 
 
+def test_probabilities_whose_thresholds_realize_infinite_epsilon_need_consent_too():
+    """p0 within 2^-33 of 1, a p_j whose segment holds no 32-bit word, a warner p whose flip
+    threshold rounds to 0: each realizes ε = ∞ (cells published as they are) and was accepted
+    without allow_zero_probabilities, debiting ∞ (the #eps acceptance check); mask and png
+    already asked for the consent."""
+    cols = [ColumnInfo("c", "categorical", distinct=3)]
+    for params in (ErrphParams(p0=1 - 1e-11), ErrphParams(p0=0.5, p={"c": [1e-12, 0.25, 0.25 - 1e-12]})):
+        with pytest.raises(MethodInputError, match="allow_zero_probabilities"):
+            get("errph").epsilon_cost(params, cols)
+        consented = params.model_copy(update={"allow_zero_probabilities": True})
+        assert get("errph").epsilon_cost(consented, cols) == math.inf
+    with pytest.raises(ValueError, match="allow_zero_probabilities"):
+        WarnerParams(p=1 - 1e-11)
+    assert warner_epsilon(WarnerParams(p=1 - 1e-11, allow_zero_probabilities=True).p) == math.inf
+    with pytest.raises(ValueError, match="pure noise"):
+        WarnerParams(p=0.5 + 1e-12)  # realized flip probability exactly 1/2
+
+
+def test_missing_cells_left_missing_make_the_release_not_private():
+    """missing='preserve' publishes whether each cell is missing as it is: a missing cell and a
+    value are told apart surely, so the record-level ε does not hold between such records. The
+    release said private: true with every column randomized (the #eps acceptance check)."""
+    frame = pd.DataFrame({"c": ["a", "b", None] * 100, "d": ["u", "v", "v"] * 100})
+    cols = [ColumnInfo("c", "categorical", distinct=2, missing=100), ColumnInfo("d", "categorical", distinct=2)]
+    data = MethodInput(columns=cols, frame=frame)
+    unseeded = RunContext(SecureRandom())
+    assert run_errph(data, ErrphParams(p0=0.5), unseeded).guarantees["private"] is True
+    for out in (run_errph(data, ErrphParams(p0=0.5, missing="preserve"), unseeded),
+                run_warner(data, WarnerParams(p=0.8, missing="preserve"), unseeded)):
+        assert out.guarantees["private"] is False
+        assert any("both missing or both present" in w for w in out.guarantees["warnings"])
+    complete = MethodInput(columns=[cols[1]], frame=frame[["d"]])
+    assert run_warner(complete, WarnerParams(p=0.8, missing="preserve"), unseeded).guarantees["private"] is True
+
+
 # --------------------------------------------------------------------------- the ε hook
 @pytest.mark.parametrize("params", [
     ErrphParams(p0=0.5),

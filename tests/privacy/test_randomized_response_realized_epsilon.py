@@ -68,8 +68,9 @@ def test_delivered_epsilon_is_the_realized_level_and_the_bound_covers_it():
 
 def test_a_positive_probability_with_an_empty_segment_is_infinite_epsilon():
     """p_a = 1e-11 > 0 rounds to no word at all: value 'a' is then published only when it is
-    the truth, which reveals it; the ideal formula said ε ≈ 24.6."""
-    params = ErrphParams(p0=0.5, p={"c": {"a": 1e-11, "b": 0.5 - 1e-11}})
+    the truth, which reveals it; the ideal formula said ε ≈ 24.6. Like p_j = 0, it needs
+    allow_zero_probabilities (test_randomized_response.py)."""
+    params = ErrphParams(p0=0.5, p={"c": {"a": 1e-11, "b": 0.5 - 1e-11}}, allow_zero_probabilities=True)
     cols = [ColumnInfo("c", "categorical", categories=("a", "b"))]
     frame = pd.DataFrame({"c": ["a", "b"] * 50})
     assert math.isfinite(local_epsilon(0.5, np.array([1e-11, 0.5 - 1e-11])))
@@ -118,7 +119,7 @@ def test_warner_epsilon_is_the_realized_flip_probability():
 def test_warner_p_so_close_to_one_that_nothing_flips_is_infinite_epsilon():
     cols = [ColumnInfo("b", "boolean", distinct=2)]
     frame = pd.DataFrame({"b": [True, False] * 500})
-    params = WarnerParams(p=1 - 1e-11)
+    params = WarnerParams(p=1 - 1e-11, allow_zero_probabilities=True)  # refused without it
     out = run_warner(MethodInput(columns=cols, frame=frame), params, RunContext(SecureRandom()))
     assert np.array_equal(np.asarray(out.frame["b"]), frame["b"].to_numpy())  # published as is
     assert out.guarantees["epsilon"] == math.inf and out.guarantees["private"] is False
