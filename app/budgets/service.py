@@ -31,13 +31,25 @@ def _shown(epsilon: float) -> str:
     return f"{epsilon:.6g}"
 
 
+def _needed_and_left(epsilon: float, remaining: float) -> tuple[str, str]:
+    """The two figures of a refusal, with as many digits as it takes to tell them apart: at 6
+    digits a job needing 2.0000001 with 2 left read "needs ε = 2 but only 2 remains"."""
+    if math.isinf(epsilon):
+        return _shown(epsilon), f"{remaining:.6g}"
+    for digits in (6, 9, 12, 17):
+        needed, left = f"{epsilon:.{digits}g}", f"{remaining:.{digits}g}"
+        if needed != left:
+            break
+    return needed, left
+
+
 def debit(session: Session, *, dataset_id: uuid.UUID, job_id: uuid.UUID, method: str,
           epsilon: float, actor: uuid.UUID) -> None:
     repository.ensure_row(session, dataset_id)
     if not repository.try_debit(session, dataset_id, _dec(epsilon)):
         row = repository.get(session, dataset_id)
-        remaining = float(row["epsilon_total"] - row["epsilon_spent"])
-        raise BudgetExhausted(f"the job needs ε = {_shown(epsilon)} but only {remaining:.6g} of the "
+        needed, left = _needed_and_left(epsilon, float(row["epsilon_total"] - row["epsilon_spent"]))
+        raise BudgetExhausted(f"the job needs ε = {needed} but only {left} of the "
                               f"dataset's budget remains (total {float(row['epsilon_total']):.6g})")
     repository.add_entry(session, dataset_id=dataset_id, job_id=job_id, method=method,
                          kind="debit", epsilon=_dec(epsilon), actor=actor)

@@ -44,6 +44,16 @@ def test_debit_at_acceptance_and_409_when_exhausted(client, owner):
     assert [e["kind"] for e in budget["entries"]] == ["debit", "refund"]
 
 
+def test_a_refusal_shows_enough_digits_to_tell_the_need_from_what_is_left(client, owner):
+    """ε = 2.0000001 against 2 left read "the job needs ε = 2 but only 2 … remains" (the #eps
+    acceptance check): the two figures now carry the digits that tell them apart."""
+    ds = _binary_dataset(client, owner)
+    client.put(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner), json={"epsilon_total": 2.0})
+    over = submit(client, owner, "icahdp", {"epsilon": 2.0000001, "columns": ["n"], "bounds": {"n": [0, 4]}},
+                  dataset_id=ds["id"])
+    assert_problem(over, 409, "needs ε = 2.0000001 but only 2 of")
+
+
 def test_a_column_with_nothing_to_randomize_is_refused_before_the_debit(client, owner):
     """An all-missing column kept missing (it used to divide by zero while pricing: a 500) or a
     constant column: 422 naming it at submission, and nothing debited."""
