@@ -92,9 +92,6 @@ class WarnerParams(Params):
         if math.isinf(warner_epsilon(self.p)) and not self.allow_zero_probabilities:
             raise ValueError("p = 0 or 1 (or p within 2^-33 of 1, where no cell can flip) makes ε "
                              "infinite; set allow_zero_probabilities to accept that")
-        if int(probability_threshold(1.0 - self.p)) == 2**31:
-            raise ValueError("p is so close to 0.5 that every cell flips with probability 1/2: the "
-                             "release would be pure noise (p must differ from 0.5 by more than 2^-33)")
         return self
 
 
