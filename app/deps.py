@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import functools
 import inspect
 import json
@@ -172,25 +173,39 @@ def request_id(request: Request) -> str:
 
 async def known_query_only(request: Request) -> None:
     """A query parameter the operation does not take is a 422 naming it (``?limt=5`` or
-    ``?datset_id=…`` used to be ignored: a filter the caller believed in silently did nothing).
-    "Takes" is what the served OpenAPI document declares. App-wide, before the key is checked:
-    the answer depends on the URL alone."""
+    ``?datset_id=…`` used to be ignored: a filter the caller believed in silently did nothing),
+    and so is one given twice when it takes one value (``?limit=5&limit=6`` used one of them,
+    unsaid — like a key named twice in a JSON body). "Takes" is what the served OpenAPI document
+    declares. App-wide, before the key is checked: the answer depends on the URL alone."""
     route = request.scope.get("route")
     if route is None or not request.query_params:
         return
-    known = declared_query(request.app).get((route.path_format, request.method.lower()), frozenset())
-    unknown = sorted(set(request.query_params) - known)
+    takes = declared_query(request.app).get((route.path_format, request.method.lower()), {})
+    unknown = sorted(set(request.query_params) - set(takes))
     if unknown:
-        allowed = ", ".join(sorted(known)) or "none"
+        allowed = ", ".join(sorted(takes)) or "none"
         raise Unprocessable(f"unknown query parameter {unknown[0]!r} (this operation takes: {allowed})",
                             errors=[{"loc": ["query", name], "msg": "unknown query parameter",
                                      "type": "extra_forbidden"} for name in unknown])
+    counts = collections.Counter(name for name, _ in request.query_params.multi_items())
+    repeated = sorted(name for name, n in counts.items() if n > 1 and not takes[name])
+    if repeated:
+        raise Unprocessable(f"query parameter {repeated[0]!r} is given {counts[repeated[0]]} times; "
+                            "it takes one value",
+                            errors=[{"loc": ["query", name], "msg": f"given {counts[name]} times; takes one value",
+                                     "type": "repeated_parameter"} for name in repeated])
 
 
-def declared_query(app) -> dict[tuple[str, str], frozenset[str]]:
+def declared_query(app) -> dict[tuple[str, str], dict[str, bool]]:
+    """(path, method) → the operation's query parameters, each with whether it takes a list."""
     declared = getattr(app.state, "declared_query", None)
     if declared is None:
-        declared = {(path, method): frozenset(p["name"] for p in op.get("parameters", []) if p["in"] == "query")
+        declared = {(path, method): {p["name"]: _is_list(p.get("schema", {}))
+                                     for p in op.get("parameters", []) if p["in"] == "query"}
                     for path, ops in app.openapi()["paths"].items() for method, op in ops.items()}
         app.state.declared_query = declared
     return declared
+
+
+def _is_list(schema: dict) -> bool:
+    return schema.get("type") == "array" or any(_is_list(s) for s in schema.get("anyOf", []))
