@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-import math
 import os
 import pickle
 import queue as queue_module
@@ -27,6 +26,7 @@ from app.datasets.schema import column_infos
 from app.db import transaction
 from app.jobs import repository as jobs_repo
 from app.jobs.service import source_of
+from app.jsonsafe import jsonable
 from app.models import service as models_service
 from app.privacy import registry
 from app.releases import repository as releases_repo
@@ -249,7 +249,7 @@ def _finish(job, inputs: dict[str, Any], outcome: dict[str, Any]) -> None:
             if _refundable(row, error, outcome):
                 budgets.refund(session, dataset_id=row["dataset_id"], job_id=job["id"],
                                method=row["method"], epsilon=row["epsilon"], actor=row["created_by"])
-                details["refunded_epsilon"] = float(row["epsilon"])
+                details["refunded_epsilon"] = jsonable(float(row["epsilon"]))  # ∞ as "Infinity"
         record(session, tenant=job["tenant"], actor="worker", action=action, subject_type="job",
                subject_id=job["id"], dataset_id=job["dataset_id"], release_id=job["release_id"],
                details=details)
@@ -272,10 +272,11 @@ def _refundable(row, error: dict[str, Any], outcome: dict[str, Any]) -> bool:
     """A job refused by its method's input checks before it drew any randomness, or whose
     dataset was deleted before it started, released nothing and computed nothing random: its ε
     goes back (like a job cancelled while queued). An earlier attempt that crashed published
-    nothing either. Infinite ε is never debited. (A job whose dataset is deleted while it runs
-    has drawn its noise: no "randomness_drawn" False, no refund.)"""
+    nothing either. An infinite ε goes back too: a dataset without a cap records it as spent,
+    and kept, it would bar any cap for good although nothing was drawn. (A job whose dataset is
+    deleted while it runs has drawn its noise: no "randomness_drawn" False, no refund.)"""
     return (error["type"] in ("invalid_input", "input_deleted") and outcome.get("randomness_drawn") is False
-            and row["epsilon"] is not None and math.isfinite(float(row["epsilon"])))
+            and row["epsilon"] is not None)
 
 
 def _store(session, job, inputs: dict[str, Any], encoded: dict[str, Any]) -> None:

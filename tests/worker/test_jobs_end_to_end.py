@@ -171,6 +171,27 @@ def test_invalid_input_at_run_time_fails_with_its_message_and_refunds_if_nothing
     assert sum("refunded_epsilon" in e["details"] for e in failed) == 1
 
 
+def test_an_infinite_epsilon_refused_before_any_draw_is_refunded_too(client, adult):
+    """warner's whole-record flip of two columns is priced ε = ∞ (accepted on a dataset without
+    a cap); a cut point that leaves a column constant fails the run before any draw. The finite
+    case was refunded, ∞ was not: the dataset kept ∞ spent and no cap could be set on it any
+    more (409), although nothing was drawn (the #eps acceptance check)."""
+    headers, _ = adult
+    ds = upload(client, headers, b"a,b\n" + b"1,x\n2,y\n" * 20, "inf.csv").json()
+    params = {"p": 0.8, "whole_record": True, "columns": ["a", "b"], "cut_points": {"a": 1000}}
+    job = submit(client, headers, "warner", params, dataset_id=ds["id"])
+    assert job.status_code == 202 and job.json()["epsilon"] == "Infinity", job.text
+    done = wait_job(client, headers, job.json()["id"])
+    assert done["status"] == "failed" and done["error"]["type"] == "invalid_input"
+    budget_url = f"/v1/datasets/{ds['id']}/budget"
+    budget = client.get(budget_url, headers=auth(headers)).json()
+    assert [e["kind"] for e in budget["entries"]] == ["debit", "refund"] and budget["epsilon_spent"] == 0
+    assert client.put(budget_url, headers=auth(headers), json={"epsilon_total": 5}).status_code == 200
+    failed = client.get("/v1/audit", headers=auth(headers),
+                        params={"dataset_id": ds["id"], "action": "job.failed"}).json()["items"]
+    assert [e["details"]["refunded_epsilon"] for e in failed] == ["Infinity"]
+
+
 def test_a_dataset_deleted_while_its_job_runs_gets_no_new_release(client, adult):
     """The job loaded the data before the delete; its result must not become a release made
     from data the owner has purged (found by the bad-input sweep: it used to succeed)."""
