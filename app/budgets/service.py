@@ -31,16 +31,16 @@ def _shown(epsilon: float) -> str:
     return f"{epsilon:.6g}"
 
 
-def _needed_and_left(epsilon: float, remaining: float) -> tuple[str, str]:
+def _apart(first: float, second: float) -> tuple[str, str]:
     """The two figures of a refusal, with as many digits as it takes to tell them apart: at 6
     digits a job needing 2.0000001 with 2 left read "needs ε = 2 but only 2 remains"."""
-    if math.isinf(epsilon):
-        return _shown(epsilon), f"{remaining:.6g}"
+    if math.isinf(first) or math.isinf(second):
+        return _shown(first), _shown(second)
     for digits in (6, 9, 12, 17):
-        needed, left = f"{epsilon:.{digits}g}", f"{remaining:.{digits}g}"
-        if needed != left:
+        shown = f"{first:.{digits}g}", f"{second:.{digits}g}"
+        if shown[0] != shown[1]:
             break
-    return needed, left
+    return shown
 
 
 def debit(session: Session, *, dataset_id: uuid.UUID, job_id: uuid.UUID, method: str,
@@ -48,7 +48,7 @@ def debit(session: Session, *, dataset_id: uuid.UUID, job_id: uuid.UUID, method:
     repository.ensure_row(session, dataset_id)
     if not repository.try_debit(session, dataset_id, _dec(epsilon)):
         row = repository.get(session, dataset_id)
-        needed, left = _needed_and_left(epsilon, float(row["epsilon_total"] - row["epsilon_spent"]))
+        needed, left = _apart(epsilon, float(row["epsilon_total"] - row["epsilon_spent"]))
         raise BudgetExhausted(f"the job needs ε = {needed} but only {left} of the "
                               f"dataset's budget remains (total {float(row['epsilon_total']):.6g})")
     repository.add_entry(session, dataset_id=dataset_id, job_id=job_id, method=method,
@@ -109,8 +109,8 @@ def set_total(session: Session, principal: Principal, dataset_id: uuid.UUID,
               total: float | None) -> dict[str, Any]:
     repository.ensure_row(session, dataset_id)
     if not repository.set_total(session, dataset_id, None if total is None else _dec(total)):
-        spent = float(repository.get(session, dataset_id)["epsilon_spent"])
-        raise Conflict(f"ε = {_shown(spent)} is already spent; the total cannot be set below it")
+        spent, asked = _apart(float(repository.get(session, dataset_id)["epsilon_spent"]), float(total))
+        raise Conflict(f"ε = {spent} is already spent; the total cannot be set below it ({asked} asked)")
     record(session, tenant=principal.tenant, actor=principal.actor, action="budget.set",
            subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id,
            details={"epsilon_total": total})

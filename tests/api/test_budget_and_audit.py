@@ -52,6 +52,12 @@ def test_a_refusal_shows_enough_digits_to_tell_the_need_from_what_is_left(client
     over = submit(client, owner, "icahdp", {"epsilon": 2.0000001, "columns": ["n"], "bounds": {"n": [0, 4]}},
                   dataset_id=ds["id"])
     assert_problem(over, 409, "needs ε = 2.0000001 but only 2 of")
+    job = submit(client, owner, "icahdp", {"epsilon": 1.25, "columns": ["n"], "bounds": {"n": [0, 4]}},
+                 dataset_id=ds["id"])
+    assert job.status_code == 202, job.text
+    assert_problem(client.put(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner),
+                              json={"epsilon_total": 1.2499999}), 409, "ε = 1.25 is already spent; "
+                   "the total cannot be set below it (1.2499999 asked)")
 
 
 def test_a_column_with_nothing_to_randomize_is_refused_before_the_debit(client, owner):
