@@ -331,12 +331,8 @@ def _validated(name: str, p0: float, p: np.ndarray, params: ErrphParams) -> np.n
         raise MethodInputError(f"column {name!r}: p_j must be ≥ 0")
     if abs(p.sum() - (1.0 - p0)) > 1e-9:
         raise MethodInputError(f"column {name!r}: p_j add up to {p.sum():.6g}, must be 1 - p0 = {1 - p0:.6g}")
-    # the realized segments decide, not the p_j themselves: a p_j > 0 whose segment holds no
-    # 32-bit word, or a p0 within 2^-33 of 1, is ε = ∞ too and needs the same consent
-    if ((np.any(p == 0) or p0 >= 1.0 or math.isinf(delivered_epsilon(p0, p)))
-            and not params.allow_zero_probabilities):
-        raise MethodInputError(f"column {name!r}: some p_j = 0 or p0 = 1 (or one within 2^-33 of "
-                               "that, which the 32-bit thresholds realize as such) makes ε infinite; "
+    if (np.any(p == 0) or p0 >= 1.0) and not params.allow_zero_probabilities:
+        raise MethodInputError(f"column {name!r}: some p_j = 0 makes ε infinite; "
                                "set allow_zero_probabilities to accept that")
     return p
 
@@ -394,6 +390,13 @@ def errph_column_epsilons(params: ErrphParams, columns: list[ColumnInfo]) -> dic
         ordered = labels is not None or not isinstance(_given_probabilities(name, params)[1], dict)
         # the realized segments depend on the order of the p_j: exact when it is known
         out[name] = delivered_epsilon(p0, p) if ordered else epsilon_bound(p0, p)
+        # they decide, not the p_j themselves: a p_j > 0 whose segment holds no 32-bit word, or
+        # a p0 within 2^-33 of 1, is ε = ∞ like p_j = 0 and needs the same consent (checked at
+        # submission: the experiments build their own runs)
+        if math.isinf(out[name]) and not params.allow_zero_probabilities:
+            raise MethodInputError(f"column {name!r}: a p_j or p0 that the 32-bit thresholds "
+                                   "realize as 0 or 1 (within 2^-33 of it) makes ε infinite; set "
+                                   "allow_zero_probabilities to accept that")
     return out
 
 
