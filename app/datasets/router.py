@@ -56,6 +56,9 @@ async def upload_dataset(request: Request, response: Response, principal: OwnerP
     await run_in_threadpool(session.commit)  # authenticated: hold no connection while the body streams in
     with tempfile.TemporaryDirectory(prefix="veil-upload-") as tmp:
         async with request.form(max_files=1, max_fields=10) as form:
+            for field in ("file", "schema", "format", "name"):  # one value each, not the last of several
+                if (given := len(form.getlist(field))) > 1:
+                    raise Unprocessable(f"the field {field!r} is given {given} times; it takes one value")
             upload_file = form.get("file")
             if not isinstance(upload_file, UploadFile):
                 raise Unprocessable("the multipart body has no file field named 'file'")

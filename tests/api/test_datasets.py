@@ -162,6 +162,18 @@ def test_upload_requires_multipart_and_a_file_field(client, owner):
     assert_problem(r, 422, "no file field named 'file'")
 
 
+def test_an_upload_field_given_twice_is_refused_not_resolved_silently(client, owner):
+    """`name` sent twice in the form stored the last one (found by the fuzzer)."""
+    before = client.get("/v1/datasets", headers=auth(owner)).json()["items"]
+    r = client.post("/v1/datasets", headers=auth(owner), files=[
+        ("file", ("a.csv", b"a\n1\n2\n")), ("name", (None, "first")), ("name", (None, "second"))])
+    assert_problem(r, 422, "the field 'name' is given 2 times")
+    r = client.post("/v1/datasets", headers=auth(owner), files=[
+        ("file", ("a.csv", b"a\n1\n2\n")), ("format", (None, "csv")), ("format", (None, "jsonl"))])
+    assert_problem(r, 422, "the field 'format' is given 2 times")
+    assert client.get("/v1/datasets", headers=auth(owner)).json()["items"] == before  # nothing stored
+
+
 def test_idempotent_upload(client, owner):
     data = b"a,b\n1,2\n3,4\n"
     first = upload(client, owner, data, "i.csv", idempotency_key="upload-1")
