@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import PlainTextResponse, StreamingResponse
+from starlette.convertors import PathConvertor, register_url_convertor
 from starlette.datastructures import UploadFile
 
 from app.auth.dependencies import OwnerPrincipal
@@ -18,6 +19,14 @@ from app.errors import Unprocessable, UnsupportedMediaType, problem_responses
 from app.openapi_parts import (MEDIA_BY_FORMAT, Cursor, DatasetId, HierarchyColumn, IdempotencyKey, PageSize,
                                SpreadsheetSafe, TableFormat, table_content)
 
+class ColumnName(PathConvertor):
+    """A column name in the path: anything, slashes and line breaks included (Starlette's
+    ``path`` convertor stops at a line break, so such a column could not take a hierarchy and
+    the request was a 404 before its key was checked)."""
+    regex = r"[\s\S]*"
+
+
+register_url_convertor("column", ColumnName())
 router = APIRouter(prefix="/v1/datasets", tags=["datasets"], route_class=OffLoopRoute)
 FORM_MEDIA = ("multipart/form-data", "application/x-www-form-urlencoded")
 
@@ -155,7 +164,7 @@ def put_schema(dataset_id: DatasetId, principal: OwnerPrincipal,  # the key is c
     return Dataset(**service.update_schema(session, principal, dataset_id, body))
 
 
-@router.put("/{dataset_id}/hierarchies/{column:path}", response_model=Hierarchy,
+@router.put("/{dataset_id}/hierarchies/{column:column}", response_model=Hierarchy,
             responses=problem_responses(401, 403, 404, 408, 413, 415, 422, 503),
             openapi_extra={"requestBody": {"required": True, "content": {
                 "text/csv": {"schema": {"type": "string"}},
@@ -182,7 +191,7 @@ async def put_hierarchy(dataset_id: DatasetId, column: HierarchyColumn, request:
                                                dataset_id, column, text))
 
 
-@router.get("/{dataset_id}/hierarchies/{column:path}", response_class=PlainTextResponse,
+@router.get("/{dataset_id}/hierarchies/{column:column}", response_class=PlainTextResponse,
             responses={200: {"description": "the hierarchy as uploaded (ARX CSV)",
                              "content": {"text/csv": {"schema": {"type": "string"}}}},
                        **problem_responses(401, 403, 404, 422, 503)})
@@ -193,7 +202,7 @@ def get_hierarchy(dataset_id: DatasetId, column: HierarchyColumn, principal: Own
                              media_type="text/csv")
 
 
-@router.delete("/{dataset_id}/hierarchies/{column:path}", status_code=204,
+@router.delete("/{dataset_id}/hierarchies/{column:column}", status_code=204,
                responses=problem_responses(401, 403, 404, 422, 503))
 def delete_hierarchy(dataset_id: DatasetId, column: HierarchyColumn, principal: OwnerPrincipal,
                      session: SessionDep) -> Response:
