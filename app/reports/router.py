@@ -5,7 +5,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Response
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from app.auth.dependencies import ReaderPrincipal
 from app.deps import OffLoopRoute, SessionDep
@@ -41,7 +41,9 @@ class ReportPage(BaseModel):
 def list_reports(principal: ReaderPrincipal, session: SessionDep,
                  dataset_id: Annotated[uuid.UUID | None, Query(description="reports on this dataset")] = None,
                  release_id: Annotated[uuid.UUID | None, Query(description="reports on this release")] = None,
-                 kind: Annotated[str | None, Query(description="reports of this kind (the analysis' name)")] = None,
+                 kind: Annotated[str | None, Query(description="reports of this kind: the analysis' name "
+                                                   "(`reconstruct`'s reports say `reconstruction`; either is taken)"),
+                                 AfterValidator(service.known_kind)] = None,
                  cursor: Cursor = None, limit: PageSize = 50) -> ReportPage:
     """The tenant's reports, newest first, paginated by `next`."""
     return ReportPage(**service.list_page(session, principal, dataset_id=dataset_id, release_id=release_id,

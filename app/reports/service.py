@@ -10,7 +10,12 @@ from app.audit.service import record
 from app.auth.schemas import Principal
 from app.blobs import repository as blobs
 from app.errors import NotFound
+from app.privacy import registry
 from app.reports import repository
+
+# A report's `kind` is the name of the analysis that made it, but for `reconstruct`, whose reports
+# have always said "reconstruction" (stored reports and their audit events keep that name).
+_KIND_OF_METHOD = {"reconstruct": "reconstruction"}
 
 
 def store(session: Session, *, job, encoded: dict[str, Any]) -> uuid.UUID:
@@ -44,6 +49,20 @@ def summary(row) -> dict[str, Any]:
 
 def to_response(row) -> dict[str, Any]:
     return {**summary(row), "data": row["data"]}
+
+
+def known_kind(name: str | None) -> str | None:
+    """The list's `kind` filter: the analysis' name, as documented, or the `kind` a report shows.
+    `?kind=reconstruct` answered an empty page (its reports say "reconstruction"), and so did a
+    typo, as if there were no such reports."""
+    if name is None:
+        return None
+    kind = _KIND_OF_METHOD.get(name, name)
+    analyses = {s.name for s in registry.all_methods() if s.kind != registry.Kind.release}
+    if kind not in analyses | set(_KIND_OF_METHOD.values()):
+        raise ValueError(f"unknown report kind {name!r}: the name of an analysis or experiment "
+                         "(GET /v1/methods lists them)")
+    return kind
 
 
 def list_page(session: Session, principal: Principal, *, dataset_id: uuid.UUID | None,

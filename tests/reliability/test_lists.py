@@ -47,3 +47,14 @@ def test_a_prediction_is_in_the_audit_of_the_release_its_model_came_from(client,
     events = client.get("/v1/audit", headers=auth(a["owner"]),
                         params={"release_id": a["release_id"], "action": "model.predicted"}).json()["items"]
     assert events and {e["subject"] for e in events} == {a["model_id"]}
+
+
+def test_reports_kind_filter_takes_the_analysis_name_and_names_a_typo(client, tenant_objects):
+    """`?kind=reconstruct` (the analysis' name, as the parameter says) answered an empty page:
+    its reports say "reconstruction"; a typo did too, as if there were no such reports."""
+    a = tenant_objects
+    for kind in ("reconstruct", "reconstruction"):
+        page = client.get("/v1/reports", headers=auth(a["owner"]), params={"kind": kind}).json()
+        assert [r["kind"] for r in page["items"]] == ["reconstruction"], kind
+    assert_problem(client.get("/v1/reports", headers=auth(a["owner"]), params={"kind": "rsik"}), 422,
+                   "unknown report kind 'rsik'")
