@@ -75,9 +75,13 @@ def get_engine() -> Engine:
                            pool_pre_ping=True, pool_recycle=300)
 
     @event.listens_for(engine, "connect")
-    def _set_timeouts(dbapi_conn, _record):  # a stuck query must not hang a request forever
+    def _set_session(dbapi_conn, _record):
         with dbapi_conn.cursor() as cur:
-            cur.execute("SET statement_timeout = '120s'")
+            cur.execute("SET statement_timeout = '120s'")  # a stuck query must not hang a request forever
+            # Every time in UTC: PostgreSQL answers timestamptz in its `timezone` setting (initdb
+            # takes the machine's; PGTZ overrides it), so answers said +05:30 on one server and Z on
+            # another, and a time without an offset (`?since=`) was read in that zone.
+            cur.execute("SET TIME ZONE 'UTC'")
         dbapi_conn.commit()
 
     _ping_only_when_not_quiet(engine)

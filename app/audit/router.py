@@ -24,15 +24,18 @@ def list_audit(
     principal: AnyPrincipal, session: SessionDep,
     dataset_id: Annotated[uuid.UUID | None, Query(description="events about this dataset")] = None,
     release_id: Annotated[uuid.UUID | None, Query(description="events about this release")] = None,
-    actor: Annotated[str | None, Query(description="events by this actor: an API key's id, `cli` or `system`")] = None,
+    actor: Annotated[str | None, Query(description="events by this actor: an API key's id, `worker`, `cli` or `system`")] = None,
     action: Annotated[str | None, Query(description="events of this action, e.g. `dataset.downloaded`")] = None,
-    since: Annotated[datetime | None, Query(description="events at or after this time (ISO 8601)")] = None,
-    until: Annotated[datetime | None, Query(description="events before this time (ISO 8601)")] = None,
+    since: Annotated[datetime | None, Query(description="events at or after this time (ISO 8601; UTC when it "
+                                                          "has no offset)")] = None,
+    until: Annotated[datetime | None, Query(description="events before this time (ISO 8601; UTC when it "
+                                                          "has no offset)")] = None,
     cursor: Cursor = None,
     limit: Annotated[int, Query(ge=1, le=1000, description="items per page")] = 100,
     tenant: Annotated[str | None, Query(description="admins only: another tenant")] = None,
 ) -> AuditPage:
-    """The append-only audit trail of the caller's tenant (owners; admins across tenants)."""
+    """The append-only audit trail of the caller's tenant (owners; admins across tenants), oldest
+    first (by event id), paginated by `next`."""
     if principal.role == Role.analyst:
         raise Forbidden("the audit trail is readable by owners and admins")
     tenant = tenant_scope(principal, tenant)
