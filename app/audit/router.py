@@ -5,9 +5,10 @@ from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from pydantic import AfterValidator
 
 from app.audit import repository
-from app.audit.schemas import AuditEvent, AuditPage
+from app.audit.schemas import AuditEvent, AuditPage, known_action
 from app.auth.dependencies import AnyPrincipal
 from app.auth.service import tenant_scope
 from app.auth.schemas import Role
@@ -25,7 +26,9 @@ def list_audit(
     dataset_id: Annotated[uuid.UUID | None, Query(description="events about this dataset")] = None,
     release_id: Annotated[uuid.UUID | None, Query(description="events about this release")] = None,
     actor: Annotated[str | None, Query(description="events by this actor: an API key's id, `worker`, `cli` or `system`")] = None,
-    action: Annotated[str | None, Query(description="events of this action, e.g. `dataset.downloaded`")] = None,
+    action: Annotated[str | None, Query(description="events of this action, e.g. `dataset.downloaded` (an "
+                                                     "unknown one is a 422 listing them)"),
+                      AfterValidator(known_action)] = None,
     since: Annotated[datetime | None, Query(description="events at or after this time (ISO 8601; UTC when it "
                                                           "has no offset)")] = None,
     until: Annotated[datetime | None, Query(description="events before this time (ISO 8601; UTC when it "

@@ -6,6 +6,28 @@ from typing import Any
 
 from pydantic import BaseModel
 
+# Every action an event can carry; the list's `action` filter takes these only (a typo such as
+# `dataset.download` answered an empty page, as if nothing had been downloaded).
+# tests/api/test_audit_actions.py checks the set against the actions the code records.
+ACTIONS = frozenset({
+    "budget.set",
+    "dataset.uploaded", "dataset.generated", "dataset.downloaded", "dataset.profile_read",
+    "dataset.schema_updated", "dataset.hierarchy_set", "dataset.hierarchy_downloaded",
+    "dataset.hierarchy_deleted", "dataset.deleted",
+    "job.submitted", "job.started", "job.succeeded", "job.failed", "job.requeued", "job.retried",
+    "job.cancel_requested", "job.cancelled",
+    "key.created", "key.revoked",
+    "model.created", "model.predicted",
+    "release.created", "release.downloaded",
+    "report.created",
+})
+
+
+def known_action(action: str | None) -> str | None:
+    if action is not None and action not in ACTIONS:
+        raise ValueError(f"unknown action {action!r}; the actions: {', '.join(sorted(ACTIONS))}")
+    return action
+
 
 class AuditEvent(BaseModel):
     id: int
