@@ -124,9 +124,10 @@ class MethodSpec:
     epsilon: Callable[[Any, list[ColumnInfo]], float | None] | None = None
     # Checks the params against the input's schema before a job is accepted (no data read).
     check: Callable[[Any, list[ColumnInfo], SourceRelease | None], None] | None = None
-    # Checks the params against the input's record count (also known before any data is read):
-    # a k above it is a 422 at submission, not a job that fails.
-    check_rows: Callable[[Any, int], None] | None = None
+    # Checks the params against the input's record count (also known before any data is read)
+    # and its schema: a k above it, or a release too large to randomize, is a 422 at
+    # submission, not a job that fails.
+    check_rows: Callable[[Any, int, list[ColumnInfo]], None] | None = None
     produces_randomness: bool = True  # draws privacy-producing noise: no seed outside test mode
     docs: str = ""  # relative path of the method's doc page
     extra: dict[str, Any] = field(default_factory=dict)
@@ -142,7 +143,7 @@ class MethodSpec:
         if self.check is not None:
             self.check(params, columns, source)
         if self.check_rows is not None and rows is not None:
-            self.check_rows(params, rows)
+            self.check_rows(params, rows, columns)
 
 
 _REGISTRY: dict[str, MethodSpec] = {}
@@ -193,7 +194,7 @@ def all_methods() -> list[MethodSpec]:
     return sorted(load_all().values(), key=lambda s: (s.kind, s.family, s.name))
 
 
-def at_least_k_records(params: Any, rows: int) -> None:
+def at_least_k_records(params: Any, rows: int, columns: list[ColumnInfo] | None = None) -> None:
     """A k-anonymous output needs k records at least (records dropped later only lower it)."""
     if rows < params.k:
         raise MethodInputError(f"the input has {rows} records, fewer than k = {params.k}")

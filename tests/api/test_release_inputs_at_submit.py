@@ -49,3 +49,18 @@ def test_hierarchy_with_a_repeated_row_or_an_overlong_cell_is_refused(client, ow
     assert_problem(client.put(url, headers=auth(owner), content="M;*\nF;" + "x" * 100_000 + "\n"),
                    422, "longer than 65536 characters")
     assert client.put(url, headers=auth(owner), content="M;*\nF;*\n").status_code == 200
+
+
+def test_a_transaction_file_too_large_to_randomize_is_refused_at_submit(client, owner):
+    """Every absent item is flipped too: 40,000 transactions of one distinct item each are 1.6e9
+    cells. The job failed after reading the file; the schema's item count decides at submission."""
+    body = b"".join(f"i{n}\n".encode() for n in range(40_000))
+    ds = upload(client, owner, body, "wide.dat").json()
+    assert ds["shape"] == "transactions" and ds["rows"] == 40_000
+    for method, params in (("mask", {"p": 0.9}), ("png", {"ps": [0.9, 0.8]})):
+        assert_problem(submit(client, owner, method, params, dataset_id=ds["id"]), 422,
+                       "40000 transactions × 40000 items exceed the limit of 1000000000")
+    # restricted to fewer items it fits: accepted
+    for params in ({"p": 0.9, "top_items": 1000}, {"p": 0.9, "items": ["i1", "i2"]}):
+        r = submit(client, owner, "mask", params, dataset_id=ds["id"])
+        assert r.status_code == 202, r.text

@@ -86,7 +86,7 @@ def check_width(plans: list[ColumnPlan]) -> None:
                                "release fewer columns or columns with fewer categories")
 
 
-def at_least_two_records(params, rows: int) -> None:
+def at_least_two_records(params, rows: int, columns=None) -> None:
     """The registry's check_rows: known at submission, so a one-record input is a 422 before
     any debit (on a budgeted dataset the 409 came first)."""
     if rows < 2:

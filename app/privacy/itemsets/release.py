@@ -164,12 +164,16 @@ def prepare_items(data: MethodInput, params: ItemParams) -> Encoded:
         raise MethodInputError("no item to randomize")
     if td.n_transactions == 0:
         raise MethodInputError("no transaction to randomize")
-    if td.n_transactions * td.n_items > MAX_RELEASE_CELLS:
-        raise MethodInputError(
-            f"{td.n_transactions} transactions × {td.n_items} items exceed the limit of "
-            f"{MAX_RELEASE_CELLS} randomized cells (every absent item is flipped too, so a sparse "
-            "file becomes dense): restrict the release with 'items' or 'top_items'")
+    _within_cell_limit(td.n_transactions, td.n_items)
     return encoded
+
+
+def _within_cell_limit(rows: int, items: int) -> None:
+    if rows * items > MAX_RELEASE_CELLS:
+        raise MethodInputError(
+            f"{rows} transactions × {items} items exceed the limit of {MAX_RELEASE_CELLS} "
+            "randomized cells (every absent item is flipped too, so a sparse file becomes dense): "
+            "restrict the release with 'items' or 'top_items'")
 
 
 def _restrict_items(encoded: Encoded, params: ItemParams) -> Encoded:
@@ -375,6 +379,18 @@ def _epsilon_upper_bound(params: ItemParams, columns: list[ColumnInfo]) -> float
     return float(bits * max(epsilon_bit(p) for p in ps))
 
 
+def _check_size(params: ItemParams, rows: int, columns: list[ColumnInfo]) -> None:
+    """A transaction file's size is known at submission (its rows and the item count of its
+    schema): one too large to randomize is a 422, not a job that fails after reading it. A
+    table's items depend on its encoding; the job checks them."""
+    if len(columns) == 1 and columns[0].name == "items" and params.columns is None:
+        items = len(set(params.items)) if params.items is not None else columns[0].distinct
+        if items is not None and params.top_items is not None:
+            items = min(items, params.top_items)
+        if items is not None:
+            _within_cell_limit(rows, items)
+
+
 SHAPES = frozenset({DataShape.table, DataShape.transactions})
 
 register(MethodSpec(
@@ -390,6 +406,7 @@ register(MethodSpec(
     run=run_mask,
     shapes=SHAPES,
     check=_check,
+    check_rows=_check_size,
     epsilon=_epsilon_upper_bound,
     docs="docs/methods/mask.md",
 ))
@@ -407,6 +424,7 @@ register(MethodSpec(
     run=run_png,
     shapes=SHAPES,
     check=_check,
+    check_rows=_check_size,
     epsilon=_epsilon_upper_bound,
     docs="docs/methods/png.md",
 ))
