@@ -61,9 +61,16 @@ def enqueue(session: Session, job_id: uuid.UUID, tenant: str,
     session's transaction at its fair priority. ``standing`` is the tenant's
     ``jobs_repo.queue_standing`` when the caller has just read it."""
     active, lowest_waiting = standing or jobs_repo.queue_standing(session, tenant)
-    task = defer_app().tasks[TASK_NAME].configure(
-        connection=_driver_connection(session), priority=fair_priority(active - 1, lowest_waiting))
-    jobs_repo.set_queue_job_id(session, job_id, task.defer(job_id=str(job_id)))
+    queue_job_id = defer(session, job_id, priority=fair_priority(active - 1, lowest_waiting))
+    jobs_repo.set_queue_job_id(session, job_id, queue_job_id)
+
+
+def defer(session: Session, job_id: uuid.UUID, priority: int = 0) -> int:
+    """Queue a run of the job in the session's transaction; returns the queue's job id. Jobs
+    are queued with ``enqueue``; this alone is a (re-)delivery, as the fault tests make one."""
+    task = defer_app().tasks[TASK_NAME].configure(connection=_driver_connection(session),
+                                                  priority=priority)
+    return task.defer(job_id=str(job_id))
 
 
 def cancel_queued(session: Session, queue_job_id: int) -> None:
