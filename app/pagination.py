@@ -37,6 +37,23 @@ def decode_id(cursor: str | None) -> int | None:
     return int(cursor)
 
 
+def decode_position(cursor: str | None) -> tuple[int, int] | None:
+    """A `next` cursor of the audit trail: ``<txn>.<id>``, the last listed event's position."""
+    if cursor is None:
+        return None
+    parts = cursor.split(".")
+    if len(parts) != 2 or not all(p.isascii() and p.isdigit() and int(p) <= 2**63 - 1 for p in parts):
+        raise Unprocessable("cursor must be the `next` value of a previous page")
+    return int(parts[0]), int(parts[1])
+
+
+def position_page(rows: list[dict[str, Any]], limit: int, render: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
+    """``id_page`` for the audit trail, whose cursor is the last shown event's (txn, id)."""
+    shown = rows[:limit]
+    last = shown[-1] if len(rows) > limit else None
+    return {"items": [render(r) for r in shown], "next": f"{last['txn']}.{last['id']}" if last else None}
+
+
 def page(rows: list[dict[str, Any]], limit: int, render: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
     """A list answer from the rows of ``newest_first`` (up to ``limit`` + 1): the first ``limit``
     rendered, and the cursor of the page after — None when no row is left, so a page that is

@@ -185,7 +185,10 @@ audit_events = Table(
     Column("dataset_id", UUID(as_uuid=True)),
     Column("release_id", UUID(as_uuid=True)),
     Column("details", JSONB, nullable=False),
+    # the inserting transaction's id (xid8): the list's order, in which a tail misses nothing
+    Column("txn", BigInteger, nullable=False, server_default=text("(pg_current_xact_id())::text::bigint")),
     Index("ix_audit_tenant_at", "tenant", "at"),
+    Index("ix_audit_tenant_txn", "tenant", "txn", "id"),
     Index("ix_audit_dataset", "dataset_id"),
     Index("ix_audit_release", "release_id"),
 )

@@ -4,7 +4,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import insert, select, text, tuple_
 from sqlalchemy.orm import Session
 
 from app.tables import audit_events
@@ -14,14 +14,20 @@ def insert_event(session: Session, **values: Any) -> None:
     session.execute(insert(audit_events).values(**values))
 
 
+# An event is listed once every transaction that began writing before its own has ended
+# (its txn below the oldest still running): one committing late can no longer appear before
+# a cursor that already passed it. Within that, (txn, id) is the order of the list.
+_SETTLED = text("txn < (pg_snapshot_xmin(pg_current_snapshot()))::text::bigint")
+
+
 def list_events(session: Session, *, tenant: str | None, dataset_id: uuid.UUID | None,
                 release_id: uuid.UUID | None, actor: str | None, action: str | None,
-                since: datetime | None, until: datetime | None, after_id: int | None,
+                since: datetime | None, until: datetime | None, after: tuple[int, int] | None,
                 limit: int) -> list[dict[str, Any]]:
-    """Up to ``limit`` + 1 events after ``after_id``, oldest first (the extra row: whether a
-    page follows; ``pagination.id_page``)."""
-    q = select(audit_events).order_by(audit_events.c.id).limit(limit + 1)
+    """Up to ``limit`` + 1 settled events after the (txn, id) position ``after``, in (txn, id)
+    order (the extra row: whether a page follows)."""
     c = audit_events.c
+    q = select(audit_events).where(_SETTLED).order_by(c.txn, c.id).limit(limit + 1)
     conditions = [
         (tenant, lambda: c.tenant == tenant),
         (dataset_id, lambda: c.dataset_id == dataset_id),
@@ -30,7 +36,7 @@ def list_events(session: Session, *, tenant: str | None, dataset_id: uuid.UUID |
         (action, lambda: c.action == action),
         (since, lambda: c.at >= since),
         (until, lambda: c.at < until),
-        (after_id, lambda: c.id > after_id),
+        (after, lambda: tuple_(c.txn, c.id) > tuple_(*after)),
     ]
     for value, condition in conditions:
         if value is not None:

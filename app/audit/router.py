@@ -38,13 +38,18 @@ def list_audit(
     tenant: Annotated[str | None, Query(description="admins only: another tenant")] = None,
 ) -> AuditPage:
     """The append-only audit trail of the caller's tenant (owners; admins across tenants), oldest
-    first (by event id), paginated by `next`."""
+    first in the order the events' transactions began writing (then by event id), paginated by
+    `next`. An event is listed once every transaction that began writing before its own has
+    ended (usually milliseconds), so a client that follows the trail with `cursor` — keeping the
+    last `next`, or building it from the last event's `position` — misses no event that commits
+    later."""
     if principal.role == Role.analyst:
         raise Forbidden("the audit trail is readable by owners and admins")
     tenant = tenant_scope(principal, tenant)
-    after_id = pagination.decode_id(cursor)
+    after = pagination.decode_position(cursor)
     rows = repository.list_events(session, tenant=tenant, dataset_id=dataset_id,
                                   release_id=release_id, actor=actor, action=action, since=since,
-                                  until=until, after_id=after_id, limit=limit)
-    return AuditPage(**pagination.id_page(rows, limit, lambda r: AuditEvent(
-        subject=r["subject_id"], **{k: v for k, v in r.items() if k != "subject_id"})))
+                                  until=until, after=after, limit=limit)
+    return AuditPage(**pagination.position_page(rows, limit, lambda r: AuditEvent(
+        subject=r["subject_id"], position=f"{r['txn']}.{r['id']}",
+        **{k: v for k, v in r.items() if k not in ("subject_id", "txn")})))

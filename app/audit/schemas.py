@@ -4,7 +4,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 # Every action an event can carry; the list's `action` filter takes these only (a typo such as
 # `dataset.download` answered an empty page, as if nothing had been downloaded).
@@ -40,6 +40,8 @@ class AuditEvent(BaseModel):
     dataset_id: uuid.UUID | None
     release_id: uuid.UUID | None
     details: dict[str, Any]
+    position: str = Field(description="the event's place in the trail's order: as `cursor`, the "
+                          "events after it (to follow the trail from the last event seen)")
 
 
 class AuditPage(BaseModel):

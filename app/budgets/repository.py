@@ -46,6 +46,12 @@ def refund(session: Session, dataset_id: uuid.UUID, epsilon: Decimal) -> None:
                          "WHERE dataset_id = :d"), {"e": epsilon, "d": dataset_id})
 
 
+def lock(session: Session, dataset_id: uuid.UUID) -> None:
+    """The budget row's lock, until the transaction ends: a dataset's ledger entries are
+    written under it, so their ids follow their commits (a follower of the ledger misses none)."""
+    session.execute(text("SELECT 1 FROM budgets WHERE dataset_id = :d FOR UPDATE"), {"d": dataset_id})
+
+
 def add_entry(session: Session, **values: Any) -> None:
     session.execute(insert(budget_entries).values(**values))
 
@@ -83,7 +89,7 @@ def recompute_spent(session: Session, dataset_id: uuid.UUID) -> None:
     """epsilon_spent := Σ of the ε the ledger holds, job by job. For an infinite refund, where
     ``spent - ∞`` has no value. The row lock comes first, in its own statement, so the sum
     (the next statement, a new snapshot) sees every debit committed before it."""
-    session.execute(text("SELECT 1 FROM budgets WHERE dataset_id = :d FOR UPDATE"), {"d": dataset_id})
+    lock(session, dataset_id)
     session.execute(text(
         "UPDATE budgets SET updated_at = now(), epsilon_spent = (SELECT COALESCE(SUM(held), 0) FROM ("
         "  SELECT MAX(epsilon) FILTER (WHERE kind = 'debit') AS held FROM budget_entries"

@@ -57,6 +57,7 @@ def debit(session: Session, *, dataset_id: uuid.UUID, job_id: uuid.UUID, method:
 
 def refund(session: Session, *, dataset_id: uuid.UUID, job_id: uuid.UUID, method: str,
            epsilon: Decimal, actor: uuid.UUID) -> None:
+    repository.lock(session, dataset_id)  # first: the entry's id is taken under the lock, like a debit's
     repository.add_entry(session, dataset_id=dataset_id, job_id=job_id, method=method,
                          kind="refund", epsilon=-epsilon, actor=actor)
     if epsilon.is_finite():

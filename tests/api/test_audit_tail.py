@@ -1,0 +1,41 @@
+"""Following the audit trail with `cursor` misses nothing: an event is listed only once every
+transaction that began writing before its own has ended, in that order (the dashboard check of
+session 9 missed a `job.submitted` that committed after a later event was already listed)."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from app.audit.service import record
+from app.db import get_engine
+from tests.support.api import assert_problem, auth, upload
+
+
+def _after(client, owner, cursor):
+    r = client.get("/v1/audit", headers=auth(owner), params={"cursor": cursor, "limit": 1000})
+    assert r.status_code == 200, r.text
+    return r.json()["items"]
+
+
+def test_an_event_that_commits_late_is_not_passed_by_a_cursor(client, owner):
+    upload(client, owner, b"a\n1\n2\n", "before.csv")
+    start = client.get("/v1/audit", headers=auth(owner), params={"limit": 1000}).json()["items"][-1]
+    with Session(get_engine()) as late:
+        record(late, tenant=owner["X-Tenant"], actor="system", action="budget.set",
+               subject_type="dataset", subject_id="late")
+        late.flush()  # inserted (its id and transaction taken), not committed
+        upload(client, owner, b"a\n1\n2\n", "meanwhile.csv")  # a later event, committed at once
+        # listing it now would let a follower's cursor pass the one still to commit
+        assert _after(client, owner, start["position"]) == []
+        late.commit()
+    events = _after(client, owner, start["position"])
+    assert [(e["action"], e["subject"]) for e in events][:1] == [("budget.set", "late")]
+    assert [e["action"] for e in events][1:] == ["dataset.uploaded"]
+    positions = [tuple(map(int, e["position"].split("."))) for e in events]
+    assert positions == sorted(positions)
+
+
+def test_a_cursor_that_is_not_a_position_is_refused(client, owner):
+    for bad in ("12", "1.x", "1.2.3", "-1.2", f"{2**63}.1"):
+        assert_problem(client.get("/v1/audit", headers=auth(owner), params={"cursor": bad}), 422,
+                       "cursor must be the `next` value of a previous page")
