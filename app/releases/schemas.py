@@ -17,7 +17,8 @@ class Provenance(BaseModel):
     job_id: str
 
 
-class Release(BaseModel):
+class ReleaseSummary(BaseModel):
+    """A release as lists show it: what it is, what it guarantees, where it came from."""
     id: uuid.UUID
     job_id: uuid.UUID
     dataset_id: uuid.UUID
@@ -27,15 +28,19 @@ class Release(BaseModel):
     guarantees: dict[str, Any] = Field(..., description="exactly what the code delivered: notion, "
                                        "private, epsilon (\"Infinity\" when unbounded), per-column figures")
     metrics: dict[str, Any]
-    metadata: dict[str, Any] = Field(..., description="published facts a reconstruction needs")
-    chain: list[dict[str, Any]] = Field(..., description="earlier steps, oldest first")
     shape: str
     rows: int
-    columns: list[dict[str, Any]]
     provenance: Provenance
     links: dict[str, str]
 
 
+class Release(ReleaseSummary):
+    metadata: dict[str, Any] = Field(..., description="published facts a reconstruction needs")
+    chain: list[dict[str, Any]] = Field(..., description="earlier steps, oldest first")
+    columns: list[dict[str, Any]]
+
+
 class ReleasePage(BaseModel):
-    items: list[Release]
+    items: list[ReleaseSummary] = Field(..., description="summaries: a release's metadata, chain "
+                                        "and columns are at its `links.self`")
     next: str | None

@@ -83,7 +83,16 @@ def list_page(session: Session, principal: Principal, *, dataset_id: uuid.UUID |
               method: str | None, cursor: str | None, limit: int) -> dict[str, Any]:
     rows = repository.list_page(session, principal.tenant, dataset_id=dataset_id, method=method,
                                 after=pagination.decode(cursor), limit=limit)
-    return pagination.page(rows, limit, to_response)
+    return pagination.page(rows, limit, summary)
+
+
+_DETAIL_ONLY = ("metadata", "chain", "columns")
+
+
+def summary(row) -> dict[str, Any]:
+    """A list's item: the release without what only its own URL answers (a reconstruction's
+    metadata and the earlier steps grow with the data and the chain: 3-18 KB a release)."""
+    return {k: v for k, v in to_response(row).items() if k not in _DETAIL_ONLY}
 
 
 def download(session: Session, principal: Principal, release_id: uuid.UUID, fmt: str,

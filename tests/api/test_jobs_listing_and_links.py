@@ -76,6 +76,19 @@ def test_releases_page_by_cursor_and_filter_by_dataset_and_method(client, owner)
     assert len(by_method.json()["items"]) == 6
 
 
+def test_the_release_list_gives_summaries_and_each_release_its_details(client, owner):
+    """A page of 200 releases of Adult made from releases was ~3 MB: every item carried the
+    reconstruction metadata and the chain (the dashboard check of session 9). Items are the
+    release without them, field for field equal to the release's own answer otherwise."""
+    ds = upload(client, owner, b"a,b\n1,x\n2,y\n", "summary.csv").json()
+    rid = _store_release(submit(client, owner, "risk", {"quasi_identifiers": ["a"]}, dataset_id=ds["id"]).json())
+    item = client.get("/v1/releases", headers=auth(owner), params={"dataset_id": ds["id"]}).json()["items"][0]
+    full = client.get(f"/v1/releases/{rid}", headers=auth(owner)).json()
+    assert {"metadata", "chain", "columns"} <= set(full) and not {"metadata", "chain", "columns"} & set(item)
+    assert item == {k: v for k, v in full.items() if k not in ("metadata", "chain", "columns")}
+    assert item["links"]["self"] == f"/v1/releases/{rid}"
+
+
 def test_a_failure_on_raw_data_shows_its_message_to_owners_only(client, make_key):
     """"values outside the declared categories" describes the data: no ε covers it. Only owners
     run jobs on raw data (and can read it); the tenant's analysts and admins see the type."""
