@@ -1,5 +1,5 @@
 # Multi-stage build: wheels are built in the first stage, the runtime image only installs them
-# and runs as an unprivileged user. The same package as `pip install .` (tests/test_docker.py).
+# and runs as an unprivileged user. The same package as `pip install .` (tests/test_packaging.py).
 FROM python:3.11-slim AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./

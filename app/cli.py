@@ -18,7 +18,8 @@ from app.config import get_settings
 
 def _database_ready(owner: bool = False):
     """Point this process (and its children) at the database; start the embedded one if
-    DATABASE_URL is not set. Returns the embedded server when this process owns it."""
+    DATABASE_URL is not set. Returns the embedded server when this process owns it: it stops
+    it on exit if no other process (a running `veil serve`, its workers) still uses it."""
     from app.db import embedded_server, to_sqlalchemy_url
 
     settings = get_settings()
@@ -33,7 +34,7 @@ def _database_ready(owner: bool = False):
 def cmd_migrate(_args) -> None:
     from app.migrate import upgrade
 
-    _database_ready()
+    _database_ready(owner=True)  # no PostgreSQL left running after it
     upgrade()
     print("migrations applied")
 
@@ -71,6 +72,7 @@ def cmd_serve(args) -> None:
     settings = get_settings()
     logging_setup.configure(settings.log_level)
     logging.getLogger("pgserver").setLevel(logging.WARNING)
+    _own_data_dir(settings.data_dir)  # an open descriptor: held until this process exits
     server = _database_ready(owner=True)
     settings = get_settings()
     upgrade()
@@ -107,6 +109,24 @@ def cmd_serve(args) -> None:
             # (SIGKILL, out of memory) would still count as a user and keep it running.
             server.global_process_id_list.put([os.getpid()])
             server.cleanup()
+
+
+def _own_data_dir(data_dir) -> int:
+    """One `veil serve` per data directory. A second one (its port taken, or started twice by
+    mistake) wiped the first one's metrics files and, exiting, stopped the embedded PostgreSQL
+    the first one was serving from. The lock ends with this process, however it ends."""
+    import fcntl
+
+    path = Path(data_dir).resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path / "serve.lock", os.O_RDWR | os.O_CREAT, 0o600)  # not inherited by children
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise SystemExit(f"veil serve: another `veil serve` is running with the data directory {path} "
+                         "(VEIL_DATA_DIR): stop it first, or give this one its own data directory") from None
+    return fd
 
 
 def _announce_ready(base: str, started: float, give_up_s: float = 300.0) -> None:
@@ -210,7 +230,7 @@ def cmd_keys_create(args) -> None:
     except ValidationError as exc:
         error = exc.errors()[0]
         raise SystemExit(f"veil keys create: --{error['loc'][0]}: {error['msg']}") from None
-    _database_ready()
+    _database_ready(owner=True)  # no PostgreSQL left running after it
     with transaction() as session:
         key_id, key = create_key(session, tenant=args.tenant, role=Role(args.role), label=args.label)
     print(key)
@@ -222,7 +242,7 @@ def cmd_keys_list(args) -> None:
     from app.auth.service import list_page
     from app.db import transaction
 
-    _database_ready()
+    _database_ready(owner=True)  # no PostgreSQL left running after it
     cursor = None
     print(f"{'id':<36}  {'key (prefix)':<19}  {'tenant':<20} {'role':<8} {'state':<24} label")
     with transaction() as session:
@@ -242,7 +262,7 @@ def cmd_keys_revoke(args) -> None:
     from app.db import transaction
     from app.errors import VeilError
 
-    _database_ready()
+    _database_ready(owner=True)  # no PostgreSQL left running after it
     try:
         with transaction() as session:
             info = revoke_key(session, key_id_of(session, args.key), actor="cli")
@@ -259,8 +279,12 @@ def openapi_document() -> dict:
 
 def cmd_openapi(args) -> None:
     out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(openapi_document(), indent=2, sort_keys=True) + "\n")
+    document = json.dumps(openapi_document(), indent=2, sort_keys=True) + "\n"
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(document)
+    except OSError as exc:
+        raise SystemExit(f"veil openapi: cannot write {out}: {exc.strerror or exc}") from None
     print(f"wrote {out}")
 
 
@@ -276,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the API and worker processes (embedded PostgreSQL "
                            "unless DATABASE_URL is set)")
-    serve.add_argument("--workers", type=int, default=None, help="worker processes (default VEIL_WORKERS=2)")
+    serve.add_argument("--workers", type=_count, default=None, help="worker processes (default VEIL_WORKERS=2)")
     serve.set_defaults(fn=cmd_serve)
     sub.add_parser("worker", help="run one worker process").set_defaults(fn=cmd_worker)
     sub.add_parser("migrate", help="apply database migrations").set_defaults(fn=cmd_migrate)
@@ -300,9 +324,52 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
+def _check_settings() -> None:
+    """A bad VEIL_* value (VEIL_WORKERS=abc, a negative limit) is named in one line, not a
+    pydantic traceback from wherever the settings were first read."""
+    from pydantic import ValidationError
+
+    try:
+        get_settings()
+    except ValidationError as exc:
+        lines = []
+        for error in exc.errors():
+            message = error["msg"].removeprefix("Value error, ")
+            if not error["loc"]:  # a rule between two settings names both itself
+                lines.append(f"veil: {message}")
+                continue
+            name = str(error["loc"][0])
+            lines.append(f"veil: {name if name.isupper() else 'VEIL_' + name.upper()}: {message}")
+        raise SystemExit("\n".join(lines)) from None
+
+
 def main(argv: list[str] | None = None) -> None:
+    from psycopg.errors import UndefinedTable
+    from sqlalchemy.exc import OperationalError, ProgrammingError
+
     args = build_parser().parse_args(argv)
-    args.fn(args)
+    _check_settings()
+    try:
+        args.fn(args)
+    except (OperationalError, ProgrammingError) as exc:
+        command = " ".join(filter(None, (args.command, getattr(args, "keys_command", None))))
+        if isinstance(exc.orig, UndefinedTable):  # a new data directory or database
+            raise SystemExit(f"veil {command}: the database has no Veil tables yet: run `veil migrate` "
+                             "(or `veil serve`, which migrates) first") from None
+        if isinstance(exc, ProgrammingError):
+            raise
+        reason = str(exc.orig or exc).strip().splitlines()[0]  # which server and why, never a password
+        raise SystemExit(f"veil {command}: the database cannot be reached: {reason}") from None
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -16,9 +16,9 @@ class Settings(BaseSettings):
     database_url: str | None = Field(None, validation_alias="DATABASE_URL")
     data_dir: Path = Path(".veil")
     host: str = "127.0.0.1"
-    port: int = 8000
+    port: int = Field(8000, ge=1, le=65535)
     dev_api_key: str | None = None
-    workers: int = 2  # worker processes started by `veil serve` in embedded mode
+    workers: int = Field(2, ge=0)  # worker processes started by `veil serve` in embedded mode
     # API processes (uvicorn workers) behind one port: one process uses at most one core.
     api_processes: int = Field(2, ge=1, le=64)
     # Worker processes (and their job processes) run at this lower CPU priority so that a
@@ -26,11 +26,11 @@ class Settings(BaseSettings):
     worker_nice: int = Field(10, ge=0, le=19)
 
     # Upload and parsing limits (each answered by a clear 4xx).
-    max_upload_bytes: int = 512 * 1024 * 1024
-    max_rows: int = 5_000_000
-    max_columns: int = 2_000
-    max_cell_length: int = 65_536
-    max_hierarchy_bytes: int = 16 * 1024 * 1024
+    max_upload_bytes: int = Field(512 * 1024 * 1024, ge=1)
+    max_rows: int = Field(5_000_000, ge=1)
+    max_columns: int = Field(2_000, ge=1)
+    max_cell_length: int = Field(65_536, ge=1)
+    max_hierarchy_bytes: int = Field(16 * 1024 * 1024, ge=1)
     # Uploads stream in without holding a database connection or a general request slot; at
     # most this many per API process receive at once, and one whose body stalls this long
     # between two chunks is answered 408 (a slow client cannot pin the service).
@@ -42,17 +42,42 @@ class Settings(BaseSettings):
     upload_parse_time_limit_s: float = Field(300.0, gt=0)
 
     # Jobs.
-    job_time_limit_s: float = 900.0
-    job_memory_limit_mb: int = 4096
-    max_attempts: int = 3
-    stall_timeout_s: float = 30.0
-    heartbeat_interval_s: float = 2.0
-    tenant_max_active_jobs: int = 50
+    job_time_limit_s: float = Field(900.0, gt=0)
+    job_memory_limit_mb: int = Field(4096, ge=1)
+    max_attempts: int = Field(3, ge=1)
+    stall_timeout_s: float = Field(30.0, gt=0)
+    heartbeat_interval_s: float = Field(2.0, gt=0)
+    tenant_max_active_jobs: int = Field(50, ge=1)
 
     # Reproducible test mode: seeds accepted, releases marked "not private".
     test_mode: bool = False
 
     log_level: str = "INFO"
+
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_url(cls, value: str | None) -> str | None:
+        if value and not value.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
+            raise ValueError("must be a postgresql:// URL")
+        return value or None  # set but empty: embedded mode, as when unset
+
+    @field_validator("log_level")
+    @classmethod
+    def _known_level(cls, value: str) -> str:
+        # logging takes upper-case names only: "info" or a typo failed later, in a traceback
+        level = value.strip().upper()
+        if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+            raise ValueError("must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
+        return level
+
+    @model_validator(mode="after")
+    def _heartbeat_inside_stall_timeout(self) -> Settings:
+        # a job heartbeats every half interval: a stall timeout within one interval would
+        # requeue jobs whose worker is alive and well
+        if self.stall_timeout_s <= self.heartbeat_interval_s:
+            raise ValueError(f"VEIL_STALL_TIMEOUT_S ({self.stall_timeout_s:g}) must be longer than "
+                             f"VEIL_HEARTBEAT_INTERVAL_S ({self.heartbeat_interval_s:g})")
+        return self
 
 
 @lru_cache

@@ -24,8 +24,8 @@ log = logging.getLogger("veil.db")
 
 
 def embedded_server(data_dir: Path, *, owner: bool = False):
-    """Start (or join) the embedded PostgreSQL under data_dir. The owner (`veil serve`) stops
-    it when it exits; every other process (workers, the CLI) only joins it."""
+    """Start (or join) the embedded PostgreSQL under data_dir. An owner (`veil serve`, a
+    one-shot CLI command) stops it when it exits as its last user; workers only join it."""
     import os
     import warnings
 

@@ -8,6 +8,7 @@ import os
 
 from prometheus_client import CollectorRegistry, Histogram, generate_latest, multiprocess
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.utils import floatToGoString
 from sqlalchemy import text
 
 REGISTRY = CollectorRegistry()
@@ -41,7 +42,8 @@ class JobCollector:
         for method, seconds in durations:
             by_method.setdefault(method, []).append(seconds)
         for method, values in sorted(by_method.items()):
-            buckets = [(str(b), sum(1 for v in values if v <= b)) for b in _DURATION_BUCKETS]
+            # the exposition format's bounds: "+Inf" (str() gave "inf"), "1.0" as the request histogram's
+            buckets = [(floatToGoString(b), sum(1 for v in values if v <= b)) for b in _DURATION_BUCKETS]
             hist.add_metric([method], buckets, sum(values))
         yield hist
 

@@ -1,0 +1,122 @@
+"""The `veil` command as an operator runs it (operations acceptance check): a bad setting or
+argument is one line naming it, never a traceback; one `veil serve` per data directory; the
+job-duration histogram is valid Prometheus text."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from app.cli import build_parser
+from tests.support.server import LiveServer
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _veil(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
+    full = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    return subprocess.run([sys.executable, "-m", "app", *args], env={**full, **env}, cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("env, named", [
+    ({"VEIL_WORKERS": "abc"}, "VEIL_WORKERS"),
+    ({"VEIL_MAX_ROWS": "-5"}, "VEIL_MAX_ROWS"),
+    ({"VEIL_JOB_TIME_LIMIT_S": "-1"}, "VEIL_JOB_TIME_LIMIT_S"),
+    ({"VEIL_LOG_LEVEL": "verbose"}, "VEIL_LOG_LEVEL"),
+    ({"DATABASE_URL": "mysql://db/veil"}, "DATABASE_URL"),
+    ({"VEIL_STALL_TIMEOUT_S": "1", "VEIL_HEARTBEAT_INTERVAL_S": "2"}, "VEIL_STALL_TIMEOUT_S"),
+])
+def test_a_bad_setting_is_named_in_one_line(tmp_path, env, named):
+    done = _veil("keys", "list", env={"VEIL_DATA_DIR": str(tmp_path), **env})
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr and named in done.stderr, done.stderr
+    assert not (tmp_path / "pg").exists()  # refused before anything started
+
+
+def test_an_unreachable_database_is_one_line(tmp_path):
+    done = _veil("migrate", env={"DATABASE_URL": "postgresql://veil:secret@127.0.0.1:1/veil"})
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr and "cannot be reached" in done.stderr, done.stderr
+    assert "secret" not in done.stderr
+
+
+def test_a_new_data_dir_asks_for_migrate_and_keeps_no_postgresql_running(tmp_path):
+    """`veil keys …` on a data directory never served was a traceback ("relation api_keys does
+    not exist"), and every one-shot command that started the embedded PostgreSQL left it running."""
+    env = {"VEIL_DATA_DIR": str(tmp_path)}
+    listed = _veil("keys", "list", env=env)
+    assert listed.returncode != 0 and "Traceback" not in listed.stderr, listed.stderr
+    assert "veil migrate" in listed.stderr
+    assert _veil("migrate", env=env).returncode == 0
+    created = _veil("keys", "create", "--tenant", "acme", "--role", "owner", env=env)
+    assert created.returncode == 0 and created.stdout.startswith("veil_")
+    left = [p.pid for p in psutil.process_iter(["cmdline"]) if str(tmp_path) in " ".join(p.info["cmdline"] or [])]
+    assert not left, f"PostgreSQL left running: {left}"
+
+
+def test_an_unwritable_openapi_output_is_one_line(tmp_path):
+    (tmp_path / "file").write_text("")
+    done = _veil("openapi", "--output", str(tmp_path / "file" / "openapi.json"), env={})
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    assert "cannot write" in done.stderr
+
+
+def test_a_negative_worker_count_is_refused():
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(["serve", "--workers", "-1"])
+    assert exc.value.code == 2
+
+
+def test_a_second_serve_on_the_same_data_dir_leaves_the_first_running(tmp_path):
+    """It failed to bind the port, then stopped the embedded PostgreSQL the first one used
+    (and had wiped its metrics files on the way in)."""
+    first = LiveServer(tmp_path / "data")
+    try:
+        second = _veil("serve", "--workers", "0", env={
+            "VEIL_DATA_DIR": str(tmp_path / "data"), "VEIL_PORT": str(first.port), "VEIL_API_PROCESSES": "1"})
+        assert second.returncode != 0 and "another `veil serve`" in second.stderr, second.stderr
+        ready = httpx.get(first.base_url + "/readyz", timeout=10).json()
+        assert ready["checks"]["database"] == "ok", ready
+        assert httpx.get(first.base_url + "/v1/datasets", headers=first.headers, timeout=10).status_code == 200
+    finally:
+        first.stop()
+
+
+def test_the_job_duration_histogram_is_valid_prometheus_text(client, monkeypatch):
+    from app.jobs import repository
+
+    monkeypatch.setattr(repository, "durations", lambda session: [("errph", 0.3), ("errph", 1200.0)])
+    families = {f.name: f for f in text_string_to_metric_families(client.get("/metrics").text)}
+    buckets = {s.labels["le"]: s.value for s in families["veil_job_duration_seconds"].samples
+               if s.name.endswith("_bucket")}
+    assert buckets["+Inf"] == 2 and buckets["900.0"] == 1 and buckets["0.5"] == 1, buckets
+
+
+def _compose_services() -> dict[str, str]:
+    """docker-compose.yml's service blocks by name (two-space indented keys under services)."""
+    text = (ROOT / "docker-compose.yml").read_text().split("\nvolumes:")[0]
+    blocks = re.split(r"\n  (?=[a-z_]+:\n)", text.split("services:\n", 1)[1])
+    return {block.split(":", 1)[0].strip(): block for block in blocks}
+
+
+def test_compose_containers_without_the_api_do_not_inherit_its_healthcheck():
+    """The image's HEALTHCHECK asks http://127.0.0.1:8000/healthz: in the worker (and the
+    migration) container nothing listens there, so they were reported unhealthy forever. And
+    nothing restarted an API or a worker that exited (`veil serve` restarts its workers)."""
+    docker = (ROOT / "Dockerfile").read_text()
+    assert "127.0.0.1:8000/healthz" in docker
+    services = _compose_services()
+    for name, block in services.items():
+        if "build: ." in block and '"serve"' not in block:
+            assert re.search(r"healthcheck:\n\s+disable: true", block), name
+    for name in ("api", "worker"):
+        assert "restart: unless-stopped" in services[name], name
