@@ -8,7 +8,6 @@ milliseconds) and kills itself if the worker that started it disappears.
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import pickle
 import traceback
@@ -29,7 +28,6 @@ from app.privacy.results import ModelResult, ReleaseResult, ReportResult
 from app.privacy.rng import SecureRandom
 
 registry.load_all()  # preloaded once in the forkserver
-log = logging.getLogger("veil.child")
 
 
 def main(job: dict[str, Any], progress_queue, stop_event) -> None:
@@ -47,8 +45,7 @@ def main(job: dict[str, Any], progress_queue, stop_event) -> None:
         out = {"error": {"type": "memory_limit", "message": "the job ran out of memory"}}
     except Exception as exc:  # never leak data values: report the type and where, not the text
         frame = traceback.extract_tb(exc.__traceback__)[-1]
-        where = f"{os.path.basename(frame.filename)}:{frame.lineno}"
-        log.error("method %s failed with %s at %s", job["method"], type(exc).__name__, where)
+        where = f"{os.path.basename(frame.filename)}:{frame.lineno}"  # the worker logs it, with the job
         out = {"error": {"type": "internal", "message": f"the method failed ({type(exc).__name__} "
                                                         f"at {where})"}}
     tmp = job["result_path"] + ".tmp"

@@ -95,11 +95,14 @@ def execute(job_id: uuid.UUID) -> None:
         outcome = _run_child(job, inputs, Path(tmp))
         t2 = time.perf_counter()
         try:
-            _finish(job, inputs, outcome)
+            error = _finish(job, inputs, outcome)
             _fault_point("exit_after_commit")
         except Fenced:
+            error = None
             log.warning("job %s attempt %s was fenced off; its result is discarded",
                         job_id, job["attempt"])
+    if error is not None:
+        _log_failure(job, error)
     log.info("job %s (%s) attempt %s: load %.3f s, run %.3f s, store %.3f s", job_id, job["method"],
              job["attempt"], t1 - t0, t2 - t1, time.perf_counter() - t2)
 
@@ -216,7 +219,19 @@ def _drain(q, progress: float, stage: str) -> tuple[float, str]:
             return progress, stage
 
 
-def _finish(job, inputs: dict[str, Any], outcome: dict[str, Any]) -> None:
+def _log_failure(job, error: dict[str, str]) -> None:
+    """One line per failed attempt, with the job: the child process does not log (its stderr
+    is not the service's JSON log). A refusal of the input is expected, and its message may
+    depend on the data (it is withheld from analysts too): its type only."""
+    if error["type"] in ("invalid_input", "cancelled", "input_deleted"):
+        log.info("job %s (%s) attempt %s ended: %s", job["id"], job["method"], job["attempt"], error["type"])
+    else:  # our own messages: the exception's type and line, a limit, an exit code
+        log.error("job %s (%s) attempt %s failed: %s: %s", job["id"], job["method"], job["attempt"],
+                  error["type"], error["message"])
+
+
+def _finish(job, inputs: dict[str, Any], outcome: dict[str, Any]) -> dict[str, str] | None:
+    """Store the attempt's outcome; returns its error (None when it succeeded)."""
     error = outcome.get("error") if isinstance(outcome, dict) else None
     if error and error["type"] == "fenced":
         raise Fenced()
@@ -253,6 +268,7 @@ def _finish(job, inputs: dict[str, Any], outcome: dict[str, Any]) -> None:
         record(session, tenant=job["tenant"], actor="worker", action=action, subject_type="job",
                subject_id=job["id"], dataset_id=job["dataset_id"], release_id=job["release_id"],
                details=details)
+    return error
 
 
 def _input_deleted_meanwhile(session, job) -> bool:

@@ -1,0 +1,51 @@
+"""What a failed job leaves in the worker's log (operations acceptance check): the child
+process printed "method diag_alloc failed with RuntimeError at diagnostics.py:39" as bare
+text (not the service's JSON lines) and without the job's id; time and memory limits and
+crashes were not logged at all. Now one JSON line per failed attempt names the job."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.api import submit, upload, wait_job
+from tests.worker.conftest import ROOT, WorkerPool
+
+
+class LoggedWorkers(WorkerPool):
+    def __init__(self, count, env, log_path) -> None:
+        self.log_path = log_path
+        super().__init__(count, env)
+
+    def _spawn(self) -> subprocess.Popen:
+        log = open(self.log_path, "ab")
+        return subprocess.Popen([sys.executable, "-m", "app", "worker"], env=self.env, cwd=ROOT,
+                                stdout=log, stderr=subprocess.STDOUT)
+
+
+@pytest.fixture(scope="module")
+def logged_worker(database, tmp_path_factory):
+    from tests.worker.conftest import _drain_leftovers
+
+    _drain_leftovers()
+    log_path = tmp_path_factory.mktemp("worker") / "worker.log"
+    pool = LoggedWorkers(1, {"VEIL_LOG_LEVEL": "INFO"}, log_path)
+    pool.wait_ready()
+    yield log_path
+    pool.stop()
+
+
+def test_a_failed_job_is_logged_once_as_json_with_its_id(client, make_key, logged_worker):
+    headers = make_key("owner")
+    ds = upload(client, headers, b"a,b\n1,x\n2,y\n", "s.csv").json()
+    job = submit(client, headers, "diag_alloc", {"megabytes": 1}, dataset_id=ds["id"]).json()
+    done = wait_job(client, headers, job["id"], timeout=60)
+    assert done["status"] == "failed" and done["error"]["type"] == "internal"
+    lines = [line for line in logged_worker.read_text().splitlines() if line.strip()]
+    records = [json.loads(line) for line in lines]  # every line is one JSON object
+    about = [r for r in records if job["id"] in r["msg"] and r["level"] == "ERROR"]
+    assert len(about) == 1, records
+    assert "diag_alloc" in about[0]["msg"] and "RuntimeError at diagnostics.py" in about[0]["msg"]
