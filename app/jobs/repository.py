@@ -175,6 +175,22 @@ def requeue_stalled(session: Session, stall_seconds: float) -> list[dict[str, An
         {"s": stall_seconds}).mappings()]
 
 
+def orphaned_queued(session: Session, stall_seconds: float) -> list[dict[str, Any]]:
+    """Queued jobs that no queue entry will run: the entry is finished (a worker took it but
+    its claim failed — the database went away — and the queue recorded the failure), missing,
+    or taken more than ``stall_seconds`` ago without a claim (claiming is the first thing a
+    worker does). A job and its entry are written in one transaction, so a visible queued job
+    normally has its entry waiting. Locked (SKIP LOCKED: a claim in progress is left alone)."""
+    return [dict(r) for r in session.execute(text(
+        "SELECT j.id, j.tenant, j.attempt, j.dataset_id, j.queue_job_id, q.status::text AS queue_status "
+        "FROM jobs j LEFT JOIN procrastinate_jobs q ON q.id = j.queue_job_id "
+        "WHERE j.status = 'queued' AND (q.id IS NULL OR q.status NOT IN ('todo', 'doing') "
+        "  OR (q.status = 'doing' AND NOT EXISTS (SELECT 1 FROM procrastinate_events e "
+        "      WHERE e.job_id = q.id AND e.type = 'started' "
+        "      AND e.at > now() - make_interval(secs => :s)))) "
+        "FOR UPDATE OF j SKIP LOCKED"), {"s": stall_seconds}).mappings()]
+
+
 def fail_stalled(session: Session, stall_seconds: float) -> list[dict[str, Any]]:
     return [dict(r) for r in session.execute(text(
         "UPDATE jobs SET status = 'failed', finished_at = now(), heartbeat_at = NULL, "

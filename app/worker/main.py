@@ -38,13 +38,21 @@ def beat_and_reap(stop: threading.Event) -> None:
 
 def reap_stalled(stall_timeout_s: float) -> None:
     """Jobs whose attempt stopped heartbeating: requeue (a new, fenced attempt) while
-    attempts remain, else fail them. Safe to run in every worker at once."""
+    attempts remain, else fail them; queued jobs whose queue entry was lost: queue them again.
+    Safe to run in every worker at once."""
     with transaction() as session:
         for job in jobs_repo.requeue_stalled(session, stall_timeout_s):
             queue.enqueue(session, job["id"], job["tenant"])
             record(session, tenant=job["tenant"], actor="worker", action="job.requeued",
                    subject_type="job", subject_id=job["id"], dataset_id=job["dataset_id"],
                    details={"attempt": job["attempt"], "reason": "stalled"})
+        for job in jobs_repo.orphaned_queued(session, stall_timeout_s):
+            if job["queue_status"] == "doing":
+                queue.finish_entry(session, job["queue_job_id"], "failed")
+            queue.enqueue(session, job["id"], job["tenant"])
+            record(session, tenant=job["tenant"], actor="worker", action="job.requeued",
+                   subject_type="job", subject_id=job["id"], dataset_id=job["dataset_id"],
+                   details={"attempt": job["attempt"], "reason": "queue entry lost"})
         for job in jobs_repo.fail_stalled(session, stall_timeout_s):
             record(session, tenant=job["tenant"], actor="worker", action="job.failed",
                    subject_type="job", subject_id=job["id"], dataset_id=job["dataset_id"],

@@ -92,6 +92,11 @@ def fail_abandoned(session: Session, stalled_after_s: float) -> list[int]:
                     {"queue": QUEUE, "task_name": TASK_NAME, "seconds_since_heartbeat": stalled_after_s})
         ids = [row[0] for row in cur.fetchall()]
         for queue_job_id in ids:
-            cur.execute(sql.queries["finish_job"],
-                        {"job_id": queue_job_id, "status": "failed", "delete_job": False})
+            finish_entry(session, queue_job_id, "failed")
     return ids
+
+
+def finish_entry(session: Session, queue_job_id: int, status: str) -> None:
+    """Mark a queue entry finished with procrastinate's own query."""
+    with _driver_connection(session).cursor() as cur:
+        cur.execute(sql.queries["finish_job"], {"job_id": queue_job_id, "status": status, "delete_job": False})
