@@ -94,6 +94,7 @@ jobs = Table(
     Column("heartbeat_at", DateTime(timezone=True)),
     Column("cancel_requested", Boolean, nullable=False, server_default=text("false")),
     Column("queue_job_id", BigInteger),  # procrastinate's job id of the current attempt
+    Column("queue_priority", Integer),  # that entry's priority (fair queueing between tenants)
     _created_at(),
     Column("started_at", DateTime(timezone=True)),
     Column("finished_at", DateTime(timezone=True)),
@@ -104,6 +105,7 @@ jobs = Table(
     Index("ix_jobs_status_heartbeat", "status", "heartbeat_at"),
     # the active-job cap counts these on every submission
     Index("ix_jobs_tenant_active", "tenant", postgresql_where=text("status IN ('queued', 'running')")),
+    Index("ix_jobs_tenant_waiting", "tenant", "queue_priority", postgresql_where=text("status = 'queued'")),
 )
 
 releases = Table(

@@ -44,17 +44,17 @@ def lock_tenant_submissions(session: Session, tenant: str) -> None:
                     {"key": f"veil.tenant-jobs:{tenant}"})
 
 
-# The tenant's active jobs, and the lowest queue priority among those still waiting in the queue
-# (procrastinate's entry 'todo'): what the cap and the fair-queueing priority are computed from.
+# The tenant's active jobs (the cap counts them) and the lowest queue priority among its other
+# waiting jobs (fair queueing): two index lookups (ix_jobs_tenant_active, ix_jobs_tenant_waiting).
 _STANDING = text("""
-    SELECT count(*) AS active, min(q.priority) AS lowest_waiting
-    FROM jobs j LEFT JOIN procrastinate_jobs q ON q.id = j.queue_job_id AND q.status = 'todo'
-    WHERE j.tenant = :tenant AND j.status IN ('queued', 'running')""")
+    SELECT (SELECT count(*) FROM jobs WHERE tenant = :tenant AND status IN ('queued', 'running')) AS active,
+           (SELECT min(queue_priority) FROM jobs WHERE tenant = :tenant AND status = 'queued'
+            AND id <> :job) AS lowest_waiting""")
 
 
-def queue_standing(session: Session, tenant: str) -> tuple[int, int | None]:
-    """(active jobs of the tenant, the lowest priority of its entries waiting in the queue)."""
-    row = session.execute(_STANDING, {"tenant": tenant}).one()
+def queue_standing(session: Session, tenant: str, job_id: uuid.UUID) -> tuple[int, int | None]:
+    """(active jobs of the tenant, the lowest priority of its waiting jobs but ``job_id``)."""
+    row = session.execute(_STANDING, {"tenant": tenant, "job": job_id}).one()
     return row.active, row.lowest_waiting
 
 
@@ -93,8 +93,9 @@ _RESULTS = union_all(*[
     for kind, table in (("release", releases), ("report", reports), ("model", models))])
 
 
-def set_queue_job_id(session: Session, job_id: uuid.UUID, queue_job_id: int) -> None:
-    session.execute(update(jobs).where(jobs.c.id == job_id).values(queue_job_id=queue_job_id))
+def set_queue_entry(session: Session, job_id: uuid.UUID, queue_job_id: int, priority: int) -> None:
+    session.execute(update(jobs).where(jobs.c.id == job_id).values(queue_job_id=queue_job_id,
+                                                                    queue_priority=priority))
 
 
 # ------------------------------------------------------------------ worker transitions

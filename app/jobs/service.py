@@ -166,7 +166,7 @@ def submit(session: Session, principal: Principal, req, idempotency_key: str | N
     # concurrent submissions wait. Failing either rolls the whole submission back. The queue
     # entry is made under the tenant's lock: its fair priority depends on the tenant's others.
     repository.lock_tenant_submissions(session, principal.tenant)
-    standing = repository.queue_standing(session, principal.tenant)
+    standing = repository.queue_standing(session, principal.tenant, job_id)
     if standing[0] > settings.tenant_max_active_jobs:  # with this one
         raise TooManyRequests(f"the tenant already has {settings.tenant_max_active_jobs} queued or "
                               "running jobs; wait for some to finish")

@@ -60,9 +60,9 @@ def enqueue(session: Session, job_id: uuid.UUID, tenant: str,
     """Queue a run of the job (already queued in the jobs table, so counted as active) in the
     session's transaction at its fair priority. ``standing`` is the tenant's
     ``jobs_repo.queue_standing`` when the caller has just read it."""
-    active, lowest_waiting = standing or jobs_repo.queue_standing(session, tenant)
-    queue_job_id = defer(session, job_id, priority=fair_priority(active - 1, lowest_waiting))
-    jobs_repo.set_queue_job_id(session, job_id, queue_job_id)
+    active, lowest_waiting = standing or jobs_repo.queue_standing(session, tenant, job_id)
+    priority = fair_priority(active - 1, lowest_waiting)
+    jobs_repo.set_queue_entry(session, job_id, defer(session, job_id, priority=priority), priority)
 
 
 def defer(session: Session, job_id: uuid.UUID, priority: int = 0) -> int:

@@ -45,3 +45,20 @@ def test_a_tenants_backlog_does_not_hold_back_another_tenants_jobs(client, make_
     assert [submitted[j][0] for j in order] == ["heavy", "light", "heavy", "light", "heavy", "heavy"]
     heavy_jobs = [j for j in submitted if submitted[j][0] == "heavy"]
     assert [j for j in order if submitted[j][0] == "heavy"] == heavy_jobs  # submission order kept
+
+
+def test_a_new_job_never_goes_ahead_of_its_tenants_waiting_jobs(client, make_key, database):
+    """Four queued jobs sit at priorities 0, -1, -2, -3; once the first two have finished, a new
+    one counts two others (-2) but goes to -3, behind the fourth, not ahead of it."""
+    owner = make_key("owner")
+    ds = upload(client, owner, SMALL).json()
+    ids = [submit(client, owner, "errph", {"p0": 0.5}, dataset_id=ds["id"]).json()["id"] for _ in range(4)]
+    with transaction() as s:
+        s.execute(text("UPDATE jobs SET status = 'succeeded', finished_at = now() "
+                       "WHERE id = ANY(CAST(:ids AS uuid[]))"), {"ids": ids[:2]})
+    ids.append(submit(client, owner, "errph", {"p0": 0.5}, dataset_id=ds["id"]).json()["id"])
+    with transaction() as s:
+        rows = dict(s.execute(text("SELECT j.id::text, q.priority FROM jobs j JOIN procrastinate_jobs q "
+                                   "ON q.id = j.queue_job_id WHERE j.id = ANY(CAST(:ids AS uuid[]))"),
+                              {"ids": ids}).all())
+    assert [rows[i] for i in ids] == [0, -1, -2, -3, -3]  # ties go by entry id: after the fourth
