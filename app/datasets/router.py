@@ -19,6 +19,7 @@ from app.errors import Unprocessable, UnsupportedMediaType, problem_responses
 from app.openapi_parts import (MEDIA_BY_FORMAT, Cursor, DatasetId, HierarchyColumn, IdempotencyKey, PageSize,
                                SpreadsheetSafe, TableFormat, table_content)
 
+
 class ColumnName(PathConvertor):
     """A column name in the path: anything, slashes and line breaks included (Starlette's
     ``path`` convertor stops at a line break, so such a column could not take a hierarchy and
@@ -27,6 +28,7 @@ class ColumnName(PathConvertor):
 
 
 register_url_convertor("column", ColumnName())
+
 router = APIRouter(prefix="/v1/datasets", tags=["datasets"], route_class=OffLoopRoute)
 FORM_MEDIA = ("multipart/form-data", "application/x-www-form-urlencoded")
 
