@@ -8,6 +8,7 @@ import os
 import socket
 import threading
 
+from procrastinate.exceptions import ConnectorException
 from sqlalchemy import func
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
@@ -83,5 +84,12 @@ def run() -> None:
         app.run_worker(queues=[queue.QUEUE], concurrency=1, install_signal_handlers=True,
                        name=runner.WORKER_ID, update_heartbeat_interval=settings.heartbeat_interval_s,
                        stalled_worker_timeout=settings.stall_timeout_s)
+    except ConnectorException as exc:
+        # PostgreSQL went away under the queue's own loop (it does not reconnect): exit in one
+        # line, not a traceback; `veil serve` (or the container's restart policy) starts a new
+        # worker, and a job this one held is reaped as stalled
+        log.error("queue connection lost (%s): the worker exits to be restarted",
+                  type(exc.__cause__ or exc).__name__)
+        raise SystemExit(1) from None
     finally:
         stop.set()
