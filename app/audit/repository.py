@@ -23,11 +23,14 @@ _SETTLED = text("txn < (pg_snapshot_xmin(pg_current_snapshot()))::text::bigint")
 def list_events(session: Session, *, tenant: str | None, dataset_id: uuid.UUID | None,
                 release_id: uuid.UUID | None, actor: str | None, action: str | None,
                 since: datetime | None, until: datetime | None, after: tuple[int, int] | None,
-                limit: int) -> list[dict[str, Any]]:
-    """Up to ``limit`` + 1 settled events after the (txn, id) position ``after``, in (txn, id)
-    order (the extra row: whether a page follows)."""
+                limit: int, settled: bool = False) -> list[dict[str, Any]]:
+    """Up to ``limit`` + 1 events after the (txn, id) position ``after``, in (txn, id) order
+    (the extra row: whether a page follows); ``settled``: only those no event still to commit
+    can precede."""
     c = audit_events.c
-    q = select(audit_events).where(_SETTLED).order_by(c.txn, c.id).limit(limit + 1)
+    q = select(audit_events).order_by(c.txn, c.id).limit(limit + 1)
+    if settled:
+        q = q.where(_SETTLED)
     conditions = [
         (tenant, lambda: c.tenant == tenant),
         (dataset_id, lambda: c.dataset_id == dataset_id),

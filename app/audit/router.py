@@ -36,20 +36,23 @@ def list_audit(
     cursor: Cursor = None,
     limit: Annotated[int, Query(ge=1, le=1000, description="items per page")] = 100,
     tenant: Annotated[str | None, Query(description="admins only: another tenant")] = None,
+    settled: Annotated[bool, Query(description="only events no event still to commit can precede: "
+                                   "to follow the trail with `cursor` without missing one (an event "
+                                   "shows once every transaction that began writing before it has "
+                                   "ended, usually milliseconds later)")] = False,
 ) -> AuditPage:
     """The append-only audit trail of the caller's tenant (owners; admins across tenants), oldest
     first in the order the events' transactions began writing (then by event id), paginated by
-    `next`. An event is listed once every transaction that began writing before its own has
-    ended (usually milliseconds), so a client that follows the trail with `cursor` — keeping the
-    last `next`, or building it from the last event's `position` — misses no event that commits
-    later."""
+    `next`. Every committed event is listed at once; an event can still commit after a later
+    one is listed, so a client that follows the trail with `cursor` (the last `next`, or the last
+    event's `position`) passes `settled=true`, and misses none."""
     if principal.role == Role.analyst:
         raise Forbidden("the audit trail is readable by owners and admins")
     tenant = tenant_scope(principal, tenant)
     after = pagination.decode_position(cursor)
     rows = repository.list_events(session, tenant=tenant, dataset_id=dataset_id,
                                   release_id=release_id, actor=actor, action=action, since=since,
-                                  until=until, after=after, limit=limit)
+                                  until=until, after=after, limit=limit, settled=settled)
     return AuditPage(**pagination.position_page(rows, limit, lambda r: AuditEvent(
         subject=r["subject_id"], position=f"{r['txn']}.{r['id']}",
         **{k: v for k, v in r.items() if k not in ("subject_id", "txn")})))

@@ -1,6 +1,7 @@
-"""Following the audit trail with `cursor` misses nothing: an event is listed only once every
-transaction that began writing before its own has ended, in that order (the dashboard check of
-session 9 missed a `job.submitted` that committed after a later event was already listed)."""
+"""Following the audit trail with `cursor` and `settled=true` misses nothing: an event is listed
+only once every transaction that began writing before its own has ended, in that order (the
+dashboard check of session 9 missed a `job.submitted` that committed after a later event was
+already listed)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from app.db import get_engine
 from tests.support.api import assert_problem, auth, upload
 
 
-def _after(client, owner, cursor):
-    r = client.get("/v1/audit", headers=auth(owner), params={"cursor": cursor, "limit": 1000})
+def _after(client, owner, cursor, settled=True):
+    r = client.get("/v1/audit", headers=auth(owner), params={"cursor": cursor, "limit": 1000,
+                                                             "settled": settled})
     assert r.status_code == 200, r.text
     return r.json()["items"]
 
@@ -27,6 +29,9 @@ def test_an_event_that_commits_late_is_not_passed_by_a_cursor(client, owner):
         upload(client, owner, b"a\n1\n2\n", "meanwhile.csv")  # a later event, committed at once
         # listing it now would let a follower's cursor pass the one still to commit
         assert _after(client, owner, start["position"]) == []
+        # without settled=true every committed event is listed at once (read your writes)
+        assert [e["action"] for e in _after(client, owner, start["position"], settled=False)] == [
+            "dataset.uploaded"]
         late.commit()
     events = _after(client, owner, start["position"])
     assert [(e["action"], e["subject"]) for e in events][:1] == [("budget.set", "late")]
