@@ -28,48 +28,56 @@ def decode(cursor: str | None) -> tuple[datetime, uuid.UUID] | None:
         raise Unprocessable("cursor must be the `next` value of a previous page") from None
 
 
+def _bigint(text: str) -> bool:
+    return text.isascii() and text.isdigit() and int(text) <= 2**63 - 1
+
+
 def decode_id(cursor: str | None) -> int | None:
-    """A `next` cursor that is an event or ledger id (a positive bigint)."""
+    """A `next` cursor that is a ledger entry's id (a positive bigint)."""
     if cursor is None:
         return None
-    if not (cursor.isascii() and cursor.isdigit()) or int(cursor) > 2**63 - 1:
+    if not _bigint(cursor):
         raise Unprocessable("cursor must be the `next` value of a previous page")
     return int(cursor)
 
 
 def decode_position(cursor: str | None) -> tuple[int, int] | None:
-    """A `next` cursor of the audit trail: ``<txn>.<id>``, the last listed event's position."""
+    """A `next` cursor of the audit trail: ``<txn>.<id>``, an event's ``position``."""
     if cursor is None:
         return None
     parts = cursor.split(".")
-    if len(parts) != 2 or not all(p.isascii() and p.isdigit() and int(p) <= 2**63 - 1 for p in parts):
+    if len(parts) != 2 or not all(_bigint(part) for part in parts):
         raise Unprocessable("cursor must be the `next` value of a previous page")
     return int(parts[0]), int(parts[1])
 
 
-def position_page(rows: list[dict[str, Any]], limit: int, render: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
-    """``id_page`` for the audit trail, whose cursor is the last shown event's (txn, id)."""
+def position(row: dict[str, Any]) -> str:
+    """An audit event's place in the trail's order, as a cursor: ``<txn>.<id>``."""
+    return f"{row['txn']}.{row['id']}"
+
+
+def _keyset_page(rows: list[dict[str, Any]], limit: int, render: Callable[[dict[str, Any]], Any],
+                 cursor_of: Callable[[dict[str, Any]], str]) -> dict[str, Any]:
+    """The first ``limit`` of up to ``limit`` + 1 rows rendered, and the cursor of the last shown
+    one — None when no row is left, so a page that is exactly full is not followed by an empty one."""
     shown = rows[:limit]
-    last = shown[-1] if len(rows) > limit else None
-    return {"items": [render(r) for r in shown], "next": f"{last['txn']}.{last['id']}" if last else None}
+    return {"items": [render(r) for r in shown], "next": cursor_of(shown[-1]) if len(rows) > limit else None}
 
 
 def page(rows: list[dict[str, Any]], limit: int, render: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
-    """A list answer from the rows of ``newest_first`` (up to ``limit`` + 1): the first ``limit``
-    rendered, and the cursor of the page after — None when no row is left, so a page that is
-    exactly full is not followed by an empty one."""
-    shown = rows[:limit]
-    last = shown[-1] if len(rows) > limit else None
-    cursor = None if last is None else \
-        f"{last['created_at'].astimezone(timezone.utc).strftime(_CURSOR_TIME)}_{last['id']}"
-    return {"items": [render(r) for r in shown], "next": cursor}
+    """A list answer from the rows of ``newest_first``: the cursor is the last row's (created_at, id)."""
+    return _keyset_page(rows, limit, render, lambda last: (
+        f"{last['created_at'].astimezone(timezone.utc).strftime(_CURSOR_TIME)}_{last['id']}"))
 
 
 def id_page(rows: list[dict[str, Any]], limit: int, render: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
-    """``page`` for the trails paged by id, oldest first (audit events, ledger entries): the
-    rows are up to ``limit`` + 1, the cursor the last shown row's id."""
-    shown = rows[:limit]
-    return {"items": [render(r) for r in shown], "next": str(shown[-1]["id"]) if len(rows) > limit else None}
+    """``page`` for the ledger, paged by id, oldest first."""
+    return _keyset_page(rows, limit, render, lambda last: str(last["id"]))
+
+
+def position_page(rows: list[dict[str, Any]], limit: int, render: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
+    """``page`` for the audit trail, in (txn, id) order: the cursor is the last event's position."""
+    return _keyset_page(rows, limit, render, position)
 
 
 def newest_first(query, table, after: tuple[datetime, uuid.UUID] | None, limit: int):

@@ -54,5 +54,5 @@ def list_audit(
                                   release_id=release_id, actor=actor, action=action, since=since,
                                   until=until, after=after, limit=limit, settled=settled)
     return AuditPage(**pagination.position_page(rows, limit, lambda r: AuditEvent(
-        subject=r["subject_id"], position=f"{r['txn']}.{r['id']}",
+        subject=r["subject_id"], position=pagination.position(r),
         **{k: v for k, v in r.items() if k not in ("subject_id", "txn")})))

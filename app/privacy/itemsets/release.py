@@ -361,14 +361,11 @@ def _epsilon_upper_bound(params: ItemParams, columns: list[ColumnInfo]) -> float
         list(params.ps.values()) if isinstance(params.ps, dict) else list(params.ps))
     if max(ps) >= 1.0:
         return math.inf
-    if len(columns) == 1 and columns[0].name == "items" and params.columns is None:
-        n_items = columns[0].distinct
-        if n_items is None and params.items is None and params.top_items is None:
+    if _is_transaction_file(params, columns):
+        bits = _published_items(params, columns)
+        if bits is None:
             raise MethodInputError("the number of items is unknown, so ε cannot be priced; profile "
                                    "the dataset or name the published items in 'items'")
-        bits = len(set(params.items)) if params.items is not None else (n_items or params.top_items)
-        if params.top_items is not None:
-            bits = min(bits, params.top_items)
     else:
         chosen = params.columns if params.columns is not None else default_item_columns(columns)
         bits = 2 * len(chosen)
@@ -383,12 +380,21 @@ def _check_size(params: ItemParams, rows: int, columns: list[ColumnInfo]) -> Non
     """A transaction file's size is known at submission (its rows and the item count of its
     schema): one too large to randomize is a 422, not a job that fails after reading it. A
     table's items depend on its encoding; the job checks them."""
-    if len(columns) == 1 and columns[0].name == "items" and params.columns is None:
-        items = len(set(params.items)) if params.items is not None else columns[0].distinct
-        if items is not None and params.top_items is not None:
-            items = min(items, params.top_items)
-        if items is not None:
-            _within_cell_limit(rows, items)
+    known = _is_transaction_file(params, columns) and (params.items is not None or columns[0].distinct is not None)
+    if known:  # not top_items alone: it only bounds the count from above
+        _within_cell_limit(rows, _published_items(params, columns))
+
+
+def _is_transaction_file(params: ItemParams, columns: list[ColumnInfo]) -> bool:
+    """A transaction file's schema is its one `items` column (app/datasets/schema.py)."""
+    return len(columns) == 1 and columns[0].name == "items" and params.columns is None
+
+
+def _published_items(params: ItemParams, columns: list[ColumnInfo]) -> int | None:
+    """How many items a release of a transaction file publishes, from its schema and the
+    params (None when neither says)."""
+    n_items = len(set(params.items)) if params.items is not None else (columns[0].distinct or params.top_items)
+    return n_items if n_items is None or params.top_items is None else min(n_items, params.top_items)
 
 
 SHAPES = frozenset({DataShape.table, DataShape.transactions})
