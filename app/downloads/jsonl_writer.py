@@ -78,7 +78,8 @@ def _json_strings(values: pa.Array) -> pa.Array:
         for code in range(32):
             ch = chr(code)
             s = pc.replace_substring(s, ch, _SHORT_ESCAPES.get(ch, f"\\u{code:04x}"))
-    return pc.binary_join_element_wise('"', s, '"', "")
+    quote = pa.scalar('"', s.type)  # the column's own string type: no kernel mixes string and large_string
+    return pc.binary_join_element_wise(quote, s, quote, pa.scalar("", s.type))
 
 
 # Python's json writes a float as its shortest exact repr (pandas' to_json kept 10 decimal
