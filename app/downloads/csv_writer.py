@@ -11,19 +11,25 @@ import pyarrow.csv as pacsv
 
 
 def csv_batches(table: pa.Table, spreadsheet_safe: bool = False) -> Iterator[bytes]:
-    table = _plain_columns(table)
-    if spreadsheet_safe:
-        table = _formula_cells_escaped(table)
+    # each batch is decoded (dictionaries to text) and escaped on its own: done on the whole
+    # table first, a 23 MiB release of 1,000,000 categorical rows took 230 MiB more
     first = True
     for batch in table.to_batches(max_chunksize=50_000):
-        buf = io.BytesIO()
-        pacsv.write_csv(batch, buf, write_options=pacsv.WriteOptions(include_header=first))
+        yield _csv(_prepared(pa.Table.from_batches([batch]), spreadsheet_safe), header=first)
         first = False
-        yield buf.getvalue()
     if first:  # no rows: still send the header
-        buf = io.BytesIO()
-        pacsv.write_csv(table, buf)
-        yield buf.getvalue()
+        yield _csv(_prepared(table, spreadsheet_safe), header=True)
+
+
+def _prepared(table: pa.Table, spreadsheet_safe: bool) -> pa.Table:
+    table = _plain_columns(table)
+    return _formula_cells_escaped(table) if spreadsheet_safe else table
+
+
+def _csv(table: pa.Table, header: bool) -> bytes:
+    buf = io.BytesIO()
+    pacsv.write_csv(table, buf, write_options=pacsv.WriteOptions(include_header=header))
+    return buf.getvalue()
 
 
 _FORMULA_START = r"^[=+\-@\t\r]"
