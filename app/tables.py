@@ -108,6 +108,18 @@ jobs = Table(
     Index("ix_jobs_tenant_waiting", "tenant", "queue_priority", postgresql_where=text("status = 'queued'")),
 )
 
+# Every job that reached a terminal state, counted once per finish by method, outcome and the
+# upper bound of its run time's bucket (-Infinity: it never ran). Cumulative, so /metrics can
+# expose counters that only grow (it read the last 1,000 jobs' durations, and counts went down).
+job_outcomes = Table(
+    "job_outcomes", metadata,
+    Column("method", String(64), primary_key=True),
+    Column("status", String(16), primary_key=True),
+    Column("le", Float, primary_key=True),
+    Column("jobs", BigInteger, nullable=False),
+    Column("seconds", Float, nullable=False),
+)
+
 releases = Table(
     "releases", metadata, _id(),
     Column("tenant", String(64), nullable=False, index=True),

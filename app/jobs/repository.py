@@ -7,13 +7,17 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, func, insert, literal, select, text, union_all, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from app.pagination import newest_first, where_given
 from app.sql import any_of
-from app.tables import jobs, models, releases, reports
+from app.tables import job_outcomes, jobs, models, releases, reports
 
 ACTIVE = ("queued", "running")
+# Upper bounds (seconds) of the run-time buckets counted in job_outcomes; a finish whose run took
+# longer counts under +Infinity, one that never ran (cancelled while queued) under -Infinity.
+DURATION_BOUNDS = (0.1, 0.5, 1, 2, 5, 10, 30, 60, 300, 900)
 
 
 def insert_job(session: Session, **values: Any) -> None:
@@ -135,7 +139,41 @@ def finish(session: Session, job_id: uuid.UUID, status: str, *, error: dict | No
         values["progress"] = 1.0
     if stage is not None:
         values["stage"] = stage
-    session.execute(update(jobs).where(jobs.c.id == job_id).values(**values))
+    _count_outcomes(session, session.execute(
+        update(jobs).where(jobs.c.id == job_id).values(**values).returning(*_OUTCOME)).all())
+
+
+_OUTCOME = (jobs.c.method, jobs.c.status, jobs.c.started_at, jobs.c.finished_at)
+
+
+def _count_outcomes(session: Session, finished) -> None:
+    """Count jobs that just reached a terminal state (rows of method, status, started_at,
+    finished_at) in the same transaction as their transition, so a rollback uncounts them."""
+    counts: dict[tuple[str, str, float], list[float]] = {}
+    for method, status, started, ended in finished:
+        ran = started is not None and ended is not None
+        seconds = max((ended - started).total_seconds(), 0.0) if ran else 0.0
+        le = next((b for b in DURATION_BOUNDS if seconds <= b), float("inf")) if ran else float("-inf")
+        cell = counts.setdefault((method, status, float(le)), [0, 0.0])
+        cell[0] += 1
+        cell[1] += seconds
+    if not counts:
+        return
+    # sorted: concurrent finishes lock the counter rows in one order (no deadlock)
+    rows = [{"method": m, "status": st, "le": le, "jobs": n, "seconds": sec}
+            for (m, st, le), (n, sec) in sorted(counts.items())]
+    stmt = pg_insert(job_outcomes).values(rows)
+    session.execute(stmt.on_conflict_do_update(
+        index_elements=[job_outcomes.c.method, job_outcomes.c.status, job_outcomes.c.le],
+        set_={"jobs": job_outcomes.c.jobs + stmt.excluded.jobs,
+              "seconds": job_outcomes.c.seconds + stmt.excluded.seconds}))
+
+
+def outcome_counts(session: Session) -> list[tuple[str, str, float, int, float]]:
+    """Every (method, status, le, jobs, seconds) counted since the service began."""
+    return [tuple(r) for r in session.execute(select(
+        job_outcomes.c.method, job_outcomes.c.status, job_outcomes.c.le, job_outcomes.c.jobs,
+        job_outcomes.c.seconds).order_by(job_outcomes.c.method, job_outcomes.c.status, job_outcomes.c.le))]
 
 
 def requeue(session: Session, job_id: uuid.UUID, stage: str) -> None:
@@ -144,11 +182,14 @@ def requeue(session: Session, job_id: uuid.UUID, stage: str) -> None:
 
 
 def cancel_if_queued(session: Session, job_id: uuid.UUID):
-    return session.execute(
+    row = session.execute(
         update(jobs).where(jobs.c.id == job_id, jobs.c.status == "queued")
         .values(status="cancelled", finished_at=func.now(), stage="cancelled before it ran",
                 error={"type": "cancelled", "message": "cancelled before it ran"})
         .returning(jobs)).mappings().first()
+    if row is not None:  # counted as never run (a retried job's earlier attempts are counted apart)
+        _count_outcomes(session, [(row["method"], row["status"], None, row["finished_at"])])
+    return row
 
 
 def request_cancel(session: Session, job_id: uuid.UUID) -> bool:
@@ -193,22 +234,22 @@ def orphaned_queued(session: Session, stall_seconds: float) -> list[dict[str, An
 
 
 def fail_stalled(session: Session, stall_seconds: float) -> list[dict[str, Any]]:
-    return [dict(r) for r in session.execute(text(
+    failed = [dict(r) for r in session.execute(text(
         "UPDATE jobs SET status = 'failed', finished_at = now(), heartbeat_at = NULL, "
         "error = jsonb_build_object('type', 'stalled', 'message', "
         "  'the worker stopped responding on attempt ' || attempt || ' of ' || max_attempts) "
         "WHERE status = 'running' AND heartbeat_at < now() - make_interval(secs => :s) "
-        "AND attempt >= max_attempts RETURNING id, tenant, attempt, dataset_id"),
+        "AND attempt >= max_attempts "
+        "RETURNING id, tenant, attempt, dataset_id, method, status, started_at, finished_at"),
         {"s": stall_seconds}).mappings()]
+    _count_outcomes(session, [tuple(r[c.name] for c in _OUTCOME) for r in failed])
+    return [{k: r[k] for k in ("id", "tenant", "attempt", "dataset_id")} for r in failed]
+
+
+def queue_depth(session: Session) -> int:
+    """Queue entries waiting for a worker."""
+    return session.execute(text("SELECT count(*) FROM procrastinate_jobs WHERE status = 'todo'")).scalar_one()
 
 
 def counts_by_status(session: Session) -> dict[str, int]:
     return {s: n for s, n in session.execute(select(jobs.c.status, func.count()).group_by(jobs.c.status))}
-
-
-def durations(session: Session, limit: int = 1000) -> list[tuple[str, float]]:
-    rows = session.execute(text(
-        "SELECT method, EXTRACT(EPOCH FROM finished_at - started_at) FROM jobs "
-        "WHERE status = 'succeeded' AND finished_at IS NOT NULL AND started_at IS NOT NULL "
-        "ORDER BY finished_at DESC LIMIT :n"), {"n": limit}).all()
-    return [(m, float(d)) for m, d in rows]

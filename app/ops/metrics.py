@@ -1,21 +1,20 @@
 """Prometheus metrics: request latency (in-process histogram) and, read from the database
-at scrape time, jobs by state, job durations and queue depth (so every API replica reports
-the same, whole-service figures)."""
+at scrape time, jobs by state, finished jobs and their run times, and queue depth (so every
+API replica reports the same, whole-service figures)."""
 
 from __future__ import annotations
 
 import os
+from itertools import groupby
 
 from prometheus_client import CollectorRegistry, Histogram, generate_latest, multiprocess
-from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.utils import floatToGoString
-from sqlalchemy import text
 
 REGISTRY = CollectorRegistry()
 REQUEST_LATENCY = Histogram("veil_request_duration_seconds", "HTTP request latency",
                             ["method", "route", "status"], registry=REGISTRY,
                             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
-_DURATION_BUCKETS = (0.1, 0.5, 1, 2, 5, 10, 30, 60, 300, 900, float("inf"))
 
 
 class JobCollector:
@@ -26,9 +25,8 @@ class JobCollector:
         try:
             with transaction() as session:
                 counts = repository.counts_by_status(session)
-                durations = repository.durations(session)
-                depth = session.execute(text(
-                    "SELECT count(*) FROM procrastinate_jobs WHERE status = 'todo'")).scalar_one()
+                outcomes = repository.outcome_counts(session)
+                depth = repository.queue_depth(session)
         except Exception:
             return
         jobs = GaugeMetricFamily("veil_jobs", "jobs by state", labels=["status"])
@@ -36,16 +34,32 @@ class JobCollector:
             jobs.add_metric([status], counts.get(status, 0))
         yield jobs
         yield GaugeMetricFamily("veil_queue_depth", "queue entries waiting for a worker", value=depth)
-        hist = HistogramMetricFamily("veil_job_duration_seconds",
-                                     "run time of the last 1000 succeeded jobs", labels=["method"])
-        by_method: dict[str, list[float]] = {}
-        for method, seconds in durations:
-            by_method.setdefault(method, []).append(seconds)
-        for method, values in sorted(by_method.items()):
+        yield from job_outcome_metrics(outcomes, repository.DURATION_BOUNDS)
+
+
+def job_outcome_metrics(outcomes, bounds):
+    """Counters that only grow: finishes by method and outcome, and a histogram of the run
+    time (first start to finish) of those that ran. ``outcomes``: (method, status, le, jobs,
+    seconds) rows, le = -inf for a job that never ran."""
+    finished = CounterMetricFamily("veil_jobs_finished", "jobs that reached a terminal state, "
+                                   "by method and outcome (a retried job counts each time)",
+                                   labels=["method", "status"])
+    hist = HistogramMetricFamily("veil_job_duration_seconds", "run time of finished jobs, from "
+                                 "their first start to their finish", labels=["method", "status"])
+    for (method, status), rows in groupby(outcomes, key=lambda r: (r[0], r[1])):
+        by_le = {le: (n, sec) for _, _, le, n, sec in rows}
+        finished.add_metric([method, status], sum(n for n, _ in by_le.values()))
+        ran = {le: v for le, v in by_le.items() if le != float("-inf")}
+        if not ran:
+            continue
+        cumulative, buckets = 0, []
+        for bound in sorted({*bounds, float("inf"), *ran}):  # bounds counted under older code too
+            cumulative += ran.get(bound, (0, 0.0))[0]
             # the exposition format's bounds: "+Inf" (str() gave "inf"), "1.0" as the request histogram's
-            buckets = [(floatToGoString(b), sum(1 for v in values if v <= b)) for b in _DURATION_BUCKETS]
-            hist.add_metric([method], buckets, sum(values))
-        yield hist
+            buckets.append((floatToGoString(bound), cumulative))
+        hist.add_metric([method, status], buckets, sum(sec for _, sec in ran.values()))
+    yield finished
+    yield hist
 
 
 JOBS = JobCollector()

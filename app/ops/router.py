@@ -3,12 +3,12 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
-from sqlalchemy import text
 
 from app.config import get_settings
 from app.db import get_engine, transaction
 from app.deps import OffLoopRoute
 from app.migrate import current_revision, head_revision
+from app.ops import repository
 from app.ops.metrics import render
 
 router = APIRouter(tags=["operations"], route_class=OffLoopRoute)
@@ -36,11 +36,9 @@ def readyz():
     checks: dict[str, str] = {}
     try:
         with transaction() as session:
-            session.execute(text("SELECT 1"))
+            repository.database_answers(session)
             checks["database"] = "ok"
-            recent = session.execute(text(
-                "SELECT count(*) FROM worker_heartbeats WHERE seen_at > now() - make_interval(secs => :s)"),
-                {"s": max(3 * get_settings().heartbeat_interval_s, 10)}).scalar_one()
+            recent = repository.live_workers(session, max(3 * get_settings().heartbeat_interval_s, 10))
             checks["workers"] = f"ok ({recent} alive)" if recent else "no worker heartbeat"
         current = current_revision(get_engine())
         checks["migrations"] = "ok" if current == head_revision() else f"at {current}, head is {head_revision()}"

@@ -9,14 +9,12 @@ import socket
 import threading
 
 from procrastinate.exceptions import ConnectorException
-from sqlalchemy import func
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from app.audit.service import record
 from app.config import get_settings
 from app.db import transaction
 from app.jobs import repository as jobs_repo
-from app.tables import worker_heartbeats
+from app.ops import repository as ops_repo
 from app.worker import queue, runner
 
 log = logging.getLogger("veil.worker")
@@ -27,10 +25,7 @@ def beat_and_reap(stop: threading.Event) -> None:
     while not stop.is_set():
         try:
             with transaction() as session:
-                session.execute(pg_insert(worker_heartbeats).values(
-                    worker_id=runner.WORKER_ID, host=socket.gethostname(), pid=os.getpid())
-                    .on_conflict_do_update(index_elements=[worker_heartbeats.c.worker_id],
-                                           set_={"seen_at": func.now()}))
+                ops_repo.heartbeat(session, runner.WORKER_ID, socket.gethostname(), os.getpid())
             reap_stalled(settings.stall_timeout_s)
         except Exception as exc:  # the database may be briefly away; keep beating
             log.warning("heartbeat failed: %s", type(exc).__name__)

@@ -16,3 +16,42 @@ def test_migrated_database_matches_the_table_definitions(database):
     ours = [d for d in diff if not (d[0] == "remove_table" and d[1].name.startswith("procrastinate"))
             and not (d[0] == "remove_index" and d[1].table.name.startswith("procrastinate"))]
     assert ours == []
+
+
+def test_job_outcomes_counts_the_jobs_finished_before_it(database):
+    """Upgrading a database with finished jobs counts each once (0005): /metrics' counters do
+    not start from zero under an existing deployment."""
+    from alembic import command
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    from app.migrate import alembic_config
+
+    admin = create_engine(database, isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(text("DROP DATABASE IF EXISTS veil_upgrade_check"))
+        c.execute(text("CREATE DATABASE veil_upgrade_check"))
+    url = make_url(database).set(database="veil_upgrade_check").render_as_string(hide_password=False)
+    engine = create_engine(url)
+    try:
+        command.upgrade(alembic_config(url), "0004")
+        with engine.begin() as c:
+            c.execute(text(
+                "INSERT INTO jobs (id, tenant, created_by, method, kind, params, status, max_attempts, "
+                "started_at, finished_at) VALUES "
+                "(gen_random_uuid(), 't', gen_random_uuid(), 'errph', 'release', '{}', 'succeeded', 3, "
+                " now() - interval '3 seconds', now()), "
+                "(gen_random_uuid(), 't', gen_random_uuid(), 'errph', 'release', '{}', 'cancelled', 3, NULL, now()), "
+                "(gen_random_uuid(), 't', gen_random_uuid(), 'mst', 'release', '{}', 'failed', 3, "
+                " now() - interval '2 hours', now()), "
+                "(gen_random_uuid(), 't', gen_random_uuid(), 'mst', 'release', '{}', 'running', 3, now(), NULL)"))
+        command.upgrade(alembic_config(url), "head")
+        with engine.connect() as c:
+            rows = set(c.execute(text("SELECT method, status, le, jobs, round(seconds) FROM job_outcomes")))
+        assert rows == {("errph", "succeeded", 5.0, 1, 3), ("errph", "cancelled", float("-inf"), 1, 0),
+                        ("mst", "failed", float("inf"), 1, 7200)}
+    finally:
+        engine.dispose()
+        with admin.connect() as c:
+            c.execute(text("DROP DATABASE IF EXISTS veil_upgrade_check"))
+        admin.dispose()
