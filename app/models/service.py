@@ -62,19 +62,41 @@ def _numeric_features(metadata: dict[str, Any]) -> list[str]:
             + [f for f, cut in cuts.items() if isinstance(cut, dict) and "threshold" in cut])
 
 
+def _first_of_type(given: pd.Series, types: tuple[type, ...]) -> int | None:
+    """Position of the first value of one of these Python types, if any (object columns only:
+    a typed column holds none of them)."""
+    if given.dtype != object and not (bool in types and given.dtype == bool):
+        return None
+    hits = np.flatnonzero(given.map(lambda v: isinstance(v, types)).to_numpy(dtype=bool))
+    return int(hits[0]) if hits.size else None
+
+
+def _check_nested_values(frame: pd.DataFrame) -> None:
+    """An object or array as a feature's value reached the model as a TypeError, which named
+    neither the record nor the feature."""
+    for feature in frame.columns:
+        row = _first_of_type(frame[feature], (dict, list))
+        if row is not None:
+            raise Unprocessable(f"record {row}: the feature {feature!r} must be a single value "
+                                "(a string, a number or null), not an object or array")
+
+
 def _check_numeric_features(frame: pd.DataFrame, metadata: dict[str, Any]) -> None:
     """A numeric feature given as text the model cannot read was silently scored as missing,
     and an infinite one gave no probabilities (a 500): name the record and the feature. A
-    missing value is sent as null."""
+    missing value is sent as null. A boolean is not a number (pandas reads true as 1)."""
     for feature in _numeric_features(metadata):
         if feature not in frame.columns:
             continue
         given = frame[feature]
+        boolean = _first_of_type(given, (bool, np.bool_))
         try:
             numbers = pd.to_numeric(given, errors="coerce").astype(np.float64)
         except (TypeError, ValueError):
             numbers = pd.Series(np.nan, index=given.index)
         bad = np.flatnonzero(given.notna().to_numpy() & ~np.isfinite(numbers.to_numpy()))
+        if boolean is not None:
+            bad = np.sort(np.r_[bad, boolean])
         if bad.size:
             raise Unprocessable(f"record {int(bad[0])}: the feature {feature!r} must be a finite "
                                 "number (or null when missing)")
@@ -98,6 +120,7 @@ def predict(session: Session, principal: Principal, model_id: uuid.UUID,
     # 30,000 records of one distinct key each (1 MB) asked the API for ~7 GB and minutes.
     frame = pd.DataFrame.from_records(records, columns=needed or None)
     _check_numeric_features(frame, row["metadata"])
+    _check_nested_values(frame)
     try:
         labels = model.predict(frame)
         proba = model.predict_proba(frame) if hasattr(model, "predict_proba") else None

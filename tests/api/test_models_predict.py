@@ -94,3 +94,23 @@ def test_keys_that_are_not_features_are_not_built_into_the_frame(client, ppnb_mo
     assert r.status_code == 200, r.text
     assert seen == [(300, 2)]
     assert len(r.json()["predictions"]) == 300
+
+
+def test_a_boolean_is_not_a_number(client, ppnb_model):
+    """true in a numeric feature was read as the number 1 and scored (acceptance check,
+    recalib): JSON booleans are not numbers."""
+    headers, url = ppnb_model
+    r = client.post(url, headers=auth(headers), json={"records": [{"age": 30, "colour": "red"},
+                                                                  {"age": True, "colour": "red"}]})
+    assert_problem(r, 422, "record 1", "'age'", "finite number")
+
+
+@pytest.mark.parametrize("colour", [{"a": 1}, ["red"]])
+def test_a_nested_value_of_a_categorical_feature_is_named(client, ppnb_model, colour):
+    """An object or array as a category gave "the records do not fit the model: TypeError",
+    naming neither the record nor the feature (acceptance check, recalib)."""
+    headers, url = ppnb_model
+    r = client.post(url, headers=auth(headers), json={"records": [{"age": 30, "colour": "red"},
+                                                                  {"age": 31, "colour": colour}]})
+    body = assert_problem(r, 422, "record 1", "'colour'", "single value")
+    assert "TypeError" not in body["detail"]
