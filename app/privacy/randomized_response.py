@@ -427,6 +427,19 @@ def _checked_encoding(series: pd.Series, info: ColumnInfo, missing: str) -> tupl
     return domain, codes, from_data
 
 
+def _missing_category_warning(per_column: dict[str, dict[str, Any]]) -> list[str]:
+    """The '<missing>' category joins a declared domain only when the column has missing
+    cells, so the published domain (and k, ε) tells whether any cell is missing: a fact read
+    from the data outside the randomization (a domain read from the data has its own warning)."""
+    declared = [f"{name!r} ({'has missing cells' if MISSING in c['domain'] else 'has none'})"
+                for name, c in per_column.items() if not c["domain_from_data"]]
+    if not declared:
+        return []
+    return [f"whether a column's domain has the {MISSING!r} category was read from the data (it is "
+            "added only when the column has missing cells), so whether any of its cells is missing "
+            "is disclosed: " + ", ".join(declared)]
+
+
 def run_errph(data: MethodInput, params: ErrphParams, ctx: RunContext) -> ReleaseResult:
     frame = data.frame
     if frame is None:
@@ -489,6 +502,8 @@ def run_errph(data: MethodInput, params: ErrphParams, ctx: RunContext) -> Releas
                         and any(c["missing_cells_left_out"] for c in per_column.values()))
     if missing_left_raw:
         warnings.append(MISSINGNESS_PUBLISHED)
+    if params.missing == "category":
+        warnings.extend(_missing_category_warning(per_column))
     statements = [
         "each randomized attribute is local ε-DP at its 'local_epsilon' = max_j ln((p0'+p_j')/p_j') "
         "for the probabilities p0', p_j' the 32-bit thresholds realize (within 2^-32 of p0, p_j; "

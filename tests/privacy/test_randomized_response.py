@@ -265,6 +265,28 @@ def test_missing_cells_left_missing_make_the_release_not_private():
     assert run_warner(complete, WarnerParams(p=0.8, missing="preserve"), unseeded).guarantees["private"] is True
 
 
+def test_a_missing_category_read_from_the_data_is_named_in_the_warnings():
+    """With declared categories the domain still depends on the data: missing='category' adds
+    '<missing>' only when the column has missing cells, so the published domain (and k, ε)
+    tells whether any cell is missing. Nothing said so (the mechaudit acceptance check);
+    docs/epsilon.md promises that facts read from the data and published exactly are named in
+    the warnings."""
+    frame = pd.DataFrame({"c": ["a", "b", None] * 100, "d": ["u", "v", "v"] * 100, "e": ["x", "y", None] * 100})
+    cols = [ColumnInfo("c", "categorical", categories=("a", "b"), missing=100),
+            ColumnInfo("d", "categorical", categories=("u", "v")),
+            ColumnInfo("e", "categorical", distinct=2, missing=100)]
+    out = run_errph(MethodInput(columns=cols, frame=frame), ErrphParams(p0=0.5), RunContext(SecureRandom()))
+    assert out.metadata["errph"]["c"]["domain"] == ["a", "b", "<missing>"]
+    assert out.metadata["errph"]["d"]["domain"] == ["u", "v"]
+    about_missing = [w for w in out.guarantees["warnings"] if "'<missing>' category" in w]
+    assert len(about_missing) == 1
+    assert "'c' (has missing cells)" in about_missing[0] and "'d' (has none)" in about_missing[0]
+    assert "'e'" not in about_missing[0]  # its domain, <missing> included, is already named as read from the data
+    assert out.guarantees["private"] is True  # outside ε, like a domain read from the data
+    preserved = run_errph(MethodInput(columns=cols, frame=frame), ErrphParams(p0=0.5, missing="preserve"), ctx())
+    assert not [w for w in preserved.guarantees["warnings"] if "'<missing>' category" in w]
+
+
 # --------------------------------------------------------------------------- the ε hook
 @pytest.mark.parametrize("params", [
     ErrphParams(p0=0.5),
