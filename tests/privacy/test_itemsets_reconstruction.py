@@ -223,3 +223,20 @@ def test_counting_primitives_match_dense(data):
     back = bits.to_csr(matrix)
     order = np.argsort(seg, kind="stable")
     assert (dense_of(type(td)(back[0], back[1], td.labels)) == data[order]).all()
+
+
+def test_bad_itemsets_are_refused_by_the_submit_check(data):
+    """Repeated or unknown items, itemsets of 0 or 11 items, both itemsets and max_len, and a
+    max_len over the itemset limit were accepted at submission and failed as jobs
+    (acceptance check, recalib); the submit check reads the release's published items."""
+    result = run("mask", MethodInput(columns=[], transactions=csr_of(data)), p=0.8)
+    release = as_release(result, "mask", {"p": 0.8})
+    check = registry.get("reconstruct").check
+    for params, message in (({"itemsets": [["1", "1"]]}, "repeats"),
+                            ({"itemsets": [["1", "zz"]]}, r"itemsets\[0\]\[1\] is not an item"),
+                            ({"itemsets": [[]]}, "1 to 10 items"),
+                            ({"itemsets": [[str(i) for i in range(11)]]}, "1 to 10 items"),
+                            ({"itemsets": [["1"]], "max_len": 2}, "not both")):
+        with pytest.raises(MethodInputError, match=message):
+            check(ReconstructParams(**params), release.columns, release.source)
+    check(ReconstructParams(itemsets=[["0", "2"]]), release.columns, release.source)  # good ones pass

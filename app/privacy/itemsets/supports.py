@@ -77,33 +77,41 @@ def exact_oracle(td: TransactionData) -> SupportOracle:
 
 
 # -------------------------------------------------------------------------- reconstruct
-def resolve_itemsets(labels: tuple[str, ...], itemsets: list[list[str]] | None,
-                     max_len: int | None) -> list[np.ndarray]:
-    """Item-code arrays, one per itemset, either named or every itemset up to max_len."""
+def check_itemsets(labels: tuple[str, ...] | list[str], itemsets: list[list[str]] | None,
+                   max_len: int | None) -> None:
+    """Refuse itemsets (or a max_len) the release cannot answer. Reads only the published item
+    labels, so the job's submission runs it too (these used to fail as jobs)."""
     if itemsets is not None and max_len is not None:
         raise MethodInputError("give 'itemsets' or 'max_len', not both")
     if itemsets is not None:
         if len(itemsets) > MAX_RECONSTRUCT_ITEMSETS:
             raise MethodInputError(f"{len(itemsets)} itemsets asked; the limit is {MAX_RECONSTRUCT_ITEMSETS}")
-        position = {label: i for i, label in enumerate(labels)}
-        out = []
+        known = set(labels)
         for i, names in enumerate(itemsets):
             if not names or len(names) > MAX_ITEMSET_SIZE:
                 raise MethodInputError(f"itemsets[{i}] must hold 1 to {MAX_ITEMSET_SIZE} items")
             if len(set(names)) != len(names):
                 raise MethodInputError(f"itemsets[{i}] repeats an item")
-            unknown = [j for j, name in enumerate(names) if name not in position]
+            unknown = [j for j, name in enumerate(names) if name not in known]
             if unknown:
                 raise MethodInputError(f"itemsets[{i}][{unknown[0]}] is not an item of the release")
-            out.append(np.array([position[name] for name in names], dtype=np.int64))
-        return out
-    size = max_len or 1
-    m = len(labels)
+        return
+    size, m = max_len or 1, len(labels)
     total = sum(comb(m, k) for k in range(1, size + 1))
     if total > MAX_RECONSTRUCT_ITEMSETS:
         raise MethodInputError(f"all itemsets up to size {size} over {m} items are {total}; the limit "
                                f"is {MAX_RECONSTRUCT_ITEMSETS}: lower max_len or name the itemsets")
-    return [row for k in range(1, size + 1) for row in all_combinations(m, k)]
+
+
+def resolve_itemsets(labels: tuple[str, ...], itemsets: list[list[str]] | None,
+                     max_len: int | None) -> list[np.ndarray]:
+    """Item-code arrays, one per itemset, either named or every itemset up to max_len."""
+    check_itemsets(labels, itemsets, max_len)
+    if itemsets is not None:
+        position = {label: i for i, label in enumerate(labels)}
+        return [np.array([position[name] for name in names], dtype=np.int64) for names in itemsets]
+    size = max_len or 1
+    return [row for k in range(1, size + 1) for row in all_combinations(len(labels), k)]
 
 
 def all_combinations(m: int, k: int) -> np.ndarray:
