@@ -155,9 +155,8 @@ def _keep_wide_integers_exact(path: Path, parse_opts, table: pa.Table) -> pa.Tab
     """pyarrow reads an integer beyond int64 (a 20-digit identifier) as a double and its
     digits are gone: such columns are read again as text and kept as text when every value
     is an integer literal."""
-    names = table.column_names
-    wide = [n for i, n in enumerate(names) if pa.types.is_floating(table.schema.types[i])
-            and _beyond_exact(table.column(i))]
+    names, types = table.column_names, table.schema.types  # built once: a list per column was quadratic
+    wide = [n for i, n in enumerate(names) if pa.types.is_floating(types[i]) and _beyond_exact(table.column(i))]
     if not wide or len(set(names)) < len(names):  # repeated names are refused later
         return table
     convert = pacsv.ConvertOptions(null_values=NULL_VALUES, strings_can_be_null=True,
