@@ -154,8 +154,10 @@ def _binary_bits(series: pd.Series, info: ColumnInfo, cut) -> tuple[list[Any], n
         series = binarize(series, cut)
         missing = series.isna().to_numpy()
         return [False, True], series.fillna(False).to_numpy(dtype=bool), missing if missing.any() else None
-    if info.categories is None and series.dtype == np.bool_:
-        return [False, True], series.to_numpy(), None
+    if info.categories is None and pd.api.types.is_bool_dtype(series.dtype):
+        # numpy bool or pandas' nullable "boolean" (how datasets load): {False, True} by type
+        missing = series.isna().to_numpy()
+        return [False, True], series.fillna(False).to_numpy(dtype=bool), missing if missing.any() else None
     domain, codes, _ = encode_column(series, info, "preserve")
     if len(domain) != 2:
         raise MethodInputError(f"column {info.name!r} has {len(domain)} distinct values; warner needs "
@@ -254,7 +256,7 @@ def run_warner(data: MethodInput, params: WarnerParams, ctx: RunContext) -> Rele
         warnings.append(MISSINGNESS_PUBLISHED)
     for name in chosen:  # as errph: the two values of an undeclared, non-boolean column
         if (name not in params.cut_points and data.column(name).categories is None
-                and frame[name].dtype != np.bool_):
+                and not pd.api.types.is_bool_dtype(frame[name].dtype)):
             warnings.append(f"column {name!r}: domain read from the data (not declared), so the "
                             "set of values that occur is disclosed")
     if any(c["binarize"] for c in per_column.values()):

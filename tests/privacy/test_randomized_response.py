@@ -108,6 +108,25 @@ def test_warner_whole_record_flips_every_column_together():
     assert any("NOT differentially private" in s for s in out.guarantees["statements"])
 
 
+def test_warner_boolean_columns_as_the_service_loads_them_have_the_domain_false_true():
+    """Datasets load boolean columns as pandas' nullable "boolean" dtype, not numpy's bool: the
+    boolean branch (domain {False, True} by type, no warning) never ran, so the domain was read
+    from the data — a column that happened to be all True failed the job ("1 distinct values")
+    and every boolean column was warned about as undeclared (the mechaudit acceptance check)."""
+    frame = pd.DataFrame({"all_true": pd.array([True] * 400, dtype="boolean"),
+                          "mixed": pd.array([True, False, None, False] * 100, dtype="boolean")})
+    cols = [ColumnInfo("all_true", "boolean", distinct=1), ColumnInfo("mixed", "boolean", distinct=2, missing=100)]
+    out = run_warner(MethodInput(columns=cols, frame=frame), WarnerParams(p=0.75, missing="preserve"), ctx())
+    meta = out.metadata["warner"]["columns"]
+    assert meta["all_true"]["domain"] == ["False", "True"] and meta["mixed"]["domain"] == ["False", "True"]
+    assert not [w for w in out.guarantees["warnings"] if "domain read from the data" in w]
+    assert 0.15 < (out.frame["all_true"] == False).mean() < 0.35  # noqa: E712 — flipped w.p. 1/4
+    assert (out.frame["mixed"].isna().to_numpy() == frame["mixed"].isna().to_numpy()).all()
+    assert meta["mixed"]["missing_cells_left_out"] == 100
+    with pytest.raises(MethodInputError, match="missing"):
+        run_warner(MethodInput(columns=cols, frame=frame), WarnerParams(p=0.75, columns=["mixed"]), ctx())
+
+
 def test_warner_cut_points_binarize_then_flip_and_publish_the_cut():
     frame = pd.DataFrame({"x": np.arange(1000, dtype=float), "g": ["u", "v", "w", "u"] * 250})
     cols = [ColumnInfo("x", "numeric"), ColumnInfo("g", "categorical", distinct=3)]
