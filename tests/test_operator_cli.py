@@ -94,7 +94,8 @@ def test_a_second_serve_on_the_same_data_dir_leaves_the_first_running(tmp_path):
 def test_the_job_duration_histogram_is_valid_prometheus_text(client, monkeypatch):
     from app.jobs import repository
 
-    monkeypatch.setattr(repository, "durations", lambda session: [("errph", 0.3), ("errph", 1200.0)])
+    monkeypatch.setattr(repository, "outcome_counts", lambda session: [
+        ("errph", "succeeded", 0.5, 1, 0.3), ("errph", "succeeded", float("inf"), 1, 1200.0)])
     families = {f.name: f for f in text_string_to_metric_families(client.get("/metrics").text)}
     buckets = {s.labels["le"]: s.value for s in families["veil_job_duration_seconds"].samples
                if s.name.endswith("_bucket")}
