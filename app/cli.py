@@ -198,7 +198,8 @@ class WorkerPool:
         for proc in self.procs:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 10
+        # a worker lets its running job finish within its grace period, then queues it again
+        deadline = time.monotonic() + get_settings().worker_shutdown_grace_s + 5
         for proc in self.procs:
             try:
                 proc.wait(max(deadline - time.monotonic(), 0.1))

@@ -47,6 +47,10 @@ class Settings(BaseSettings):
     max_attempts: int = Field(3, ge=1)
     stall_timeout_s: float = Field(30.0, gt=0)
     heartbeat_interval_s: float = Field(2.0, gt=0)
+    # A worker told to stop (SIGTERM/SIGINT) takes no new job and lets a running one finish for
+    # this long; then it stops the job's process and queues the job again without using one of
+    # its attempts. `veil serve` waits this long plus 5 s before it kills a worker.
+    worker_shutdown_grace_s: float = Field(8.0, ge=0)
     tenant_max_active_jobs: int = Field(50, ge=1)
 
     # Reproducible test mode: seeds accepted, releases marked "not private".

@@ -176,9 +176,11 @@ def outcome_counts(session: Session) -> list[tuple[str, str, float, int, float]]
         job_outcomes.c.seconds).order_by(job_outcomes.c.method, job_outcomes.c.status, job_outcomes.c.le))]
 
 
-def requeue(session: Session, job_id: uuid.UUID, stage: str) -> None:
-    session.execute(update(jobs).where(jobs.c.id == job_id)
-                    .values(status="queued", worker_id=None, heartbeat_at=None, stage=stage))
+def requeue(session: Session, job_id: uuid.UUID, stage: str, *, give_back_attempt: bool = False) -> None:
+    values: dict[str, Any] = {"status": "queued", "worker_id": None, "heartbeat_at": None, "stage": stage}
+    if give_back_attempt:
+        values["max_attempts"] = jobs.c.max_attempts + 1
+    session.execute(update(jobs).where(jobs.c.id == job_id).values(**values))
 
 
 def cancel_if_queued(session: Session, job_id: uuid.UUID):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import signal
 import traceback
 from typing import Any
 
@@ -32,6 +33,10 @@ registry.load_all()  # preloaded once in the forkserver
 
 def main(job: dict[str, Any], progress_queue, stop_event) -> None:
     isolation.exit_with_parent(job["worker_pid"])
+    # a Ctrl-C reaches the whole process group: the worker decides what becomes of the job
+    # (it lets it finish within its shutdown grace period, then stops it and queues it again)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     rng = SecureRandom(job["seed"])
     try:
         out = {"ok": _run(job, rng, progress_queue, stop_event)}

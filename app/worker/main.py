@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import threading
 
@@ -56,6 +57,18 @@ def reap_stalled(stall_timeout_s: float) -> None:
         queue.fail_abandoned(session, stall_timeout_s)
 
 
+def _handle_stop_signals_after_the_first() -> None:
+    """procrastinate stops on the first SIGTERM or SIGINT and then puts back the handlers it
+    found (these): a second SIGTERM is ignored — `veil serve` sends one after a Ctrl-C already
+    reached the whole process group, and it must not cut the running job's grace period; a
+    second SIGINT (Ctrl-C twice on `veil worker`) stops at once."""
+    def ignore_term(signum, frame) -> None:
+        log.info("already stopping: the running job has up to %g s to finish",
+                 get_settings().worker_shutdown_grace_s)
+
+    signal.signal(signal.SIGTERM, ignore_term)
+
+
 def lower_priority(increment: int) -> None:
     """Run this worker (and the job processes it forks) below the API's CPU priority: a
     backlog of heavy jobs then slows the jobs, not the requests."""
@@ -73,12 +86,14 @@ def run() -> None:
     threading.Thread(target=beat_and_reap, args=(stop,), daemon=True, name="heartbeat").start()
     app = queue.worker_app()
     log.info("worker %s starting", runner.WORKER_ID)
+    _handle_stop_signals_after_the_first()
     try:
         # the queue's own worker heartbeat on our schedule: fail_abandoned reads it with our
         # stall timeout, so a live worker must beat well inside it
         app.run_worker(queues=[queue.QUEUE], concurrency=1, install_signal_handlers=True,
                        name=runner.WORKER_ID, update_heartbeat_interval=settings.heartbeat_interval_s,
-                       stalled_worker_timeout=settings.stall_timeout_s)
+                       stalled_worker_timeout=settings.stall_timeout_s,
+                       shutdown_graceful_timeout=settings.worker_shutdown_grace_s)
     except ConnectorException as exc:
         # PostgreSQL went away under the queue's own loop (it does not reconnect): exit in one
         # line, not a traceback; `veil serve` (or the container's restart policy) starts a new

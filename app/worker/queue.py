@@ -21,11 +21,14 @@ QUEUE = "jobs"
 
 
 def _register(app: procrastinate.App) -> procrastinate.App:
-    @app.task(name=TASK_NAME, queue=QUEUE)
-    def run_job(job_id: str) -> None:
+    @app.task(name=TASK_NAME, queue=QUEUE, pass_context=True)
+    def run_job(context: procrastinate.JobContext, job_id: str) -> None:
         from app.worker.runner import execute  # the heavy imports happen in the worker only
 
-        execute(uuid.UUID(job_id))
+        # procrastinate asks a synchronous task to abort by this flag only: when the worker's
+        # shutdown grace period is over (we never abort entries otherwise; cancelling a job is
+        # our own `cancel_requested`)
+        execute(uuid.UUID(job_id), shutting_down=context.should_abort)
 
     return app
 

@@ -14,7 +14,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from app import isolation
 from app.audit.service import record
@@ -79,7 +79,11 @@ class Fenced(Exception):
     """This attempt no longer owns the job (requeued after a stall, or finished elsewhere)."""
 
 
-def execute(job_id: uuid.UUID) -> None:
+def _never() -> bool:
+    return False
+
+
+def execute(job_id: uuid.UUID, shutting_down: Callable[[], bool] = _never) -> None:
     t0 = time.perf_counter()
     with transaction() as session:
         job = jobs_repo.claim(session, job_id, WORKER_ID)
@@ -92,7 +96,7 @@ def execute(job_id: uuid.UUID) -> None:
         inputs = _load_inputs(session, job)
     t1 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="veil-job-") as tmp:
-        outcome = _run_child(job, inputs, Path(tmp))
+        outcome = _run_child(job, inputs, Path(tmp), shutting_down)
         t2 = time.perf_counter()
         try:
             error = _finish(job, inputs, outcome)
@@ -101,7 +105,10 @@ def execute(job_id: uuid.UUID) -> None:
             error = None
             log.warning("job %s attempt %s was fenced off; its result is discarded",
                         job_id, job["attempt"])
-    if error is not None:
+    if error is not None and error["type"] == "worker_shutdown":
+        log.info("job %s (%s) attempt %s stopped by the worker's shutdown: queued again", job_id,
+                 job["method"], job["attempt"])
+    elif error is not None:
         _log_failure(job, error)
     log.info("job %s (%s) attempt %s: load %.3f s, run %.3f s, store %.3f s", job_id, job["method"],
              job["attempt"], t1 - t0, t2 - t1, time.perf_counter() - t2)
@@ -137,7 +144,7 @@ def _load_inputs(session, job) -> dict[str, Any]:
             "source": dataclasses.asdict(source_of(source_release)) if source_release else None}
 
 
-def _run_child(job, inputs: dict[str, Any], tmp: Path) -> dict[str, Any]:
+def _run_child(job, inputs: dict[str, Any], tmp: Path, shutting_down: Callable[[], bool]) -> dict[str, Any]:
     if "error" in inputs:
         return inputs
     settings = get_settings()
@@ -181,6 +188,9 @@ def _run_child(job, inputs: dict[str, Any], tmp: Path) -> dict[str, Any]:
                     cancel_deadline = now + _CANCEL_GRACE_S
             if cancel_deadline is not None and now > cancel_deadline:
                 failure = {"type": "cancelled", "message": "cancelled while running"}
+                break
+            if shutting_down():
+                failure = {"type": "worker_shutdown", "message": "the worker was stopped during the job"}
                 break
             if now - started > settings.job_time_limit_s:
                 failure = {"type": "time_limit", "message":
@@ -252,6 +262,15 @@ def _finish(job, inputs: dict[str, Any], outcome: dict[str, Any]) -> dict[str, s
                              error={"type": "cancelled", "message": "cancelled while running"},
                              stage="cancelled")
             action, details = "job.cancelled", {"while": "running"}
+        elif error["type"] == "worker_shutdown":
+            # not the job's fault: queued again at once (not after the stall timeout), and the
+            # attempt it used is given back (attempt numbers stay unique: they fence)
+            from app.worker import queue
+
+            jobs_repo.requeue(session, job["id"], stage=f"requeued: attempt {job['attempt']} stopped "
+                              "by a worker shutdown", give_back_attempt=True)
+            queue.enqueue(session, job["id"], job["tenant"])
+            action, details = "job.requeued", {"attempt": job["attempt"], "reason": "worker shutdown"}
         elif error["type"] in _RETRYABLE and row["attempt"] < row["max_attempts"]:
             from app.worker import queue
 

@@ -1,0 +1,69 @@
+"""A worker told to stop (SIGTERM) lets its running job finish within its grace period; a job
+still running then is stopped and queued again at once, without using one of its attempts (it
+used one and waited for the stall timeout before)."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+from sqlalchemy import text
+
+from app.db import transaction
+
+from tests.support.api import auth, submit, upload, wait_job
+from tests.worker.conftest import WorkerPool
+
+GRACE_S = 3
+
+
+@pytest.fixture(scope="module")
+def worker_env():
+    return {"count": 1, "VEIL_WORKER_SHUTDOWN_GRACE_S": str(GRACE_S)}
+
+
+@pytest.fixture(scope="module")
+def owner_and_dataset(client, make_key, workers):
+    headers = make_key("owner")
+    return headers, upload(client, headers, b"a,b\n1,x\n2,y\n", "s.csv").json()
+
+
+def _stop(pool: WorkerPool, pid: int, *, twice: bool = False) -> int:
+    pool.kill(pid, signal.SIGTERM)
+    if twice:  # `veil serve` sends SIGTERM after a Ctrl-C reached the whole process group
+        pool.kill(pid, signal.SIGTERM)
+    proc = next(p for p in pool.procs if p.pid == pid)
+    status = proc.wait(GRACE_S + 30)
+    pool.procs.remove(proc)
+    return status
+
+
+def test_a_job_that_ends_within_the_grace_period_succeeds_on_its_attempt(client, workers, owner_and_dataset):
+    headers, ds = owner_and_dataset
+    job = submit(client, headers, "diag_sleep", {"seconds": 1.0}, dataset_id=ds["id"]).json()
+    wait_job(client, headers, job["id"], until={"running"})
+    assert _stop(workers, workers.pid_of_job(job["id"]), twice=True) == 0
+    done = client.get(f"/v1/jobs/{job['id']}", headers=auth(headers)).json()
+    assert done["status"] == "succeeded" and done["attempt"] == 1, done
+
+
+def test_a_job_still_running_after_the_grace_period_is_queued_again_without_using_an_attempt(
+        client, workers, owner_and_dataset):
+    headers, ds = owner_and_dataset
+    workers.add()
+    workers.wait_ready()
+    job = submit(client, headers, "diag_sleep", {"seconds": GRACE_S + 4}, dataset_id=ds["id"]).json()
+    wait_job(client, headers, job["id"], until={"running"})
+    assert _stop(workers, workers.pid_of_job(job["id"])) == 0
+    stopped = client.get(f"/v1/jobs/{job['id']}", headers=auth(headers)).json()
+    assert stopped["status"] == "queued" and stopped["attempt"] == 1, stopped
+    assert "worker shutdown" in stopped["stage"]
+    events = client.get("/v1/audit", params={"action": "job.requeued"}, headers=auth(headers)).json()["items"]
+    assert [e["details"] for e in events if e["subject"] == job["id"]] == [
+        {"attempt": 1, "reason": "worker shutdown"}]
+
+    workers.add()  # the next worker takes it at once (no stall timeout to wait for)
+    done = wait_job(client, headers, job["id"], timeout=60)
+    assert done["status"] == "succeeded" and done["attempt"] == 2, done
+    with transaction() as s:  # the stopped attempt was given back
+        assert s.execute(text("SELECT max_attempts FROM jobs WHERE id = :j"), {"j": job["id"]}).scalar_one() == 4
