@@ -229,3 +229,13 @@ def test_a_transactions_only_parameter_on_a_table_release_is_refused_at_submissi
     tx = upload(client, owner, b"1 2 3\n2 3\n1 3\n", "t.dat").json()
     assert_problem(submit(client, owner, "mask", {"p": 0.9, "columns": ["a"]}, dataset_id=tx["id"]), 422,
                    "'columns' applies to tabular datasets; this input is a transaction file")
+
+
+def test_png_keep_probabilities_that_do_not_match_the_group_column_are_refused_at_submission(client, owner):
+    """The profile knows how many values the group column holds (a missing cell is one): a list
+    of another length failed in the job (mechaudit acceptance check)."""
+    ds = upload(client, owner, b"g,a\nx,1\ny,0\n,1\nx,0\n", "g.csv").json()
+    assert_problem(submit(client, owner, "png", {"ps": [0.9, 0.8], "group_column": "g"}, dataset_id=ds["id"]),
+                   422, "ps lists 2 probabilities; column 'g' has 3 values")
+    assert submit(client, owner, "png", {"ps": [0.9, 0.8, 0.7], "group_column": "g"},
+                  dataset_id=ds["id"]).status_code == 202

@@ -66,6 +66,14 @@ def png_grouping(params: PngParams, n: int, frame: pd.DataFrame | None,
     })
 
 
+def check_group_count(ps: list[float], column: str, groups: int) -> None:
+    """A list of keep probabilities for a group column gives one per value the column holds
+    (a missing cell is a value); checked at submission from the profile, and on the data."""
+    if len(ps) != groups:
+        raise MethodInputError(f"ps lists {len(ps)} probabilities; column {column!r} has {groups} "
+                               "values (give one per value in sorted order, or a map)")
+
+
 def _column_grouping(params: PngParams, frame: pd.DataFrame | None, columns: list[ColumnInfo],
                      rng: SecureRandom) -> Grouping:
     name = params.group_column
@@ -97,9 +105,7 @@ def _column_grouping(params: PngParams, frame: pd.DataFrame | None, columns: lis
                                    f"column {name!r}; add them or a '*' entry")
         ps_of = [params.ps.get(labels[i], default) for i in present]
     else:
-        if len(params.ps) != len(present):
-            raise MethodInputError(f"ps lists {len(params.ps)} probabilities; column {name!r} has "
-                                   f"{len(present)} values (give one per value in sorted order, or a map)")
+        check_group_count(params.ps, name, len(present))
         ps_of = list(params.ps)
     # Rows are published group by group (random order inside a group with shuffle).
     tiebreak = rng.uint64(len(codes)) if params.shuffle else np.arange(len(codes))

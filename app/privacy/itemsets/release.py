@@ -23,7 +23,7 @@ from app.privacy.itemsets.encoding import (
     Encoded, check_item_columns, default_item_columns, one_hot,
 )
 from app.privacy.itemsets.groups import (
-    epsilon_bit,
+    check_group_count, epsilon_bit,
     MAX_COLUMN_GROUPS, POOLED_ASSUMPTION, Grouping, png_grouping, privacy_figures, row_keep_probabilities,
 )
 from app.privacy.registry import (
@@ -345,8 +345,12 @@ def _check(params: ItemParams, columns: list[ColumnInfo], source: SourceRelease 
     if params.columns is not None:
         check_item_columns(params.columns, columns)
     group_column = getattr(params, "group_column", None)
-    if group_column is not None and group_column not in {c.name for c in columns}:
-        raise MethodInputError(f"unknown column {group_column!r}")
+    if group_column is not None:
+        info = next((c for c in columns if c.name == group_column), None)
+        if info is None:
+            raise MethodInputError(f"unknown column {group_column!r}")
+        if isinstance(params.ps, list) and info.distinct is not None:  # the profile knows the groups
+            check_group_count(params.ps, group_column, info.distinct + (info.missing > 0))
 
 
 def _epsilon_upper_bound(params: ItemParams, columns: list[ColumnInfo]) -> float:
