@@ -550,6 +550,10 @@ def _check_errph(params: ErrphParams, columns: list[ColumnInfo], source: SourceR
 
 
 # ------------------------------------------------------------------------- reconstruction
+# A share's standard error above which ±1.96·SE spans more than the whole of [0, 1]
+UNINFORMATIVE_SE = 0.255
+
+
 def reconstruct_categorical(data: MethodInput, step: dict[str, Any], params: Any, ctx: RunContext) -> dict[str, Any]:
     """Per categorical column of ``step``: the unbiased π̂, its standard errors, the
     simplex-consistent estimate, inverted through every later step of the chain that
@@ -565,6 +569,11 @@ def reconstruct_categorical(data: MethodInput, step: dict[str, Any], params: Any
             raise MethodInputError(str(exc)) from None
         missing_cells = int(data.frame[name].isna().sum()) if MISSING not in channel.labels else 0
         out[name] = _describe_estimate(name, step, channel, est, missing_cells)
+        widest = float(np.max(est["standard_error"], initial=0.0))
+        if widest > UNINFORMATIVE_SE:  # an unbiased estimate is still returned, as documented
+            notes.append(f"column {name!r}: standard errors up to {widest:.3g}, so a 95 % interval is "
+                         "wider than [0, 1]: the estimate says little about this column (the "
+                         "randomization is close to uniform for this many records)")
     return {"columns": out, "notes": notes,
             "projection": "Euclidean projection of the unbiased vector onto the probability simplex",
             "standard_errors": "sqrt(λ̂_j(1-λ̂_j)/n) / |scale| (scale = p0 for ERRPH, 2p-1 for Warner; "

@@ -134,3 +134,15 @@ def test_mining_a_release_derived_from_a_mask_release_is_refused(mushroom):
     with pytest.raises(MethodInputError, match="mine the mask/png release itself"):
         mine(MethodInput(columns=[], transactions=release.transactions, source=later), minsup=0.4)
     assert Path(registry.get("frequent_itemsets").docs).name == "frequent_itemsets.md"
+
+
+def test_itemsets_whose_support_noise_swamps_minsup_are_counted_in_the_notes():
+    """mask at p = 0.51 'found' hundreds of frequent itemsets with SEs up to 173 (recalib
+    acceptance check): the notes count those not distinguishable from 0."""
+    dense = correlated(2000, 8, seed=4)
+    counted = {}
+    for p in (0.51, 0.95):
+        release = run("mask", MethodInput(columns=[], transactions=csr_of(dense)), p=p)
+        report = mine(as_release(release, "mask", {"p": p}), minsup=0.2, max_len=2)
+        counted[p] = [n for n in report.data["notes"] if "not distinguishable from 0" in n]
+    assert len(counted[0.51]) == 1 and counted[0.95] == []

@@ -560,3 +560,19 @@ def test_a_chain_that_randomizes_the_missing_cells_an_earlier_step_preserved_is_
     assert any("'c'" in note and "cannot be inverted" in note for note in steps[0]["notes"])
     # the second step alone still reconstructs the first release's column (missing share included)
     assert steps[1]["columns"]["c"]["domain"][-1] == "<missing>"
+
+
+def test_a_column_the_release_says_little_about_is_named_in_the_notes():
+    """p0 near 0 leaves the estimate unbiased but its SEs far wider than [0, 1]: it is returned,
+    and the notes say so (the recalib acceptance check: ±4·10⁶ estimates, not a word)."""
+    g = np.random.default_rng(3)
+    cols = [ColumnInfo("c", "categorical", categories=tuple(VALUES))]
+    data = MethodInput(columns=cols, frame=pd.DataFrame({"c": g.choice(VALUES, 2000, p=PI)}))
+    noted = {}
+    for p0 in (1e-6, 0.5):
+        params = ErrphParams(p0=p0)
+        section = _reconstruct(data, run_errph(data, params, ctx()), "errph", params)[0]
+        widest = max(section["columns"]["c"]["standard_error"])
+        noted[p0] = (widest, [n for n in section["notes"] if "says little" in n])
+    assert noted[1e-6][0] > 1000 and len(noted[1e-6][1]) == 1 and "'c'" in noted[1e-6][1][0]
+    assert noted[0.5][0] < 0.05 and noted[0.5][1] == []

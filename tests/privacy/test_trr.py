@@ -277,3 +277,20 @@ def test_release_warns_that_published_sets_let_grid_values_be_recovered_exactly(
     pair = run_trr(MethodInput(columns=cols, frame=frame), TrrParams(set_size=2), ctx())
     assert pair.metadata["trr"]["columns"]["n"]["determined_by_moments"]
     assert any("give the sets away" in w for w in pair.guarantees["warnings"])
+
+
+def test_a_variance_standard_error_resting_on_one_extreme_value_is_flagged():
+    """Bank's `previous`: one value held 31 % of the fourth moment, and 95 % variance intervals
+    covered the truth 30 % of the time (recalib acceptance check). The notes now say so."""
+    params = TrrParams(a_mean=1.0, a_var=1.0, b_mean=0.0, b_var=1.0)
+    g = np.random.default_rng(5)
+    x = g.poisson(0.5, 5000).astype(float)
+    flagged = {}
+    for name, column in (("plain", x), ("heavy", np.concatenate([x[:-1], [275.0]]))):
+        data = MethodInput(columns=[ColumnInfo("x", "numeric")], frame=pd.DataFrame({"x": column}))
+        release = as_release_input(data, run_trr(data, params, ctx()), "trr", params)
+        section = run_reconstruct(release, ReconstructParams(), ctx()).data["steps"][0]
+        flagged[name] = (section["columns"]["x"]["extreme_share_of_fourth_moment"],
+                         [n for n in section["notes"] if "fourth central moment" in n])
+    assert flagged["plain"][0] < 0.3 and flagged["plain"][1] == []
+    assert flagged["heavy"][0] > 0.5 and len(flagged["heavy"][1]) == 1

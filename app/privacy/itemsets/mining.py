@@ -209,6 +209,11 @@ def run_frequent_itemsets(data: MethodInput, params: FrequentItemsetsParams, ctx
                                      "leave [0, 1] by noise"]
     if oracle.grouped and params.estimator == "pooled":
         notes.append(POOLED_ASSUMPTION)
+    unestablished = int((1.96 * itemsets["se"] >= params.minsup).sum())
+    if unestablished:
+        notes.append(f"{unestablished} of the {len(itemsets)} itemsets have standard errors so large "
+                     "(1.96·se ≥ minsup) that their support is not distinguishable from 0: the "
+                     "randomization leaves little signal at this size (p near 0.5, or few transactions)")
     ctx.progress(1.0, "done")
     return ReportResult(
         kind="frequent_itemsets",
