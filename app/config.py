@@ -30,6 +30,9 @@ class Settings(BaseSettings):
     max_rows: int = Field(5_000_000, ge=1)
     max_columns: int = Field(2_000, ge=1)
     max_cell_length: int = Field(65_536, ge=1)
+    # categories declared over all of a dataset's columns (a schema of 1.2 million held an API
+    # process at 1 GB for 11 s, was echoed back, and weighed on every list page)
+    max_declared_categories: int = Field(100_000, ge=1)
     max_hierarchy_bytes: int = Field(16 * 1024 * 1024, ge=1)
     # Uploads stream in without holding a database connection or a general request slot; at
     # most this many per API process receive at once, and one whose body stalls this long

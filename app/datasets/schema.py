@@ -78,6 +78,10 @@ def schema_update_from(data: Any, what: str) -> SchemaUpdate:
     limit = get_settings().max_columns
     if isinstance(columns, dict) and len(columns) > limit:  # before validating each of them
         raise Unprocessable(f"{what} names {len(columns)} columns; a dataset has at most {limit}")
+    if isinstance(columns, dict):
+        declared = sum(len(c["categories"]) for c in columns.values()
+                       if isinstance(c, dict) and isinstance(c.get("categories"), list))
+        check_declared_categories(declared, what)
     try:
         return SchemaUpdate.model_validate({"columns": data} if bare else data)
     except ValidationError as exc:
@@ -86,6 +90,13 @@ def schema_update_from(data: Any, what: str) -> SchemaUpdate:
                   for e in exc.errors()]
         where = ".".join(str(p) for p in errors[0]["loc"])
         raise Unprocessable(f"{what} is invalid: {where}: {errors[0]['msg']}", errors=errors) from None
+
+
+def check_declared_categories(count: int, what: str) -> None:
+    limit = get_settings().max_declared_categories
+    if count > limit:
+        raise Unprocessable(f"{what} declares {count} categories; a dataset has at most {limit} "
+                            "in all its columns (VEIL_MAX_DECLARED_CATEGORIES)")
 
 
 def infer_type(series: pd.Series) -> ColumnType:
@@ -242,6 +253,7 @@ def apply_overrides(frame: pd.DataFrame, columns: list[dict[str, Any]],
                 raise Unprocessable(f"column {name!r}: row {row} holds a value outside the declared "
                                     "categories")
         out.append(new)
+    check_declared_categories(sum(len(c.get("categories") or ()) for c in out), "the schema")
     labels = [c["name"] for c in out if c.get("role") == "label"]
     if len(labels) > 1:
         raise Unprocessable(f"only one column may have the role label; got {labels}")
