@@ -40,7 +40,10 @@ def by_idempotency_key(session: Session, tenant: str, key: str):
 
 def list_page(session: Session, tenant: str, *, after: tuple[datetime, uuid.UUID] | None,
               limit: int) -> list[dict[str, Any]]:
-    q = select(datasets).where(datasets.c.tenant == tenant, datasets.c.deleted_at.is_(None))
+    """Summaries: every field but the columns' descriptions (their count instead)."""
+    q = (select(*(c for c in datasets.c if c.name not in ("columns", "tenant")),
+                func.jsonb_array_length(datasets.c.columns).label("column_count"))
+         .where(datasets.c.tenant == tenant, datasets.c.deleted_at.is_(None)))
     return [dict(r) for r in session.execute(newest_first(q, datasets, after, limit)).mappings()]
 
 

@@ -40,8 +40,13 @@ def parse_schema_field(raw: str | None) -> SchemaUpdate | None:
 
 
 def to_response(row, hierarchy_columns: list[str] | None = None) -> dict[str, Any]:
+    return {**to_summary({**row, "column_count": len(row["columns"])}, hierarchy_columns),
+            "columns": public_columns(row["columns"])}
+
+
+def to_summary(row, hierarchy_columns: list[str] | None = None) -> dict[str, Any]:
     return {"id": row["id"], "name": row["name"], "format": row["format"], "shape": row["shape"],
-            "rows": row["rows"], "columns": public_columns(row["columns"]), "sha256": row["sha256"],
+            "rows": row["rows"], "column_count": row["column_count"], "sha256": row["sha256"],
             "size_bytes": row["size_bytes"], "hierarchies": sorted(hierarchy_columns or []),
             "deleted": row["deleted_at"] is not None, "created_at": row["created_at"]}
 
@@ -174,7 +179,7 @@ def list_page(session: Session, principal: Principal, cursor: str | None, limit:
     after = pagination.decode(cursor)
     rows = repository.list_page(session, principal.tenant, after=after, limit=limit)
     hier = repository.hierarchy_columns(session, [r["id"] for r in rows]) if rows else {}
-    return pagination.page(rows, limit, lambda r: to_response(r, hier.get(r["id"], [])))
+    return pagination.page(rows, limit, lambda r: to_summary(r, hier.get(r["id"], [])))
 
 
 def profile(session: Session, principal: Principal, dataset_id: uuid.UUID) -> dict[str, Any]:
