@@ -44,3 +44,33 @@ def test_formula_cells_are_escaped_in_every_batch_and_the_header_comes_once():
     assert lines[1:5] == ['"\'=1+1","\'=1+1"', '"ok","ok"', ",", '"\'-x","\'-x"']
     assert b"".join(csv_batches(table.slice(0, 0))).decode() == '"s","d"\n'
 
+
+
+def test_a_stored_table_is_read_a_row_group_at_a_time(monkeypatch):
+    """Tables are stored in row groups of ROW_GROUP_ROWS and a download decodes one at a time:
+    pandas' default group of 1,000,000 rows and a whole-table read made one CSV download of a
+    1,000,000-row string release take 240 MiB of Arrow memory (now 26; scale acceptance check)."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from app import codec
+    from app.downloads import encode_table
+
+    rows = 2 * codec.ROW_GROUP_ROWS + 5
+    frame = pd.DataFrame({"g": np.array([f"[{i % 7}-{i % 7 + 5}[" for i in range(rows)], dtype=object),
+                          "cat": pd.Categorical(np.arange(rows) % 3), "x": np.arange(rows)})
+    payload = codec.table_to_parquet(frame)
+    assert pq.ParquetFile(io.BytesIO(payload)).metadata.num_row_groups == 3
+
+    def whole_table(*args, **kwargs):
+        raise AssertionError("the download decoded the whole stored table")
+
+    monkeypatch.setattr(pq, "read_table", whole_table)
+    for fmt in ("csv", "jsonl"):
+        text = b"".join(encode_table(payload, "table", fmt))
+        back = (pd.read_csv(io.BytesIO(text)) if fmt == "csv"
+                else pd.read_json(io.BytesIO(text), lines=True))
+        assert len(back) == rows and back["g"].tolist() == frame["g"].tolist()
+        assert back["cat"].tolist() == frame["cat"].astype(int).tolist() and back["x"].tolist() == list(range(rows))
+    empty = b"".join(encode_table(codec.table_to_parquet(frame.iloc[:0]), "table", "csv"))
+    assert empty.decode().strip() == '"g","cat","x"'

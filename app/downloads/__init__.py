@@ -4,11 +4,8 @@ rows or cells (JSON Lines' fallback for list and date columns aside)."""
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterator
 from typing import Any
-
-import pyarrow.parquet as pq
 
 from app import codec
 from app.downloads.csv_writer import csv_batches
@@ -32,5 +29,5 @@ def encode_table(payload: bytes, shape: str, fmt: str, spreadsheet_safe: bool = 
     if shape == "transactions":
         table = codec.transactions_table(codec.parquet_to_transactions(payload), lists=fmt == "jsonl")
     else:
-        table = pq.read_table(io.BytesIO(payload))
+        table = codec.StoredTable(payload)
     return csv_batches(table, spreadsheet_safe) if fmt == "csv" else jsonl_batches(table)

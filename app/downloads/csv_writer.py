@@ -9,8 +9,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
+from app import codec
 
-def csv_batches(table: pa.Table, spreadsheet_safe: bool = False) -> Iterator[bytes]:
+
+def csv_batches(table: pa.Table | codec.StoredTable, spreadsheet_safe: bool = False) -> Iterator[bytes]:
     # each batch is decoded (dictionaries to text) and escaped on its own: done on the whole
     # table first, a 23 MiB release of 1,000,000 categorical rows took 230 MiB more
     first = True
@@ -18,7 +20,7 @@ def csv_batches(table: pa.Table, spreadsheet_safe: bool = False) -> Iterator[byt
         yield _csv(_prepared(pa.Table.from_batches([batch]), spreadsheet_safe), header=first)
         first = False
     if first:  # no rows: still send the header
-        yield _csv(_prepared(table, spreadsheet_safe), header=True)
+        yield _csv(_prepared(table.schema.empty_table(), spreadsheet_safe), header=True)
 
 
 def _prepared(table: pa.Table, spreadsheet_safe: bool) -> pa.Table:
