@@ -24,7 +24,11 @@ from app.datasets.schema import first_row
 from app.errors import PayloadTooLarge, Unprocessable, UnsupportedMediaType
 from app.privacy.data import TransactionData
 
-FORMATS = ("csv", "tsv", "parquet", "jsonl", "transactions")
+# transactions: one per line, items separated by white space (FIMI .dat); baskets: one per
+# line, items separated by commas, each trimmed (market-basket exports such as Groceries, whose
+# items hold spaces: "whole milk,rolls/buns") — a .csv name cannot tell it from a table
+FORMATS = ("csv", "tsv", "parquet", "jsonl", "transactions", "baskets")
+_ITEM_SEPARATORS = {"transactions": r"\s+", "baskets": r"\s*,\s*"}
 NULL_VALUES = ["", "?", "NA", "N/A", "NaN", "nan", "NULL", "null", "#N/A", "None"]
 _EXACT_LIMIT = 2.0 ** 53  # the integers a float64 holds exactly
 _BLOCK = 4 * 1024 * 1024  # a CSV row must fit in one block; smaller blocks parse in parallel
@@ -93,7 +97,7 @@ def _parse(path: Path, fmt: str, limits: Limits) -> Parsed:
         return Parsed(fmt, frame=_finish_table(_read_parquet(path, limits), limits))
     if fmt == "jsonl":
         return Parsed(fmt, frame=_finish_table(_read_jsonl(path, limits), limits))
-    return Parsed(fmt, transactions=_read_transactions(path, limits))
+    return Parsed(fmt, transactions=_read_transactions(path, limits, _ITEM_SEPARATORS[fmt]))
 
 
 def _require_utf8_like(path: Path) -> None:
@@ -223,8 +227,10 @@ def _csv_problem(path: Path, parse_opts, message: str) -> Unprocessable:
     if bad:
         row = bad[0]
         where = f"row {row.number - 1}" if row.number else "a row"  # data rows count from 1
+        hint = (" (market baskets, one per line with items separated by commas? send format=baskets)"
+                if parse_opts.delimiter == "," else "")
         return Unprocessable(f"unparsable {where}: expected {row.expected_columns} fields, "
-                             f"found {row.actual_columns}")
+                             f"found {row.actual_columns}{hint}")
     match = re.search(r"(Expected \d+ columns, got \d+)", message)
     return Unprocessable("unparsable CSV" + (f": {match.group(1)}" if match else ""))
 
@@ -331,8 +337,9 @@ def _jsonl_problem(message: str) -> Unprocessable:
 
 
 # ---------------------------------------------------------------------------- transactions
-def _read_transactions(path: Path, limits: Limits) -> TransactionData:
-    """One transaction per line, items separated by white space (FIMI .dat)."""
+def _read_transactions(path: Path, limits: Limits, separator: str = r"\s+") -> TransactionData:
+    """One transaction per line, items split by the ``separator`` pattern (white space for FIMI
+    .dat); empty items (a line's ends, two separators in a row) are dropped."""
     text = path.read_bytes()
     newlines = text.count(b"\n")  # before splitting: a Python string per line costs ~50 bytes
     if newlines > limits.max_rows + 1:
@@ -344,7 +351,7 @@ def _read_transactions(path: Path, limits: Limits) -> TransactionData:
     lines = pa.array(text.decode("utf-8").splitlines(), type=pa.string())
     if len(lines) > limits.max_rows:
         raise Unprocessable(f"the file has {len(lines)} transactions; the limit is {limits.max_rows}")
-    tokens = pc.split_pattern_regex(pc.utf8_trim_whitespace(lines), r"\s+")
+    tokens = pc.split_pattern_regex(pc.utf8_trim_whitespace(lines), separator)
     lengths = pc.list_value_length(tokens).to_numpy(zero_copy_only=False)
     flat = pc.list_flatten(tokens)
     row_of = np.repeat(np.arange(len(lines)), lengths)

@@ -12,6 +12,7 @@ from starlette.datastructures import UploadFile
 
 from app.auth.dependencies import OwnerPrincipal
 from app.datasets import service
+from app.datasets.parsing import FORMATS
 from app.datasets.schema import BARE_OR_WRAPPED, SchemaUpdate, schema_json, schema_update_from
 from app.datasets.schemas import Dataset, DatasetPage, Hierarchy, Profile, SyntheticRequest
 from app.deps import OffLoopRoute, SessionDep
@@ -43,7 +44,10 @@ _UPLOAD_BODY = {
                                         "(one transaction of item ids per line)"},
                 "schema": {"type": "string", "description": "JSON: {column: {type, role, bounds, "
                            "categories, integer}}, optionally wrapped in {\"columns\": …}"},
-                "format": {"type": "string", "enum": ["csv", "tsv", "parquet", "jsonl", "transactions"]},
+                "format": {"type": "string", "enum": list(FORMATS), "description":
+                           "default: from the file (Parquet's magic bytes) or its name's extension; "
+                           "transactions: items separated by white space (.dat, .txt); baskets: "
+                           "items separated by commas (items may hold spaces)"},
                 "name": {"type": "string"},
             }}}},
     }

@@ -475,3 +475,20 @@ def test_the_list_shows_summaries_with_the_column_count(client, make_key):
     assert {k: v for k, v in ds.items() if k != "columns"} == items[0]
     full = client.get(f"/v1/datasets/{ds['id']}", headers=auth(headers)).json()
     assert full["column_count"] == 300 and len(full["columns"]) == 300
+
+
+def test_comma_separated_baskets_upload_as_transactions(client, make_key):
+    """Market-basket exports (Groceries: 'whole milk,rolls/buns') were read as a table with a
+    header made of the first basket; format=baskets reads one basket per line, items split at
+    commas and trimmed (items keep their inner spaces)."""
+    headers = make_key("owner")
+    text = b"whole milk, rolls/buns ,yogurt\ncitrus fruit,semi-finished bread\nwhole milk,yogurt\nwhole milk\n"
+    ds = upload(client, headers, text, "groceries.csv", format="baskets").json()
+    assert ds["shape"] == "transactions" and ds["format"] == "baskets" and ds["rows"] == 4
+    lines = client.get(f"/v1/datasets/{ds['id']}/data", params={"format": "jsonl"}, headers=auth(headers)).text
+    assert [json.loads(line)["items"] for line in lines.splitlines()] == [
+        ["rolls/buns", "whole milk", "yogurt"], ["citrus fruit", "semi-finished bread"],
+        ["whole milk", "yogurt"], ["whole milk"]]
+    # the name alone still means a table: ragged rows, and the answer points at the format
+    assert_problem(upload(client, headers, text, "groceries.csv"), 422,
+                   "unparsable row 1: expected 3 fields, found 2 (market baskets", "send format=baskets")
