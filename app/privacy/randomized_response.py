@@ -404,18 +404,25 @@ def _checked_k(info: ColumnInfo, params: ErrphParams) -> int | None:
     """planned_k, refused at submission (before the ε is debited) where the run would refuse it."""
     k = planned_k(info, params.missing)
     if k is not None and k < 2:
-        raise MethodInputError(f"column {info.name!r} has fewer than 2 values; nothing to randomize")
+        raise _single_value(info.name, params)
     if k is not None and k > MAX_DOMAIN:
         raise MethodInputError(f"column {info.name!r} has {k} distinct values; errph allows at most "
                                f"{MAX_DOMAIN} (is it an identifier?)")
     return k
 
 
-def _checked_encoding(series: pd.Series, info: ColumnInfo, missing: str) -> tuple[list[Any], np.ndarray, bool]:
-    name = info.name
+def _single_value(name: str, params: ErrphParams) -> MethodInputError:
+    # the default selection takes every categorical column, a constant one too
+    hint = ("; declare its categories, or name the columns to randomize in 'columns'"
+            if params.columns is None else "; declare its categories")
+    return MethodInputError(f"column {name!r} has fewer than 2 values; nothing to randomize{hint}")
+
+
+def _checked_encoding(series: pd.Series, info: ColumnInfo, params: ErrphParams) -> tuple[list[Any], np.ndarray, bool]:
+    name, missing = info.name, params.missing
     domain, codes, from_data = encode_column(series, info, missing)
     if len(domain) < 2:
-        raise MethodInputError(f"column {name!r} has fewer than 2 values; nothing to randomize")
+        raise _single_value(name, params)
     if len(domain) > MAX_DOMAIN:
         raise MethodInputError(f"column {name!r} has {len(domain)} distinct values; errph allows "
                                f"at most {MAX_DOMAIN} (is it an identifier?)")
@@ -450,7 +457,7 @@ def run_errph(data: MethodInput, params: ErrphParams, ctx: RunContext) -> Releas
     per_column: dict[str, Any] = {}
     warnings: list[str] = []
     # every column is checked before any randomness is drawn, so an input error is refunded
-    encoded = {name: _checked_encoding(frame[name], data.column(name), params.missing) for name in chosen}
+    encoded = {name: _checked_encoding(frame[name], data.column(name), params) for name in chosen}
     for i, name in enumerate(chosen):
         ctx.progress(i / len(chosen), f"randomizing {name}")
         info = data.column(name)

@@ -68,7 +68,10 @@ def test_a_column_with_nothing_to_randomize_is_refused_before_the_debit(client, 
     for params in ({"columns": ["a"], "missing": "preserve"}, {"columns": ["a"]}, {"columns": ["c"]}):
         column = params["columns"][0]
         assert_problem(submit(client, owner, "errph", params, dataset_id=ds["id"]), 422,
-                       f"column '{column}'", "fewer than 2 values")
+                       f"column '{column}'", "fewer than 2 values; nothing to randomize; declare its categories")
+    # the default selection (every categorical column) met the constant one: say how to skip it
+    assert_problem(submit(client, owner, "errph", {}, dataset_id=ds["id"]), 422,
+                   "column 'a' has fewer than 2 values", "or name the columns to randomize in 'columns'")
     budget = client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner)).json()
     assert budget["epsilon_spent"] == 0 and budget["entries"] == []
 
