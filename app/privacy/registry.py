@@ -66,12 +66,15 @@ _ONLY = {"table": "x-transactions-only", "transactions": "x-tables-only"}  # wha
 
 
 def misfit_params(params: Params, shape: str) -> list[str]:
-    """The parameters given (not left at their default) that do not apply to an input of this
-    shape: the service refuses them at submission, before any debit."""
+    """The parameters given a value other than their default that do not apply to an input of
+    this shape: the service refuses them at submission, before any debit. A default sent
+    explicitly is not refused: generated clients send every field that has a default (the
+    OpenAPI document's ``bins: 5`` made every mask on a transaction file a 422)."""
     fields = type(params).model_fields
     marker = _ONLY.get(shape)
     return [name for name in sorted(params.model_fields_set)
-            if marker and (fields[name].json_schema_extra or {}).get(marker)]
+            if marker and (fields[name].json_schema_extra or {}).get(marker)
+            and getattr(params, name) != fields[name].get_default(call_default_factory=True)]
 
 
 class MethodInputError(ValueError):

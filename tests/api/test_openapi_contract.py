@@ -193,3 +193,40 @@ def test_a_hierarchy_sent_as_octet_stream_is_accepted_as_declared(client, spec, 
     r = client.put(f"/v1/datasets/{ds['id']}/hierarchies/c", content=b"x;*\ny;*\n",
                    headers={**auth(owner), "Content-Type": "application/octet-stream"})
     assert r.status_code == 200, r.text
+
+
+def _declared_defaults(spec, schema_name: str) -> dict:
+    properties = spec["components"]["schemas"][schema_name]["properties"]
+    return {name: prop["default"] for name, prop in properties.items() if "default" in prop}
+
+
+@pytest.mark.parametrize("method,schema_name,required", [
+    ("mask", "MaskParams", {}), ("png", "PngParams", {"ps": [0.9]}),
+    ("frequent_itemsets", "FrequentItemsetsParams", {})])
+def test_declared_defaults_sent_back_are_accepted_on_a_transaction_file(client, spec, owner, method,
+                                                                        schema_name, required):
+    """A generated client sends every field that has a default: `bins: 5` (tables only) made
+    every mask, png and frequent_itemsets request on a transaction file a 422 (clientgen
+    acceptance check)."""
+    params = {**_declared_defaults(spec, schema_name), **required}
+    assert "bins" in params
+    tx = upload(client, owner, b"1 2 3\n2 3\n1 3\n", "t.dat").json()
+    r = submit(client, owner, method, params, dataset_id=tx["id"])
+    assert r.status_code == 202, r.text
+    r = submit(client, owner, method, {**params, "bins": 8}, dataset_id=tx["id"])  # another value still is refused
+    assert r.status_code == 422 and "'bins' applies to tabular datasets" in r.json()["detail"]
+
+
+def test_declared_defaults_sent_back_are_accepted_by_reconstruct_on_a_table_release(client, spec, owner):
+    """`estimator: "pooled"` (transactions only) made every generated reconstruct request on a
+    table release a 422 (clientgen acceptance check)."""
+    from app.worker import runner
+
+    ds = upload(client, owner, b"a,b\n1,x\n2,y\n3,x\n4,y\n", "t.csv").json()
+    job = submit(client, owner, "errph", {"p0": 0.5, "columns": ["b"]}, dataset_id=ds["id"]).json()
+    runner.execute(job["id"])
+    rid = client.get(f"/v1/jobs/{job['id']}", headers=auth(owner)).json()["result"]["release_ids"][0]
+    params = _declared_defaults(spec, "ReconstructParams")
+    assert params.get("estimator") == "pooled"
+    r = submit(client, owner, "reconstruct", params, release_id=rid)
+    assert r.status_code == 202, r.text
