@@ -201,8 +201,8 @@ def _code_dtype(k: int):
 
 
 def encode_column(series: pd.Series, info: ColumnInfo, missing: str) -> tuple[list[Any], np.ndarray, bool]:
-    """The column's domain (declared categories, else the sorted distinct values, then the
-    missing category when asked for and present) and each cell's code in it (-1 = a missing
+    """The column's domain (declared categories, {False, True} for a boolean column, else the
+    sorted distinct values, then the missing category when asked for and present) and each cell's code in it (-1 = a missing
     cell left out). Also whether the domain was read from the data.
 
     One pass counts the distinct values (and the missing cells); the per-cell recoding is
@@ -217,6 +217,8 @@ def encode_column(series: pd.Series, info: ColumnInfo, missing: str) -> tuple[li
     if info.categories is not None:
         domain: list[Any] = list(info.categories)
         from_data = False
+    elif info.type == "boolean":  # the type is the domain (as warner and mst read it)
+        domain, from_data = [False, True], False
     else:
         domain = _sorted_values([u for u, seen in zip(uniques, present) if seen])
         from_data = True
@@ -251,6 +253,8 @@ def planned_k(info: ColumnInfo, missing: str) -> int | None:
     """The domain size a run will use, from the schema and profile alone (no data read)."""
     if info.categories is not None:
         k = len(info.categories)
+    elif info.type == "boolean":
+        k = 2
     elif info.distinct is not None:
         k = int(info.distinct)
     else:

@@ -9,7 +9,9 @@ from scipy.stats import chi2
 
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
-from app.privacy.randomized_response import ErrphParams, _errph_epsilon, breach, local_epsilon, run_errph
+from app.privacy.randomized_response import (
+    ErrphParams, _errph_epsilon, breach, errph_column_epsilons, local_epsilon, run_errph,
+)
 from app.privacy.warner import WarnerParams, _warner_epsilon, run_warner, warner_epsilon
 from app.privacy.reconstruction import ReconstructParams, run_reconstruct
 from app.privacy.registry import MethodInputError, get
@@ -576,3 +578,23 @@ def test_a_column_the_release_says_little_about_is_named_in_the_notes():
         noted[p0] = (widest, [n for n in section["notes"] if "says little" in n])
     assert noted[1e-6][0] > 1000 and len(noted[1e-6][1]) == 1 and "'c'" in noted[1e-6][1][0]
     assert noted[0.5][0] < 0.05 and noted[0.5][1] == []
+
+
+def test_errph_and_mask_give_a_boolean_column_the_domain_false_true():
+    """As warner and mst: the type is the domain. errph refused an all-True boolean column
+    ('fewer than 2 values') and mask published only its 'flag=True' item, each reading — and
+    disclosing — which values occur (mechaudit acceptance check's open point)."""
+    from app.privacy.itemsets.release import MaskParams, run_mask
+
+    frame = pd.DataFrame({"flag": pd.array([True] * 400, dtype="boolean")})
+    cols = [ColumnInfo("flag", "boolean", distinct=1)]
+    data = MethodInput(columns=cols, frame=frame)
+    params = ErrphParams(p0=0.5)
+    assert errph_column_epsilons(params, cols) == {"flag": pytest.approx(math.log(3))}  # k = 2
+    out = run_errph(data, params, ctx())
+    assert out.metadata["errph"]["flag"]["domain"] == ["False", "True"]
+    assert not [w for w in out.guarantees["warnings"] if "domain read from the data" in w]
+    assert 0.15 < (out.frame["flag"] == False).mean() < 0.35  # noqa: E712 — p0 + (1-p0)/2 keeps
+    masked = run_mask(data, MaskParams(p=0.9), ctx())
+    assert masked.transactions.labels == ("flag=False", "flag=True")
+    assert not [w for w in masked.guarantees["warnings"] if "read from the data" in w]

@@ -141,6 +141,8 @@ def _encode_column(series: pd.Series, info: ColumnInfo, bins: int) -> tuple[np.n
     if info.categories is not None:
         domain = list(info.categories)
         how = "declared_categories"
+    elif info.type == "boolean":  # the type is the domain: both items, whatever occurs
+        domain, how = ["False", "True"], "boolean_type"
     else:
         domain = sorted(pd.unique(series.dropna().astype(str)).tolist())
         how = "values_from_data"
