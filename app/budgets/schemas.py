@@ -39,4 +39,4 @@ class Budget(BaseModel):
 
 class LedgerPage(BaseModel):
     items: list[BudgetEntry]
-    next: str | None = Field(None, description="pass as `cursor` for the next page; null on the last")
+    next: str | None = Field(..., description="pass as `cursor` for the next page; null on the last")

@@ -230,3 +230,13 @@ def test_declared_defaults_sent_back_are_accepted_by_reconstruct_on_a_table_rele
     assert params.get("estimator") == "pooled"
     r = submit(client, owner, "reconstruct", params, release_id=rid)
     assert r.status_code == 202, r.text
+
+
+def test_every_page_declares_items_and_next_as_always_present(spec):
+    """LedgerPage's `next` was optional (a default of None) where every other page's is required:
+    generated clients typed the ledger's as `None | str | Unset` and the others' `None | str`
+    (clientgen acceptance check). The service always sends it."""
+    pages = {name: schema for name, schema in spec["components"]["schemas"].items() if name.endswith("Page")}
+    assert {"LedgerPage", "JobPage", "AuditPage"} <= set(pages)
+    for name, schema in pages.items():
+        assert {"items", "next"} <= set(schema.get("required", [])), name
