@@ -26,3 +26,12 @@ def record(session: Session, *, tenant: str, actor: str, action: str, subject_ty
                             subject_type=subject_type, subject_id=str(subject_id),
                             dataset_id=dataset_id, release_id=release_id,
                             details=jsonable(details))
+
+
+def record_job(session: Session, job, *, actor: str, action: str,
+               details: dict[str, Any] | None = None) -> None:
+    """An event about a job (a row with id, tenant, dataset_id, release_id): it names the job's
+    input dataset and release, so the trail filtered by either tells the job's whole story."""
+    record(session, tenant=job["tenant"], actor=actor, action=action, subject_type="job",
+           subject_id=job["id"], dataset_id=job["dataset_id"], release_id=job["release_id"],
+           details=details)

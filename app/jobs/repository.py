@@ -215,7 +215,7 @@ def requeue_stalled(session: Session, stall_seconds: float) -> list[dict[str, An
         "UPDATE jobs SET status = 'queued', worker_id = NULL, heartbeat_at = NULL, "
         "stage = 'requeued: attempt ' || attempt || ' stalled' "
         "WHERE status = 'running' AND heartbeat_at < now() - make_interval(secs => :s) "
-        "AND attempt < max_attempts RETURNING id, tenant, attempt, dataset_id"),
+        "AND attempt < max_attempts RETURNING id, tenant, attempt, dataset_id, release_id"),
         {"s": stall_seconds}).mappings()]
 
 
@@ -226,7 +226,8 @@ def orphaned_queued(session: Session, stall_seconds: float) -> list[dict[str, An
     worker does). A job and its entry are written in one transaction, so a visible queued job
     normally has its entry waiting. Locked (SKIP LOCKED: a claim in progress is left alone)."""
     return [dict(r) for r in session.execute(text(
-        "SELECT j.id, j.tenant, j.attempt, j.dataset_id, j.queue_job_id, q.status::text AS queue_status "
+        "SELECT j.id, j.tenant, j.attempt, j.dataset_id, j.release_id, j.queue_job_id, "
+        "q.status::text AS queue_status "
         "FROM jobs j LEFT JOIN procrastinate_jobs q ON q.id = j.queue_job_id "
         "WHERE j.status = 'queued' AND (q.id IS NULL OR q.status NOT IN ('todo', 'doing') "
         "  OR (q.status = 'doing' AND NOT EXISTS (SELECT 1 FROM procrastinate_events e "
@@ -242,10 +243,10 @@ def fail_stalled(session: Session, stall_seconds: float) -> list[dict[str, Any]]
         "  'the worker stopped responding on attempt ' || attempt || ' of ' || max_attempts) "
         "WHERE status = 'running' AND heartbeat_at < now() - make_interval(secs => :s) "
         "AND attempt >= max_attempts "
-        "RETURNING id, tenant, attempt, dataset_id, method, status, started_at, finished_at"),
+        "RETURNING id, tenant, attempt, dataset_id, release_id, method, status, started_at, finished_at"),
         {"s": stall_seconds}).mappings()]
     _count_outcomes(session, [tuple(r[c.name] for c in _OUTCOME) for r in failed])
-    return [{k: r[k] for k in ("id", "tenant", "attempt", "dataset_id")} for r in failed]
+    return [{k: r[k] for k in ("id", "tenant", "attempt", "dataset_id", "release_id")} for r in failed]
 
 
 def queue_depth(session: Session) -> int:

@@ -14,7 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app import pagination
-from app.audit.service import record
+from app.audit.service import record, record_job
 from app.auth.schemas import Principal, Role
 from app.auth.service import tenant_scope
 from app.budgets import service as budgets
@@ -252,14 +252,11 @@ def cancel(session: Session, principal: Principal, job_id: uuid.UUID) -> dict[st
             budgets.refund(session, dataset_id=row["dataset_id"], job_id=job_id, method=row["method"],
                            epsilon=row["epsilon"], actor=principal.key_id)
             details["refunded_epsilon"] = _eps(row["epsilon"])  # as job.failed says it
-        record(session, tenant=row["tenant"], actor=principal.actor, action="job.cancelled",
-               subject_type="job", subject_id=job_id, dataset_id=row["dataset_id"],
-               details=details)
+        record_job(session, row, actor=principal.actor, action="job.cancelled", details=details)
     elif row["status"] == "running":
         if not row["cancel_requested"]:  # asked again: the same answer, no second event
             repository.request_cancel(session, job_id)
-            record(session, tenant=row["tenant"], actor=principal.actor, action="job.cancel_requested",
-                   subject_type="job", subject_id=job_id, dataset_id=row["dataset_id"])
+            record_job(session, row, actor=principal.actor, action="job.cancel_requested")
     else:
         raise Conflict(f"job {job_id} has already finished ({row['status']})")
     return to_response(session, repository.get(session, job_id), principal)
@@ -277,7 +274,6 @@ def retry(session: Session, principal: Principal, job_id: uuid.UUID) -> dict[str
     debited = budgets.debit_again_if_refunded(session, job=row, actor=principal.key_id)
     repository.requeue_for_retry(session, job_id)
     queue.enqueue(session, job_id, row["tenant"])
-    record(session, tenant=row["tenant"], actor=principal.actor, action="job.retried",
-           subject_type="job", subject_id=job_id, dataset_id=row["dataset_id"],
-           details=None if debited is None else {"epsilon_debited": debited})
+    record_job(session, row, actor=principal.actor, action="job.retried",
+               details=None if debited is None else {"epsilon_debited": debited})
     return to_response(session, repository.get(session, job_id), principal)

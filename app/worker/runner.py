@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from app import isolation
-from app.audit.service import record
+from app.audit.service import record_job
 from app.blobs import repository as blobs
 from app.budgets import service as budgets
 from app.config import get_settings
@@ -90,9 +90,8 @@ def execute(job_id: uuid.UUID, shutting_down: Callable[[], bool] = _never) -> No
         if job is None:
             log.info("job %s is not queued; delivery ignored", job_id)
             return
-        record(session, tenant=job["tenant"], actor="worker", action="job.started",
-               subject_type="job", subject_id=job_id, dataset_id=job["dataset_id"],
-               details={"attempt": job["attempt"], "worker": WORKER_ID})
+        record_job(session, job, actor="worker", action="job.started",
+                   details={"attempt": job["attempt"], "worker": WORKER_ID})
         inputs = _load_inputs(session, job)
     t1 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="veil-job-") as tmp:
@@ -284,9 +283,7 @@ def _finish(job, inputs: dict[str, Any], outcome: dict[str, Any]) -> dict[str, s
                 budgets.refund(session, dataset_id=row["dataset_id"], job_id=job["id"],
                                method=row["method"], epsilon=row["epsilon"], actor=row["created_by"])
                 details["refunded_epsilon"] = jsonable(float(row["epsilon"]))  # ∞ as "Infinity"
-        record(session, tenant=job["tenant"], actor="worker", action=action, subject_type="job",
-               subject_id=job["id"], dataset_id=job["dataset_id"], release_id=job["release_id"],
-               details=details)
+        record_job(session, job, actor="worker", action=action, details=details)
     return error
 
 
