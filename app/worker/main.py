@@ -11,11 +11,12 @@ import threading
 
 from procrastinate.exceptions import ConnectorException
 
-from app.audit.service import record
+from app.audit.service import record_job
 from app.config import get_settings
 from app.db import transaction
 from app.jobs import repository as jobs_repo
 from app.ops import repository as ops_repo
+from app.version import code_version
 from app.worker import queue, runner
 
 log = logging.getLogger("veil.worker")
@@ -40,20 +41,17 @@ def reap_stalled(stall_timeout_s: float) -> None:
     with transaction() as session:
         for job in jobs_repo.requeue_stalled(session, stall_timeout_s):
             queue.enqueue(session, job["id"], job["tenant"])
-            record(session, tenant=job["tenant"], actor="worker", action="job.requeued",
-                   subject_type="job", subject_id=job["id"], dataset_id=job["dataset_id"],
-                   details={"attempt": job["attempt"], "reason": "stalled"})
+            record_job(session, job, actor="worker", action="job.requeued",
+                       details={"attempt": job["attempt"], "reason": "stalled"})
         for job in jobs_repo.orphaned_queued(session, stall_timeout_s):
             if job["queue_status"] == "doing":
                 queue.finish_entry(session, job["queue_job_id"], "failed")
             queue.enqueue(session, job["id"], job["tenant"])
-            record(session, tenant=job["tenant"], actor="worker", action="job.requeued",
-                   subject_type="job", subject_id=job["id"], dataset_id=job["dataset_id"],
-                   details={"attempt": job["attempt"], "reason": "queue entry lost"})
+            record_job(session, job, actor="worker", action="job.requeued",
+                       details={"attempt": job["attempt"], "reason": "queue entry lost"})
         for job in jobs_repo.fail_stalled(session, stall_timeout_s):
-            record(session, tenant=job["tenant"], actor="worker", action="job.failed",
-                   subject_type="job", subject_id=job["id"], dataset_id=job["dataset_id"],
-                   details={"attempt": job["attempt"], "error": "stalled"})
+            record_job(session, job, actor="worker", action="job.failed",
+                       details={"attempt": job["attempt"], "error": "stalled"})
         queue.fail_abandoned(session, stall_timeout_s)
 
 
@@ -85,7 +83,8 @@ def run() -> None:
     stop = threading.Event()
     threading.Thread(target=beat_and_reap, args=(stop,), daemon=True, name="heartbeat").start()
     app = queue.worker_app()
-    log.info("worker %s starting", runner.WORKER_ID)
+    # read now, not at the first release: the checkout may have moved on by then
+    log.info("worker %s starting (code %s)", runner.WORKER_ID, code_version())
     _handle_stop_signals_after_the_first()
     try:
         # the queue's own worker heartbeat on our schedule: fail_abandoned reads it with our
