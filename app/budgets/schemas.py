@@ -19,8 +19,9 @@ class BudgetUpdate(BaseModel):
 class BudgetEntry(BaseModel):
     job_id: uuid.UUID
     method: str
-    kind: str = Field(..., description="debit (at acceptance) or refund (a job cancelled "
-                      "before it ran, or refused as invalid input before drawing randomness)")
+    kind: Literal["debit", "refund"] = Field(..., description="debit (at acceptance) or refund (a job "
+                                             "cancelled before it ran, or refused as invalid input "
+                                             "before drawing randomness)")
     epsilon: Epsilon
     actor: str
     at: datetime

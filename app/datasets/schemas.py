@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.datasets.schema import ColumnRole, ColumnType
+from app.privacy.registry import DataShape
 
 
 class Column(BaseModel):
@@ -29,7 +30,7 @@ class DatasetSummary(BaseModel):
     id: uuid.UUID
     name: str
     format: str
-    shape: str = Field(..., description="table | transactions")
+    shape: DataShape
     rows: int
     column_count: int
     sha256: str = Field(..., description="SHA-256 of the uploaded bytes")

@@ -1,19 +1,22 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+from app.privacy.registry import DataShape
 
 
 class Method(BaseModel):
     name: str
     family: str
-    kind: str = Field(..., description="release | analysis | experiment")
+    kind: Literal["release", "analysis", "experiment"]
     summary: str
     guarantee: str
     paper: str
-    sources: list[str] = Field(..., description="what a job may name as input: dataset, release, none")
-    shapes: list[str] = Field(..., description="table, transactions")
+    sources: list[Literal["dataset", "release", "none"]] = Field(
+        ..., description="what a job may name as input")
+    shapes: list[DataShape] = Field(..., description="the inputs it takes")
     epsilon_debited: bool = Field(..., description="whether the job's ε is debited from the budget")
     params_schema: dict[str, Any]
     docs: str

@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from app.privacy.registry import DataShape
+
 
 class Provenance(BaseModel):
     input_sha256: str = Field(..., description="SHA-256 of the uploaded dataset the chain starts from")
@@ -28,7 +30,7 @@ class ReleaseSummary(BaseModel):
     guarantees: dict[str, Any] = Field(..., description="exactly what the code delivered: notion, "
                                        "private, epsilon (\"Infinity\" when unbounded), per-column figures")
     metrics: dict[str, Any]
-    shape: str
+    shape: DataShape
     rows: int
     provenance: Provenance
     links: dict[str, str]

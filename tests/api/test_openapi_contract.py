@@ -240,3 +240,18 @@ def test_every_page_declares_items_and_next_as_always_present(spec):
     assert {"LedgerPage", "JobPage", "AuditPage"} <= set(pages)
     for name, schema in pages.items():
         assert {"items", "next"} <= set(schema.get("required", [])), name
+
+
+def test_fixed_vocabularies_in_answers_are_enums(spec):
+    """A data shape, a method's kind, sources and shapes, and a ledger entry's kind were bare
+    strings whose values only a description listed (clientgen acceptance check)."""
+    schemas = spec["components"]["schemas"]
+    shape = {"$ref": "#/components/schemas/DataShape"}
+    assert schemas["DataShape"]["enum"] == ["table", "transactions"]
+    for name in ("Dataset", "DatasetSummary", "Release", "ReleaseSummary"):
+        assert schemas[name]["properties"]["shape"] == shape, name
+    method = schemas["Method"]["properties"]
+    assert method["kind"]["enum"] == ["release", "analysis", "experiment"]
+    assert method["sources"]["items"]["enum"] == ["dataset", "release", "none"]
+    assert method["shapes"]["items"] == shape
+    assert schemas["BudgetEntry"]["properties"]["kind"]["enum"] == ["debit", "refund"]
