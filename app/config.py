@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -67,6 +68,16 @@ class Settings(BaseSettings):
         if value and not value.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
             raise ValueError("must be a postgresql:// URL")
         return value or None  # set but empty: embedded mode, as when unset
+
+    @field_validator("dev_api_key")
+    @classmethod
+    def _key_shape(cls, value: str | None) -> str | None:
+        # a key is found by its prefix (app.auth.service): any other string was refused only
+        # once `veil serve` had migrated, in a traceback
+        if value and not re.fullmatch(r"veil_[^_]{1,16}_.+", value, re.DOTALL):
+            raise ValueError("must look like veil_<prefix>_<secret>: a prefix of 1 to 16 characters "
+                             "without '_', then a secret")
+        return value or None
 
     @field_validator("log_level")
     @classmethod

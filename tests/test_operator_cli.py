@@ -34,6 +34,9 @@ def _veil(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.Co
     ({"VEIL_LOG_LEVEL": "verbose"}, "VEIL_LOG_LEVEL"),
     ({"DATABASE_URL": "mysql://db/veil"}, "DATABASE_URL"),
     ({"VEIL_STALL_TIMEOUT_S": "1", "VEIL_HEARTBEAT_INTERVAL_S": "2"}, "VEIL_STALL_TIMEOUT_S"),
+    # not a key's shape: `veil serve` migrated, then stopped in a traceback (provenance check)
+    ({"VEIL_DEV_API_KEY": "my-dev-key"}, "VEIL_DEV_API_KEY"),
+    ({"VEIL_DEV_API_KEY": "veil_prefix-longer-than-16_secret"}, "VEIL_DEV_API_KEY"),
 ])
 def test_a_bad_setting_is_named_in_one_line(tmp_path, env, named):
     done = _veil("keys", "list", env={"VEIL_DATA_DIR": str(tmp_path), **env})
