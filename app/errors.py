@@ -28,13 +28,14 @@ class VeilError(Exception):
     status: int = 400
     title: str = "Bad request"
     slug: str = "bad-request"
+    default_headers: dict[str, str] = {}
 
     def __init__(self, detail: str, *, errors: list[dict[str, Any]] | None = None,
                  headers: dict[str, str] | None = None) -> None:
         super().__init__(detail)
         self.detail = detail
         self.errors = errors
-        self.headers = headers
+        self.headers = {**self.default_headers, **(headers or {})} or None
 
     def problem(self, instance: str | None) -> ProblemDetail:
         return ProblemDetail(type=f"https://veil.dev/problems/{self.slug}", title=self.title,
@@ -101,6 +102,7 @@ class InternalError(VeilError):
 
 class ServiceUnavailable(VeilError):
     status, title, slug = 503, "Service unavailable", "service-unavailable"
+    default_headers = {"Retry-After": "2"}  # every 503 is a passing state: the database, the load
 
 
 class FrameworkError(VeilError):
@@ -140,8 +142,12 @@ def problem_response(status: int) -> dict[str, Any]:
     media type the error handler actually sends (not FastAPI's default application/json)."""
     description, cls, detail = _DECLARED[status]
     example = cls(detail).problem(None).model_dump(exclude_none=True)
-    return {"description": description,
-            "content": {PROBLEM_MEDIA: {"schema": PROBLEM_SCHEMA, "example": example}}}
+    out: dict[str, Any] = {"description": description,
+                           "content": {PROBLEM_MEDIA: {"schema": PROBLEM_SCHEMA, "example": example}}}
+    if cls.default_headers.get("Retry-After"):
+        out["headers"] = {"Retry-After": {"description": "seconds to wait before retrying",
+                                          "schema": {"type": "integer"}}}
+    return out
 
 
 # Declared on every route so the OpenAPI document lists the problem responses.

@@ -235,8 +235,7 @@ def create_app() -> FastAPI:
     @app.exception_handler(OperationalError)
     @app.exception_handler(InterfaceError)
     async def database_down(request: Request, exc: DBAPIError):
-        return _problem(ServiceUnavailable("the database is unavailable; retry later",
-                                           headers={"Retry-After": "2"}), request)
+        return _problem(ServiceUnavailable("the database is unavailable; retry later"), request)
 
     @app.exception_handler(DataError)
     async def value_refused(request: Request, exc: DataError):

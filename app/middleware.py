@@ -208,8 +208,7 @@ class InFlightLimit:
         try:
             await asyncio.wait_for(sem.acquire(), self.wait_s)
         except TimeoutError:
-            return await _send_problem(send, scope, ServiceUnavailable(
-                "the service is busy; retry later"), {b"retry-after": b"2"})
+            return await _send_problem(send, scope, ServiceUnavailable("the service is busy; retry later"))
         try:
             await self.app(scope, receive, send)
         finally:
@@ -221,7 +220,9 @@ async def _send_413(send, scope, limit: int) -> None:
         f"the request body is larger than the limit of {limit} bytes"), {b"connection": b"close"})
 
 
-async def _send_problem(send, scope, error: VeilError, headers: dict[bytes, bytes]) -> None:
+async def _send_problem(send, scope, error: VeilError, headers: dict[bytes, bytes] | None = None) -> None:
+    headers = {**{k.lower().encode("latin-1"): v.encode("latin-1") for k, v in (error.headers or {}).items()},
+               **(headers or {})}
     body = json.dumps(error.problem(scope["path"]).model_dump(exclude_none=True)).encode()
     await send({"type": "http.response.start", "status": error.status,
                 "headers": [(b"content-type", b"application/problem+json"),

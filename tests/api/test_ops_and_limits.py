@@ -102,3 +102,26 @@ def test_hierarchy_files_have_their_own_limit(make_key, monkeypatch):
     domain = ["x", "y"] + [f"category-{i}" for i in range(200)]
     r = small.put(f"/v1/datasets/{ds['id']}/schema", headers=auth(headers), json={"b": {"categories": domain}})
     assert r.status_code == 200, r.text
+
+
+def test_every_503_says_when_to_retry_and_the_document_declares_it(client, owner, monkeypatch):
+    """The session dependency's 503 (the database went away while a request ran) had no
+    Retry-After, the handler's and the busy limit's did; and the document declared none
+    (clientgen acceptance check)."""
+    from sqlalchemy.exc import OperationalError
+
+    from app import deps
+
+    def gone(session):
+        raise OperationalError("COMMIT", {}, Exception("server closed the connection"))
+
+    monkeypatch.setattr(deps.Session, "commit", gone)
+    r = client.get("/v1/datasets", headers={"Authorization": owner["Authorization"]})
+    monkeypatch.undo()
+    assert r.status_code == 503 and r.headers["retry-after"] == "2", (r.status_code, r.headers)
+    doc = client.get("/openapi.json").json()
+    for path, ops in doc["paths"].items():
+        for verb, op in ops.items():
+            declared = op["responses"].get("503")
+            if declared and path != "/readyz":
+                assert declared["headers"]["Retry-After"]["schema"] == {"type": "integer"}, (verb, path)
