@@ -19,6 +19,9 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
     dev_api_key: str | None = None
+    # the commit stamped on releases (app/version.py; default: the git checkout's). Bounded: a
+    # release's code_version column holds 64 characters, and a longer one failed every release
+    commit: str | None = Field(None, max_length=40, pattern=r"^[0-9A-Za-z][0-9A-Za-z._-]*$")
     workers: int = Field(2, ge=0)  # worker processes started by `veil serve` in embedded mode
     # API processes (uvicorn workers) behind one port: one process uses at most one core.
     api_processes: int = Field(2, ge=1, le=64)

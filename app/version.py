@@ -3,7 +3,6 @@ git checkout, the commit — with `.dirty` when the package's tracked files diff
 
 from __future__ import annotations
 
-import os
 import subprocess
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
@@ -19,7 +18,9 @@ def code_version() -> str:
         base = version("veil")
     except PackageNotFoundError:
         base = "0"
-    commit = os.environ.get("VEIL_COMMIT") or checkout_commit(Path(__file__).parent)
+    from app.config import get_settings
+
+    commit = get_settings().commit or checkout_commit(Path(__file__).parent)
     return f"{base}+{commit}" if commit else base
 
 

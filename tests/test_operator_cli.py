@@ -37,6 +37,9 @@ def _veil(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.Co
     # not a key's shape: `veil serve` migrated, then stopped in a traceback (provenance check)
     ({"VEIL_DEV_API_KEY": "my-dev-key"}, "VEIL_DEV_API_KEY"),
     ({"VEIL_DEV_API_KEY": "veil_prefix-longer-than-16_secret"}, "VEIL_DEV_API_KEY"),
+    # longer than a release's code_version holds: every release failed to store (provenance check)
+    ({"VEIL_COMMIT": "c" * 41}, "VEIL_COMMIT"),
+    ({"VEIL_COMMIT": "abc def"}, "VEIL_COMMIT"),
 ])
 def test_a_bad_setting_is_named_in_one_line(tmp_path, env, named):
     done = _veil("keys", "list", env={"VEIL_DATA_DIR": str(tmp_path), **env})
