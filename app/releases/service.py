@@ -48,6 +48,8 @@ def store(session: Session, *, job, encoded: dict[str, Any], input_sha256: str,
            release_id=release_id,
            details={"job_id": str(job["id"]), "method": job["method"],
                     "output_sha256": output_sha256,
+                    # a chained release's source (the event's release_id is the new release)
+                    **({"source_release_id": str(source_release["id"])} if source_release is not None else {}),
                     "epsilon": encoded["guarantees"].get("epsilon"),
                     "private": encoded["guarantees"].get("private"),
                     # the uploaded hierarchies the release was generalized with (by column)

@@ -252,10 +252,10 @@ def _finish(job, inputs: dict[str, Any], outcome: dict[str, Any]) -> dict[str, s
             error = {"type": "input_deleted", "message": "the dataset was deleted while the job ran; "
                      "nothing is released from its purged data"}
         if error is None:
-            _store(session, row, inputs, outcome)
+            made = _store(session, row, inputs, outcome)
             jobs_repo.finish(session, job["id"], "succeeded", stage="done")
             _fault_point("exit_before_commit")
-            action, details = "job.succeeded", {"attempt": job["attempt"]}
+            action, details = "job.succeeded", {"attempt": job["attempt"], **made}
         elif error["type"] == "cancelled" or row["cancel_requested"]:
             jobs_repo.finish(session, job["id"], "cancelled",
                              error={"type": "cancelled", "message": "cancelled while running"},
@@ -311,13 +311,15 @@ def _refundable(row, error: dict[str, Any], outcome: dict[str, Any]) -> bool:
             and row["epsilon"] is not None)
 
 
-def _store(session, job, inputs: dict[str, Any], encoded: dict[str, Any]) -> None:
+def _store(session, job, inputs: dict[str, Any], encoded: dict[str, Any]) -> dict[str, str]:
+    """Store the result; returns what the job made ({"release_id": …} or report_id, model_id)."""
     if encoded["kind"] == "release":
         uses_hierarchies = registry.get(job["method"]).family == "anonymity"
-        releases_service.store(session, job=job, encoded=encoded, input_sha256=inputs["input_sha256"],
-                               source_release=inputs["source_release"],
-                               hierarchies_sha256=inputs["hierarchies_sha256"] if uses_hierarchies else {})
+        made = releases_service.store(session, job=job, encoded=encoded, input_sha256=inputs["input_sha256"],
+                                      source_release=inputs["source_release"],
+                                      hierarchies_sha256=inputs["hierarchies_sha256"] if uses_hierarchies else {})
     elif encoded["kind"] == "report":
-        reports_service.store(session, job=job, encoded=encoded)
+        made = reports_service.store(session, job=job, encoded=encoded)
     else:
-        models_service.store(session, job=job, encoded=encoded)
+        made = models_service.store(session, job=job, encoded=encoded)
+    return {f"{encoded['kind']}_id": str(made)}

@@ -33,3 +33,23 @@ def test_every_event_of_a_job_on_a_release_is_listed_under_that_release(client, 
     everything = events()
     assert ("job.started" in {a for _, a in everything}) and ("job.retried" in {a for _, a in everything})
     assert events(release_id=release) == everything
+
+
+def test_a_succeeded_job_names_what_it_made_and_a_chained_release_its_source(client, make_key, workers):
+    """The trail linked a job to its release, and a chained release to its source, only through
+    the job id (provenance acceptance check's observation)."""
+    owner = make_key("owner")
+    ds = upload(client, owner, b"b,c\n" + b"".join(b"%s,%s\n" % (b"xy"[i % 2:i % 2 + 1], b"uvw"[i % 3:i % 3 + 1])
+                                                   for i in range(60)), "c.csv").json()
+    first = wait_job(client, owner, submit(client, owner, "errph", {"columns": ["b"]}, dataset_id=ds["id"]).json()["id"])
+    source = first["result"]["release_ids"][0]
+    second = wait_job(client, owner, submit(client, owner, "errph", {"columns": ["c"]}, release_id=source).json()["id"])
+    chained = second["result"]["release_ids"][0]
+    report = wait_job(client, owner, submit(client, owner, "reconstruct", {"plots": False}, release_id=chained).json()["id"])
+    items = client.get("/v1/audit", headers=auth(owner), params={"limit": 1000}).json()["items"]
+    details = {(e["subject"], e["action"]): e["details"] for e in items}
+    assert details[(first["id"], "job.succeeded")]["release_id"] == source
+    assert details[(second["id"], "job.succeeded")]["release_id"] == chained
+    assert details[(report["id"], "job.succeeded")]["report_id"] == report["result"]["report_id"]
+    assert details[(chained, "release.created")]["source_release_id"] == source
+    assert "source_release_id" not in details[(source, "release.created")]
