@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Annotated
 
 from fastapi import APIRouter, Query
@@ -14,7 +14,7 @@ from app.auth.service import tenant_scope
 from app.auth.schemas import Role
 from app.deps import OffLoopRoute, SessionDep
 from app import pagination
-from app.errors import Forbidden, problem_responses
+from app.errors import Forbidden, Unprocessable, problem_responses
 from app.openapi_parts import Cursor
 
 router = APIRouter(prefix="/v1/audit", tags=["audit"], route_class=OffLoopRoute)
@@ -48,6 +48,9 @@ def list_audit(
     event's `position`) passes `settled=true`, and misses none."""
     if principal.role == Role.analyst:
         raise Forbidden("the audit trail is readable by owners and admins")
+    if since is not None and until is not None and _utc(since) > _utc(until):
+        raise Unprocessable(f"since ({since.isoformat()}) is after until ({until.isoformat()}): "
+                            "no event can be in that range")
     tenant = tenant_scope(principal, tenant)
     after = pagination.decode_position(cursor)
     rows = repository.list_events(session, tenant=tenant, dataset_id=dataset_id,
@@ -56,3 +59,8 @@ def list_audit(
     return AuditPage(**pagination.position_page(rows, limit, lambda r: AuditEvent(
         subject=r["subject_id"], position=pagination.position(r),
         **{k: v for k, v in r.items() if k not in ("subject_id", "txn")})))
+
+
+def _utc(moment: datetime) -> datetime:
+    """A time without an offset is UTC (as the database reads it)."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)

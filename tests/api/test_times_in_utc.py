@@ -33,3 +33,16 @@ def test_times_are_utc_and_a_naive_time_is_read_as_utc(client, make_key, server_
     ids = lambda **q: [e["id"] for e in client.get("/v1/audit", headers=auth(key), params=q).json()["items"]]  # noqa: E731
     assert event["id"] in ids(until=later.isoformat())
     assert event["id"] not in ids(since=later.isoformat())
+
+
+def test_a_since_after_until_is_named_not_an_empty_page(client, owner):
+    """It answered 200 with no events (provenance acceptance check); a naive and an aware time
+    compare as UTC."""
+    from tests.support.api import assert_problem
+
+    r = client.get("/v1/audit", headers=auth(owner),
+                   params={"since": "2026-01-02T00:00:00", "until": "2026-01-01T23:00:00+00:00"})
+    assert_problem(r, 422, "since (2026-01-02T00:00:00) is after until (2026-01-01T23:00:00+00:00)")
+    same = client.get("/v1/audit", headers=auth(owner),
+                      params={"since": "2026-01-02T00:00:00", "until": "2026-01-02T01:00:00+01:00"})
+    assert same.status_code == 200 and same.json()["items"] == []  # an empty range, not a reversed one
