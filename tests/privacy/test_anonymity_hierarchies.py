@@ -153,3 +153,13 @@ def test_a_group_named_like_another_rows_value_is_ambiguous():
         "ambiguous: 'F'; rename the group(s)"]
     assert hierarchy_problems(parse_arx_hierarchy("M;M;*\nF;F;*\n"), ["M", "F"]) == []  # to itself
     assert hierarchy_problems(parse_arx_hierarchy("M;any;*\nF;any;*\n"), ["M", "F"]) == []
+
+
+def test_a_value_equal_to_the_root_is_not_an_ambiguous_group():
+    """A column that an earlier k-anonymity step generalized holds '*', and its flat hierarchy is
+    then '*;*' beside 'White;*': the root is named like a data value. A released '*' ("any
+    value") is true of every record, so that is no ambiguity; it was refused, and every job on a
+    Mondrian release failed (acceptance check, through the API)."""
+    assert hierarchy_problems(flat_hierarchy(["White", "*", "Black"]), ["White", "*", "Black"]) == []
+    assert hierarchy_problems(parse_arx_hierarchy("a;g;*\n*;*;*\n"), ["a", "*"]) == []
+    assert hierarchy_problems(parse_arx_hierarchy("a;*;*\n*;g;*\n"), ["a", "*"]) != []  # '*' is a group here

@@ -142,10 +142,14 @@ def hierarchy_problems(hierarchy: pd.DataFrame, values: Iterable) -> list[str]:
         if len(multi) > MAX_NAMED:
             problems.append(f"(and {len(multi) - MAX_NAMED} more values with two parents at level {level})")
     # A group named like a data value of another row: a released 'F' could then be the value F
-    # or the group that holds M. (A value generalizing to itself, F;F;*, is unambiguous.)
+    # or the group that holds M. (A value generalizing to itself, F;F;*, is unambiguous.) The
+    # root is exempt: "any value" is true of every record, a value '*' too — and a column that
+    # an earlier k-anonymity step generalized holds '*' beside the values it kept.
     leaf_set = set(leaves)
-    clashes = sorted({str(label) for row, leaf in zip(rows[:, 1:], leaves) for label in row
-                      if str(label) in leaf_set and str(label) != leaf})
+    clashes = sorted({str(label) for row, leaf in zip(rows[:, 1:], leaves)
+                      for j, label in enumerate(row)
+                      if str(label) in leaf_set and str(label) != leaf
+                      and not (j == len(row) - 1 and str(label) == ROOT)})
     if clashes:
         problems.append(f"{len(clashes)} group label(s) equal to a data value of another row, so a "
                         f"released label would be ambiguous: {_named(clashes)}; rename the group(s)")
