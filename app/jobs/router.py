@@ -48,7 +48,7 @@ def list_jobs(principal: AnyPrincipal, session: SessionDep,
               tenant: Annotated[str | None, Query(description="admins only: another tenant's jobs")] = None,
               cursor: Cursor = None, limit: PageSize = 50) -> JobPage:
     """Jobs of the caller's tenant (admins: of every tenant), newest first."""
-    return JobPage(**service.list_page(session, principal, status=status, method=method,
+    return JobPage(**service.list_page(session, principal, status=status and status.value, method=method,
                                        dataset_id=dataset_id, release_id=release_id, tenant=tenant, cursor=cursor, limit=limit))
 
 

@@ -4,6 +4,7 @@ built from the registry: each method's params model validates its ``params``."""
 from __future__ import annotations
 
 import uuid
+from enum import Enum
 from datetime import datetime
 from typing import Annotated, Any, Literal, Union
 
@@ -39,7 +40,15 @@ JobRequest = build_request_union()
 # "Infinity" as a one-value enum, not a const: generated clients parse a union of a number and
 # a const string as the const alone (openapi-python-client refused every finite ε)
 Unbounded = Annotated[Literal["Infinity"], WithJsonSchema({"type": "string", "enum": ["Infinity"]})]
-JobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+# A named type, so answers and the list filter share it in the document (an inline Literal
+# made generated clients define two enums for it)
+class JobStatus(str, Enum):
+    """A job's state: queued, running, then one of succeeded, failed or cancelled."""
+    queued = "queued"
+    running = "running"
+    succeeded = "succeeded"
+    failed = "failed"
+    cancelled = "cancelled"
 
 
 class JobError(BaseModel):
