@@ -42,9 +42,13 @@ def decode_id(cursor: str | None) -> int | None:
 
 
 def decode_position(cursor: str | None) -> tuple[int, int] | None:
-    """A `next` cursor of the audit trail: ``<txn>.<id>``, an event's ``position``."""
+    """A `next` cursor of the audit trail: ``<txn>.<id>``, an event's ``position``. A bare id is
+    the `next` of a version before migration 0003, which gave the events of that time txn 0: a
+    follower that kept one across the upgrade resumes after that event."""
     if cursor is None:
         return None
+    if _bigint(cursor):
+        return 0, int(cursor)
     parts = cursor.split(".")
     if len(parts) != 2 or not all(_bigint(part) for part in parts):
         raise Unprocessable("cursor must be the `next` value of a previous page")

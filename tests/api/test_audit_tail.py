@@ -5,6 +5,7 @@ already listed)."""
 
 from __future__ import annotations
 
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from app.audit.service import record
@@ -41,6 +42,22 @@ def test_an_event_that_commits_late_is_not_passed_by_a_cursor(client, owner):
 
 
 def test_a_cursor_that_is_not_a_position_is_refused(client, owner):
-    for bad in ("12", "1.x", "1.2.3", "-1.2", f"{2**63}.1"):
+    for bad in ("1.x", "1.2.3", "-1.2", "-12", f"{2**63}.1", str(2**63)):
         assert_problem(client.get("/v1/audit", headers=auth(owner), params={"cursor": bad}), 422,
                        "cursor must be the `next` value of a previous page")
+
+
+def test_a_cursor_kept_from_before_positions_resumes_after_its_event(client, owner):
+    """Before migration 0003 a page's `next` was its last event's id, and the events written then
+    were given txn 0: a follower that kept such a cursor across the upgrade resumes after that
+    event (it was refused as not a `next` value — which it was — and the follower was stuck)."""
+    with get_engine().begin() as conn:  # two events as an older version wrote them
+        old = [conn.execute(text(
+            "INSERT INTO audit_events (tenant, actor, action, subject_type, subject_id, details, txn) "
+            "VALUES (:tenant, 'system', 'budget.set', 'dataset', :subject, '{}', 0) RETURNING id"),
+            {"tenant": owner["X-Tenant"], "subject": subject}).scalar_one() for subject in ("old1", "old2")]
+    upload(client, owner, b"a\n1\n2\n", "after.csv")
+    events = _after(client, owner, str(old[0]))
+    assert (events[0]["subject"], events[0]["position"]) == ("old2", f"0.{old[1]}")
+    assert events[-1]["action"] == "dataset.uploaded"
+    assert old[0] not in [e["id"] for e in events]
