@@ -13,8 +13,9 @@ from procrastinate.exceptions import ConnectorException
 
 from app.audit.service import record_job
 from app.config import get_settings
-from app.db import transaction
+from app.db import get_engine, transaction
 from app.jobs import repository as jobs_repo
+from app.migrate import schema_mismatch
 from app.ops import repository as ops_repo
 from app.version import code_version
 from app.worker import queue, runner
@@ -26,12 +27,30 @@ def beat_and_reap(stop: threading.Event) -> None:
     settings = get_settings()
     while not stop.is_set():
         try:
+            _stop_if_schema_changed()
             with transaction() as session:
                 ops_repo.heartbeat(session, runner.WORKER_ID, socket.gethostname(), os.getpid())
             reap_stalled(settings.stall_timeout_s)
         except Exception as exc:  # the database may be briefly away; keep beating
             log.warning("heartbeat failed: %s", type(exc).__name__)
         stop.wait(settings.heartbeat_interval_s)
+
+
+_schema_changed = threading.Event()
+
+
+def _stop_if_schema_changed() -> None:
+    """The database migrated under this worker (an upgrade that did not stop the old workers
+    first): it stops as on SIGTERM — the running job has its grace period, then is queued again
+    — and exits with status 3. An old worker took jobs against a newer schema and failed them,
+    charged, with internal errors (the upgrade acceptance check)."""
+    if _schema_changed.is_set():
+        return
+    problem = schema_mismatch(get_engine())
+    if problem is not None:
+        _schema_changed.set()
+        log.error("%s; this worker stops taking jobs and exits", problem)
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def reap_stalled(stall_timeout_s: float) -> None:
@@ -79,6 +98,10 @@ def lower_priority(increment: int) -> None:
 
 def run() -> None:
     settings = get_settings()
+    problem = schema_mismatch(get_engine())
+    if problem is not None:  # before taking any job
+        log.error("%s; the worker does not start", problem)
+        raise SystemExit(3)
     runner.warm_up()  # before the first heartbeat: a worker counts as ready once it can take jobs
     stop = threading.Event()
     threading.Thread(target=beat_and_reap, args=(stop,), daemon=True, name="heartbeat").start()
@@ -102,3 +125,5 @@ def run() -> None:
         raise SystemExit(1) from None
     finally:
         stop.set()
+    if _schema_changed.is_set():
+        raise SystemExit(3)
