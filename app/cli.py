@@ -32,11 +32,15 @@ def _database_ready(owner: bool = False):
 
 
 def cmd_migrate(_args) -> None:
-    from app.migrate import upgrade
+    from app.db import get_engine
+    from app.migrate import current_revision, upgrade
 
     _database_ready(owner=True)  # no PostgreSQL left running after it
+    before = current_revision(get_engine())
     upgrade()
-    print("migrations applied")
+    after = current_revision(get_engine())
+    print(f"already at migration {after}: nothing to do" if before == after
+          else f"migrated from {before or 'an empty database'} to {after}")
 
 
 def _dev_key(settings, *, embedded: bool) -> str | None:

@@ -62,7 +62,10 @@ def test_a_new_data_dir_asks_for_migrate_and_keeps_no_postgresql_running(tmp_pat
     listed = _veil("keys", "list", env=env)
     assert listed.returncode != 0 and "Traceback" not in listed.stderr, listed.stderr
     assert "veil migrate" in listed.stderr
-    assert _veil("migrate", env=env).returncode == 0
+    migrated = _veil("migrate", env=env)
+    assert migrated.returncode == 0 and migrated.stdout.startswith("migrated from an empty database to "), migrated.stdout
+    again = _veil("migrate", env=env)  # it said "migrations applied" when nothing was
+    assert again.returncode == 0 and "nothing to do" in again.stdout, again.stdout
     created = _veil("keys", "create", "--tenant", "acme", "--role", "owner", env=env)
     assert created.returncode == 0 and created.stdout.startswith("veil_")
     left = [p.pid for p in psutil.process_iter(["cmdline"]) if str(tmp_path) in " ".join(p.info["cmdline"] or [])]
