@@ -70,6 +70,14 @@ class Settings(BaseSettings):
     def _postgres_url(cls, value: str | None) -> str | None:
         if value and not value.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
             raise ValueError("must be a postgresql:// URL")
+        if value:
+            from sqlalchemy.engine import make_url
+
+            try:  # a port that is not a number was a traceback from the first connection
+                make_url(value)
+            except ValueError:  # never the URL in the message: it holds the password
+                raise ValueError("cannot be read as postgresql://user:password@host:port/database "
+                                 "(the port must be a number)") from None
         return value or None  # set but empty: embedded mode, as when unset
 
     @field_validator("dev_api_key")

@@ -50,8 +50,20 @@ def to_sqlalchemy_url(url: str) -> str:
     raise ValueError("DATABASE_URL must be a postgresql:// URL")
 
 
-def to_libpq_url(url: str) -> str:
-    return "postgresql://" + url.split("://", 1)[1]
+def to_libpq_conninfo(url: str) -> str:
+    """libpq's key=value conninfo of the URL as SQLAlchemy reads it. The queue (procrastinate)
+    was handed the URL itself, and libpq reads some URLs SQLAlchemy takes differently: with
+    a '/' in the password (base64 passwords hold them) it took 'user:pass' for 'host:port', so
+    the API and the workers' heartbeats connected and the queue never did."""
+    from psycopg.conninfo import make_conninfo
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    params = {"host": parsed.host, "port": parsed.port, "user": parsed.username,
+              "password": parsed.password, "dbname": parsed.database}
+    for name, value in parsed.query.items():  # host=/socket/dir, sslmode, …
+        params[name] = value[-1] if isinstance(value, tuple) else value
+    return make_conninfo(**{name: value for name, value in params.items() if value is not None})
 
 
 @lru_cache

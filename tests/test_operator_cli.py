@@ -48,6 +48,16 @@ def test_a_bad_setting_is_named_in_one_line(tmp_path, env, named):
     assert not (tmp_path / "pg").exists()  # refused before anything started
 
 
+def test_an_unreadable_database_url_is_one_line_without_its_password(tmp_path):
+    """A port that is not a number was a 40-line traceback from the first connection (topology
+    acceptance check); the message names the variable, never its value (it holds the password)."""
+    done = _veil("keys", "list", env={"VEIL_DATA_DIR": str(tmp_path),
+                                      "DATABASE_URL": "postgresql://veil:secret@127.0.0.1:notaport/veil"})
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr and "DATABASE_URL" in done.stderr, done.stderr
+    assert "secret" not in done.stderr and "notaport" not in done.stderr
+
+
 def test_an_unreachable_database_is_one_line(tmp_path):
     done = _veil("migrate", env={"DATABASE_URL": "postgresql://veil:secret@127.0.0.1:1/veil"})
     assert done.returncode != 0

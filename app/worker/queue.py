@@ -13,7 +13,7 @@ import procrastinate
 from procrastinate import sql
 from sqlalchemy.orm import Session
 
-from app.db import database_url, to_libpq_url
+from app.db import database_url, to_libpq_conninfo
 from app.jobs import repository as jobs_repo
 
 TASK_NAME = "veil.run_job"
@@ -33,15 +33,18 @@ def _register(app: procrastinate.App) -> procrastinate.App:
     return app
 
 
+def conninfo() -> str:
+    """The database of DATABASE_URL as the SQLAlchemy engine reads it."""
+    return to_libpq_conninfo(database_url())
+
+
 @lru_cache
 def defer_app() -> procrastinate.App:
-    return _register(procrastinate.App(
-        connector=procrastinate.SyncPsycopgConnector(conninfo=to_libpq_url(database_url()))))
+    return _register(procrastinate.App(connector=procrastinate.SyncPsycopgConnector(conninfo=conninfo())))
 
 
 def worker_app() -> procrastinate.App:
-    return _register(procrastinate.App(
-        connector=procrastinate.PsycopgConnector(conninfo=to_libpq_url(database_url()))))
+    return _register(procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=conninfo())))
 
 
 def _driver_connection(session: Session):
