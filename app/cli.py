@@ -364,6 +364,9 @@ def main(argv: list[str] | None = None) -> None:
 
     args = build_parser().parse_args(argv)
     _check_settings()
+    # which part of Veil a connection belongs to, in pg_stat_activity (libpq reads PGAPPNAME;
+    # `veil serve` passes its own to the workers it starts, so each command sets its own)
+    os.environ["PGAPPNAME"] = {"serve": "veil-api", "worker": "veil-worker"}.get(args.command, "veil-cli")
     try:
         args.fn(args)
     except (OperationalError, ProgrammingError) as exc:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import func, select, text
+from sqlalchemy import delete, func, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
@@ -17,6 +17,11 @@ def heartbeat(session: Session, worker_id: str, host: str, pid: int) -> None:
     session.execute(pg_insert(worker_heartbeats).values(worker_id=worker_id, host=host, pid=pid)
                     .on_conflict_do_update(index_elements=[worker_heartbeats.c.worker_id],
                                            set_={"seen_at": func.now()}))
+
+
+def forget_worker(session: Session, worker_id: str) -> None:
+    """A worker that stops cleanly leaves /readyz's count at once (not after its row ages out)."""
+    session.execute(delete(worker_heartbeats).where(worker_heartbeats.c.worker_id == worker_id))
 
 
 def live_workers(session: Session, within_seconds: float) -> int:

@@ -104,7 +104,8 @@ def run() -> None:
         raise SystemExit(3)
     runner.warm_up()  # before the first heartbeat: a worker counts as ready once it can take jobs
     stop = threading.Event()
-    threading.Thread(target=beat_and_reap, args=(stop,), daemon=True, name="heartbeat").start()
+    beat = threading.Thread(target=beat_and_reap, args=(stop,), daemon=True, name="heartbeat")
+    beat.start()
     app = queue.worker_app()
     # read now, not at the first release: the checkout may have moved on by then
     log.info("worker %s starting (code %s)", runner.WORKER_ID, code_version())
@@ -125,5 +126,11 @@ def run() -> None:
         raise SystemExit(1) from None
     finally:
         stop.set()
+        beat.join(10)  # its last beat must not bring the row back
+        try:
+            with transaction() as session:
+                ops_repo.forget_worker(session, runner.WORKER_ID)
+        except Exception as exc:  # the database is away: the row ages out instead
+            log.warning("could not remove this worker's heartbeat: %s", type(exc).__name__)
     if _schema_changed.is_set():
         raise SystemExit(3)

@@ -16,6 +16,8 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
+from sqlalchemy.exc import InterfaceError, OperationalError
+
 from app import isolation
 from app.audit.service import record_job
 from app.blobs import repository as blobs
@@ -98,7 +100,7 @@ def execute(job_id: uuid.UUID, shutting_down: Callable[[], bool] = _never) -> No
         outcome = _run_child(job, inputs, Path(tmp), shutting_down)
         t2 = time.perf_counter()
         try:
-            error = _finish(job, inputs, outcome)
+            error = _finish_when_the_database_answers(job, inputs, outcome)
             _fault_point("exit_after_commit")
         except Fenced:
             error = None
@@ -177,8 +179,7 @@ def _run_child(job, inputs: dict[str, Any], tmp: Path, shutting_down: Callable[[
             now = time.monotonic()
             if now >= next_beat:
                 next_beat = now + settings.heartbeat_interval_s / 2
-                with transaction() as session:
-                    cancel = jobs_repo.heartbeat(session, job["id"], job["attempt"], progress, stage)
+                cancel = _beat(job, progress, stage)
                 if cancel is None:
                     failure = {"type": "fenced", "message": "attempt fenced off"}
                     break
@@ -202,8 +203,7 @@ def _run_child(job, inputs: dict[str, Any], tmp: Path, shutting_down: Callable[[
                 break
         if failure is None:  # the stage the child ended on ("storing the result"), while the result is stored
             progress, stage = _drain(progress_q, progress, stage)
-            with transaction() as session:
-                jobs_repo.heartbeat(session, job["id"], job["attempt"], progress, stage)
+            _beat(job, progress, stage)
     finally:
         if proc.is_alive():
             proc.kill()
@@ -218,6 +218,36 @@ def _run_child(job, inputs: dict[str, Any], tmp: Path, shutting_down: Callable[[
     with open(result_path, "rb") as f:
         out = pickle.load(f)
     return out if "error" in out else out["ok"]
+
+
+def _beat(job, progress: float, stage: str) -> bool | None:
+    """The attempt's heartbeat: cancel_requested, None when the attempt was fenced off, False
+    when the database did not answer — the job runs on (one failed heartbeat killed its process
+    and lost its work; the stall timeout still applies: if the database stays away that long, a
+    reaper requeues the job and this attempt's result is fenced off)."""
+    try:
+        with transaction() as session:
+            return jobs_repo.heartbeat(session, job["id"], job["attempt"], progress, stage)
+    except (OperationalError, InterfaceError) as exc:
+        log.warning("job %s attempt %s: heartbeat failed (%s); the job runs on", job["id"],
+                    job["attempt"], type(exc).__name__)
+        return False
+
+
+def _finish_when_the_database_answers(job, inputs: dict[str, Any], outcome: dict[str, Any]) -> dict[str, str] | None:
+    """_finish, retried while the database is away, for up to the stall timeout: the result of
+    a long job is not thrown away for a blip (after the stall timeout a reaper may have given
+    the job a new attempt, and this one is fenced off anyway)."""
+    deadline = time.monotonic() + get_settings().stall_timeout_s
+    while True:
+        try:
+            return _finish(job, inputs, outcome)
+        except (OperationalError, InterfaceError) as exc:
+            if time.monotonic() > deadline:
+                raise
+            log.warning("job %s attempt %s: storing the outcome failed (%s); retrying", job["id"],
+                        job["attempt"], type(exc).__name__)
+            time.sleep(1.0)
 
 
 def _drain(q, progress: float, stage: str) -> tuple[float, str]:

@@ -42,9 +42,16 @@ def test_a_job_that_ends_within_the_grace_period_succeeds_on_its_attempt(client,
     headers, ds = owner_and_dataset
     job = submit(client, headers, "diag_sleep", {"seconds": 1.0}, dataset_id=ds["id"]).json()
     wait_job(client, headers, job["id"], until={"running"})
-    assert _stop(workers, workers.pid_of_job(job["id"]), twice=True) == 0
+    pid = workers.pid_of_job(job["id"])
+    with transaction() as s:  # its connections are named in pg_stat_activity
+        names = s.execute(text("SELECT DISTINCT application_name FROM pg_stat_activity WHERE "
+                               "application_name LIKE 'veil-%'")).scalars().all()
+    assert "veil-worker" in names, names
+    assert _stop(workers, pid, twice=True) == 0
     done = client.get(f"/v1/jobs/{job['id']}", headers=auth(headers)).json()
     assert done["status"] == "succeeded" and done["attempt"] == 1, done
+    with transaction() as s:  # a clean exit leaves /readyz's count at once (the row aged out in 10 s)
+        assert s.execute(text("SELECT count(*) FROM worker_heartbeats WHERE pid = :p"), {"p": pid}).scalar_one() == 0
 
 
 def test_a_job_still_running_after_the_grace_period_is_queued_again_without_using_an_attempt(
@@ -67,3 +74,42 @@ def test_a_job_still_running_after_the_grace_period_is_queued_again_without_usin
     assert done["status"] == "succeeded" and done["attempt"] == 2, done
     with transaction() as s:  # the stopped attempt was given back
         assert s.execute(text("SELECT max_attempts FROM jobs WHERE id = :j"), {"j": job["id"]}).scalar_one() == 4
+
+
+def test_a_heartbeat_the_database_does_not_answer_leaves_the_job_running(monkeypatch):
+    """One failed heartbeat killed the job's process and lost its work; the job then waited for
+    the stall timeout and used an attempt (topology acceptance check, PostgreSQL restarted)."""
+    from contextlib import contextmanager
+
+    from sqlalchemy.exc import OperationalError
+
+    from app.worker import runner
+
+    @contextmanager
+    def away():
+        raise OperationalError("UPDATE jobs", {}, Exception("server closed the connection"))
+        yield
+
+    monkeypatch.setattr(runner, "transaction", away)
+    assert runner._beat({"id": "j", "attempt": 1}, 0.5, "running") is False  # not None: not fenced
+
+
+def test_storing_an_outcome_is_retried_while_the_database_is_away(monkeypatch):
+    """A long job's result was lost to a blip at its final commit (then retried from scratch
+    after the stall timeout); the commit is now retried for up to that timeout."""
+    from sqlalchemy.exc import OperationalError
+
+    from app.worker import runner
+
+    calls = []
+
+    def finish(job, inputs, outcome):
+        calls.append(1)
+        if len(calls) < 3:
+            raise OperationalError("COMMIT", {}, Exception("server closed the connection"))
+        return None
+
+    monkeypatch.setattr(runner, "_finish", finish)
+    monkeypatch.setattr(runner.time, "sleep", lambda s: None)
+    assert runner._finish_when_the_database_answers({"id": "j", "attempt": 1}, {}, {}) is None
+    assert len(calls) == 3
