@@ -356,6 +356,21 @@ def _check_settings() -> None:
             name = str(error["loc"][0])
             lines.append(f"veil: {name if name.isupper() else 'VEIL_' + name.upper()}: {message}")
         raise SystemExit("\n".join(lines)) from None
+    _check_plugins()
+
+
+def _check_plugins() -> None:
+    """VEIL_PLUGINS names modules every process imports with the registry: one that cannot be
+    found sent `veil serve`'s API processes into a restart loop, a traceback each time."""
+    import importlib.util
+
+    for name in filter(None, (n.strip() for n in os.environ.get("VEIL_PLUGINS", "").split(","))):
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise SystemExit(f"veil: VEIL_PLUGINS: no module named {name!r} (on this Python's path)")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -40,6 +40,8 @@ def _veil(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.Co
     # longer than a release's code_version holds: every release failed to store (provenance check)
     ({"VEIL_COMMIT": "c" * 41}, "VEIL_COMMIT"),
     ({"VEIL_COMMIT": "abc def"}, "VEIL_COMMIT"),
+    # a module that is not there: the API processes restarted in a loop, a traceback each time
+    ({"VEIL_PLUGINS": "no_such_veil_plugin"}, "VEIL_PLUGINS"),
 ])
 def test_a_bad_setting_is_named_in_one_line(tmp_path, env, named):
     done = _veil("keys", "list", env={"VEIL_DATA_DIR": str(tmp_path), **env})

@@ -27,8 +27,10 @@ class JobCollector:
                 counts = repository.counts_by_status(session)
                 outcomes = repository.outcome_counts(session)
                 depth = repository.queue_depth(session)
-        except Exception:
+        except Exception:  # the database is away: say so, rather than drop the job figures silently
+            yield GaugeMetricFamily("veil_database_up", "1 when the database answered this scrape", value=0)
             return
+        yield GaugeMetricFamily("veil_database_up", "1 when the database answered this scrape", value=1)
         jobs = GaugeMetricFamily("veil_jobs", "jobs by state", labels=["status"])
         for status in ("queued", "running", "succeeded", "failed", "cancelled"):
             jobs.add_metric([status], counts.get(status, 0))

@@ -25,6 +25,7 @@ def test_healthz_readyz_metrics(client):
     client.get("/v1/methods")
     metrics = client.get("/metrics").text
     assert 'veil_jobs{status="queued"}' in metrics and "veil_queue_depth" in metrics
+    assert "veil_database_up 1.0" in metrics
     assert 'veil_request_duration_seconds_count{method="GET",route="/v1/methods",status="200"}' in metrics
 
 
@@ -125,3 +126,15 @@ def test_every_503_says_when_to_retry_and_the_document_declares_it(client, owner
             declared = op["responses"].get("503")
             if declared and path != "/readyz":
                 assert declared["headers"]["Retry-After"]["schema"] == {"type": "integer"}, (verb, path)
+
+
+def test_metrics_say_when_the_database_did_not_answer(client, monkeypatch):
+    """The job figures vanished from /metrics during an outage, unsaid (topology acceptance check)."""
+    from app.jobs import repository
+
+    def away(session):
+        raise RuntimeError("the database is away")
+
+    monkeypatch.setattr(repository, "counts_by_status", away)
+    metrics = client.get("/metrics").text
+    assert "veil_database_up 0.0" in metrics and "veil_jobs{" not in metrics
