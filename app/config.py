@@ -9,6 +9,10 @@ from pathlib import Path
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+# Upload slots per API process the connection pool has room for (app/db.py): a larger
+# VEIL_MAX_CONCURRENT_UPLOADS was accepted and silently served as this many.
+MAX_UPLOAD_SLOTS = 8
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="VEIL_", extra="ignore")
@@ -41,7 +45,7 @@ class Settings(BaseSettings):
     # Uploads stream in without holding a database connection or a general request slot; at
     # most this many per API process receive at once, and one whose body stalls this long
     # between two chunks is answered 408 (a slow client cannot pin the service).
-    max_concurrent_uploads: int = Field(4, ge=1, le=64)
+    max_concurrent_uploads: int = Field(4, ge=1, le=MAX_UPLOAD_SLOTS)
     body_idle_timeout_s: float = Field(30.0, gt=0)
     # An upload is read in a child process (app/datasets/isolated.py), killed when it needs
     # more memory than this (413) or takes longer (422): the API process keeps none of it.

@@ -18,7 +18,7 @@ from pathlib import Path
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
-from app.config import get_settings
+from app.config import MAX_UPLOAD_SLOTS, get_settings
 
 log = logging.getLogger("veil.db")
 
@@ -78,7 +78,7 @@ def database_url() -> str:
 # (middleware.InFlightLimit), fewer than the threads of the thread pool (anyio's 40).
 # Of those, up to UPLOAD_CONNECTIONS serve uploads (their own slots, see InFlightLimit).
 POOL_SIZE, POOL_OVERFLOW = 34, 0
-UPLOAD_CONNECTIONS = 8
+UPLOAD_CONNECTIONS = MAX_UPLOAD_SLOTS
 
 
 @lru_cache

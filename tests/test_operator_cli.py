@@ -42,6 +42,8 @@ def _veil(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.Co
     ({"VEIL_COMMIT": "abc def"}, "VEIL_COMMIT"),
     # a module that is not there: the API processes restarted in a loop, a traceback each time
     ({"VEIL_PLUGINS": "no_such_veil_plugin"}, "VEIL_PLUGINS"),
+    # more upload slots than the connection pool has room for were served as 8, unsaid (docsync check)
+    ({"VEIL_MAX_CONCURRENT_UPLOADS": "9"}, "VEIL_MAX_CONCURRENT_UPLOADS"),
 ])
 def test_a_bad_setting_is_named_in_one_line(tmp_path, env, named):
     done = _veil("keys", "list", env={"VEIL_DATA_DIR": str(tmp_path), **env})
