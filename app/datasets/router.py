@@ -114,7 +114,8 @@ def generate_dataset(body: SyntheticRequest, response: Response, principal: Owne
 @router.get("", response_model=DatasetPage, responses=problem_responses(401, 403, 422, 503))
 def list_datasets(principal: OwnerPrincipal, session: SessionDep,
                   cursor: Cursor = None, limit: PageSize = 50) -> DatasetPage:
-    """The tenant's datasets, newest first (paginated by `next`)."""
+    """The tenant's datasets, newest first (paginated by `next`): summaries that count the columns
+    (`column_count`); a dataset's columns are at GET /v1/datasets/{id}."""
     return DatasetPage(**service.list_page(session, principal, cursor, limit))
 
 

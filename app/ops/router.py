@@ -53,5 +53,6 @@ def readyz():
             responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}},
                              "description": "Prometheus text format"}})
 def metrics() -> Response:
-    """Prometheus metrics: request latency, jobs by state, job durations, queue depth."""
+    """Prometheus metrics: request latency, jobs by state, queue depth, finished jobs by method and
+    outcome and their durations, and whether the database answered (`veil_database_up`)."""
     return Response(render(), media_type="text/plain; version=0.0.4; charset=utf-8")

@@ -23,7 +23,8 @@ def list_releases(principal: ReaderPrincipal, session: SessionDep,
                   dataset_id: Annotated[uuid.UUID | None, Query(description="releases made from this dataset")] = None,
                   method: Annotated[str | None, Query(description="releases of this method"), AfterValidator(known_method)] = None,
                   cursor: Cursor = None, limit: PageSize = 50) -> ReleasePage:
-    """The tenant's releases, newest first, paginated by `next` (as datasets and jobs are)."""
+    """The tenant's releases, newest first, paginated by `next` (as datasets and jobs are): summaries
+    with guarantees and provenance; a release's metadata, chain and columns are at its URL."""
     return ReleasePage(**service.list_page(session, principal, dataset_id=dataset_id, method=method,
                                            cursor=cursor, limit=limit))
 
