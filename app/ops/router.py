@@ -30,7 +30,9 @@ def healthz() -> Health:
 
 
 @router.get("/readyz", response_model=Readiness,
-            responses={503: {"model": Readiness, "description": "not ready: the failing checks say why"}})
+            responses={503: {"model": Readiness, "description": "not ready: the failing checks say why",
+                             "headers": {"Retry-After": {"description": "seconds to wait before asking again",
+                                                         "schema": {"type": "integer"}}}}})
 def readyz():
     """Ready: the database answers, migrations are at head, a worker heartbeat is recent."""
     checks: dict[str, str] = {}
@@ -46,7 +48,7 @@ def readyz():
         checks.setdefault("database", f"unavailable ({type(exc).__name__})")
     ready = all(v.startswith("ok") for v in checks.values()) and len(checks) == 3
     body = Readiness(status="ready" if ready else "not ready", checks=checks)
-    return body if ready else JSONResponse(body.model_dump(), status_code=503)
+    return body if ready else JSONResponse(body.model_dump(), status_code=503, headers={"Retry-After": "2"})
 
 
 @router.get("/metrics", response_class=Response,

@@ -301,13 +301,7 @@ def run_ppnb_train(data: MethodInput, params: PPNBParams, ctx: RunContext) -> Mo
         raise MethodInputError("ppnb_train needs a table release")
     label, features = _label_and_features(params, data.columns)
     require_two_classes(data.frame, label)
-    randomization = release_randomization(data.source)
-    opaque = [f for f in features if isinstance(randomization.get(f), Opaque)]
-    if opaque:
-        raise MethodInputError(f"column {opaque[0]!r} was changed by {randomization[opaque[0]].method}, "
-                               "which PPNB cannot invert; leave it out of 'features'")
-    if label in randomization:
-        raise MethodInputError(f"the label {label!r} was randomized; PPNB needs the class untouched")
+    randomization = _invertible_chain(label, features, data.source)
     ctx.progress(0.1, "fitting")
     try:
         model = PPNBClassifier(randomization={f: randomization[f] for f in features if f in randomization},
@@ -326,8 +320,22 @@ def run_ppnb_train(data: MethodInput, params: PPNBParams, ctx: RunContext) -> Mo
     return ModelResult(model=model, metadata=meta, metrics=training_rows(data.frame, label))
 
 
+def _invertible_chain(label: str, features: list[str], source: SourceRelease | None) -> dict[str, Any]:
+    """The chain's channel per column, refused when PPNB cannot invert a feature's or the label
+    was randomized (both known from the release's metadata alone: checked at submission too)."""
+    randomization = release_randomization(source)
+    opaque = [f for f in features if isinstance(randomization.get(f), Opaque)]
+    if opaque:
+        raise MethodInputError(f"column {opaque[0]!r} was changed by {randomization[opaque[0]].method}, "
+                               "which PPNB cannot invert; leave it out of 'features'")
+    if label in randomization:
+        raise MethodInputError(f"the label {label!r} was randomized; PPNB needs the class untouched")
+    return randomization
+
+
 def _check_train(params: TrainParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
-    _label_and_features(params, columns, None)
+    # a randomized label failed the job after it was accepted (docs acceptance check)
+    _invertible_chain(*_label_and_features(params, columns, None), source)
 
 
 register(MethodSpec(

@@ -147,6 +147,9 @@ def test_ppnb_train_refuses_a_randomized_label_and_names_bad_columns(toy):
     rel = as_release_input(toy, run_errph(toy, e, ctx()), "errph", e)
     with pytest.raises(MethodInputError, match="label 'cls' was randomized"):
         run_ppnb_train(rel, PPNBParams(), ctx())
+    # known from the release's metadata: refused at submission (it failed as a job)
+    with pytest.raises(MethodInputError, match="label 'cls' was randomized"):
+        get("ppnb_train").validate_against(PPNBParams(), rel.columns, rel.source)
     with pytest.raises(MethodInputError, match="unknown feature column 'nope'"):
         run_ppnb_train(rel, PPNBParams(features=["nope"]), ctx())
 
