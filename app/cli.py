@@ -184,7 +184,10 @@ class WorkerPool:
         self.stopping = threading.Event()
 
     def _spawn(self) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "app", "worker"], env=os.environ.copy())
+        env = os.environ.copy()
+        if env.get("PGAPPNAME") == _APPLICATION_NAMES["serve"]:  # ours, not the operator's
+            env["PGAPPNAME"] = _APPLICATION_NAMES["worker"]
+        return subprocess.Popen([sys.executable, "-m", "app", "worker"], env=env)
 
     def start(self) -> None:
         self.procs = [self._spawn() for _ in range(self.size)]
@@ -373,6 +376,9 @@ def _check_plugins() -> None:
             raise SystemExit(f"veil: VEIL_PLUGINS: no module named {name!r} (on this Python's path)")
 
 
+_APPLICATION_NAMES = {"serve": "veil-api", "worker": "veil-worker"}
+
+
 def main(argv: list[str] | None = None) -> None:
     from psycopg.errors import UndefinedTable
     from sqlalchemy.exc import OperationalError, ProgrammingError
@@ -380,8 +386,8 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     _check_settings()
     # which part of Veil a connection belongs to, in pg_stat_activity (libpq reads PGAPPNAME;
-    # `veil serve` passes its own to the workers it starts, so each command sets its own)
-    os.environ["PGAPPNAME"] = {"serve": "veil-api", "worker": "veil-worker"}.get(args.command, "veil-cli")
+    # an operator's own PGAPPNAME is kept)
+    os.environ.setdefault("PGAPPNAME", _APPLICATION_NAMES.get(args.command, "veil-cli"))
     try:
         args.fn(args)
     except (OperationalError, ProgrammingError) as exc:
