@@ -184,10 +184,7 @@ class WorkerPool:
         self.stopping = threading.Event()
 
     def _spawn(self) -> subprocess.Popen:
-        env = os.environ.copy()
-        if env.get("PGAPPNAME") == _APPLICATION_NAMES["serve"]:  # ours, not the operator's
-            env["PGAPPNAME"] = _APPLICATION_NAMES["worker"]
-        return subprocess.Popen([sys.executable, "-m", "app", "worker"], env=env)
+        return subprocess.Popen([sys.executable, "-m", "app", "worker"], env=os.environ.copy())
 
     def start(self) -> None:
         self.procs = [self._spawn() for _ in range(self.size)]
@@ -385,9 +382,11 @@ def main(argv: list[str] | None = None) -> None:
 
     args = build_parser().parse_args(argv)
     _check_settings()
-    # which part of Veil a connection belongs to, in pg_stat_activity (libpq reads PGAPPNAME;
-    # an operator's own PGAPPNAME is kept)
-    os.environ.setdefault("PGAPPNAME", _APPLICATION_NAMES.get(args.command, "veil-cli"))
+    # which part of Veil a connection belongs to, in pg_stat_activity (libpq reads PGAPPNAME).
+    # An operator's own name is kept; one of ours is inherited (`veil serve` starts its
+    # workers, a test process ran a command in-process) and replaced by this command's.
+    if os.environ.get("PGAPPNAME") in (None, "", "veil-cli", *_APPLICATION_NAMES.values()):
+        os.environ["PGAPPNAME"] = _APPLICATION_NAMES.get(args.command, "veil-cli")
     try:
         args.fn(args)
     except (OperationalError, ProgrammingError) as exc:

@@ -144,3 +144,23 @@ def test_compose_containers_without_the_api_do_not_inherit_its_healthcheck():
             assert re.search(r"healthcheck:\n\s+disable: true", block), name
     for name in ("api", "worker"):
         assert "restart: unless-stopped" in services[name], name
+
+
+@pytest.mark.parametrize("inherited, expected", [(None, "veil-worker"), ("veil-api", "veil-worker"),
+                                                 ("veil-cli", "veil-worker"), ("ops-team", "ops-team")])
+def test_a_command_names_its_connections_and_keeps_an_operators_name(monkeypatch, inherited, expected):
+    """The names are libpq's PGAPPNAME: one of Veil's own, inherited (veil serve → its workers,
+    or a test process that ran a command in-process), is replaced; an operator's is kept."""
+    from app import cli
+
+    if inherited is None:
+        monkeypatch.delenv("PGAPPNAME", raising=False)
+    else:
+        monkeypatch.setenv("PGAPPNAME", inherited)
+    monkeypatch.setitem(cli.__dict__, "_check_settings", lambda: None)
+    parser = cli.build_parser()
+    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    ran = []
+    monkeypatch.setattr(parser, "parse_args", lambda argv: type("A", (), {"command": "worker", "fn": ran.append})())
+    cli.main(["worker"])
+    assert ran and os.environ["PGAPPNAME"] == expected
