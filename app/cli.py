@@ -373,7 +373,7 @@ def _check_plugins() -> None:
             raise SystemExit(f"veil: VEIL_PLUGINS: no module named {name!r} (on this Python's path)")
 
 
-_APPLICATION_NAMES = {"serve": "veil-api", "worker": "veil-worker"}
+_APPLICATION_NAMES = {"serve": "veil-api", "worker": "veil-worker", "cli": "veil-cli"}  # "cli": every other command
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -385,8 +385,8 @@ def main(argv: list[str] | None = None) -> None:
     # which part of Veil a connection belongs to, in pg_stat_activity (libpq reads PGAPPNAME).
     # An operator's own name is kept; one of ours is inherited (`veil serve` starts its
     # workers, a test process ran a command in-process) and replaced by this command's.
-    if os.environ.get("PGAPPNAME") in (None, "", "veil-cli", *_APPLICATION_NAMES.values()):
-        os.environ["PGAPPNAME"] = _APPLICATION_NAMES.get(args.command, "veil-cli")
+    if os.environ.get("PGAPPNAME") in (None, "", *_APPLICATION_NAMES.values()):
+        os.environ["PGAPPNAME"] = _APPLICATION_NAMES.get(args.command, _APPLICATION_NAMES["cli"])
     try:
         args.fn(args)
     except (OperationalError, ProgrammingError) as exc:

@@ -100,9 +100,16 @@ class InternalError(VeilError):
     status, title, slug = 500, "Internal server error", "internal"
 
 
+# Every 503 is a passing state (the database, the load, readiness): each says when to ask again,
+# and the OpenAPI document declares the header wherever a 503 is declared.
+RETRY_AFTER = {"Retry-After": "2"}
+RETRY_AFTER_DECLARED = {"Retry-After": {"description": "seconds to wait before retrying",
+                                        "schema": {"type": "integer"}}}
+
+
 class ServiceUnavailable(VeilError):
     status, title, slug = 503, "Service unavailable", "service-unavailable"
-    default_headers = {"Retry-After": "2"}  # every 503 is a passing state: the database, the load
+    default_headers = RETRY_AFTER
 
 
 class FrameworkError(VeilError):
@@ -144,9 +151,8 @@ def problem_response(status: int) -> dict[str, Any]:
     example = cls(detail).problem(None).model_dump(exclude_none=True)
     out: dict[str, Any] = {"description": description,
                            "content": {PROBLEM_MEDIA: {"schema": PROBLEM_SCHEMA, "example": example}}}
-    if cls.default_headers.get("Retry-After"):
-        out["headers"] = {"Retry-After": {"description": "seconds to wait before retrying",
-                                          "schema": {"type": "integer"}}}
+    if "Retry-After" in cls.default_headers:
+        out["headers"] = RETRY_AFTER_DECLARED
     return out
 
 

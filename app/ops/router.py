@@ -7,6 +7,7 @@ from pydantic import BaseModel
 from app.config import get_settings
 from app.db import get_engine, transaction
 from app.deps import OffLoopRoute
+from app.errors import RETRY_AFTER, RETRY_AFTER_DECLARED
 from app.migrate import current_revision, head_revision
 from app.ops import repository
 from app.ops.metrics import render
@@ -31,8 +32,7 @@ def healthz() -> Health:
 
 @router.get("/readyz", response_model=Readiness,
             responses={503: {"model": Readiness, "description": "not ready: the failing checks say why",
-                             "headers": {"Retry-After": {"description": "seconds to wait before asking again",
-                                                         "schema": {"type": "integer"}}}}})
+                             "headers": RETRY_AFTER_DECLARED}})
 def readyz():
     """Ready: the database answers, migrations are at head, a worker heartbeat is recent."""
     checks: dict[str, str] = {}
@@ -48,7 +48,7 @@ def readyz():
         checks.setdefault("database", f"unavailable ({type(exc).__name__})")
     ready = all(v.startswith("ok") for v in checks.values()) and len(checks) == 3
     body = Readiness(status="ready" if ready else "not ready", checks=checks)
-    return body if ready else JSONResponse(body.model_dump(), status_code=503, headers={"Retry-After": "2"})
+    return body if ready else JSONResponse(body.model_dump(), status_code=503, headers=RETRY_AFTER)
 
 
 @router.get("/metrics", response_class=Response,
