@@ -94,6 +94,9 @@ class Unprocessable(VeilError):
 
 class TooManyRequests(VeilError):
     status, title, slug = 429, "Too many requests", "too-many-requests"
+    # The tenant's cap on active jobs: a slot frees when one of its jobs finishes, which takes
+    # seconds, so a client that backs off this long retries about when one may have.
+    default_headers = {"Retry-After": "5"}
 
 
 class InternalError(VeilError):

@@ -189,7 +189,10 @@ def test_tenant_active_job_cap_holds_under_a_race(live, make_key):
         responses = racer.race(_auth(headers), body)
         statuses = collections.Counter(r.status_code for r in responses)
         assert statuses == {202: cap, 429: 10}, statuses
-        assert all("queued or running jobs" in r.json()["detail"] for r in responses if r.status_code == 429)
+        refused = [r for r in responses if r.status_code == 429]
+        assert all("queued or running jobs" in r.json()["detail"] for r in refused)
+        # A client that backs off needs to know for how long (RFC 6585 §4 allows Retry-After).
+        assert {r.headers.get("retry-after") for r in refused} == {"5"}
         active = c.get("/v1/jobs", params={"status": "queued", "limit": 200}, headers=_auth(headers)).json()
         assert len(active["items"]) == cap
     racer.close()
