@@ -63,6 +63,7 @@ class WorkerPool:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+        self.procs.clear()
 
 
 def _drain_leftovers() -> None:

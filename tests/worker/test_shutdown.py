@@ -57,6 +57,7 @@ def test_a_job_that_ends_within_the_grace_period_succeeds_on_its_attempt(client,
 def test_a_job_still_running_after_the_grace_period_is_queued_again_without_using_an_attempt(
         client, workers, owner_and_dataset):
     headers, ds = owner_and_dataset
+    workers.stop()  # one worker exactly, whatever the test before left: another would take the job back
     workers.add()
     workers.wait_ready()
     job = submit(client, headers, "diag_sleep", {"seconds": GRACE_S + 4}, dataset_id=ds["id"]).json()
