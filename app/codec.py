@@ -74,7 +74,9 @@ def parquet_to_transactions(data: bytes) -> TransactionData:
 def transactions_to_label_lists(tx: TransactionData, labels: list[str] | None = None) -> pa.ListArray:
     """One list of item labels per transaction (the stored form holds item codes); ``labels``
     replaces the release's labels (their JSON form, say)."""
-    words = pa.array(np.asarray(labels or tx.labels, dtype=object)[tx.indices].astype(str), type=pa.string())
+    # each label converted once, then taken by the item codes in Arrow: numpy text of every
+    # occurrence came back from pa.array in 16 MiB chunks, which ListArray refuses
+    words = pa.array(list(labels or tx.labels), type=pa.string()).take(np.asarray(tx.indices, dtype=np.int32))
     return pa.ListArray.from_arrays(pa.array(np.asarray(tx.indptr, dtype=np.int32)), words)
 
 
