@@ -68,7 +68,7 @@ def cancel_job(job_id: JobId, principal: AnyPrincipal, session: SessionDep) -> J
 
 
 @router.post("/{job_id}/retry", status_code=202, response_model=Job,
-             responses=problem_responses(401, 403, 404, 409, 422, 503))
+             responses=problem_responses(401, 403, 404, 409, 422, 429, 503))
 def retry_job(job_id: JobId, principal: AdminPrincipal, session: SessionDep) -> Job:
-    """Admins: run a failed job again."""
+    """Admins: run a failed job again (held to the tenant's cap of active jobs, like a submission)."""
     return Job(**service.retry(session, principal, job_id))

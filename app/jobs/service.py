@@ -165,17 +165,24 @@ def submit(session: Session, principal: Principal, req, idempotency_key: str | N
     # the locks are held until the request commits, so the less work after them, the less
     # concurrent submissions wait. Failing either rolls the whole submission back. The queue
     # entry is made under the tenant's lock: its fair priority depends on the tenant's others.
-    repository.lock_tenant_submissions(session, principal.tenant)
-    standing = repository.queue_standing(session, principal.tenant, job_id)
-    if standing[0] > settings.tenant_max_active_jobs:  # with this one
-        raise TooManyRequests(f"the tenant already has {settings.tenant_max_active_jobs} queued or "
-                              "running jobs; wait for some to finish")
-    queue.enqueue(session, job_id, principal.tenant, standing)
+    _enqueue_within_the_cap(session, principal.tenant, job_id)
     if epsilon is not None:
         budgets.debit(session, dataset_id=resolved.dataset_id, job_id=job_id, method=spec.name,
                       epsilon=epsilon, actor=principal.key_id)
     return to_response(session, row, principal,
                        results={"release_ids": [], "report_id": None, "model_id": None}), True
+
+
+def _enqueue_within_the_cap(session: Session, tenant: str, job_id: uuid.UUID) -> None:
+    """Queue the job (already counted as active) unless the tenant is over its cap of active
+    jobs; the per-tenant lock makes concurrent submissions and retries read the count in turn.
+    Take it before the budget row's lock, as every caller does, so the two never deadlock."""
+    cap = get_settings().tenant_max_active_jobs
+    repository.lock_tenant_submissions(session, tenant)
+    standing = repository.queue_standing(session, tenant, job_id)
+    if standing[0] > cap:  # with this one
+        raise TooManyRequests(f"the tenant already has {cap} queued or running jobs; wait for some to finish")
+    queue.enqueue(session, job_id, tenant, standing)
 
 
 RAW_DATA_MESSAGE = ("withheld: this job read the raw dataset and its message can describe the data "
@@ -271,9 +278,9 @@ def retry(session: Session, principal: Principal, job_id: uuid.UUID) -> dict[str
         if ds is None or ds["deleted_at"] is not None:
             raise Conflict(f"job {job_id} cannot run again: its dataset {row['dataset_id']} was deleted "
                            "and its data purged")
-    debited = budgets.debit_again_if_refunded(session, job=row, actor=principal.key_id)
     repository.requeue_for_retry(session, job_id)
-    queue.enqueue(session, job_id, row["tenant"])
+    _enqueue_within_the_cap(session, row["tenant"], job_id)
+    debited = budgets.debit_again_if_refunded(session, job=row, actor=principal.key_id)
     record_job(session, row, actor=principal.actor, action="job.retried",
                details=None if debited is None else {"epsilon_debited": debited})
     return to_response(session, repository.get(session, job_id), principal)

@@ -270,6 +270,29 @@ def test_retrying_a_job_that_kept_its_debit_debits_nothing(client, owner, make_k
     assert [e["kind"] for e in entries] == ["debit"]
 
 
+def test_a_retry_respects_the_tenants_active_job_cap(client, owner, make_key, monkeypatch):
+    """An admin's retry queued the job whatever the tenant already had active: retrying a
+    tenant's failed jobs in bulk passed the cap that its own submissions are held to."""
+    from app.config import get_settings
+
+    monkeypatch.setattr(get_settings(), "tenant_max_active_jobs", 2)
+    admin = make_key("admin")
+    ds = _binary_dataset(client, owner)
+    job = _failed_errph_job(client, owner, ds, "time_limit")
+    active = [submit(client, owner, "errph", {"p0": P0_FOR_06, "columns": ["b"]}, dataset_id=ds["id"])
+              for _ in range(2)]
+    assert [r.status_code for r in active] == [202, 202]
+
+    refused = client.post(f"/v1/jobs/{job['id']}/retry", headers=auth(admin))
+    assert_problem(refused, 429, "2 queued or running jobs")
+    assert refused.headers["retry-after"] == "5"
+    assert client.get(f"/v1/jobs/{job['id']}", headers=auth(owner)).json()["status"] == "failed"
+
+    assert client.post(f"/v1/jobs/{active[0].json()['id']}/cancel", headers=auth(owner)).status_code == 202
+    retried = client.post(f"/v1/jobs/{job['id']}/retry", headers=auth(admin))
+    assert retried.status_code == 202 and retried.json()["status"] == "queued", retried.text
+
+
 def test_a_job_whose_dataset_was_deleted_cannot_be_retried(client, owner, make_key):
     """It would only fail again as input_deleted (the data is purged): 409 naming why."""
     admin = make_key("admin")
