@@ -55,8 +55,18 @@ def test_random_floats_read_back_exactly_across_batches():
 def test_wide_tables_take_smaller_batches_and_lists_take_the_row_path():
     wide = pa.table({f"c{i}": pa.array(np.arange(1001.0)) for i in range(2000)})
     assert [b.count(b"\n") for b in jsonl_batches(wide)] == [1000, 1]
-    lists = pa.table({"items": pa.array([["a", "b c"], []])})
-    assert _parsed(b"".join(jsonl_batches(lists))) == [{"items": ["a", "b c"]}, {"items": []}]
+    dates = pa.table({"when": pa.array([0, 1], pa.date32())})
+    assert _parsed(b"".join(jsonl_batches(dates))) == [{"when": "1970-01-01"}, {"when": "1970-01-02"}]
+
+
+def test_lists_of_text_are_written_column_at_a_time_as_python_json_writes_them():
+    # a transaction set's JSON Lines went a row at a time: 9.5 s for 1,000,000 transactions
+    items = pa.array([["a", 'b "c"'], [], None, ["nl\nx", None, "ünï", ""], ["back\\slash"]] * 3)
+    lists = pa.table({"items": items, "n": pa.array(range(15))})
+    for table in (lists, lists.slice(3, 9)):  # a slice's list offsets do not start at 0
+        new = b"".join(jsonl_batches(table))
+        assert new == b"".join(_lines_row_by_row(b) for b in table.to_batches())
+        assert [r["items"] for r in _parsed(new)] == table.column("items").to_pylist()
 
 
 def test_large_string_columns_are_written_like_string_columns():
