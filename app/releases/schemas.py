@@ -10,7 +10,9 @@ from app.privacy.registry import DataShape
 
 
 class Provenance(BaseModel):
-    input_sha256: str = Field(..., description="SHA-256 of the uploaded dataset the chain starts from")
+    input_sha256: str = Field(..., description="SHA-256 of the uploaded dataset the chain starts from "
+                              "(owners only: a function of the raw data outside any ε, it is "
+                              "'withheld: …' for analysts)")
     output_sha256: str = Field(
         ..., description="SHA-256 of the release's Parquet download (GET …/data?format=parquet)")
     code_version: str

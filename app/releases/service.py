@@ -12,12 +12,17 @@ from sqlalchemy.orm import Session
 
 from app import codec, pagination
 from app.audit.service import record
-from app.auth.schemas import Principal
+from app.auth.schemas import Principal, Role
 from app.blobs import repository as blobs
 from app.downloads import check_spreadsheet_safe, download_details, encode_table
 from app.errors import NotFound
 from app.releases import repository
 from app.version import code_version
+
+
+WITHHELD_INPUT_SHA256 = ("withheld: the SHA-256 of the raw upload is a function of the raw data outside any ε "
+                        "(whoever knows the upload but for one record can test guesses of that record "
+                        "against it); the tenant's owners see it")
 
 
 def store(session: Session, *, job, encoded: dict[str, Any], input_sha256: str,
@@ -64,13 +69,20 @@ def get_row(session: Session, principal: Principal, release_id: uuid.UUID):
     return row
 
 
-def to_response(row) -> dict[str, Any]:
+def _input_sha256(row, principal: Principal) -> str:
+    """The hash of the raw upload for the tenant's owners (they hold the data); analysts, who
+    never get raw data, get the release without it, as they get a raw-data job's error
+    without its message (app/jobs/service.py)."""
+    return row["input_sha256"] if principal.role == Role.owner else WITHHELD_INPUT_SHA256
+
+
+def to_response(row, principal: Principal) -> dict[str, Any]:
     return {"id": row["id"], "job_id": row["job_id"], "dataset_id": row["dataset_id"],
             "source_release_id": row["source_release_id"], "method": row["method"],
             "params": row["params"], "guarantees": row["guarantees"], "metrics": row["metrics"],
             "metadata": row["metadata"], "chain": row["chain"], "shape": row["shape"],
             "rows": row["rows"], "columns": row["columns"],
-            "provenance": {"input_sha256": row["input_sha256"], "output_sha256": row["output_sha256"],
+            "provenance": {"input_sha256": _input_sha256(row, principal), "output_sha256": row["output_sha256"],
                            "code_version": row["code_version"], "created_by": str(row["created_by"]),
                            "created_at": row["created_at"], "job_id": str(row["job_id"])},
             "links": {"self": f"/v1/releases/{row['id']}",
@@ -78,23 +90,23 @@ def to_response(row) -> dict[str, Any]:
 
 
 def get(session: Session, principal: Principal, release_id: uuid.UUID) -> dict[str, Any]:
-    return to_response(get_row(session, principal, release_id))
+    return to_response(get_row(session, principal, release_id), principal)
 
 
 def list_page(session: Session, principal: Principal, *, dataset_id: uuid.UUID | None,
               method: str | None, cursor: str | None, limit: int) -> dict[str, Any]:
     rows = repository.list_page(session, principal.tenant, dataset_id=dataset_id, method=method,
                                 after=pagination.decode(cursor), limit=limit)
-    return pagination.page(rows, limit, summary)
+    return pagination.page(rows, limit, lambda row: summary(row, principal))
 
 
 _DETAIL_ONLY = ("metadata", "chain", "columns")
 
 
-def summary(row) -> dict[str, Any]:
+def summary(row, principal: Principal) -> dict[str, Any]:
     """A list's item: the release without what only its own URL answers (a reconstruction's
     metadata and the earlier steps grow with the data and the chain: 3-18 KB a release)."""
-    return {k: v for k, v in to_response(row).items() if k not in _DETAIL_ONLY}
+    return {k: v for k, v in to_response(row, principal).items() if k not in _DETAIL_ONLY}
 
 
 def download(session: Session, principal: Principal, release_id: uuid.UUID, fmt: str,
@@ -110,5 +122,5 @@ def download(session: Session, principal: Principal, release_id: uuid.UUID, fmt:
     return encode_table(payload, row["shape"], fmt, spreadsheet_safe)
 
 
-def metadata_json(row) -> str:
-    return json.dumps(to_response(row), default=str)
+def metadata_json(row, principal: Principal) -> str:
+    return json.dumps(to_response(row, principal), default=str)

@@ -5,9 +5,12 @@ transaction set it hashed the stored item codes, while the download holds the la
 from __future__ import annotations
 
 import hashlib
+import json
+import uuid
 
 import pytest
 
+from app.releases.service import WITHHELD_INPUT_SHA256
 from app.worker import runner
 from tests.support.api import auth, submit, upload
 
@@ -36,3 +39,25 @@ def test_output_sha256_is_that_of_the_parquet_download(client, owner, filename, 
     created = client.get("/v1/audit", headers=auth(owner),
                          params={"release_id": rid, "action": "release.created"}).json()["items"]
     assert [e["details"]["output_sha256"] for e in created] == [rel["provenance"]["output_sha256"]]
+
+
+def test_analysts_do_not_get_the_hash_of_the_raw_upload(client, make_key):
+    """input_sha256 is a function of the raw upload outside any ε: an analyst who knew the
+    upload but for one record's age found that age by hashing the 74 candidates (leakage
+    acceptance check, an mst release at ε = 1). The tenant's owners, who hold the data, still
+    see it; analysts get the release without it, as they get a raw-data job's error without
+    its message."""
+    tenant = f"t{uuid.uuid4().hex[:10]}"
+    owner, analyst = make_key("owner", tenant), make_key("analyst", tenant)
+    ds = upload(client, owner, TABLE, "t.csv").json()
+    job = submit(client, owner, "errph", {"p0": 0.5}, dataset_id=ds["id"])
+    runner.execute(job.json()["id"])
+    rid = client.get(f"/v1/jobs/{job.json()['id']}", headers=auth(owner)).json()["result"]["release_ids"][0]
+    raw = hashlib.sha256(TABLE).hexdigest()
+    assert client.get(f"/v1/releases/{rid}", headers=auth(owner)).json()["provenance"]["input_sha256"] == raw
+    seen = [client.get(f"/v1/releases/{rid}", headers=auth(analyst)).json(),
+            *client.get("/v1/releases", headers=auth(analyst)).json()["items"]]
+    for rel in seen:
+        assert raw not in json.dumps(rel)
+        assert rel["provenance"]["input_sha256"] == WITHHELD_INPUT_SHA256
+        assert rel["provenance"]["output_sha256"]  # what the analyst downloads can still be checked
