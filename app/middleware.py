@@ -18,6 +18,7 @@ from app.logging_setup import request_id_var
 from app.ops.metrics import REQUEST_LATENCY
 
 log = logging.getLogger("veil.http")
+PROBE_PATHS = frozenset({"/healthz", "/readyz"})
 
 
 class RequestContext:
@@ -47,8 +48,11 @@ class RequestContext:
             route = scope.get("route")
             template = getattr(route, "path", "unmatched")
             REQUEST_LATENCY.labels(scope["method"], template, str(status["code"])).observe(elapsed)
-            log.info("request", extra={"method": scope["method"], "path": template,
-                                       "status": status["code"], "duration_ms": round(elapsed * 1000, 2)})
+            # Probes (an orchestrator every few seconds, `veil serve`'s ready line twice a second
+            # while it starts) would bury the requests people read the log for; /metrics counts them.
+            level = logging.DEBUG if template in PROBE_PATHS else logging.INFO
+            log.log(level, "request", extra={"method": scope["method"], "path": template,
+                                             "status": status["code"], "duration_ms": round(elapsed * 1000, 2)})
             request_id_var.reset(token)
 
 

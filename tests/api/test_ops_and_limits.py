@@ -34,6 +34,19 @@ def test_request_id_is_echoed(client):
     assert r.headers["x-request-id"] == "abc123"
 
 
+def test_probes_are_logged_below_the_requests_people_read(client, caplog):
+    """`veil serve`'s ready line polls /readyz twice a second while it starts (40 INFO lines
+    before a newcomer's first request), an orchestrator every few seconds ever after."""
+    import logging
+
+    with caplog.at_level(logging.DEBUG, logger="veil.http"):
+        client.get("/readyz")
+        client.get("/healthz")
+        client.get("/v1/methods")
+    levels = {r.path: r.levelname for r in caplog.records if r.name == "veil.http"}
+    assert levels == {"/readyz": "DEBUG", "/healthz": "DEBUG", "/v1/methods": "INFO"}
+
+
 def test_body_limit_refuses_early_and_keeps_nothing(make_key, monkeypatch):
     from app.config import get_settings
     from app.main import create_app
