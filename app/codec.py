@@ -85,8 +85,6 @@ def transactions_table(tx: TransactionData, *, lists: bool) -> pa.Table:
     (CSV) — joined by spaces, FIMI's convention, when no label holds whitespace (item ids, most
     one-hot labels); else as a JSON array, since 'city=New York kind=a b' could not be split
     back. Vectorized over the transactions: only the labels are escaped one by one."""
-    import json
-
     import pyarrow.compute as pc
 
     if lists:

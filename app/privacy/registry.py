@@ -8,7 +8,6 @@ module of ``app.privacy`` so the registry is complete without a central list.
 from __future__ import annotations
 
 import importlib
-import math
 import os
 import pkgutil
 from collections.abc import Callable
@@ -201,7 +200,3 @@ def at_least_k_records(params: Any, rows: int, columns: list[ColumnInfo] | None 
     """A k-anonymous output needs k records at least (records dropped later only lower it)."""
     if rows < params.k:
         raise MethodInputError(f"the input has {rows} records, fewer than k = {params.k}")
-
-
-def finite_or_none(x: float) -> float | None:
-    return None if x is None or math.isinf(x) else float(x)

@@ -182,10 +182,6 @@ class NumericChannel:
         """∂x̂̄/∂ȳ: the product of 1/Ā over the steps (for the mean's standard error)."""
         return float(np.prod([1.0 / m[0] for m in self.moments])) if self.moments else 1.0
 
-    @property
-    def variance_gain(self) -> float:
-        return float(np.prod([1.0 / (m[0] ** 2 + m[1]) for m in self.moments])) if self.moments else 1.0
-
 
 # ----------------------------------------------------------------------------- the chain
 class Opaque:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -120,7 +119,3 @@ def download(session: Session, principal: Principal, release_id: uuid.UUID, fmt:
            subject_type="release", subject_id=release_id, dataset_id=row["dataset_id"],
            release_id=release_id, details=download_details(fmt, spreadsheet_safe))
     return encode_table(payload, row["shape"], fmt, spreadsheet_safe)
-
-
-def metadata_json(row, principal: Principal) -> str:
-    return json.dumps(to_response(row, principal), default=str)

@@ -14,7 +14,6 @@ import signal
 import traceback
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pyarrow.dataset  # noqa: F401  pandas imports it at the first Parquet read: ~0.1 s a job if not preloaded
 import pyarrow.parquet  # noqa: F401

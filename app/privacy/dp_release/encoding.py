@@ -200,14 +200,6 @@ class Encoding:
         cols = {p.name: p.decode(matrix[:, p.start:p.start + p.width]) for p in self.plans}
         return pd.DataFrame(cols, index=index)
 
-    def subset(self, names: set[str]) -> Encoding:
-        return Encoding([_copy(p) for p in self.plans if p.name in names])
-
-
-def _copy(plan: ColumnPlan) -> ColumnPlan:
-    return ColumnPlan(plan.name, plan.kind, plan.lo, plan.hi, plan.integer, plan.categories,
-                      plan.source, plan.info)
-
 
 # ---------------------------------------------------------------------------- planning
 def released_columns(columns: list[ColumnInfo], chosen: list[str] | None) -> list[ColumnInfo]:

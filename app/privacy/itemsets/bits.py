@@ -41,10 +41,6 @@ class BitMatrix:
     def n_segments(self) -> int:
         return len(self.seg_rows)
 
-    def segment_of_words(self) -> np.ndarray:
-        """The segment index of every word (for per-segment sums)."""
-        return np.repeat(np.arange(self.n_segments), np.diff(self.seg_words))
-
 
 def _words_for(rows: np.ndarray) -> np.ndarray:
     return np.concatenate([[0], np.cumsum((np.asarray(rows, dtype=np.int64) + WORD_BITS - 1) // WORD_BITS)])
