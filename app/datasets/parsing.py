@@ -340,7 +340,8 @@ def _jsonl_problem(message: str) -> Unprocessable:
 def _read_transactions(path: Path, limits: Limits, separator: str = r"\s+") -> TransactionData:
     """One transaction per line, items split by the ``separator`` pattern (white space for FIMI
     .dat); empty items (a line's ends, two separators in a row) are dropped."""
-    text = path.read_bytes()
+    # a byte-order mark (Windows editors write one) is not part of the first item
+    text = path.read_bytes().removeprefix(b"\xef\xbb\xbf")
     newlines = text.count(b"\n")  # before splitting: a Python string per line costs ~50 bytes
     if newlines > limits.max_rows + 1:
         raise Unprocessable(f"the file has more than {limits.max_rows} transactions (the limit)")

@@ -492,3 +492,17 @@ def test_comma_separated_baskets_upload_as_transactions(client, make_key):
     # the name alone still means a table: ragged rows, and the answer points at the format
     assert_problem(upload(client, headers, text, "groceries.csv"), 422,
                    "unparsable row 1: expected 3 fields, found 2 (market baskets", "send format=baskets")
+
+
+@pytest.mark.parametrize(("content", "name", "fmt", "rows"), [
+    (b"\xef\xbb\xbf1 2\n1 3\n", "bom.dat", None, [["1", "2"], ["1", "3"]]),
+    (b"\xef\xbb\xbfwhole milk,bread\nwhole milk\n", "bom.csv", "baskets", [["bread", "whole milk"], ["whole milk"]]),
+])
+def test_a_byte_order_mark_is_not_part_of_the_first_item(client, owner, content, name, fmt, rows):
+    """Windows editors save UTF-8 with a byte-order mark: it was kept in the first item of the
+    file ('\\ufeff1' beside '1', two items that print the same; acceptance check, fimi)."""
+    form = {"format": fmt} if fmt else {}
+    ds = upload(client, owner, content, name, **form).json()
+    assert ds["columns"][0]["distinct"] == len({item for row in rows for item in row}), ds
+    lines = client.get(f"/v1/datasets/{ds['id']}/data", params={"format": "jsonl"}, headers=auth(owner)).text
+    assert [json.loads(line)["items"] for line in lines.splitlines()] == rows
