@@ -6,5 +6,7 @@ Layout: ``hierarchies`` (ARX CSV, validation, automatic hierarchies, the tree a 
 generalized over), ``axes`` (a quasi-identifier as integer codes), ``models`` (the privacy
 constraints, vectorized over classes), ``mondrian`` and ``lattice`` (the two algorithms),
 ``release`` (labels, metrics and the released frame), ``verify`` (the independent checker),
-``metrics`` and ``risk`` (figures), ``rfk`` (seed 003), ``methods`` (the registered methods).
+``anonymize`` (one k-anonymization from table to verified release), ``roles`` (which columns are
+quasi-identifiers and which is sensitive), ``metrics`` and ``risk`` (figures), ``rfk`` (seed
+003), ``methods`` (the registered methods).
 """

@@ -1,8 +1,17 @@
-"""Differentially private release of a whole table through a low-dimensional projection
-(spec 03): ``icahdp`` (strict and paper modes) and the ``dppro`` baseline.
+"""Differentially private release of a whole table: through a low-dimensional projection
+(spec 03: ``icahdp`` in strict and paper modes, the ``dppro`` baseline) and by sampling from
+noisy marginals (``mst``, ``aim``).
 
-encoding.py  columns → a matrix in [0, 1] (numeric scaled by bounds, categorical one-hot) and back
-budget.py    personalized budgets (assignment), entropies and mutual information
-icahdp.py    the icahdp method
-dppro.py     the dppro method
+encoding.py     columns → a matrix in [0, 1] (numeric scaled by bounds, categorical one-hot) and back
+budget.py       personalized budgets (assignment), entropies and mutual information
+common.py       parameters and steps shared by icahdp and dppro
+projection.py   icahdp's noisy projection, sensitive channel, eigen-decomposition, entropy filter
+icahdp.py       the icahdp method
+dppro.py        the dppro method
+feasibility.py  whether the noise calibration can serve an ε (and δ): checked before the debit
+marginals.py    what mst and aim share: domains, marginal counts, decoding, the bridge to mbi
+zcdp.py         zCDP accounting and exact sampling (exponential mechanism) for mst and aim
+pgm.py          a small numpy graphical model for aim's intermediate rounds
+mst.py          the mst method
+aim.py          the aim method
 """
