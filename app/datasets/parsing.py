@@ -22,6 +22,7 @@ from app.datasets.jsonl_depth import first_row_deeper_than
 from app.datasets.quotes import line_of, unclosed_quote_offset
 from app.datasets.schema import first_row
 from app.errors import PayloadTooLarge, Unprocessable, UnsupportedMediaType
+from app.privacy.arrays import distinct_sorted
 from app.privacy.data import TransactionData
 
 # transactions: one per line, items separated by white space (FIMI .dat); baskets: one per
@@ -373,7 +374,7 @@ def _read_transactions(path: Path, limits: Limits, separator: str = r"\s+") -> T
     rank[order] = np.arange(len(labels), dtype=np.int32)
     codes = rank[encoded.indices.to_numpy(zero_copy_only=False)]
     # Drop repeated items inside a transaction; sort items within each transaction.
-    key = np.unique(row_of.astype(np.int64) * len(labels) + codes)
+    key = distinct_sorted(row_of.astype(np.int64) * len(labels) + codes)
     rows, codes = np.divmod(key, len(labels))
     indptr = np.zeros(len(lines) + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=len(lines)), out=indptr[1:])

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.privacy.anonymity.axes import Axis, NumericAxis
+from app.privacy.arrays import distinct_sorted
 from app.privacy.anonymity.hierarchies import Tree, _fmt
 
 
@@ -94,7 +95,7 @@ def _tree_labels(tree: Tree, class_ids: np.ndarray, lo: np.ndarray, hi: np.ndarr
         child_depth = np.minimum(tree.depth[lca] + 1, tree.height)[class_ids]
         child = tree.anc[child_depth, tree.leaf_codes]
         n_nodes = len(tree.labels)
-        pairs = np.unique(class_ids.astype(np.int64) * n_nodes + child)
+        pairs = distinct_sorted(class_ids.astype(np.int64) * n_nodes + child)
         pc, pn = pairs // n_nodes, pairs % n_nodes
         held = np.bincount(pc, minlength=len(lca))
         partial = inner & (held < _children_count(tree)[lca])

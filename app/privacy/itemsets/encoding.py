@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from app.privacy.arrays import distinct_sorted
 from app.privacy.data import ColumnInfo, TransactionData, first_shared_name
 from app.privacy.registry import MethodInputError
 
@@ -61,7 +62,7 @@ def read_fimi(source: str | Path | bytes) -> TransactionData:
     line = np.searchsorted(newlines, token_start)
     n = len(newlines)
     item_ids, codes = np.unique(ids, return_inverse=True)
-    key = np.unique(line * len(item_ids) + codes) if len(ids) else np.zeros(0, np.int64)
+    key = distinct_sorted(line * len(item_ids) + codes)
     line, codes = np.divmod(key, max(len(item_ids), 1))
     indptr = np.concatenate([[0], np.cumsum(np.bincount(line, minlength=n))]).astype(np.int64)
     return TransactionData(indptr=indptr, indices=codes.astype(np.int32),
