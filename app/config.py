@@ -23,6 +23,10 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
     dev_api_key: str | None = None
+    # /metrics counts every tenant's jobs by method and outcome: with a token set, a scraper must
+    # send it as a bearer token. Checked without the database, so an outage still shows
+    # veil_database_up 0. Unset: /metrics is public (keep the port off shared networks).
+    metrics_token: str | None = Field(None, min_length=16, max_length=256, pattern=r"^[\x21-\x7e]+$")
     # the commit stamped on releases (app/version.py; default: the git checkout's). Bounded: a
     # release's code_version column holds 64 characters, and a longer one failed every release
     commit: str | None = Field(None, max_length=40, pattern=r"^[0-9A-Za-z][0-9A-Za-z._-]*$")
@@ -93,6 +97,11 @@ class Settings(BaseSettings):
             raise ValueError("must look like veil_<prefix>_<secret>: a prefix of 1 to 16 characters "
                              "without '_', then a secret")
         return value or None
+
+    @field_validator("metrics_token", mode="before")
+    @classmethod
+    def _empty_token_is_none(cls, value):
+        return value or None  # compose passes ${VEIL_METRICS_TOKEN:-}: set but empty = no token
 
     @field_validator("log_level")
     @classmethod

@@ -1,13 +1,15 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+import hmac
+
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from app.config import get_settings
 from app.db import get_engine, transaction
 from app.deps import OffLoopRoute
-from app.errors import RETRY_AFTER, RETRY_AFTER_DECLARED
+from app.errors import RETRY_AFTER, RETRY_AFTER_DECLARED, Unauthorized, problem_response
 from app.migrate import current_revision, head_revision
 from app.ops import repository
 from app.ops.metrics import render
@@ -53,8 +55,17 @@ def readyz():
 
 @router.get("/metrics", response_class=Response,
             responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}},
-                             "description": "Prometheus text format"}})
-def metrics() -> Response:
+                             "description": "Prometheus text format"},
+                       401: {**problem_response(401),
+                             "description": "VEIL_METRICS_TOKEN is set and the request did not send it"}})
+def metrics(request: Request) -> Response:
     """Prometheus metrics: request latency, jobs by state, queue depth, finished jobs by method and
-    outcome and their durations, and whether the database answered (`veil_database_up`)."""
+    outcome and their durations, and whether the database answered (`veil_database_up`). No API
+    key; when the service sets `VEIL_METRICS_TOKEN`, send `Authorization: Bearer <that token>`."""
+    token = get_settings().metrics_token
+    if token is not None and not hmac.compare_digest(
+            request.headers.get("authorization", "").encode(), f"Bearer {token}".encode()):
+        raise Unauthorized("/metrics needs 'Authorization: Bearer <VEIL_METRICS_TOKEN>' "
+                           "(the service's metrics token, not an API key)",
+                           headers={"WWW-Authenticate": "Bearer"})
     return Response(render(), media_type="text/plain; version=0.0.4; charset=utf-8")

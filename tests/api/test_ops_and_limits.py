@@ -151,3 +151,25 @@ def test_metrics_say_when_the_database_did_not_answer(client, monkeypatch):
     monkeypatch.setattr(repository, "counts_by_status", away)
     metrics = client.get("/metrics").text
     assert "veil_database_up 0.0" in metrics and "veil_jobs{" not in metrics
+
+
+def test_a_metrics_token_closes_metrics_without_the_database(client, monkeypatch):
+    """/metrics counts every tenant's jobs by method and outcome; a multi-tenant deployment can
+    close it with a token (leakage acceptance check). The check reads no table: during an
+    outage the scraper still gets veil_database_up 0."""
+    from app.config import get_settings
+    from app.jobs import repository
+
+    token = "s3cret-metrics-token-0123"
+    monkeypatch.setattr(get_settings(), "metrics_token", token)
+    for headers in ({}, {"Authorization": "Bearer wrong-token-000000000"}, {"Authorization": token}):
+        assert_problem(client.get("/metrics", headers=headers), 401, "VEIL_METRICS_TOKEN")
+    assert "veil_jobs{" in client.get("/metrics", headers={"Authorization": f"Bearer {token}"}).text
+
+    def away(session):
+        raise RuntimeError("the database is away")
+
+    monkeypatch.setattr(repository, "counts_by_status", away)
+    monkeypatch.setattr("app.db.transaction", None)  # any database use by the check would fail
+    down = client.get("/metrics", headers={"Authorization": f"Bearer {token}"})
+    assert down.status_code == 200 and "veil_database_up 0.0" in down.text
