@@ -4,8 +4,9 @@ writes these blobs), loaded once per process for prediction on raw records."""
 from __future__ import annotations
 
 import pickle
+import threading
 import uuid
-from functools import lru_cache
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -102,15 +103,31 @@ def _check_numeric_features(frame: pd.DataFrame, metadata: dict[str, Any]) -> No
                                 "number (or null when missing)")
 
 
-@lru_cache(maxsize=32)
-def _load(blob_id: uuid.UUID, payload: bytes):
-    return pickle.loads(payload)
+# Blobs never change under their id: a model is read and unpickled once per process (the
+# cache was keyed by the payload too, so every predict read the blob from the database and
+# hashed it to find what it had already loaded).
+_MODELS: OrderedDict[uuid.UUID, Any] = OrderedDict()
+_MODELS_KEPT = 32
+_models_lock = threading.Lock()
+
+
+def _load(session: Session, blob_id: uuid.UUID):
+    with _models_lock:
+        if blob_id in _MODELS:
+            _MODELS.move_to_end(blob_id)
+            return _MODELS[blob_id]
+    model = pickle.loads(blobs.read(session, blob_id))
+    with _models_lock:
+        _MODELS[blob_id] = model
+        while len(_MODELS) > _MODELS_KEPT:
+            _MODELS.popitem(last=False)
+    return model
 
 
 def predict(session: Session, principal: Principal, model_id: uuid.UUID,
             records: list[dict[str, Any]]) -> dict[str, Any]:
     row = get_row(session, principal, model_id)
-    model = _load(row["blob_id"], blobs.read(session, row["blob_id"]))
+    model = _load(session, row["blob_id"])
     needed = list(row["metadata"].get("features") or [])
     given = {key for r in records for key in r}
     missing = [c for c in needed if c not in given]

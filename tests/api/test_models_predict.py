@@ -114,3 +114,18 @@ def test_a_nested_value_of_a_categorical_feature_is_named(client, ppnb_model, co
                                                                   {"age": 31, "colour": colour}]})
     body = assert_problem(r, 422, "record 1", "'colour'", "single value")
     assert "TypeError" not in body["detail"]
+
+
+def test_a_model_is_read_from_the_database_once_per_process(client, ppnb_model, monkeypatch):
+    """The cache was keyed by the blob's bytes: every predict read the blob and hashed it."""
+    from app.blobs import repository as blobs
+
+    headers, url = ppnb_model
+    body = {"records": [{"age": 25, "colour": "red"}]}
+    assert client.post(url, headers=auth(headers), json=body).status_code == 200  # loaded (or cached)
+    reads = []
+    real = blobs.read
+    monkeypatch.setattr(blobs, "read", lambda session, blob_id: reads.append(blob_id) or real(session, blob_id))
+    for _ in range(3):
+        assert client.post(url, headers=auth(headers), json=body).json()["predictions"] == ["young"]
+    assert reads == []
