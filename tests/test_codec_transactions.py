@@ -38,3 +38,42 @@ def test_labelled_download_keeps_its_bytes():
     assert pq.read_table(io.BytesIO(payload)).column("items").to_pylist() == [["b c", "a"], [], ["d", "b c", "a"]]
     assert codec.transactions_table(tx, lists=False).column("items").to_pylist() == [
         '["b c", "a"]', "[]", '["d", "b c", "a"]']
+
+
+def test_csv_and_jsonl_downloads_decode_a_slice_of_transactions_at_a_time(monkeypatch):
+    """A transaction set's CSV / JSON Lines download decoded the whole set and built every
+    occurrence's label and every joined row before the first byte was sent: a mask release of
+    retail's 11,000 most frequent items (88,162 rows, 97.7 M occurrences) took the API process
+    from 1.9 to 3.2 GiB to stream 670 MiB of JSON Lines (acceptance check, fimi). They are now
+    read a slice of rows at a time, bounded by item occurrences, with the same bytes."""
+    from app.downloads import encode_table
+
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(0, 6, 3_000)
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    indices = np.concatenate([np.sort(rng.choice(7, k, replace=False)) for k in lengths]).astype(np.int32)
+    for labels in (("1", "2", "3", "4", "5", "6", "7"), ("a b", "c", "d\"q", "é", "x\ty", "z", "w")):
+        tx = TransactionData(indptr=indptr, indices=indices, labels=labels)
+        payload = codec.transactions_to_parquet(tx)
+        whole = {"csv": b"".join(_csv_of(codec.transactions_table(tx, lists=False))),
+                 "jsonl": b"".join(_jsonl_of(codec.transactions_table(tx, lists=True)))}
+        monkeypatch.setattr(codec, "parquet_to_transactions", _refuse_whole_set)
+        monkeypatch.setattr(codec, "DOWNLOAD_OCCURRENCES", 500, raising=False)  # ~170 rows a slice here
+        for fmt in ("csv", "jsonl"):
+            chunks = list(encode_table(payload, "transactions", fmt))
+            assert len(chunks) >= 10 and b"".join(chunks) == whole[fmt]
+        monkeypatch.undo()
+
+
+def _refuse_whole_set(payload):
+    raise AssertionError("the whole transaction set was decoded for a download")
+
+
+def _csv_of(table):
+    from app.downloads.csv_writer import csv_batches
+    return csv_batches(table)
+
+
+def _jsonl_of(table):
+    from app.downloads.jsonl_writer import jsonl_batches
+    return jsonl_batches(table)

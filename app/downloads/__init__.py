@@ -27,7 +27,7 @@ def encode_table(payload: bytes, shape: str, fmt: str, spreadsheet_safe: bool = 
     if fmt == "parquet":
         return iter([codec.parquet_download(payload, shape)])
     if shape == "transactions":
-        table = codec.transactions_table(codec.parquet_to_transactions(payload), lists=fmt == "jsonl")
+        table = codec.StoredTransactions(payload, lists=fmt == "jsonl")
     else:
         table = codec.StoredTable(payload)
     return csv_batches(table, spreadsheet_safe) if fmt == "csv" else jsonl_batches(table)

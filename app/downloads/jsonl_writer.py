@@ -27,7 +27,7 @@ _SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f
 _CELLS_PER_BATCH = 2_000_000  # keeps a batch's joined lines far below Arrow's 2 GiB string limit
 
 
-def jsonl_batches(table: pa.Table | codec.StoredTable) -> Iterator[bytes]:
+def jsonl_batches(table: pa.Table | codec.StoredTable | codec.StoredTransactions) -> Iterator[bytes]:
     rows = max(1, min(50_000, _CELLS_PER_BATCH // max(1, table.num_columns)))
     vectorized = all(_columnar(t) for t in table.schema.types)
     for batch in table.to_batches(max_chunksize=rows):
