@@ -56,6 +56,10 @@ class DTPDClassifier(ClassifierMixin, BaseEstimator):
         self.min_count = min_count
 
     def fit(self, X, y):
+        if self.max_depth is not None and self.max_depth < 1:
+            raise ValueError("max_depth must be ≥ 1 (or None: as deep as the attributes allow)")
+        if not self.min_count >= 0:  # NaN too
+            raise ValueError("min_count must be ≥ 0")
         X = _frame(X)
         y = np.asarray(y)
         keep = pd.notna(y)

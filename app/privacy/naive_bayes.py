@@ -81,8 +81,10 @@ class PPNBClassifier(ClassifierMixin, BaseEstimator):
         y = np.asarray(y)
         if len(X) != len(y) or len(X) == 0:
             raise ValueError("X and y must be non-empty and of the same length")
-        if self.alpha < 0:
+        if not self.alpha >= 0:  # NaN too
             raise ValueError("alpha must be ≥ 0")
+        if not self.var_smoothing >= 0:
+            raise ValueError("var_smoothing must be ≥ 0")
         keep = pd.notna(y)
         X, y = X.loc[keep], y[keep]
         self.classes_, y_idx = np.unique(y.astype(str) if y.dtype == object else y, return_inverse=True)

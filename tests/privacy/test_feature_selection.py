@@ -539,3 +539,13 @@ def test_the_label_keeps_the_facts_inferred_from_the_data():
     release = run_hamdist(MethodInput(columns, data.frame), HamdistParams(k=2), _ctx())
     label = next(c for c in release.columns if c.name == "y")
     assert (label.integer, label.inferred) == (True, ("type", "integer"))
+
+
+def test_the_importance_estimator_follows_scikit_learns_conventions():
+    """get_params / clone work (it was a plain class: scikit-learn's tools could not copy it)."""
+    from sklearn.base import clone
+
+    est = OOBPermutationImportance(n_estimators=7, random_state=3)
+    copy = clone(est)
+    assert copy.get_params()["n_estimators"] == 7 and copy is not est
+    assert not hasattr(copy, "importances_")

@@ -353,3 +353,15 @@ def test_a_label_of_thousands_of_classes_is_refused_and_unlabelled_rows_are_coun
     model = run_ppnb_train(release, PPNBParams(label="y", features=["c"]), ctx())
     unlabelled = int(frame["y"].isna().sum())
     assert model.metrics == {"train_rows": 600 - unlabelled, "rows_without_label": unlabelled} and unlabelled > 150
+
+
+@pytest.mark.parametrize("make", [
+    lambda: PPNBClassifier(var_smoothing=-1.0), lambda: PPNBClassifier(alpha=float("nan")),
+    lambda: DTPDClassifier(max_depth=0), lambda: DTPDClassifier(min_count=-0.5),
+    lambda: DTPDClassifier(min_count=float("nan"))])
+def test_fit_refuses_hyperparameters_out_of_range(make):
+    """scikit-learn's rule: __init__ stores, fit validates (a negative var_smoothing gave
+    negative variances and NaN probabilities; max_depth 0 a tree without a split, unsaid)."""
+    frame = pd.DataFrame({"a": ["x", "y"] * 10})
+    with pytest.raises(ValueError, match="must be ≥"):
+        make().fit(frame, np.array(["p", "q", "q", "p"] * 5))

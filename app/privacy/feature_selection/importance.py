@@ -24,12 +24,13 @@ from collections.abc import Callable
 
 import numpy as np
 from scipy import sparse
+from sklearn.base import BaseEstimator
 from sklearn.tree import DecisionTreeClassifier
 
 _BATCH_CELLS = 4_000_000  # cap on a stacked prediction batch (rows × features), ~16 MB float32
 
 
-class OOBPermutationImportance:
+class OOBPermutationImportance(BaseEstimator):
     """Bagged decision trees and their out-of-bag permutation importance.
 
     Parameters mirror scikit-learn's random forest defaults (gini, fully grown trees,
