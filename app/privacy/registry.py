@@ -131,6 +131,9 @@ class MethodSpec:
     # submission, not a job that fails.
     check_rows: Callable[[Any, int, list[ColumnInfo]], None] | None = None
     produces_randomness: bool = True  # draws privacy-producing noise: no seed outside test mode
+    # Reads the dataset's uploaded hierarchies (MethodInput.hierarchies): only its jobs load and
+    # parse them, and its releases' `release.created` event names them (hierarchies_sha256).
+    uses_hierarchies: bool = False
     docs: str = ""  # relative path of the method's doc page
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -76,7 +76,7 @@ def _load_input(job: dict[str, Any]) -> MethodInput:
     columns = [ColumnInfo(**{**c, "inferred": tuple(c.get("inferred", ()))}) for c in job["column_infos"]]
     source = SourceRelease(**job["source"]) if job["source"] else None
     hierarchies = {}
-    if job["hierarchies"]:
+    if job["hierarchies"]:  # given to a method registered with uses_hierarchies only (runner.py)
         from app.privacy.anonymity.hierarchies import parse_hierarchies
 
         hierarchies = parse_hierarchies(job["hierarchies"], get_settings().max_cell_length)

@@ -135,7 +135,8 @@ def _load_inputs(session, job) -> dict[str, Any]:
     if job["dataset_id"] is not None:
         root = datasets_repo.get(session, job["tenant"], job["dataset_id"])
         root_sha = root["sha256"]
-        if shape == "table":
+        spec = registry.get(job["method"])
+        if shape == "table" and spec is not None and spec.uses_hierarchies:  # the others never read them
             hierarchies = datasets_repo.hierarchy_texts(session, job["dataset_id"])
     return {"payload": payload, "columns": columns, "shape": shape, "hierarchies": hierarchies,
             # read when the job starts (a hierarchy uploaded after the submission counts):
@@ -344,10 +345,9 @@ def _refundable(row, error: dict[str, Any], outcome: dict[str, Any]) -> bool:
 def _store(session, job, inputs: dict[str, Any], encoded: dict[str, Any]) -> dict[str, str]:
     """Store the result; returns what the job made ({"release_id": …} or report_id, model_id)."""
     if encoded["kind"] == "release":
-        uses_hierarchies = registry.get(job["method"]).family == "anonymity"
         made = releases_service.store(session, job=job, encoded=encoded, input_sha256=inputs["input_sha256"],
                                       source_release=inputs["source_release"],
-                                      hierarchies_sha256=inputs["hierarchies_sha256"] if uses_hierarchies else {})
+                                      hierarchies_sha256=inputs["hierarchies_sha256"])
     elif encoded["kind"] == "report":
         made = reports_service.store(session, job=job, encoded=encoded)
     else:

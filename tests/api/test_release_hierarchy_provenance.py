@@ -62,3 +62,24 @@ def test_a_deleted_hierarchy_is_gone_for_the_jobs_that_start_afterwards(client, 
     done = client.get(f"/v1/jobs/{job['id']}", headers=auth(owner)).json()
     assert done["status"] == "succeeded", done
     assert "hierarchies_sha256" not in _created(client, owner, done["result"]["release_ids"][0])
+
+
+def test_a_method_registered_with_uses_hierarchies_gets_them_and_names_them(client, owner):
+    """The registry's flag alone decides (a plugin method, no edit elsewhere): the flagged
+    method is given the dataset's hierarchies and its release names them; the same method
+    without the flag is given none and its release names none."""
+    ds = upload(client, owner, DATA, "h.csv").json()
+    r = client.put(f"/v1/datasets/{ds['id']}/hierarchies/city", content=CITY,
+                   headers={**auth(owner), "Content-Type": "text/csv"})
+    assert r.status_code == 200, r.text
+    seen = {}
+    for method in ("diag_hierarchies", "diag_no_hierarchies"):
+        job = submit(client, owner, method, {}, dataset_id=ds["id"]).json()
+        runner.execute(job["id"])
+        done = client.get(f"/v1/jobs/{job['id']}", headers=auth(owner)).json()
+        assert done["status"] == "succeeded", done
+        rid = done["result"]["release_ids"][0]
+        release = client.get(f"/v1/releases/{rid}", headers=auth(owner)).json()
+        seen[method] = (release["metadata"]["hierarchies"], _created(client, owner, rid).get("hierarchies_sha256"))
+    assert seen == {"diag_hierarchies": (["city"], {"city": hashlib.sha256(CITY).hexdigest()}),
+                    "diag_no_hierarchies": ([], None)}

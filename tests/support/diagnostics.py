@@ -1,6 +1,7 @@
 """Diagnostic methods for the worker tests (loaded with VEIL_PLUGINS=tests.support.diagnostics):
 a method that sleeps (cancel, time limit, kill mid-job), one that allocates (memory limit),
-and one whose process dies (crash)."""
+one whose process dies (crash), and two that publish the hierarchies they were given (a method
+registered with uses_hierarchies gets them; the others do not)."""
 
 from __future__ import annotations
 
@@ -47,8 +48,20 @@ def run_crash(data, params: CrashParams, ctx):
     os._exit(params.exit_code)
 
 
-for name, params, run in (("diag_sleep", SleepParams, run_sleep), ("diag_alloc", AllocParams, run_alloc),
-                          ("diag_crash", CrashParams, run_crash)):
+class NoParams(Params):
+    pass
+
+
+def run_hierarchies(data, params: NoParams, ctx) -> ReleaseResult:
+    return ReleaseResult(frame=data.frame.copy(), metadata={"hierarchies": sorted(data.hierarchies)},
+                         guarantees=guarantee("none", rng=ctx.rng.name, private=False,
+                                              statements=["diagnostic: the input, unchanged"]))
+
+
+for name, params, run, hierarchies in (
+        ("diag_sleep", SleepParams, run_sleep, False), ("diag_alloc", AllocParams, run_alloc, False),
+        ("diag_crash", CrashParams, run_crash, False), ("diag_hierarchies", NoParams, run_hierarchies, True),
+        ("diag_no_hierarchies", NoParams, run_hierarchies, False)):
     register(MethodSpec(name=name, family="diagnostics", kind=Kind.release,
-                        summary=f"test-suite diagnostic ({name})", params=params,
-                        guarantee="none", paper="none", run=run, produces_randomness=False))
+                        summary=f"test-suite diagnostic ({name})", params=params, guarantee="none",
+                        paper="none", run=run, produces_randomness=False, uses_hierarchies=hierarchies))

@@ -221,6 +221,7 @@ register(MethodSpec(
     check=_check_kanonymity,
     check_rows=at_least_k_records,
     produces_randomness=False,
+    uses_hierarchies=True,
     docs="docs/methods/kanonymity.md",
 ))
 
@@ -449,5 +450,6 @@ register(MethodSpec(
     check=_check_rfk,
     check_rows=at_least_k_records,
     produces_randomness=False,
+    uses_hierarchies=True,
     docs="docs/methods/rfk_anonymity.md",
 ))
