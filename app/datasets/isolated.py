@@ -1,7 +1,7 @@
 """An upload read in a child process under a memory and a time limit (like a job: see
 app/worker/runner.py). A parse may allocate many times the file's size (a Parquet file's
 footer can pass the decoded-size budget and still need gigabytes; a transaction file needs
-about 7× its size), and a process keeps the memory it grew to: the child returns it all
+15–22× its size), and a process keeps the memory it grew to: the child returns it all
 when it exits, and is killed when it grows past the limit.
 
 The child gets the file's path and writes the Parquet payload next to it; what comes back
