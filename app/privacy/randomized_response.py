@@ -24,7 +24,7 @@ from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.guarantees import guarantee, unchanged_columns
 from app.privacy.registry import (
-    Kind, MethodInputError, MethodSpec, Params, register, register_reconstructor,
+    Kind, MethodInputError, MethodSpec, Params, register, register_channel_builder, register_reconstructor,
 )
 from app.privacy.results import ReleaseResult
 from app.privacy.rng import SecureRandom
@@ -602,14 +602,27 @@ def _describe_estimate(name: str, step: dict[str, Any], channel: CategoricalChan
     if channel.preserve_missing and missing_cells:
         entry["population"] = "cells that were not missing (missing cells were left out)"
         entry["missing_cells"] = missing_cells
-    if step["method"] == "errph" and len(channel.steps) == 1:
-        meta = step["metadata"]["errph"][name]
-        entry["breach_at_reconstructed"] = float(
-            breach(meta["p0"], np.asarray(meta["p"]), est["consistent"]).max())
-    if step["method"] == "warner":
-        entry.update(kind="binary", positive_value=channel.domain[1],
-                     pi_hat=float(est["estimate"][1]), pi_hat_standard_error=float(est["standard_error"][1]))
     return entry
+
+
+def reconstruct_errph(data: MethodInput, step: dict[str, Any], params: Any, ctx: RunContext) -> dict[str, Any]:
+    """reconstruct_categorical, with the breach probability at the reconstructed distribution
+    of each column no later step changed again."""
+    out = reconstruct_categorical(data, step, params, ctx)
+    for name, entry in out["columns"].items():
+        if len(entry["through_steps"]) == 1:
+            meta = step["metadata"]["errph"][name]
+            entry["breach_at_reconstructed"] = float(
+                breach(meta["p0"], np.asarray(meta["p"]), np.asarray(entry["consistent"])).max())
+    return out
+
+
+def errph_channels(metadata: dict[str, Any]) -> dict[str, CategoricalChannel]:
+    """λ = p0·π + p over each column's published domain (its metadata["errph"] entry)."""
+    return {name: CategoricalChannel(labels=tuple(c["domain"]), scale=float(c["p0"]), offset=tuple(c["p"]),
+                                     domain=tuple(c["domain"]), preserve_missing=c.get("missing") == "preserve",
+                                     steps=("errph",))
+            for name, c in metadata.get("errph", {}).items()}
 
 
 register(MethodSpec(
@@ -627,7 +640,8 @@ register(MethodSpec(
     docs="docs/methods/errph.md",
 ))
 
-register_reconstructor("errph", reconstruct_categorical)
+register_reconstructor("errph", reconstruct_errph)
+register_channel_builder("errph", errph_channels)
 
 __all__ = ["MISSING", "randomize_codes", "local_epsilon", "estimate_distribution",
            "project_to_simplex", "breach", "encode_column", "planned_k", "reconstruct_categorical"]

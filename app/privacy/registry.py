@@ -153,6 +153,7 @@ class MethodSpec:
 
 _REGISTRY: dict[str, MethodSpec] = {}
 _RECONSTRUCTORS: dict[str, Callable[..., dict[str, Any]]] = {}
+_CHANNEL_BUILDERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 _loaded = False
 
 
@@ -165,16 +166,31 @@ def register(spec: MethodSpec) -> MethodSpec:
     return spec
 
 
+def _register_hook(table: dict[str, Callable], what: str, release_method: str, fn: Callable) -> None:
+    if release_method in table:
+        raise ValueError(f"{what} for {release_method!r} is registered twice")
+    table[release_method] = fn
+
+
 def register_reconstructor(release_method: str, fn: Callable[..., dict[str, Any]]) -> None:
     """The ``reconstruct`` analysis dispatches on the release's method through this table."""
-    if release_method in _RECONSTRUCTORS:
-        raise ValueError(f"reconstructor for {release_method!r} is registered twice")
-    _RECONSTRUCTORS[release_method] = fn
+    _register_hook(_RECONSTRUCTORS, "reconstructor", release_method, fn)
 
 
 def reconstructor(release_method: str) -> Callable[..., dict[str, Any]] | None:
     load_all()
     return _RECONSTRUCTORS.get(release_method)
+
+
+def register_channel_builder(release_method: str, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """What a randomized-response step did to each column (rr_channels.step_channels): ``fn``
+    reads the step's published metadata and returns a channel per column it randomized."""
+    _register_hook(_CHANNEL_BUILDERS, "channel builder", release_method, fn)
+
+
+def channel_builder(release_method: str) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+    load_all()
+    return _CHANNEL_BUILDERS.get(release_method)
 
 
 def load_all() -> dict[str, MethodSpec]:

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from app.privacy.data import MethodInput, SourceRelease
-from app.privacy.registry import no_repeats
+from app.privacy.registry import channel_builder, no_repeats
 
 MISSING = "<missing>"  # the label of the missing category in published domains
 
@@ -195,27 +195,11 @@ Channel = CategoricalChannel | NumericChannel | Opaque
 
 
 def step_channels(step: dict[str, Any]) -> dict[str, Channel]:
-    """The channel a published step applied to each column it protected."""
-    method, meta = step.get("method"), step.get("metadata") or {}
-    out: dict[str, Channel] = {}
-    if method == "errph":
-        for name, c in meta.get("errph", {}).items():
-            out[name] = CategoricalChannel(
-                labels=tuple(c["domain"]), scale=float(c["p0"]), offset=tuple(c["p"]),
-                domain=tuple(c["domain"]), preserve_missing=c.get("missing") == "preserve",
-                steps=("errph",))
-    elif method == "warner":
-        w = meta.get("warner", {})
-        p = float(w.get("p", 1.0))
-        for name, c in w.get("columns", {}).items():
-            out[name] = CategoricalChannel(
-                labels=tuple(c["domain"]), scale=2.0 * p - 1.0, offset=(1.0 - p, 1.0 - p),
-                domain=tuple(c["domain"]), preserve_missing=True,
-                binarize=c.get("binarize"), steps=("warner",))
-    elif method == "trr":
-        for name, c in meta.get("trr", {}).get("columns", {}).items():
-            out[name] = NumericChannel(((float(c["a_mean"]), float(c["a_var"]),
-                                         float(c["b_mean"]), float(c["b_var"])),), ("trr",))
+    """The channel a published step applied to each column it protected (each randomizer's
+    module registers how to read its metadata: registry.register_channel_builder)."""
+    method = step.get("method")
+    build = channel_builder(str(method))
+    out: dict[str, Channel] = dict(build(step.get("metadata") or {})) if build is not None else {}
     for name in (step.get("guarantees") or {}).get("protected_columns", []) or []:
         out.setdefault(name, Opaque(str(method)))
     return out

@@ -22,7 +22,7 @@ from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.guarantees import guarantee, unchanged_columns
 from app.privacy.registry import (
-    Kind, MethodInputError, MethodSpec, Params, register, register_reconstructor,
+    Kind, MethodInputError, MethodSpec, Params, register, register_channel_builder, register_reconstructor,
 )
 from app.privacy.results import ReleaseResult
 from app.privacy.rng import SecureRandom
@@ -474,4 +474,13 @@ register(MethodSpec(
     docs="docs/methods/trr.md",
 ))
 
+
+def trr_channels(metadata: dict[str, Any]) -> dict[str, NumericChannel]:
+    """y = a·x + b per column, with the moments of the sets a and b were drawn from."""
+    return {name: NumericChannel(((float(c["a_mean"]), float(c["a_var"]), float(c["b_mean"]), float(c["b_var"])),),
+                                 ("trr",))
+            for name, c in metadata.get("trr", {}).get("columns", {}).items()}
+
+
 register_reconstructor("trr", reconstruct_numeric)
+register_channel_builder("trr", trr_channels)

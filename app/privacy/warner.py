@@ -21,11 +21,11 @@ from app.privacy.randomized_response import (
     reconstruct_categorical,
 )
 from app.privacy.registry import (
-    Kind, MethodInputError, MethodSpec, Params, register, register_reconstructor,
+    Kind, MethodInputError, MethodSpec, Params, register, register_channel_builder, register_reconstructor,
 )
 from app.privacy.results import ReleaseResult
 from app.privacy.rng import SecureRandom
-from app.privacy.rr_channels import MISSING, label_of, unique_names, with_columns
+from app.privacy.rr_channels import MISSING, CategoricalChannel, label_of, unique_names, with_columns
 
 
 def flip_mask(n: int, p: float, rng: SecureRandom) -> np.ndarray:
@@ -315,4 +315,26 @@ register(MethodSpec(
     docs="docs/methods/warner.md",
 ))
 
-register_reconstructor("warner", reconstruct_categorical)
+
+def reconstruct_binary(data: MethodInput, step: dict[str, Any], params: Any, ctx: RunContext) -> dict[str, Any]:
+    """reconstruct_categorical, with Warner's estimate π̂ of each column: the share of its
+    positive value (the second of its domain)."""
+    out = reconstruct_categorical(data, step, params, ctx)
+    for entry in out["columns"].values():
+        entry.update(kind="binary", positive_value=entry["domain"][1], pi_hat=entry["estimate"][1],
+                     pi_hat_standard_error=entry["standard_error"][1])
+    return out
+
+
+def warner_channels(metadata: dict[str, Any]) -> dict[str, CategoricalChannel]:
+    """λ = (2p-1)·π + (1-p) over each column's two labels; missing cells are never flipped."""
+    w = metadata.get("warner", {})
+    p = float(w.get("p", 1.0))
+    return {name: CategoricalChannel(labels=tuple(c["domain"]), scale=2.0 * p - 1.0, offset=(1.0 - p, 1.0 - p),
+                                     domain=tuple(c["domain"]), preserve_missing=True,
+                                     binarize=c.get("binarize"), steps=("warner",))
+            for name, c in w.get("columns", {}).items()}
+
+
+register_reconstructor("warner", reconstruct_binary)
+register_channel_builder("warner", warner_channels)
