@@ -104,6 +104,24 @@ def test_candidate_cap_is_a_clear_error(mushroom):
             FrequentItemsetsParams(**bad)
 
 
+def test_candidate_cap_at_its_maximum_does_not_ask_to_raise_it():
+    """At max_candidates=2000000 the error still said 'or raise max_candidates (up to 2000000)'
+    (raw retail.dat at minsup 0.001 through the API; fimi acceptance check)."""
+    oracle = exact_oracle_of(np.ones((64, 2100), dtype=bool))  # 2,203,950 pairs at level 2
+    with pytest.raises(MethodInputError) as err:
+        apriori(oracle, 0.5, 2, max_candidates=HARD_MAX_CANDIDATES)
+    assert "level 2 has 2203950 candidate" in str(err.value) and "raise max_candidates" not in str(err.value)
+    assert "max_candidates is at its maximum" in str(err.value)
+    with pytest.raises(MethodInputError, match=r"or raise max_candidates \(up to 2000000\)"):
+        apriori(oracle, 0.5, 2, max_candidates=1000)
+
+
+def exact_oracle_of(dense):
+    from app.privacy.itemsets import bits
+    from app.privacy.itemsets.supports import SupportOracle
+    return SupportOracle(bits.from_dense(dense))
+
+
 def test_frequent_itemsets_on_a_table_and_on_png():
     g = np.random.default_rng(1)
     n = 2000

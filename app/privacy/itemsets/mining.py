@@ -88,8 +88,10 @@ def apriori(oracle: SupportOracle, minsup: float, max_len: int | None,
     while len(cands) and (max_len is None or k <= max_len):
         if len(cands) > max_candidates:
             raise MethodInputError(
-                f"level {k} has {len(cands)} candidate itemsets, above max_candidates={max_candidates}: "
-                f"raise minsup, lower max_len, or raise max_candidates (up to {HARD_MAX_CANDIDATES})")
+                f"level {k} has {len(cands)} candidate itemsets, above max_candidates={max_candidates}: " + (
+                    f"raise minsup or lower max_len (max_candidates is at its maximum, {HARD_MAX_CANDIDATES})"
+                    if max_candidates >= HARD_MAX_CANDIDATES else
+                    f"raise minsup, lower max_len, or raise max_candidates (up to {HARD_MAX_CANDIDATES})"))
         if ctx is not None:
             ctx.progress(min(0.9, 0.1 * k), f"counting {len(cands)} candidate {k}-itemsets")
         support, se, _, _ = oracle.supports(cands)
