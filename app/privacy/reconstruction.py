@@ -24,6 +24,9 @@ from app.privacy.registry import (
 from app.privacy.results import ReportResult, render_figure
 
 
+REPORT_KIND = "reconstruction"  # what its reports have always said (stored reports keep it)
+
+
 class ReconstructParams(Params):
     columns: list[str] | None = Field(
         None, description="tabular releases: the columns to reconstruct (default: every protected one)",
@@ -60,7 +63,7 @@ def run_reconstruct(data: MethodInput, params: ReconstructParams, ctx: RunContex
         raise _nothing_to_reconstruct(steps)
     ctx.progress(1.0, "done")
     plot = _distributions_plot(sections, step_numbers) if params.plots else None
-    return ReportResult(kind="reconstruction", data={"steps": sections},
+    return ReportResult(kind=REPORT_KIND, data={"steps": sections},
                         plots={"distributions": plot} if plot is not None else {})
 
 
@@ -167,5 +170,6 @@ register(MethodSpec(
     shapes=frozenset({DataShape.table, DataShape.transactions}),
     check=_check,
     produces_randomness=False,
+    report_kind=REPORT_KIND,
     docs="docs/methods/reconstruct.md",
 ))

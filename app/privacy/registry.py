@@ -134,6 +134,8 @@ class MethodSpec:
     # Reads the dataset's uploaded hierarchies (MethodInput.hierarchies): only its jobs load and
     # parse them, and its releases' `release.created` event names them (hierarchies_sha256).
     uses_hierarchies: bool = False
+    # The `kind` its reports show, when not the method's name (reconstruct's say "reconstruction").
+    report_kind: str | None = None
     docs: str = ""  # relative path of the method's doc page
     extra: dict[str, Any] = field(default_factory=dict)
 

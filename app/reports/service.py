@@ -13,11 +13,6 @@ from app.errors import NotFound
 from app.privacy import registry
 from app.reports import repository
 
-# A report's `kind` is the name of the analysis that made it, but for `reconstruct`, whose reports
-# have always said "reconstruction" (stored reports and their audit events keep that name).
-_KIND_OF_METHOD = {"reconstruct": "reconstruction"}
-
-
 def store(session: Session, *, job, encoded: dict[str, Any]) -> uuid.UUID:
     report_id = uuid.uuid4()
     plots = {name: {fmt: str(blobs.write(session, data)) for fmt, data in files.items()}
@@ -57,9 +52,10 @@ def known_kind(name: str | None) -> str | None:
     typo, as if there were no such reports."""
     if name is None:
         return None
-    kind = _KIND_OF_METHOD.get(name, name)
-    analyses = {s.name for s in registry.all_methods() if s.kind != registry.Kind.release}
-    if kind not in analyses | set(_KIND_OF_METHOD.values()):
+    # a report's `kind` is the name of the analysis that made it, or the spec's report_kind
+    kinds = {s.name: s.report_kind or s.name for s in registry.all_methods() if s.kind != registry.Kind.release}
+    kind = kinds.get(name, name)
+    if kind not in kinds.keys() | kinds.values():
         raise ValueError(f"unknown report kind {name!r}: the name of an analysis or experiment "
                          "(GET /v1/methods lists them)")
     return kind
