@@ -213,8 +213,9 @@ class DTPDParams(TrainParams):
 
 
 def _whole_record_step(source: SourceRelease | None) -> dict[str, Any]:
-    steps = [] if source is None else [s for s in source.steps() if s.get("method") == "warner"
-                                      and (s.get("metadata") or {}).get("warner", {}).get("whole_record")]
+    # DTPD inverts Warner's whole-record flip: a step that published one (metadata["warner"])
+    steps = [] if source is None else [s for s in source.steps()
+                                      if (s.get("metadata") or {}).get("warner", {}).get("whole_record")]
     if len(steps) != 1:
         raise MethodInputError("dtpd_train needs a release made by warner with whole_record=true "
                                f"(found {len(steps)} such step(s) in the chain)")
@@ -231,7 +232,7 @@ def run_dtpd_train(data: MethodInput, params: DTPDParams, ctx: RunContext) -> Mo
     channels = release_randomization(data.source)
     for f in features:
         ch = channels.get(f)
-        if ch is not None and (not isinstance(ch, CategoricalChannel) or ch.steps != ("warner",)):
+        if ch is not None and (not isinstance(ch, CategoricalChannel) or ch.steps != (step["method"],)):
             raise MethodInputError(f"column {f!r} was randomized by another step too; DTPD's "
                                    "reconstruction needs the whole-record flip alone")
     ctx.progress(0.1, "growing the tree")

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
-from app.privacy.itemsets.supports import RANDOMIZED_METHODS, check_itemsets
+from app.privacy.itemsets.supports import check_itemsets
 from app.privacy.plotting import legend_below
 from app.privacy.registry import (
     TABLES_ONLY, TRANSACTIONS_ONLY, DataShape, Kind, MethodInputError, MethodSpec, Params, Source, reconstructor,
@@ -141,8 +141,8 @@ def _check(params: ReconstructParams, columns: list[ColumnInfo], source: SourceR
         # known from the chain alone: refused at submission (an mst or kanonymity release was
         # accepted, then the job failed as invalid_input)
         raise _nothing_to_reconstruct(source.steps())
-    labels = ((source.metadata.get("itemsets") or {}).get("items")
-              if source is not None and source.method in RANDOMIZED_METHODS else None)
+    # the items a mask/png release published (its metadata["itemsets"], as its reconstructor reads)
+    labels = (source.metadata.get("itemsets") or {}).get("items") if source is not None else None
     if labels is not None:  # the release's published items: bad itemsets fail here, not as jobs
         check_itemsets(labels, params.itemsets, params.max_len)
     if source is not None and params.columns:

@@ -148,7 +148,7 @@ def test_mining_a_release_derived_from_a_mask_release_is_refused(mushroom):
     release = run("mask", MethodInput(columns=[], transactions=mushroom), p=0.9)
     data = as_release(release, "mask", {"p": 0.9})
     from dataclasses import replace
-    later = replace(data.source, method="something_else", chain=(data.source.steps()[0],))
+    later = replace(data.source, method="something_else", metadata={}, chain=(data.source.steps()[0],))
     with pytest.raises(MethodInputError, match="mine the mask/png release itself"):
         mine(MethodInput(columns=[], transactions=release.transactions, source=later), minsup=0.4)
     assert Path(registry.get("frequent_itemsets").docs).name == "frequent_itemsets.md"

@@ -3,12 +3,21 @@ would be) is read back by the chain code without any edit to it."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from app.privacy import registry
+from app.privacy.context import RunContext
+from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
+from app.privacy.itemsets.release import PngParams
+from app.privacy.itemsets.supports import reconstruct_step
+from app.privacy.reconstruction import ReconstructParams
+from app.privacy.registry import MethodInputError
+from app.privacy.rng import SecureRandom
 from app.privacy.rr_channels import CategoricalChannel, Opaque, chain_channels, step_channels
+from tests.privacy.test_itemsets_release import csr_of, run
 
-PLUGIN = "test_plugin_rr"
+PLUGIN = "test_plugin"
 
 
 def _plugin_channels(metadata):
@@ -19,9 +28,12 @@ def _plugin_channels(metadata):
 
 @pytest.fixture
 def plugin():
+    """PLUGIN's hooks, as a method module outside app.privacy would register them."""
     registry.register_channel_builder(PLUGIN, _plugin_channels)
+    registry.register_reconstructor(PLUGIN, reconstruct_step)  # mask's and png's
     yield
     registry._CHANNEL_BUILDERS.pop(PLUGIN)
+    registry._RECONSTRUCTORS.pop(PLUGIN)
 
 
 def test_a_registered_channel_builder_is_used_and_composes_with_the_others(plugin):
@@ -41,3 +53,23 @@ def test_a_step_without_a_channel_builder_is_opaque_and_hooks_register_once(plug
     assert isinstance(step_channels(step)["c"], Opaque)
     with pytest.raises(ValueError, match="registered twice"):
         registry.register_channel_builder(PLUGIN, _plugin_channels)
+
+
+def test_an_item_randomizer_is_known_by_its_published_metadata_not_its_name(plugin):
+    """A release publishing its item randomization (metadata["itemsets"], as mask's) under
+    another method's name: reconstruct, frequent_itemsets and the refusal to randomize it again
+    treat it as mask's, with no list of method names to extend."""
+    dense = np.random.default_rng(3).random((2000, 6)) < 0.4
+    result = run("mask", MethodInput(columns=[], transactions=csr_of(dense)), p=0.8)
+    source = SourceRelease(release_id="r1", method=PLUGIN, params={"p": 0.8},
+                           guarantees=result.guarantees, metadata=result.metadata)
+    release = MethodInput(columns=[ColumnInfo("items", "categorical")], transactions=result.transactions,
+                          source=source)
+    ctx = RunContext(rng=SecureRandom(seed=0))
+    report = registry.get("reconstruct").run(release, ReconstructParams(itemsets=[["0", "1"]]), ctx)
+    assert report.data["steps"][0]["method"] == PLUGIN
+    assert report.data["steps"][0]["itemsets"][0]["support"] == pytest.approx(dense[:, :2].all(1).mean(), abs=0.05)
+    mined = run("frequent_itemsets", release, minsup=0.3, max_len=2)
+    assert "reconstructed" in mined.data["supports"]
+    with pytest.raises(MethodInputError, match="already randomized"):
+        registry.get("png").validate_against(PngParams(ps=[0.9]), release.columns, source)

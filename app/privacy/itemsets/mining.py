@@ -15,7 +15,7 @@ from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.itemsets.encoding import check_item_columns, default_item_columns, one_hot
 from app.privacy.itemsets.groups import POOLED_ASSUMPTION
 from app.privacy.itemsets.supports import (
-    MAX_ITEMSET_SIZE, RANDOMIZED_METHODS, SupportOracle, exact_oracle, release_oracle,
+    MAX_ITEMSET_SIZE, SupportOracle, exact_oracle, randomized_items, release_oracle,
 )
 from app.privacy.registry import (
     TABLES_ONLY, DataShape, Kind, MethodInputError, MethodSpec, Params, Source, register,
@@ -171,8 +171,8 @@ class FrequentItemsetsParams(Params):
 def mining_oracle(data: MethodInput, params: FrequentItemsetsParams) -> tuple[SupportOracle, tuple[str, ...], str]:
     """The support oracle of the input and how its supports are obtained."""
     source = data.source
-    randomized = source is not None and source.method in RANDOMIZED_METHODS
-    if source is not None and not randomized and any(s["method"] in RANDOMIZED_METHODS for s in source.chain):
+    randomized = source is not None and randomized_items(source.metadata)
+    if source is not None and not randomized and any(randomized_items(s.get("metadata")) for s in source.chain):
         raise MethodInputError("this release derives from a mask/png release by a later step; mine the "
                                "mask/png release itself")
     if randomized:

@@ -26,8 +26,9 @@ from app.privacy.itemsets.groups import (
     check_group_count, epsilon_bit,
     MAX_COLUMN_GROUPS, POOLED_ASSUMPTION, Grouping, png_grouping, privacy_figures, row_keep_probabilities,
 )
+from app.privacy.itemsets.supports import randomized_items, reconstruct_step
 from app.privacy.registry import (
-    TABLES_ONLY, DataShape, Kind, MethodInputError, MethodSpec, Params, register,
+    TABLES_ONLY, DataShape, Kind, MethodInputError, MethodSpec, Params, register, register_reconstructor,
 )
 from app.privacy.results import ReleaseResult
 from app.privacy.rng import SecureRandom
@@ -333,7 +334,7 @@ def run_png(data: MethodInput, params: PngParams, ctx: RunContext) -> ReleaseRes
 
 # -------------------------------------------------------------------------- registration
 def _refuse_randomized_source(source: SourceRelease | None) -> None:
-    if source is not None and any(step["method"] in ("mask", "png") for step in source.steps()):
+    if source is not None and any(randomized_items(step.get("metadata")) for step in source.steps()):
         raise MethodInputError("this release is already randomized by mask/png; randomize the dataset "
                                "instead (supports could no longer be reconstructed from the original)")
 
@@ -422,6 +423,7 @@ register(MethodSpec(
     epsilon=_epsilon_upper_bound,
     docs="docs/methods/mask.md",
 ))
+register_reconstructor("mask", reconstruct_step)
 
 register(MethodSpec(
     name="png",
@@ -440,3 +442,4 @@ register(MethodSpec(
     epsilon=_epsilon_upper_bound,
     docs="docs/methods/png.md",
 ))
+register_reconstructor("png", reconstruct_step)

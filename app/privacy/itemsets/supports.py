@@ -1,5 +1,5 @@
 """Supports of itemsets from bit-packed transactions: exact counts, or reconstructed from a
-mask/png release (the ``reconstruct`` hook of these methods)."""
+mask/png release (the ``reconstruct`` hook of these methods, registered in release.py)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,15 @@ from app.privacy.data import MethodInput, TransactionData
 from app.privacy.itemsets import bits
 from app.privacy.itemsets.estimation import Estimator, Path, estimate_supports
 from app.privacy.itemsets.groups import POOLED_ASSUMPTION, row_keep_probabilities
-from app.privacy.registry import MethodInputError, register_reconstructor
+from app.privacy.registry import MethodInputError
 
-RANDOMIZED_METHODS = ("mask", "png")
+
+def randomized_items(metadata: dict[str, Any] | None) -> bool:
+    """Whether a step randomized the items (mask, png): such a release publishes its
+    randomization in metadata["itemsets"], through which its supports are reconstructed."""
+    return "itemsets" in (metadata or {})
+
+
 MAX_ITEMSET_SIZE = 10
 MAX_RECONSTRUCT_ITEMSETS = 250_000
 
@@ -126,7 +132,7 @@ def reconstruct_step(data: MethodInput, step: dict[str, Any], params: Any, ctx: 
     if td is None:
         raise MethodInputError("support reconstruction needs the release's transactions")
     if data.source is None or data.source.release_id != step.get("release_id", data.source.release_id) \
-            or data.source.method not in RANDOMIZED_METHODS:
+            or not randomized_items(data.source.metadata):
         raise MethodInputError("supports can be reconstructed only on the mask/png release itself, "
                                "not on a later release derived from it")
     oracle = release_oracle(td, step["metadata"], params.estimator)
@@ -167,6 +173,3 @@ def reconstruct_step(data: MethodInput, step: dict[str, Any], params: Any, ctx: 
         "itemsets": results,
     }
 
-
-register_reconstructor("mask", reconstruct_step)
-register_reconstructor("png", reconstruct_step)
