@@ -94,11 +94,22 @@ def _parse(path: Path, fmt: str, limits: Limits) -> Parsed:
         _require_utf8_like(path)
     if fmt in ("csv", "tsv"):
         return Parsed(fmt, frame=_finish_table(_read_csv(path, fmt, limits), limits))
-    if fmt == "parquet":
-        return Parsed(fmt, frame=_finish_table(_read_parquet(path, limits), limits))
-    if fmt == "jsonl":
-        return Parsed(fmt, frame=_finish_table(_read_jsonl(path, limits), limits))
+    if fmt in ("parquet", "jsonl"):
+        table = _read_parquet(path, limits) if fmt == "parquet" else _read_jsonl(path, limits)
+        if is_item_lists(table.schema):  # what a transaction set's download holds: it uploads again
+            return Parsed(fmt, transactions=_lists_to_transactions(table.column(0), limits))
+        return Parsed(fmt, frame=_finish_table(table, limits))
     return Parsed(fmt, transactions=_read_transactions(path, limits, _ITEM_SEPARATORS[fmt]))
+
+
+def is_item_lists(schema: pa.Schema) -> bool:
+    """One column of lists of text or integers: a transaction set (a Parquet or JSON Lines
+    download of one reads back as transactions, whatever its labels hold: commas, spaces)."""
+    if len(schema) != 1 or not (pa.types.is_list(schema[0].type) or pa.types.is_large_list(schema[0].type)):
+        return False
+    item = schema[0].type.value_type
+    return pa.types.is_string(item) or pa.types.is_large_string(item) or pa.types.is_integer(item) \
+        or pa.types.is_null(item)
 
 
 def _require_utf8_like(path: Path) -> None:
@@ -266,9 +277,10 @@ def _read_parquet(path: Path, limits: Limits) -> pa.Table:
         raise Unprocessable("the Parquet file is corrupt or inconsistent with its metadata") from None
     _check_names(schema.names)  # before reading: the reader fails on a repeated name
     for field in schema:
-        if pa.types.is_nested(field.type):
+        if pa.types.is_nested(field.type) and not is_item_lists(schema):
             raise Unprocessable(f"column {field.name!r} holds nested values ({field.type}); only "
-                                "columns of numbers, text, booleans, dates or times are accepted")
+                                "columns of numbers, text, booleans, dates or times are accepted, "
+                                "or a single column of lists of items (transactions)")
     try:
         # Text read as dictionaries: memory follows the distinct values, not rows × length.
         text = [f.name for f in schema
@@ -306,8 +318,9 @@ def _read_jsonl(path: Path, limits: Limits) -> pa.Table:
         raise Unprocessable(f"the file has {table.num_columns} columns; the limit is {limits.max_columns}")
     for name in table.column_names:
         t = table.schema.field(name).type
-        if pa.types.is_nested(t):
-            raise Unprocessable(f"column {name!r} holds nested values; only scalars are supported")
+        if pa.types.is_nested(t) and not is_item_lists(table.schema):
+            raise Unprocessable(f"column {name!r} holds nested values; only scalars are supported, "
+                                "or a single key whose values are lists of items (transactions)")
         if pa.types.is_string(t):  # the JSON reader does not check UTF-8 (the CSV reader does)
             try:
                 table.column(name).validate(full=True)
@@ -353,11 +366,27 @@ def _read_transactions(path: Path, limits: Limits, separator: str = r"\s+") -> T
     lines = pa.array(text.decode("utf-8").splitlines(), type=pa.string())
     if len(lines) > limits.max_rows:
         raise Unprocessable(f"the file has {len(lines)} transactions; the limit is {limits.max_rows}")
-    tokens = pc.split_pattern_regex(pc.utf8_trim_whitespace(lines), separator)
-    lengths = pc.list_value_length(tokens).to_numpy(zero_copy_only=False)
+    return _item_lists(pc.split_pattern_regex(pc.utf8_trim_whitespace(lines), separator), limits)
+
+
+def _lists_to_transactions(column: pa.ChunkedArray, limits: Limits) -> TransactionData:
+    if len(column) > limits.max_rows:
+        raise Unprocessable(f"the file has {len(column)} transactions; the limit is {limits.max_rows}")
+    lists = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    if not pa.types.is_string(lists.type.value_type):  # integers (or nulls only) as their text
+        lists = lists.cast(pa.list_(pa.string()))
+    return _item_lists(lists, limits)
+
+
+def _item_lists(tokens: pa.Array, limits: Limits) -> TransactionData:
+    """Transactions from one list of item labels per transaction: empty and null items are
+    dropped (a line's ends, two separators in a row), so is a repeated item; a null list is an
+    empty transaction."""
+    n = len(tokens)
+    lengths = pc.fill_null(pc.list_value_length(tokens), 0).to_numpy(zero_copy_only=False)
     flat = pc.list_flatten(tokens)
-    row_of = np.repeat(np.arange(len(lines)), lengths)
-    keep = pc.not_equal(flat, "").to_numpy(zero_copy_only=False)
+    row_of = np.repeat(np.arange(n), lengths)
+    keep = pc.fill_null(pc.not_equal(flat, ""), False).to_numpy(zero_copy_only=False)
     flat = flat.filter(pa.array(keep))
     row_of = row_of[keep]
     if len(flat) == 0:
@@ -376,8 +405,8 @@ def _read_transactions(path: Path, limits: Limits, separator: str = r"\s+") -> T
     # Drop repeated items inside a transaction; sort items within each transaction.
     key = distinct_sorted(row_of.astype(np.int64) * len(labels) + codes)
     rows, codes = np.divmod(key, len(labels))
-    indptr = np.zeros(len(lines) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=len(lines)), out=indptr[1:])
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
     return TransactionData(indptr=indptr, indices=codes.astype(np.int32),
                            labels=tuple(labels[i] for i in order))
 

@@ -47,7 +47,8 @@ _UPLOAD_BODY = {
                 "format": {"type": "string", "enum": list(FORMATS), "description":
                            "default: from the file (Parquet's magic bytes) or its name's extension; "
                            "transactions: items separated by white space (.dat, .txt); baskets: "
-                           "items separated by commas (items may hold spaces)"},
+                           "items separated by commas (items may hold spaces); a Parquet or JSON "
+                           "Lines file of one column of item lists is read as transactions"},
                 "name": {"type": "string"},
             }}}},
     }

@@ -105,7 +105,8 @@ def test_schema_field_not_json(client, owner):
     (b"a,a\n1,2\n", "d.csv", 422, "column 'a' appears more than once"),
     (gzip.compress(b"a\n1\n"), "z.csv.gz", 415, "compressed uploads are not accepted"),
     (b"a\n1\n", "noext", 415, "cannot tell the file's format"),
-    (b"{\"a\": [1]}\n{\"a\": [1, 2]}\n", "n.jsonl", 422, "nested values"),
+    (b"{\"a\": [1], \"b\": 2}\n{\"a\": [1, 2], \"b\": 3}\n", "n.jsonl", 422, "nested values"),
+    (b"{\"a\": [[1]]}\n", "deep.jsonl", 422, "nested values"),
     (b"{\"a\": 1}\nnot json\n", "n.jsonl", 422, "unparsable JSON Lines"),
     (b"PAR1garbage", "x.parquet", 422, "not a readable Parquet file"),
     (b"a,b\n1,2\ninf,3\n", "i.csv", 422, "column 'a', row 2: an infinite number"),
@@ -506,3 +507,31 @@ def test_a_byte_order_mark_is_not_part_of_the_first_item(client, owner, content,
     assert ds["columns"][0]["distinct"] == len({item for row in rows for item in row}), ds
     lines = client.get(f"/v1/datasets/{ds['id']}/data", params={"format": "jsonl"}, headers=auth(owner)).text
     assert [json.loads(line)["items"] for line in lines.splitlines()] == rows
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl"])
+def test_a_transaction_download_uploads_again_as_the_same_transactions(client, owner, fmt):
+    """No download of a transaction set read back as one: Parquet and JSON Lines lists were
+    'nested values' (422), and baskets split labels at their commas (fimi acceptance check).
+    A single column of item lists is a transaction set, whatever its labels hold."""
+    rows = [["bread, sliced", "whole milk"], [], ["whole milk"], ["eggs (12)", "bread, sliced", "x y"]]
+    body = "".join(json.dumps({"items": r}) + "\n" for r in rows).encode()
+    first = upload(client, owner, body, "baskets.jsonl").json()
+    assert first["shape"] == "transactions" and first["rows"] == 4, first
+    download = client.get(f"/v1/datasets/{first['id']}/data", headers=auth(owner), params={"format": fmt})
+    again = upload(client, owner, download.content, f"again.{fmt}").json()
+    assert again["shape"] == "transactions" and again["columns"][0]["distinct"] == 4, again
+    lines = client.get(f"/v1/datasets/{again['id']}/data", params={"format": "jsonl"}, headers=auth(owner)).text
+    assert [sorted(json.loads(line)["items"]) for line in lines.splitlines()] == [sorted(r) for r in rows]
+
+
+def test_lists_of_integer_items_and_null_lists_read_as_transactions(client, owner):
+    body = b'{"items": [20, 10]}\n{"items": null}\n{"items": [10, null, 30]}\n'
+    ds = upload(client, owner, body, "codes.jsonl").json()
+    lines = client.get(f"/v1/datasets/{ds['id']}/data", params={"format": "jsonl"}, headers=auth(owner)).text
+    assert [json.loads(line)["items"] for line in lines.splitlines()] == [["10", "20"], [], ["10", "30"]]
+
+
+def test_a_list_column_beside_others_is_still_refused_by_name(client, owner):
+    r = upload(client, owner, b'{"items": ["a"], "n": 1}\n', "mixed.jsonl")
+    assert_problem(r, 422, "'items' holds nested values", "a single key whose values are lists")
