@@ -1,20 +1,20 @@
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-from app.privacy.registry import DataShape
+from app.privacy.registry import DataShape, Kind, Source
 
 
 class Method(BaseModel):
     name: str
     family: str
-    kind: Literal["release", "analysis", "experiment"]
+    kind: Kind
     summary: str
     guarantee: str
     paper: str
-    sources: list[Literal["dataset", "release", "none"]] = Field(
+    sources: list[Source] = Field(
         ..., description="what a job may name as input")
     shapes: list[DataShape] = Field(..., description="the inputs it takes")
     epsilon_debited: bool = Field(..., description="whether the job's ε is debited from the budget")
