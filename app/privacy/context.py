@@ -17,10 +17,15 @@ class RunContext:
         rng: SecureRandom | None = None,
         on_progress: Callable[[float, str], None] | None = None,
         should_stop: Callable[[], bool] | None = None,
+        memory_limit_bytes: int | None = None,
     ) -> None:
         self.rng = rng if rng is not None else SecureRandom()
         self._on_progress = on_progress
         self._should_stop = should_stop
+        # The memory the run may use (a job's limit), or None: a method whose need it can
+        # foresee from its input refuses at once, naming what to change, rather than being
+        # stopped at the limit with nothing said.
+        self.memory_limit_bytes = memory_limit_bytes
 
     @property
     def test_mode(self) -> bool:

@@ -66,7 +66,8 @@ def _run(job: dict[str, Any], rng: SecureRandom, progress_queue, stop_event) -> 
     def report(fraction: float, stage: str) -> None:
         progress_queue.put((fraction, stage))
 
-    ctx = RunContext(rng=rng, on_progress=report, should_stop=stop_event.is_set)
+    ctx = RunContext(rng=rng, on_progress=report, should_stop=stop_event.is_set,
+                     memory_limit_bytes=job.get("memory_limit_bytes"))
     result = spec.run(data, params, ctx)
     report(1.0, "storing the result")  # encoding and storing can take seconds (plots, big tables)
     return encode(result, job)

@@ -160,6 +160,7 @@ def _run_child(job, inputs: dict[str, Any], tmp: Path, shutting_down: Callable[[
         "column_infos": [dataclasses.asdict(c) for c in column_infos(inputs["columns"])],
         "hierarchies": inputs["hierarchies"], "source": inputs["source"],
         "result_path": str(tmp / "result.pickle"), "worker_pid": os.getpid(),
+        "memory_limit_bytes": settings.job_memory_limit_mb * 1024 * 1024,
     }
     progress_q = _mp.Queue()
     stop = _mp.Event()

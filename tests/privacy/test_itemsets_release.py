@@ -1,6 +1,7 @@
 """mask / png releases: flip rates, groups, privacy figures, one-hot tables, FIMI parsing."""
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -453,3 +454,18 @@ def test_two_inputs_that_publish_the_same_rows_publish_the_same_figures(method, 
     assert a.metrics == b.metrics
     assert a.metadata == b.metadata
     assert a.guarantees == b.guarantees
+
+
+def test_a_release_beyond_the_runs_memory_is_refused_before_randomizing():
+    """The expected number of published occurrences (kept ones + flipped zeros, per row's p)
+    times ~24 bytes, against the run's memory limit; no limit given, no check."""
+    dense = np.zeros((1000, 200), dtype=bool)
+    dense[:, 0] = True
+    data = MethodInput(columns=[], transactions=csr_of(dense))
+    spec = registry.get("mask")
+    expected = 1000 * (1 * 0.6 + 199 * 0.4)  # 80,200 occurrences, ~1.9 MB
+    with pytest.raises(MethodInputError, match=re.escape(f"about {expected:.3g} item occurrences")):
+        spec.run(data, spec.params(p=0.6), RunContext(rng=SecureRandom(seed=1), memory_limit_bytes=1_000_000))
+    assert spec.run(data, spec.params(p=0.6), RunContext(rng=SecureRandom(seed=1),
+                                                         memory_limit_bytes=10_000_000)).transactions is not None
+    assert spec.run(data, spec.params(p=0.6), RunContext(rng=SecureRandom(seed=1))).transactions is not None
