@@ -27,7 +27,7 @@ from app.privacy.dp_release.common import (
     MAX_EPSILON, NEIGHBOURING, TableParams, assemble, at_least_two_records, check_references, check_width,
     require_rows, rng_statements,
 )
-from app.privacy.dp_release.encoding import Encoding, check_declared, inferred_warnings, plan_column
+from app.privacy.dp_release.encoding import Encoding, check_declared, domain_warnings, plan_column
 from app.privacy.dp_release.feasibility import gaussian_feasible, require
 from app.privacy.guarantees import guarantee
 from app.privacy.noise import gaussian_mechanism
@@ -85,7 +85,7 @@ def run_dppro(data: MethodInput, params: DpproParams, ctx: RunContext) -> Releas
         guarantees=guarantee(
             "central_dp", rng=ctx.rng.name, private=ctx.rng.is_private, epsilon=params.epsilon,
             delta=record.delta_delivered, protected_columns=list(out.columns),
-            statements=statements, warnings=inferred_warnings(enc.plans),
+            statements=statements, warnings=domain_warnings(enc.plans),
             epsilon_split={"projection": params.epsilon},
             neighbouring=NEIGHBOURING),
         metadata={"dppro": {

@@ -90,8 +90,12 @@ class ColumnPlan:
         missing = series.isna().to_numpy()
         codes = pd.Index(labels).get_indexer(series.astype(str)).astype(np.int64)
         codes[missing] = -1
-        if np.any((codes < 0) & ~missing):
+        if self.source != "params" and np.any((codes < 0) & ~missing):
+            # the schema's categories were checked against the data: only a caller of the
+            # library can get here
             raise MethodInputError(f"column {self.name!r} holds values outside its declared categories")
+        # outside the job's own categories: a missing cell (all-zero block), as
+        # outside_values_warnings says
         block = np.zeros((len(series), self.width), dtype=np.float64)
         rows = np.flatnonzero(codes >= 0)
         block[rows, codes[rows]] = 1.0
@@ -125,6 +129,24 @@ class ColumnPlan:
                               inferred=tuple(f for f in base.inferred if f == "integer"))
         return ColumnInfo(name=self.name, type=base.type if base.type != "numeric" else "categorical",
                           role=base.role, categories=tuple(str(c) for c in self.categories))
+
+
+def domain_warnings(plans: list[ColumnPlan]) -> list[str]:
+    return inferred_warnings(plans) + outside_values_warnings(plans)
+
+
+def outside_values_warnings(plans: list[ColumnPlan]) -> list[str]:
+    """Categories given in a job's params are not checked against the data (the schema's are,
+    at upload and PUT …/schema): a value outside them is released as a missing cell. Said
+    whenever the job declares categories, whatever the data holds — saying it only when such a
+    value occurs would disclose it, as failing the job did (leakage acceptance check)."""
+    names = [p.name for p in plans if p.kind == "categorical" and p.source == "params"]
+    if not names:
+        return []
+    return [f"values of {', '.join(repr(n) for n in names)} outside the categories this job declares "
+            "are released as missing cells, like any missing value (a job that failed on them "
+            "would disclose, outside ε, that such a value exists); declare the categories in the "
+            "dataset's schema, which is checked against the data, to be told of such values at once"]
 
 
 def inferred_warnings(plans: list[ColumnPlan]) -> list[str]:

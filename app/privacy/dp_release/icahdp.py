@@ -35,7 +35,7 @@ from app.privacy.dp_release.common import (
     require_rows, rng_statements,
 )
 from app.privacy.dp_release.encoding import (
-    ColumnPlan, Encoding, calibrate, check_declared, check_given, inferred_warnings, plan_column,
+    ColumnPlan, Encoding, calibrate, check_declared, check_given, domain_warnings, plan_column,
 )
 from app.privacy.dp_release.feasibility import laplace_minimum, round_up
 from app.privacy.dp_release.projection import (
@@ -350,7 +350,7 @@ def _run_strict(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> Rel
         guarantees=guarantee(
             "central_dp", rng=ctx.rng.name, private=ctx.rng.is_private, epsilon=params.epsilon,
             delta=0.0, protected_columns=list(out.columns), statements=statements,
-            warnings=inferred_warnings(released_plans), epsilon_split=epsilon_split, epsilon_delivered=delivered,
+            warnings=domain_warnings(released_plans), epsilon_split=epsilon_split, epsilon_delivered=delivered,
             attribute_epsilon=attribute_eps, neighbouring=NEIGHBOURING),
         metadata={"icahdp": meta, "epsilon_split": epsilon_split},
         metrics={"k": int(k), "encoded_width": enc.width, "rows": n},

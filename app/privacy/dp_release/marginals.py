@@ -35,7 +35,7 @@ from pydantic import Field, field_validator
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo
 from app.privacy.dp_release.common import MAX_EPSILON, NEIGHBOURING, TableParams, check_references
-from app.privacy.dp_release.encoding import ColumnPlan, check_declared, inferred_warnings, plan_column
+from app.privacy.dp_release.encoding import ColumnPlan, check_declared, domain_warnings, plan_column
 from app.privacy.guarantees import guarantee
 from app.privacy.registry import MethodInputError
 from app.privacy.results import ReleaseResult
@@ -122,8 +122,10 @@ class Column:
         if plan.kind == "categorical":
             labels = [str(c) for c in plan.categories]
             codes = pd.Index(labels).get_indexer(series.astype(str)).astype(np.int64)
-            if np.any((codes < 0) & ~missing):
+            outside = (codes < 0) & ~missing
+            if plan.source != "params" and outside.any():  # the schema's were checked at upload
                 raise MethodInputError(f"column {self.name!r} holds values outside its declared categories")
+            missing = missing | outside  # outside the job's own categories: missing (encoding.outside_values_warnings)
         else:
             v = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64)
             if np.any(np.isnan(v) & ~missing):
@@ -385,7 +387,7 @@ def release(method: str, params: SynthParams, ctx: RunContext, columns: list[Col
     g = guarantee("central_dp", rng=ctx.rng.name, private=ctx.rng.is_private, epsilon=eps,
                   delta=delta_out, protected_columns=list(out.columns),
                   statements=statements(method, eps, delta_out, ctx),
-                  warnings=inferred_warnings([c.plan for c in columns]), rho=rho, accountant=ACCOUNTANT,
+                  warnings=domain_warnings([c.plan for c in columns]), rho=rho, accountant=ACCOUNTANT,
                   conversion=CONVERSION, neighbouring=NEIGHBOURING, rho_split=split)
     return ReleaseResult(frame=out, columns=output_infos(columns), guarantees=g, metadata={method: meta},
                          metrics={"rows": facts["rows"], "seconds": facts["seconds"],
