@@ -11,7 +11,7 @@ import importlib
 import os
 import pkgutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -137,7 +137,6 @@ class MethodSpec:
     # The `kind` its reports show, when not the method's name (reconstruct's say "reconstruction").
     report_kind: str | None = None
     docs: str = ""  # relative path of the method's doc page
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def epsilon_cost(self, params: Any, columns: list[ColumnInfo]) -> float | None:
         if self.epsilon is None:
