@@ -240,12 +240,14 @@ def apply_overrides(frame: pd.DataFrame, columns: list[dict[str, Any]],
             declared.add("type")  # bounds assert a numeric column, categories a categorical one
         new["inferred"] = [f for f in inferred_facts(new) if f not in declared]
         if new.get("bounds") is not None and new["type"] != "numeric":
-            raise Unprocessable(f"column {name!r}: bounds apply to numeric columns only")
+            raise Unprocessable(f"column {name!r} is {new['type']}: bounds apply to numeric columns "
+                                'only (declare "type": "numeric" with them)')
         if o.integer and new["type"] != "numeric":
             raise Unprocessable(f"column {name!r}: integer applies to numeric columns only")
         if new.get("categories") is not None:
             if new["type"] != "categorical":
-                raise Unprocessable(f"column {name!r}: categories apply to categorical columns only")
+                raise Unprocessable(f"column {name!r} is {new['type']}: categories apply to categorical "
+                                    'columns only (declare "type": "categorical" with them)')
             present = frame[name].dropna().astype(str)
             outside = ~present.isin(new["categories"]).to_numpy()
             if outside.any():

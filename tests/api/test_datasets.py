@@ -82,6 +82,12 @@ def test_schema_override_at_upload(client, owner):
     ({"n": {"bounds": [0, float("nan")]}}, "schema field is invalid"),
     ({"name": {"categories": []}}, "at least 1 item"),
     ({"name": {"integer": True}}, "column 'name': integer applies to numeric columns only"),
+    # a coded column (COIL 2000's attributes are numbers) is inferred numeric: the message says
+    # how to declare it categorical, not only that categories do not fit it
+    ({"n": {"categories": ["1", "2"]}}, "column 'n' is numeric: categories apply to categorical "
+                                        "columns only (declare \"type\": \"categorical\" with them)"),
+    ({"name": {"bounds": [0, 1]}}, "column 'name' is categorical: bounds apply to numeric columns "
+                                   "only (declare \"type\": \"numeric\" with them)"),
     ([1, 2], "the schema field must be a JSON object"),
 ])
 def test_bad_schema_is_422_naming_the_problem(client, owner, schema, fragment):

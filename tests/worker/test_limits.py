@@ -24,6 +24,7 @@ def test_time_limit_fails_the_job_and_the_worker_goes_on(client, small):
     done = wait_job(client, headers, slow["id"], timeout=30)
     assert done["status"] == "failed" and done["error"]["type"] == "time_limit"
     assert "3 s" in done["error"]["message"]
+    assert "stopped at 'sleeping' (" in done["error"]["message"], done["error"]  # what it was doing
     quick = submit(client, headers, "diag_sleep", {"seconds": 0.1}, dataset_id=ds["id"]).json()
     assert wait_job(client, headers, quick["id"])["status"] == "succeeded"
 
