@@ -327,9 +327,15 @@ def _invertible_chain(label: str, features: list[str], source: SourceRelease | N
     was randomized (both known from the release's metadata alone: checked at submission too)."""
     randomization = release_randomization(source)
     opaque = [f for f in features if isinstance(randomization.get(f), Opaque)]
-    if opaque:
+    if len(opaque) == 1:
         raise MethodInputError(f"column {opaque[0]!r} was changed by {randomization[opaque[0]].method}, "
-                               "which PPNB cannot invert; leave it out of 'features'")
+                               "which PPNB cannot invert: leave it out of 'features'")
+    if opaque:  # every one named at once: one at a time, a user walked through all 16 of an mst release
+        names = ", ".join(map(repr, opaque[:-1])) + f" and {opaque[-1]!r}"
+        methods = ", ".join(dict.fromkeys(randomization[f].method for f in opaque))
+        raise MethodInputError(f"columns {names} were changed by {methods}, which PPNB cannot invert: "
+                               "leave them out of 'features' (PPNB inverts the randomized-response "
+                               "steps errph, warner, trr)")
     if label in randomization:
         raise MethodInputError(f"the label {label!r} was randomized; PPNB needs the class untouched")
     return randomization

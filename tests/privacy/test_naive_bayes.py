@@ -14,7 +14,7 @@ from sklearn.naive_bayes import CategoricalNB, GaussianNB
 from sklearn.preprocessing import OrdinalEncoder
 
 from app.privacy.context import RunContext
-from app.privacy.data import ColumnInfo, MethodInput
+from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.experiments import datasets_dir
 from app.privacy.dtpd import DTPDClassifier, DTPDParams, run_dtpd_train, split_counts
 from app.privacy.naive_bayes import PPNBClassifier, PPNBParams, run_ppnb_train
@@ -152,6 +152,21 @@ def test_ppnb_train_refuses_a_randomized_label_and_names_bad_columns(toy):
         get("ppnb_train").validate_against(PPNBParams(), rel.columns, rel.source)
     with pytest.raises(MethodInputError, match="unknown feature column 'nope'"):
         run_ppnb_train(rel, PPNBParams(features=["nope"]), ctx())
+
+
+def test_every_feature_ppnb_cannot_invert_is_named_at_once(toy):
+    """ppnb_train on Bank's mst release named 'age' only ("leave it out of 'features'"): leaving
+    it out named the next column, and so on through all 16 (coilbank acceptance check)."""
+    step = SourceRelease(release_id="r", method="mst", params={}, metadata={},
+                         guarantees={"protected_columns": ["color", "size", "weight", "height", "cls"]})
+    with pytest.raises(MethodInputError, match="columns 'color', 'size', 'weight' and 'height' were changed "
+                       "by mst, which PPNB cannot invert: leave them out of 'features'.*errph, warner, trr"):
+        get("ppnb_train").validate_against(PPNBParams(label="cls"), toy.columns, step)
+    one = SourceRelease(release_id="r", method="mst", params={}, metadata={},
+                        guarantees={"protected_columns": ["weight"]})
+    with pytest.raises(MethodInputError, match="^column 'weight' was changed by mst, which PPNB cannot "
+                       "invert: leave it out of 'features'$"):
+        get("ppnb_train").validate_against(PPNBParams(label="cls"), toy.columns, one)
 
 
 def test_an_all_missing_feature_is_named_not_a_math_domain_error():
