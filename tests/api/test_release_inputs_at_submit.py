@@ -64,3 +64,14 @@ def test_a_transaction_file_too_large_to_randomize_is_refused_at_submit(client, 
     for params in ({"p": 0.9, "top_items": 1000}, {"p": 0.9, "items": ["i1", "i2"]}):
         r = submit(client, owner, "mask", params, dataset_id=ds["id"])
         assert r.status_code == 202, r.text
+
+
+def test_a_table_without_a_column_to_encode_into_items_is_refused_at_submission(client, owner):
+    """COIL 2000's coded attributes are numeric: mask and frequent_itemsets with their default
+    columns were accepted and their jobs failed 'no column to encode into items' (coilbank
+    acceptance check), where errph and warner refuse at submission."""
+    r = upload(client, owner, b"a,b\n1,2\n3,4\n5,6\n", "numbers.csv")
+    ds = r.json()["id"]
+    for method, params in (("mask", {"p": 0.9}), ("png", {"ps": [0.9, 0.8]}), ("frequent_itemsets", {})):
+        assert_problem(submit(client, owner, method, params, dataset_id=ds), 422,
+                       "no column to encode into items", "name them in 'columns'")

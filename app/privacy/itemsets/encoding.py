@@ -94,11 +94,26 @@ def check_item_columns(chosen: list[str], columns: list[ColumnInfo]) -> None:
             raise MethodInputError(f"column {name!r} is an identifier; it cannot become items")
 
 
+NO_ITEM_COLUMNS = ("no column to encode into items: name them in 'columns' (by default every "
+                   "categorical or boolean column that is not an identifier; a numeric column named "
+                   "there is binned over its declared bounds)")
+
+
+def check_chosen_columns(given: list[str] | None, columns: list[ColumnInfo]) -> None:
+    """At submission: the columns a job would encode (``given``, else the default) exist, can
+    become items, and are not none — a table without a categorical column was accepted and its
+    job failed (coilbank acceptance check)."""
+    if given is not None:
+        check_item_columns(given, columns)
+    elif not default_item_columns(columns):
+        raise MethodInputError(NO_ITEM_COLUMNS)
+
+
 def one_hot(frame: pd.DataFrame, columns: list[ColumnInfo], chosen: list[str], bins: int) -> Encoded:
     """Encode the chosen columns into items; CSR rows keep the frame's row order."""
     check_item_columns(chosen, columns)
     if not chosen:
-        raise MethodInputError("no column to encode into items: name them in 'columns'")
+        raise MethodInputError(NO_ITEM_COLUMNS)
     by_name = {c.name: c for c in columns}
     labels: list[str] = []
     code_columns: list[np.ndarray] = []

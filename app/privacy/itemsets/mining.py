@@ -12,7 +12,7 @@ from pydantic import Field
 
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
-from app.privacy.itemsets.encoding import check_item_columns, default_item_columns, one_hot
+from app.privacy.itemsets.encoding import check_chosen_columns, default_item_columns, one_hot
 from app.privacy.itemsets.groups import POOLED_ASSUMPTION
 from app.privacy.itemsets.supports import (
     MAX_ITEMSET_SIZE, SupportOracle, exact_oracle, randomized_items, release_oracle,
@@ -246,8 +246,7 @@ def _flat(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _check(params: FrequentItemsetsParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
-    if params.columns is not None:
-        check_item_columns(params.columns, columns)
+    check_chosen_columns(params.columns, columns)
 
 
 register(MethodSpec(

@@ -20,7 +20,7 @@ from app.privacy.data import ColumnInfo, MethodInput, SourceRelease, Transaction
 from app.privacy.guarantees import guarantee
 from app.privacy.itemsets import bits
 from app.privacy.itemsets.encoding import (
-    Encoded, check_item_columns, default_item_columns, one_hot,
+    Encoded, check_chosen_columns, default_item_columns, one_hot,
 )
 from app.privacy.itemsets.groups import (
     check_group_count, epsilon_bit,
@@ -370,8 +370,7 @@ def _check(params: ItemParams, columns: list[ColumnInfo], source: SourceRelease 
         raise MethodInputError("items is empty: no item to randomize")
     if params.columns is not None and not params.columns:
         raise MethodInputError("columns is empty: no column to encode into items")
-    if params.columns is not None:
-        check_item_columns(params.columns, columns)
+    check_chosen_columns(params.columns, columns)
     group_column = getattr(params, "group_column", None)
     if group_column is not None:
         info = next((c for c in columns if c.name == group_column), None)
