@@ -75,6 +75,20 @@ class ColumnPlan:
         g = self.grid
         return g * math.ceil(self.lo / g), g * math.floor(self.hi / g)
 
+    def category_codes(self, series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+        """A categorical column's codes in its categories (-1 where missing) and its missing
+        cells. A value outside categories the job declared is a missing cell, as
+        outside_values_warnings says; outside the schema's, which the upload checked against the
+        data, only a caller of the library can get, and it is an error."""
+        missing = series.isna().to_numpy()
+        codes = pd.Index([str(c) for c in self.categories]).get_indexer(series.astype(str)).astype(np.int64)
+        outside = (codes < 0) & ~missing
+        if outside.any() and self.source != "params":
+            raise MethodInputError(f"column {self.name!r} holds values outside its declared categories")
+        missing = missing | outside
+        codes[missing] = -1
+        return codes, missing
+
     def encode(self, series: pd.Series, fill: float | None) -> np.ndarray:
         """n × width block in [0, 1]. ``fill``: scaled value for a missing numeric cell."""
         if self.kind == "numeric":
@@ -86,16 +100,7 @@ class ColumnPlan:
             scaled = (np.clip(values, self.lo, self.hi) - self.lo) / (self.hi - self.lo)
             scaled[np.isnan(scaled)] = 0.5 if fill is None else fill
             return scaled[:, None]
-        labels = [str(c) for c in self.categories]
-        missing = series.isna().to_numpy()
-        codes = pd.Index(labels).get_indexer(series.astype(str)).astype(np.int64)
-        codes[missing] = -1
-        if self.source != "params" and np.any((codes < 0) & ~missing):
-            # the schema's categories were checked against the data: only a caller of the
-            # library can get here
-            raise MethodInputError(f"column {self.name!r} holds values outside its declared categories")
-        # outside the job's own categories: a missing cell (all-zero block), as
-        # outside_values_warnings says
+        codes, _ = self.category_codes(series)  # a missing cell: an all-zero block
         block = np.zeros((len(series), self.width), dtype=np.float64)
         rows = np.flatnonzero(codes >= 0)
         block[rows, codes[rows]] = 1.0

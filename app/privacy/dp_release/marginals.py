@@ -120,12 +120,7 @@ class Column:
         plan = self.plan
         missing = series.isna().to_numpy()
         if plan.kind == "categorical":
-            labels = [str(c) for c in plan.categories]
-            codes = pd.Index(labels).get_indexer(series.astype(str)).astype(np.int64)
-            outside = (codes < 0) & ~missing
-            if plan.source != "params" and outside.any():  # the schema's were checked at upload
-                raise MethodInputError(f"column {self.name!r} holds values outside its declared categories")
-            missing = missing | outside  # outside the job's own categories: missing (encoding.outside_values_warnings)
+            codes, missing = plan.category_codes(series)
         else:
             v = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64)
             if np.any(np.isnan(v) & ~missing):
