@@ -401,6 +401,51 @@ def test_aim_refuses_fewer_rounds_than_columns():
         registry.get("aim").validate_against(AimParams(epsilon=1.0, rounds=3), SCHEMA, None)
 
 
+def _random_cliques(rng: np.random.Generator, names: list[str]) -> list[tuple[str, ...]]:
+    singles = [(a,) for a in names if rng.random() < 0.8]  # some attributes in no clique
+    pairs = [tuple(rng.choice(names, size=min(len(names), int(rng.choice([2, 2, 3]))), replace=False))
+             for _ in range(int(rng.integers(0, 2 * len(names) + 1)))]
+    return singles + pairs
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_clique_graph_cells_are_mbis_hypothetical_model_size(seed):
+    """AIM's size filter asks for the junction tree's size with every candidate in every round;
+    CliqueGraph answers what mbi's hypothetical_model_size answers (its triangulation, its
+    greedy order and tie-breaks, its tree shortcut), 50-100× faster."""
+    from mbi import Domain, junction_tree
+
+    from app.privacy.dp_release.pgm import CliqueGraph, junction_tree_cells, maximal_subset
+
+    rng = np.random.default_rng(seed)
+    for trial in range(60):
+        d = int(rng.integers(1, 12 if trial < 40 else 30))
+        names = [f"v{i}" for i in rng.permutation(d)]
+        sizes = {a: int(rng.choice([1, 2, 2, 3, 5, 10, 16])) for a in names}
+        cliques = _random_cliques(rng, names)
+        if trial % 10 == 0 and d > 1:  # a tree: mbi's dfs order, no fill
+            cliques = [(names[i], names[int(rng.integers(0, i))]) for i in range(1, d)]
+        extra = tuple(rng.choice(names, size=min(d, int(rng.choice([1, 2]))), replace=False))
+        domain = Domain(list(sizes), list(sizes.values()))
+        theirs = junction_tree.hypothetical_model_size(domain, maximal_subset(cliques + [extra]))
+        assert CliqueGraph(sizes, cliques).cells(extra) * 8 / 2**20 == pytest.approx(theirs, rel=1e-12)
+        if cliques:
+            ref = junction_tree.hypothetical_model_size(domain, maximal_subset(cliques))
+            assert junction_tree_cells(sizes, cliques) * 8 / 2**20 == pytest.approx(ref, rel=1e-12)
+
+
+def test_workload_weights_are_the_papers_sum_over_the_workload():
+    from app.privacy.dp_release.aim import workload_weights
+
+    columns = build_columns(SynthParams(epsilon=1.0, bins=16), SCHEMA)
+    names = [c.name for c in columns]
+    weights = workload_weights(names, columns, max_cells=60)  # x (17) × a, b or c (5-6) only
+    workload = [r for r in weights if len(r) == 2]
+    assert 0 < len(workload) < 10  # the cell limit left some pairs out
+    for r, w in weights.items():  # w_r = Σ_{s ∈ W} |r ∩ s|, as the paper writes it
+        assert w == (sum(len(set(r) & set(s)) for s in workload) or 1.0), r
+
+
 # ------------------------------------------------------------------- 1-way budget split
 def test_levels_split_minimizes_the_expected_l1_noise_of_the_one_way_marginals():
     from app.privacy.dp_release.marginals import one_way_rhos

@@ -24,7 +24,8 @@ adaptively, the total never exceeding it (a zCDP filter):
 The model is fitted by ``pgm.MirrorDescent`` — mbi's estimator in numpy (the tests check it
 against mbi), warm-started from round to round — because mbi compiles a new XLA program for
 every new set of cliques (tens of seconds for AIM's later models on this machine); the junction
-trees and the sampler are mbi's.
+trees and the sampler are mbi's; the round's size filter asks ``pgm.CliqueGraph`` (mbi's
+``hypothetical_model_size`` in ~0.3 ms instead of ~60 ms at 86 columns).
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ from app.privacy.dp_release.marginals import (
     marginal, one_way_facts, one_way_rhos, sampler_random_source, release, synthetic_epsilon,
     zcdp_budget,
 )
-from app.privacy.dp_release.pgm import Clique, Measurement, MirrorDescent, maximal_subset
+from app.privacy.dp_release.pgm import (
+    Clique, CliqueGraph, Measurement, MirrorDescent,
+)
 from app.privacy.dp_release.zcdp import (
     ExactSampler, Ledger, em_epsilon, exact_score, l1_error, sigma_for,
 )
@@ -83,11 +86,12 @@ def workload_weights(names: list[str], columns: list[Column], max_cells: int) ->
     size = {c.name: c.size for c in columns}
     workload = [cl for cl in itertools.combinations(names, 2) if size[cl[0]] * size[cl[1]] <= max_cells]
     candidates = [(a,) for a in names] + workload
-    return {r: float(sum(len(set(r) & set(s)) for s in workload)) or 1.0 for r in candidates}
-
-
-def _model_size_mb(mbi, domain, cliques: list[Clique]) -> float:
-    return mbi.junction_tree.hypothetical_model_size(domain, maximal_subset(cliques))
+    # Σ_s |r ∩ s| = Σ_{a ∈ r} (workload pairs holding a): linear in the candidates, not quadratic
+    holding = dict.fromkeys(names, 0)
+    for a, b in workload:
+        holding[a] += 1
+        holding[b] += 1
+    return {r: float(sum(holding[a] for a in r)) or 1.0 for r in candidates}
 
 
 @dataclass
@@ -120,12 +124,11 @@ def _first_model(columns: list[Column], truth, sigmas: list[float], ledger: Ledg
 
 
 def _adaptive_rounds(state: _Rounds, weights: dict[Clique, float], truth, sizes: dict[str, int],
-                     rho: float, per_round: float, n: int, params: AimParams, mbi,
+                     rho: float, per_round: float, n: int, params: AimParams,
                      ctx: RunContext) -> None:
     ledger = state.ledger
     sigma = sigma_for(MEASURE_SHARE * per_round)
     eps0 = em_epsilon((1 - MEASURE_SHARE) * per_round)
-    domain = mbi.Domain(list(sizes), list(sizes.values()))
     sampler = ExactSampler(ctx.rng)
     max_weight = max(weights.values())
     terminate = False
@@ -139,8 +142,9 @@ def _adaptive_rounds(state: _Rounds, weights: dict[Clique, float], truth, sizes:
         cliques = [m.clique for m in state.measured]
         free = {frozenset(sub) for m in state.model.tree.maximal for k in range(1, len(m) + 1)
                 for sub in itertools.combinations(m, k)}
+        graph = CliqueGraph(sizes, cliques)  # mbi's hypothetical_model_size, fast (pgm.py)
         allowed = [r for r in weights
-                   if frozenset(r) in free or _model_size_mb(mbi, domain, cliques + [r]) <= limit]
+                   if frozenset(r) in free or graph.cells(r) * 8 / 2**20 <= limit]
         estimates = state.model.tree.all_pairs(state.maximal, n)
         # exact rationals: w·(S - b) with S the exact L1 error and b the data-independent bias
         scores = [exact_score(weights[r]) * (exact_score(l1_error(truth[r], estimates[r]))
@@ -183,7 +187,7 @@ def run_aim(data: MethodInput, params: AimParams, ctx: RunContext) -> ReleaseRes
     rho_one, per_round = _one_way_budget(params, rho, d, T)
     sigmas = [sigma_for(r) for r in one_way_rhos(columns, rho_one, params.one_way_weights)]
     state = _first_model(columns, truth, sigmas, Ledger(rho), n, params.round_iterations, ctx.rng)
-    _adaptive_rounds(state, weights, truth, sizes, rho, per_round, n, params, mbi, ctx)
+    _adaptive_rounds(state, weights, truth, sizes, rho, per_round, n, params, ctx)
     ctx.progress(0.72, "fitting the graphical model")
     maximal = state.model.run(params.iterations)
     ctx.progress(0.85, "sampling")

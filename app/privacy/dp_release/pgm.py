@@ -13,6 +13,7 @@ post-processing of noisy measurements.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -163,6 +164,103 @@ class JunctionTree:
             if (a, b) not in out:
                 out[(a, b)] = np.outer(out[(a,)], out[(b,)]) / total
         return out
+
+
+def junction_tree_cells(sizes: dict[str, int], cliques: list[Clique]) -> int:
+    """Σ of the domain sizes of the maximal cliques of the junction tree mbi would build over
+    ``cliques`` (``mbi.junction_tree.make_junction_tree``): ``hypothetical_model_size`` × 2²⁰ / 8,
+    the same number (tested) in well under a millisecond instead of ~60 ms at 86 attributes."""
+    return CliqueGraph(sizes, cliques).cells()
+
+
+class CliqueGraph:
+    """The graph of a set of cliques, as bit masks over the attributes, for asking what size
+    mbi's junction tree would reach with one more clique — AIM asks it for every candidate in
+    every round. mbi triangulates in the graph's own order when it is a tree, else by its
+    greedy elimination (the attribute whose neighbourhood domain is smallest first, ties to the
+    earlier attribute). Eliminating v makes {v} ∪ N(v) a clique of the triangulated graph; the
+    maximal ones among these are its maximal cliques. A clique inside another adds no edge, so
+    the answer does not depend on whether the cliques given are maximal."""
+
+    def __init__(self, sizes: dict[str, int], cliques: list[Clique]) -> None:
+        self.index = {a: i for i, a in enumerate(sizes)}
+        self.dims = list(sizes.values())
+        self.adjacent = [0] * len(self.dims)
+        self.in_clique = 0
+        for clique in cliques:
+            self.in_clique |= self._add(self.adjacent, clique)
+        self.known: dict[int, int] = {}  # domain sizes by mask: candidates share most of them
+        self.cost = self._costs(self.adjacent, self.in_clique, range(len(self.dims)), [1] * len(self.dims))
+
+    def _costs(self, adjacent: list[int], in_clique: int, which, cost: list[int]) -> list[int]:
+        for i in which:  # mbi's greedy cost: the domain of i's neighbourhood (1 if in no clique)
+            cost[i] = self._domain(adjacent[i] | 1 << i) if in_clique >> i & 1 else 1
+        return cost
+
+    def _add(self, adjacent: list[int], clique: Clique) -> int:
+        mask = 0
+        for a in clique:
+            mask |= 1 << self.index[a]
+        for a in clique:
+            adjacent[self.index[a]] |= mask & ~(1 << self.index[a])
+        return mask
+
+    def _domain(self, mask: int) -> int:
+        out = self.known.get(mask)
+        if out is None:
+            out, rest = 1, mask
+            while rest:
+                low = rest & -rest
+                out *= self.dims[low.bit_length() - 1]
+                rest ^= low
+            self.known[mask] = out
+        return out
+
+    def cells(self, extra: Clique = ()) -> int:
+        """The junction tree's cells over the cliques and ``extra``."""
+        adjacent = list(self.adjacent)
+        in_clique = self.in_clique | self._add(adjacent, extra)
+        d, dims = len(adjacent), self.dims
+        edges = sum(m.bit_count() for m in adjacent) // 2
+        if edges and edges == d - 1 and _connected(adjacent):  # a tree: no fill, cliques = edges
+            return sum(dims[i] * dims[j] for i in range(d) for j in range(i + 1, d)
+                       if adjacent[i] >> j & 1)
+        cost = self._costs(adjacent, in_clique, [self.index[a] for a in extra], list(self.cost))
+        heap = [(c, i) for i, c in enumerate(cost)]
+        heapq.heapify(heap)
+        eliminated, total = 0, 0
+        holding: list[list[int]] = [[] for _ in range(d)]  # earlier cliques that hold v
+        while heap:
+            c, v = heapq.heappop(heap)
+            if eliminated >> v & 1 or c != cost[v]:
+                continue  # an entry made stale by a later cost
+            eliminated |= 1 << v
+            rest = adjacent[v] & ~eliminated
+            clique = rest | 1 << v
+            # only a clique eliminated earlier and holding v can contain v's clique
+            if not any(clique & earlier == clique for earlier in holding[v]):
+                total += self._domain(clique)
+            neighbours = rest
+            while neighbours:
+                low = neighbours & -neighbours
+                u = low.bit_length() - 1
+                neighbours ^= low
+                holding[u].append(clique)
+                adjacent[u] = (adjacent[u] | rest) & ~low & ~eliminated
+                cost[u] = self._domain(adjacent[u] | low)
+                heapq.heappush(heap, (cost[u], u))
+        return total
+
+
+def _connected(adjacent: list[int]) -> bool:
+    seen, frontier = 1, 1
+    while frontier:
+        low = frontier & -frontier
+        frontier ^= low
+        new = adjacent[low.bit_length() - 1] & ~seen
+        seen |= new
+        frontier |= new
+    return seen == (1 << len(adjacent)) - 1
 
 
 def maximal_subset(cliques: list[Clique]) -> list[Clique]:
