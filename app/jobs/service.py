@@ -64,9 +64,9 @@ def covering_dp_release(source: SourceRelease | None) -> str | None:
 
 def _wrong_input(spec: registry.MethodSpec) -> str:
     """Name what the method does take (an experiment takes neither kind of input)."""
-    if registry.Source.dataset in spec.sources:
+    if registry.MethodSource.dataset in spec.sources:
         return f"method {spec.name!r} runs on a dataset: give dataset_id"
-    if registry.Source.release in spec.sources:
+    if registry.MethodSource.release in spec.sources:
         return f"method {spec.name!r} runs on a release: give release_id"
     return f"method {spec.name!r} takes neither dataset_id nor release_id: send only method and params"
 
@@ -76,18 +76,18 @@ def _resolve(session: Session, principal: Principal, spec: registry.MethodSpec, 
     if len(given) > 1:
         raise Unprocessable("give dataset_id or release_id, not both")
     if not given:
-        if registry.Source.none not in spec.sources:
+        if registry.MethodSource.none not in spec.sources:
             raise Unprocessable(f"method {spec.name!r} needs a dataset_id or a release_id")
         return ResolvedInput(None, None, None, [], None, None)
     if req.dataset_id is not None:
-        if registry.Source.dataset not in spec.sources:
+        if registry.MethodSource.dataset not in spec.sources:
             raise Unprocessable(_wrong_input(spec))
         if principal.role != Role.owner:
             raise Forbidden("only owners may run jobs on raw datasets")
         # held until commit: a schema change waits for this submission and then sees its job
         row = datasets.get_row(session, principal, req.dataset_id, live=True, for_key_share=True)
         return ResolvedInput(row["id"], None, row["shape"], row["columns"], None, row["rows"])
-    if registry.Source.release not in spec.sources:
+    if registry.MethodSource.release not in spec.sources:
         raise Unprocessable(_wrong_input(spec))
     row = releases.get(session, req.release_id, principal.tenant)
     if row is None:
@@ -118,7 +118,7 @@ def submit(session: Session, principal: Principal, req, idempotency_key: str | N
                             "mode (VEIL_TEST_MODE); privacy-producing jobs draw from the OS CSPRNG",
                             errors=[{"loc": ["body", "seed"], "msg": "seed not accepted", "type": "seed"}])
     resolved = _resolve(session, principal, spec, req)
-    if principal.role == Role.analyst and spec.kind == registry.Kind.release:
+    if principal.role == Role.analyst and spec.kind == registry.MethodKind.release:
         raise Forbidden("analysts may run analyses on releases and experiments, not release methods")
     if resolved.shape is not None and resolved.shape not in {s.value for s in spec.shapes}:
         raise Unprocessable(f"method {spec.name!r} does not accept {resolved.shape} input")

@@ -4,17 +4,17 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from app.privacy.registry import DataShape, Kind, Source
+from app.privacy.registry import DataShape, MethodKind, MethodSource
 
 
 class Method(BaseModel):
     name: str
     family: str
-    kind: Kind
+    kind: MethodKind
     summary: str
     guarantee: str
     paper: str
-    sources: list[Source] = Field(
+    sources: list[MethodSource] = Field(
         ..., description="what a job may name as input")
     shapes: list[DataShape] = Field(..., description="the inputs it takes")
     epsilon_debited: bool = Field(..., description="whether the job's ε is debited from the budget")

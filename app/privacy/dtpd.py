@@ -20,7 +20,7 @@ from app.privacy.naive_bayes import (
     TrainParams, _frame, _label_and_features, _model_metadata, _raw_labels, release_randomization,
     require_two_classes, training_rows,
 )
-from app.privacy.registry import Kind, MethodInputError, MethodSpec, Source, register
+from app.privacy.registry import MethodKind, MethodInputError, MethodSpec, MethodSource, register
 from app.privacy.results import ModelResult
 from app.privacy.rr_channels import CategoricalChannel, label_of
 
@@ -260,7 +260,7 @@ def _check_dtpd(params: DTPDParams, columns: list[ColumnInfo], source: SourceRel
 register(MethodSpec(
     name="dtpd_train",
     family="randomized_response",
-    kind=Kind.analysis,
+    kind=MethodKind.analysis,
     summary="Train the DTPD baseline (ID3 on reconstructed counts, Du & Zhan 2003) on a binary "
             "release made by warner with whole_record=true.",
     params=DTPDParams,
@@ -268,7 +268,7 @@ register(MethodSpec(
     paper="Du & Zhan, Using randomized response techniques for privacy-preserving data mining, "
           "KDD 2003; the baseline of seed 000",
     run=run_dtpd_train,
-    sources=frozenset({Source.release}),
+    sources=frozenset({MethodSource.release}),
     check=_check_dtpd,
     produces_randomness=False,
     docs="docs/methods/dtpd_train.md",

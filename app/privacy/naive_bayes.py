@@ -23,7 +23,7 @@ from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.warner import binarize
 from app.privacy.registry import (
-    MAX_LABEL_CLASSES, Kind, MethodInputError, MethodSpec, Params, Source, register,
+    MAX_LABEL_CLASSES, MethodKind, MethodInputError, MethodSpec, Params, MethodSource, register,
     require_declared_classes, too_many_classes,
 )
 from app.privacy.results import ModelResult
@@ -349,14 +349,14 @@ def _check_train(params: TrainParams, columns: list[ColumnInfo], source: SourceR
 register(MethodSpec(
     name="ppnb_train",
     family="randomized_response",
-    kind=Kind.analysis,
+    kind=MethodKind.analysis,
     summary="Train privacy-preserving naive Bayes on a randomized release (ERRPH/Warner categorical, "
             "TRR numeric, class untouched); the model predicts on raw records.",
     params=PPNBParams,
     guarantee="post-processing of the release: no further privacy cost",
     paper=PAPER,
     run=run_ppnb_train,
-    sources=frozenset({Source.release}),
+    sources=frozenset({MethodSource.release}),
     check=_check_train,
     produces_randomness=False,
     docs="docs/methods/ppnb_train.md",

@@ -24,7 +24,7 @@ from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.guarantees import guarantee, unchanged_columns
 from app.privacy.registry import (
-    Kind, MethodInputError, MethodSpec, Params, register, register_channel_builder, register_reconstructor,
+    MethodKind, MethodInputError, MethodSpec, Params, register, register_channel_builder, register_reconstructor,
 )
 from app.privacy.results import ReleaseResult
 from app.privacy.rng import SecureRandom
@@ -628,7 +628,7 @@ def errph_channels(metadata: dict[str, Any]) -> dict[str, CategoricalChannel]:
 register(MethodSpec(
     name="errph",
     family="randomized_response",
-    kind=Kind.release,
+    kind=MethodKind.release,
     summary="Extended randomized response with partial hiding: each categorical cell keeps its "
             "value with probability p0, else takes value a_j with probability p_j.",
     params=ErrphParams,

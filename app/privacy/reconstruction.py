@@ -18,7 +18,7 @@ from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.itemsets.supports import check_itemsets
 from app.privacy.plotting import legend_below
 from app.privacy.registry import (
-    TABLES_ONLY, TRANSACTIONS_ONLY, DataShape, Kind, MethodInputError, MethodSpec, Params, Source, reconstructor,
+    TABLES_ONLY, TRANSACTIONS_ONLY, DataShape, MethodKind, MethodInputError, MethodSpec, Params, MethodSource, reconstructor,
     register,
 )
 from app.privacy.results import ReportResult, render_figure
@@ -159,14 +159,14 @@ def _check(params: ReconstructParams, columns: list[ColumnInfo], source: SourceR
 register(MethodSpec(
     name="reconstruct",
     family="reconstruction",
-    kind=Kind.analysis,
+    kind=MethodKind.analysis,
     summary="Estimate the original distributions, moments or itemset supports from a release, "
             "with standard errors.",
     params=ReconstructParams,
     guarantee="post-processing of the release: no further privacy cost",
     paper="seeds 000 (ERRPH/TRR reconstruction) and 001 (MASK/PN/g support reconstruction)",
     run=run_reconstruct,
-    sources=frozenset({Source.release}),
+    sources=frozenset({MethodSource.release}),
     shapes=frozenset({DataShape.table, DataShape.transactions}),
     check=_check,
     produces_randomness=False,

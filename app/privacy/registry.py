@@ -23,13 +23,13 @@ from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.results import Result
 
 
-class Kind(StrEnum):
+class MethodKind(StrEnum):
     release = "release"  # produces a protected release (a new table or transaction set)
     analysis = "analysis"  # reads a release (or dataset) and produces a report or a model
     experiment = "experiment"  # runs a paper's evaluation protocol, produces a report
 
 
-class Source(StrEnum):
+class MethodSource(StrEnum):
     dataset = "dataset"
     release = "release"
     none = "none"  # experiments read the shared datasets or generate their own
@@ -114,13 +114,13 @@ def too_many_classes(subject: str, name: str, classes: int) -> str:
 class MethodSpec:
     name: str
     family: str
-    kind: Kind
+    kind: MethodKind
     summary: str
     params: type[Params]
     guarantee: str  # the privacy notion in a phrase, for the catalogue
     paper: str
     run: Callable[[MethodInput, Any, RunContext], Result]
-    sources: frozenset[Source] = frozenset({Source.dataset, Source.release})
+    sources: frozenset[MethodSource] = frozenset({MethodSource.dataset, MethodSource.release})
     shapes: frozenset[DataShape] = frozenset({DataShape.table})
     # ε debited from the root dataset's budget when a job is accepted; None = not a DP step.
     epsilon: Callable[[Any, list[ColumnInfo]], float | None] | None = None

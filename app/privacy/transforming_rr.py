@@ -22,7 +22,7 @@ from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.guarantees import guarantee, unchanged_columns
 from app.privacy.registry import (
-    Kind, MethodInputError, MethodSpec, Params, register, register_channel_builder, register_reconstructor,
+    MethodKind, MethodInputError, MethodSpec, Params, register, register_channel_builder, register_reconstructor,
 )
 from app.privacy.results import ReleaseResult
 from app.privacy.rng import SecureRandom
@@ -463,7 +463,7 @@ def _check_trr(params: TrrParams, columns: list[ColumnInfo], source: SourceRelea
 register(MethodSpec(
     name="trr",
     family="randomized_response",
-    kind=Kind.release,
+    kind=MethodKind.release,
     summary="Transforming randomized response: each numeric cell x is published as a·x + b, with a "
             "and b drawn from two published finite sets of Gaussian draws.",
     params=TrrParams,

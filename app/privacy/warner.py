@@ -21,7 +21,7 @@ from app.privacy.randomized_response import (
     reconstruct_categorical,
 )
 from app.privacy.registry import (
-    Kind, MethodInputError, MethodSpec, Params, register, register_channel_builder, register_reconstructor,
+    MethodKind, MethodInputError, MethodSpec, Params, register, register_channel_builder, register_reconstructor,
 )
 from app.privacy.results import ReleaseResult
 from app.privacy.rng import SecureRandom
@@ -301,7 +301,7 @@ def _check_warner(params: WarnerParams, columns: list[ColumnInfo], source: Sourc
 register(MethodSpec(
     name="warner",
     family="randomized_response",
-    kind=Kind.release,
+    kind=MethodKind.release,
     summary="Warner's randomized response on binary columns: each cell (or, for DTPD, each whole "
             "record) is published as is with probability p, flipped otherwise; optional cut points "
             "binarize columns first.",

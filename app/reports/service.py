@@ -53,7 +53,7 @@ def known_kind(name: str | None) -> str | None:
     if name is None:
         return None
     # a report's `kind` is the name of the analysis that made it, or the spec's report_kind
-    kinds = {s.name: s.report_kind or s.name for s in registry.all_methods() if s.kind != registry.Kind.release}
+    kinds = {s.name: s.report_kind or s.name for s in registry.all_methods() if s.kind != registry.MethodKind.release}
     kind = kinds.get(name, name)
     if kind not in kinds.keys() | kinds.values():
         raise ValueError(f"unknown report kind {name!r}: the name of an analysis or experiment "

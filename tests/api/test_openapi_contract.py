@@ -252,9 +252,9 @@ def test_fixed_vocabularies_in_answers_are_enums(spec):
         assert schemas[name]["properties"]["shape"] == shape, name
     method = schemas["Method"]["properties"]
     # the registry's own enums (app/privacy/registry.py), not a copy of their values
-    assert method["kind"] == {"$ref": "#/components/schemas/Kind"}
-    assert schemas["Kind"]["enum"] == ["release", "analysis", "experiment"]
-    assert method["sources"]["items"] == {"$ref": "#/components/schemas/Source"}
-    assert schemas["Source"]["enum"] == ["dataset", "release", "none"]
+    assert method["kind"] == {"$ref": "#/components/schemas/MethodKind"}
+    assert schemas["MethodKind"]["enum"] == ["release", "analysis", "experiment"]
+    assert method["sources"]["items"] == {"$ref": "#/components/schemas/MethodSource"}
+    assert schemas["MethodSource"]["enum"] == ["dataset", "release", "none"]
     assert method["shapes"]["items"] == shape
     assert schemas["BudgetEntry"]["properties"]["kind"]["enum"] == ["debit", "refund"]

@@ -18,7 +18,7 @@ class _NoParams(registry.Params):
 @pytest.fixture
 def plugin_analysis():
     spec = registry.register(registry.MethodSpec(
-        name="test_plugin_analysis", family="diagnostics", kind=registry.Kind.analysis, summary="test",
+        name="test_plugin_analysis", family="diagnostics", kind=registry.MethodKind.analysis, summary="test",
         params=_NoParams, guarantee="none", paper="none", report_kind="test_plugin_report",
         run=lambda data, params, ctx: ReportResult(kind="test_plugin_report", data={})))
     yield spec

@@ -8,7 +8,7 @@ from app.privacy.experiments.ppnb import (
     ExperimentPPNBParams, choose_cut_points, load_split, plot_figure2, plot_figure3, plot_train_sizes,
     run_experiment_ppnb,
 )
-from app.privacy.registry import Kind, Source, get
+from app.privacy.registry import MethodKind, MethodSource, get
 from tests.support.figures import assert_readable
 
 
@@ -23,7 +23,7 @@ def report():
 
 def test_registered_as_an_experiment_without_input():
     spec = get("experiment_ppnb")
-    assert spec.kind == Kind.experiment and spec.sources == frozenset({Source.none})
+    assert spec.kind == MethodKind.experiment and spec.sources == frozenset({MethodSource.none})
 
 
 def test_report_tables_have_one_row_per_point(report):

@@ -249,7 +249,7 @@ def test_seed_is_refused_for_every_release_method_outside_test_mode(client, wide
 
     headers, ds, _, _ = wide
     before = _jobs_of(headers["X-Tenant"])
-    methods = [s.name for s in registry.all_methods() if s.kind == registry.Kind.release
+    methods = [s.name for s in registry.all_methods() if s.kind == registry.MethodKind.release
                and not s.name.startswith("diag_")]
     assert len(methods) >= 10
     required = {"dppro": {"epsilon": 1.0}, "icahdp": {"epsilon": 1.0}, "png": {"ps": [0.5]},

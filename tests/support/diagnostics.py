@@ -12,7 +12,7 @@ import numpy as np
 from pydantic import Field
 
 from app.privacy.guarantees import guarantee
-from app.privacy.registry import Kind, MethodSpec, Params, register
+from app.privacy.registry import MethodKind, MethodSpec, Params, register
 from app.privacy.results import ReleaseResult
 
 
@@ -62,6 +62,6 @@ for name, params, run, hierarchies in (
         ("diag_sleep", SleepParams, run_sleep, False), ("diag_alloc", AllocParams, run_alloc, False),
         ("diag_crash", CrashParams, run_crash, False), ("diag_hierarchies", NoParams, run_hierarchies, True),
         ("diag_no_hierarchies", NoParams, run_hierarchies, False)):
-    register(MethodSpec(name=name, family="diagnostics", kind=Kind.release,
+    register(MethodSpec(name=name, family="diagnostics", kind=MethodKind.release,
                         summary=f"test-suite diagnostic ({name})", params=params, guarantee="none",
                         paper="none", run=run, produces_randomness=False, uses_hierarchies=hierarchies))

@@ -19,7 +19,7 @@ from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.guarantees import guarantee
 from app.privacy.registry import (
-    Kind, MethodInputError, at_least_k_records, MethodSpec, Params, Source, register, require_declared_classes,
+    MethodKind, MethodInputError, at_least_k_records, MethodSpec, Params, MethodSource, register, require_declared_classes,
 )
 from app.privacy.results import ReleaseResult, ReportResult, render_figure
 
@@ -209,7 +209,7 @@ def _check_kanonymity(params: KAnonymityParams, columns: list[ColumnInfo],
 register(MethodSpec(
     name="kanonymity",
     family="anonymity",
-    kind=Kind.release,
+    kind=MethodKind.release,
     summary="k-anonymity by generalization (Mondrian multidimensional recoding or the optimal "
             "full-domain lattice search), with optional distinct l-diversity, (α,k) and t-closeness; "
             "every release is verified independently.",
@@ -279,14 +279,14 @@ def _check_risk(params: RiskParams, columns: list[ColumnInfo], source: SourceRel
 register(MethodSpec(
     name="risk",
     family="anonymity",
-    kind=Kind.analysis,
+    kind=MethodKind.analysis,
     summary="Re-identification risk of a dataset or a release under the prosecutor model: highest "
             "and average risk, records in small classes, sample uniques.",
     params=RiskParams,
     guarantee="an assessment: no privacy cost, no protection",
     paper="Prosecutor risk (El Emam & Dankar 2008; ARX's risk analysis); spec 04 §1",
     run=run_risk,
-    sources=frozenset({Source.dataset, Source.release}),
+    sources=frozenset({MethodSource.dataset, MethodSource.release}),
     check=_check_risk,
     produces_randomness=False,
     docs="docs/methods/risk.md",
@@ -438,7 +438,7 @@ def _check_rfk(params: RfkParams, columns: list[ColumnInfo], source: SourceRelea
 register(MethodSpec(
     name="rfk_anonymity",
     family="anonymity",
-    kind=Kind.release,
+    kind=MethodKind.release,
     summary="RFK-anonymity: rank attributes by random-forest drop-column sensitivity, cluster them "
             "into tiers with k-means, k-anonymize tiers 1..E and release the rest unchanged; "
             "reports information loss, forest accuracy and re-identification risk for every E.",

@@ -54,7 +54,7 @@ from app.privacy.dp_release.pgm import (
 from app.privacy.dp_release.zcdp import (
     ExactSampler, Ledger, em_epsilon, exact_score, l1_error, sigma_for,
 )
-from app.privacy.registry import Kind, MethodInputError, MethodSpec, register
+from app.privacy.registry import MethodKind, MethodInputError, MethodSpec, register
 from app.privacy.results import ReleaseResult
 
 SCORE_SENSITIVITY = 2  # per unit of weight: ‖x - x̂‖₁ moves by ≤ 2 when one record is replaced
@@ -270,7 +270,7 @@ def _result(params: AimParams, ctx: RunContext, columns: list[Column], out, ledg
 register(MethodSpec(
     name="aim",
     family="dp_release",
-    kind=Kind.release,
+    kind=MethodKind.release,
     summary="DP synthetic table by AIM: noisy 1-way marginals, then rounds that measure the "
             "workload marginal the current graphical model answers worst (exponential mechanism), "
             "annealing the noise; a final mbi model sampled into records. Domains from the "

@@ -31,7 +31,7 @@ from app.privacy.dp_release.encoding import Encoding, check_declared, domain_war
 from app.privacy.dp_release.feasibility import gaussian_feasible, require
 from app.privacy.guarantees import guarantee
 from app.privacy.noise import gaussian_mechanism
-from app.privacy.registry import Kind, MethodSpec, register
+from app.privacy.registry import MethodKind, MethodSpec, register
 from app.privacy.results import ReleaseResult
 
 
@@ -120,7 +120,7 @@ def _check(params: DpproParams, columns: list[ColumnInfo], source: SourceRelease
 register(MethodSpec(
     name="dppro",
     family="dp_release",
-    kind=Kind.release,
+    kind=MethodKind.release,
     summary="DPPro baseline: random Gaussian projection of the encoded records, discrete Gaussian "
             "noise, back-projection to the attribute space.",
     params=DpproParams,

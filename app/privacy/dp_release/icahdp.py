@@ -43,7 +43,7 @@ from app.privacy.dp_release.projection import (
 )
 from app.privacy.guarantees import guarantee
 from app.privacy.noise import laplace_mechanism
-from app.privacy.registry import Kind, MethodInputError, MethodSpec, register
+from app.privacy.registry import MethodKind, MethodInputError, MethodSpec, register
 from app.privacy.results import ReleaseResult
 
 DEFAULT_K_CANDIDATES = [2, 4, 6, 8, 10]
@@ -503,7 +503,7 @@ def _check(params: IcahdpParams, columns: list[ColumnInfo], source: SourceReleas
 register(MethodSpec(
     name="icahdp",
     family="dp_release",
-    kind=Kind.release,
+    kind=MethodKind.release,
     summary="Release a table through a noisy PCA projection (ICAHDP). strict: end-to-end ε-DP "
             "with declared bounds, DP mean/covariance, discrete Laplace noise and personalized "
             "budgets for sensitive attributes; paper: the paper's pipeline, not DP.",

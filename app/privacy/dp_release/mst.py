@@ -42,7 +42,7 @@ from app.privacy.dp_release.marginals import (
 from app.privacy.dp_release.zcdp import (
     ExactSampler, Ledger, em_epsilon, exact_score, l1_error, sigma_for,
 )
-from app.privacy.registry import Kind, MethodSpec, register
+from app.privacy.registry import MethodKind, MethodSpec, register
 from app.privacy.results import ReleaseResult
 from app.privacy.rng import SecureRandom
 
@@ -271,7 +271,7 @@ def _compression_facts(mapping: np.ndarray, missing_level: int) -> dict[str, Any
 register(MethodSpec(
     name="mst",
     family="dp_release",
-    kind=Kind.release,
+    kind=MethodKind.release,
     summary="DP synthetic table by MST: noisy 1-way marginals, a maximum spanning tree of 2-way "
             "marginals chosen with the exponential mechanism, a graphical model fitted with mbi, "
             "records sampled from it. Domains from the declared bounds and categories.",

@@ -45,7 +45,7 @@ import app.privacy.dp_release.mst  # noqa: E402,F401
 from app.privacy.experiments import datasets_dir  # noqa: E402
 from app.privacy.plotting import legend_below  # noqa: E402
 from app.privacy import registry  # noqa: E402
-from app.privacy.registry import Kind, MethodInputError, MethodSpec, Params, Source, register  # noqa: E402
+from app.privacy.registry import MethodKind, MethodInputError, MethodSpec, Params, MethodSource, register  # noqa: E402
 from app.privacy.results import ReportResult, render_figure  # noqa: E402
 from app.privacy.rng import SecureRandom  # noqa: E402
 
@@ -447,7 +447,7 @@ def run_experiment(data: MethodInput, params: ExperimentDpReleaseParams, ctx: Ru
 register(MethodSpec(
     name="experiment_dp_release",
     family="dp_release",
-    kind=Kind.experiment,
+    kind=MethodKind.experiment,
     summary="Misclassification rate of an RBF SVM trained on ICAHDP (strict, paper), DPPro, MST, "
             "AIM and raw releases of Adult, CoIL 2000 and Bank across ε, in the paper's "
             "70/30-of-release evaluation and train-on-release/test-on-raw, with the releases' "
@@ -456,7 +456,7 @@ register(MethodSpec(
     guarantee="an evaluation report: publishes error rates on the shared public datasets only",
     paper="Chu et al. (ICAHDP), seed 002, Figures 2-4",
     run=run_experiment,
-    sources=frozenset({Source.none}),
+    sources=frozenset({MethodSource.none}),
     produces_randomness=False,
     check=check_epsilons,
     docs="docs/methods/experiment_dp_release.md",

@@ -31,7 +31,7 @@ from app.privacy.itemsets.mining import Level, apriori
 from app.privacy.itemsets.supports import all_combinations, exact_oracle, release_oracle
 from app.privacy.itemsets.release import ItemParams, MaskParams, PngParams, prepare_items, run_mask, run_png
 from app.privacy.plotting import legend_below
-from app.privacy.registry import Kind, MethodSpec, Params, Source, register
+from app.privacy.registry import MethodKind, MethodSpec, Params, MethodSource, register
 from app.privacy.results import ReportResult, render_figure
 from app.privacy.rng import SecureRandom
 
@@ -415,14 +415,14 @@ def _json_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 register(MethodSpec(
     name="experiment_itemsets",
     family="itemsets",
-    kind=Kind.experiment,
+    kind=MethodKind.experiment,
     summary="PN/g vs MASK at equal mean keep probability and at equal protection: support errors, "
             "precision/recall of frequent itemsets, grouping and pruning effects, runtime.",
     params=ExperimentItemsetsParams,
     guarantee="an evaluation on public datasets; its releases use a seeded generator and are not private",
     paper="seed 001 (Guo & Tong, PN/g) evaluated at scale as in spec 02 §5",
     run=run_experiment_itemsets,
-    sources=frozenset({Source.none}),
+    sources=frozenset({MethodSource.none}),
     produces_randomness=False,
     docs="docs/methods/experiment_itemsets.md",
 ))

@@ -32,7 +32,7 @@ from app.privacy.dtpd import DTPDClassifier
 from app.privacy.naive_bayes import PPNBClassifier, release_randomization
 from app.privacy.plotting import legend_below
 from app.privacy.randomized_response import ErrphParams, run_errph
-from app.privacy.registry import Kind, MethodInputError, MethodSpec, Params, Source, register
+from app.privacy.registry import MethodKind, MethodInputError, MethodSpec, Params, MethodSource, register
 from app.privacy.results import ReportResult, render_figure
 from app.privacy.rng import SecureRandom
 from app.privacy.rr_channels import MISSING, as_release_input
@@ -460,7 +460,7 @@ def run_experiment_ppnb(data: MethodInput, params: ExperimentPPNBParams, ctx: Ru
 register(MethodSpec(
     name="experiment_ppnb",
     family="randomized_response",
-    kind=Kind.experiment,
+    kind=MethodKind.experiment,
     summary="Reproduce seed 000's Figures 2 and 3: PPNB accuracy against p0 for both TRR settings, "
             "and PPNB against DTPD on binarized data, on synthetic bank-card customers and Adult.",
     params=ExperimentPPNBParams,
@@ -468,7 +468,7 @@ register(MethodSpec(
     paper="Zhang & Tang, Privacy Preserving Naive Bayes Classification, Chinese Journal of "
           "Computers 30(8), 2007 (seed 000), §7",
     run=run_experiment_ppnb,
-    sources=frozenset({Source.none}),
+    sources=frozenset({MethodSource.none}),
     produces_randomness=False,
     docs="docs/methods/experiment_ppnb.md",
 ))

@@ -35,7 +35,7 @@ from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
 from app.privacy.experiments import datasets_dir
 from app.privacy.plotting import legend_below
-from app.privacy.registry import Kind, MethodSpec, Params, Source, register
+from app.privacy.registry import MethodKind, MethodSpec, Params, MethodSource, register
 from app.privacy.results import ReportResult, render_figure
 
 SEED_003 = ("Zhai, Chen, Zhang, Pei & Ma, RFK-anonymity privacy protection based on random forest "
@@ -234,7 +234,7 @@ def run_experiment_rfk(data: MethodInput, params: ExperimentRfkParams, ctx: RunC
 register(MethodSpec(
     name="experiment_rfk",
     family="anonymity",
-    kind=Kind.experiment,
+    kind=MethodKind.experiment,
     summary="Seed 003's evaluation: accuracy, information loss and re-identification risk of "
             "RFK-anonymity for E = 1..5 on Adult and Bank, against plain k-anonymity and "
             "(p,α,k)-anonymity.",
@@ -242,7 +242,7 @@ register(MethodSpec(
     guarantee="none: an evaluation report on public benchmark data",
     paper=SEED_003,
     run=run_experiment_rfk,
-    sources=frozenset({Source.none}),
+    sources=frozenset({MethodSource.none}),
     produces_randomness=False,
     docs="docs/methods/experiment_rfk.md",
 ))

@@ -30,7 +30,7 @@ from app.privacy.feature_selection import HamdistParams, RfkaParams, run_hamdist
 from app.privacy.feature_selection.methods import SEED_004
 from app.privacy.feature_selection.selection import class_ids
 from app.privacy.plotting import legend_below
-from app.privacy.registry import Kind, MethodSpec, Params, Source, register
+from app.privacy.registry import MethodKind, MethodSpec, Params, MethodSource, register
 from app.privacy.results import ReportResult, render_figure
 from app.privacy.rng import SecureRandom
 
@@ -337,14 +337,14 @@ def run_experiment_rfka(data: MethodInput | None, params: ExperimentRfkaParams,
 register(MethodSpec(
     name="experiment_rfka",
     family="feature_selection",
-    kind=Kind.experiment,
+    kind=MethodKind.experiment,
     summary="Seed 004's evaluation: SVM AUC (5-fold CV) and runtime of rfka against hamdist "
             "for K in {0, 2, 5, 10, 20, 50, 100} on Breast Cancer and a stratified Adult sample.",
     params=ExperimentRfkaParams,
     guarantee="none: an evaluation report on public benchmark data",
     paper=SEED_004,
     run=run_experiment_rfka,
-    sources=frozenset({Source.none}),
+    sources=frozenset({MethodSource.none}),
     produces_randomness=False,
     docs="docs/methods/experiment_rfka.md",
 ))

@@ -27,7 +27,7 @@ from app.privacy.feature_selection.selection import (
 )
 from app.privacy.guarantees import guarantee
 from app.privacy.registry import (
-    Kind, MethodInputError, at_least_k_records, MethodSpec, Params, register, no_repeats, require_declared_classes,
+    MethodKind, MethodInputError, at_least_k_records, MethodSpec, Params, register, no_repeats, require_declared_classes,
 )
 from app.privacy.results import ReleaseResult
 
@@ -401,7 +401,7 @@ _GUARANTEE = "k-anonymity of the projection on the selected features (not differ
 register(MethodSpec(
     name="rfka",
     family="feature_selection",
-    kind=Kind.release,
+    kind=MethodKind.release,
     summary="k-anonymous feature subset selection: rank one-hot features by random-forest "
             "out-of-bag permutation importance, keep each in turn while the projection stays "
             "k-anonymous, release the projection and the label.",
@@ -418,7 +418,7 @@ register(MethodSpec(
 register(MethodSpec(
     name="hamdist",
     family="feature_selection",
-    kind=Kind.release,
+    kind=MethodKind.release,
     summary="Baseline of RFKA (Greedy_Hamdist as spec 04 reads it): rank one-hot features by "
             "Hamming distance to a binary label, keep each in turn while the projection stays "
             "k-anonymous.",

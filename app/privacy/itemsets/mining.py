@@ -18,7 +18,7 @@ from app.privacy.itemsets.supports import (
     MAX_ITEMSET_SIZE, SupportOracle, exact_oracle, randomized_items, release_oracle,
 )
 from app.privacy.registry import (
-    TABLES_ONLY, DataShape, Kind, MethodInputError, MethodSpec, Params, Source, register,
+    TABLES_ONLY, DataShape, MethodKind, MethodInputError, MethodSpec, Params, MethodSource, register,
 )
 from app.privacy.results import ReportResult
 
@@ -252,14 +252,14 @@ def _check(params: FrequentItemsetsParams, columns: list[ColumnInfo], source: So
 register(MethodSpec(
     name="frequent_itemsets",
     family="itemsets",
-    kind=Kind.analysis,
+    kind=MethodKind.analysis,
     summary="Apriori over supports reconstructed from a mask/png release (exact counts on other "
             "input), with association rules (confidence, lift).",
     params=FrequentItemsetsParams,
     guarantee="post-processing of the release: no further privacy cost (on a dataset: none, exact counts)",
     paper="Agrawal & Srikant, Apriori (VLDB 1994); support reconstruction of seed 001 (MASK, PN/g)",
     run=run_frequent_itemsets,
-    sources=frozenset({Source.release, Source.dataset}),
+    sources=frozenset({MethodSource.release, MethodSource.dataset}),
     shapes=frozenset({DataShape.table, DataShape.transactions}),
     check=_check,
     produces_randomness=False,

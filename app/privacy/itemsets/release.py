@@ -28,7 +28,7 @@ from app.privacy.itemsets.groups import (
 )
 from app.privacy.itemsets.supports import randomized_items, reconstruct_step
 from app.privacy.registry import (
-    TABLES_ONLY, DataShape, Kind, MethodInputError, MethodSpec, Params, register, register_reconstructor,
+    TABLES_ONLY, DataShape, MethodKind, MethodInputError, MethodSpec, Params, register, register_reconstructor,
 )
 from app.privacy.results import ReleaseResult
 from app.privacy.rng import SecureRandom
@@ -433,7 +433,7 @@ SHAPES = frozenset({DataShape.table, DataShape.transactions})
 register(MethodSpec(
     name="mask",
     family="itemsets",
-    kind=Kind.release,
+    kind=MethodKind.release,
     summary="MASK: every bit of the 0/1 transaction matrix (or one-hot table) is kept with "
             "probability p and flipped otherwise; supports are reconstructable.",
     params=MaskParams,
@@ -452,7 +452,7 @@ register_reconstructor("mask", reconstruct_step)
 register(MethodSpec(
     name="png",
     family="itemsets",
-    kind=Kind.release,
+    kind=MethodKind.release,
     summary="PN/g: rows split into groups (fixed size, at random or consecutive, or by a column), "
             "each group randomized like MASK with its own keep probability p_t.",
     params=PngParams,
