@@ -365,9 +365,16 @@ def check_declared(columns: list[ColumnInfo], bounds: dict | None, categories: d
             "them in the 'bounds' / 'categories' parameters or in the dataset schema (a domain read "
             "from the data is not private)")
     for info in columns:
-        if info.type == "boolean" and info.categories is None and (categories or {}).get(info.name) is None:
-            continue
-        plan_column(info, bounds, categories, None, require_declared=True)
+        declared_plan(info, bounds, categories)
+
+
+def declared_plan(info: ColumnInfo, bounds: dict | None, categories: dict | None) -> ColumnPlan:
+    """A column's plan from its declared domain alone (params, then schema), without the data:
+    what a job's checks and its strict-mode encodings see. A boolean column without declared
+    categories has its two levels (its data is boolean-typed: the upload made it so)."""
+    if info.type == "boolean" and info.categories is None and (categories or {}).get(info.name) is None:
+        return ColumnPlan(info.name, "categorical", categories=(False, True), source="type", info=info)
+    return plan_column(info, bounds, categories, None, require_declared=True)
 
 
 def check_given(columns: list[ColumnInfo], bounds: dict | None, categories: dict | None) -> None:

@@ -35,7 +35,7 @@ from app.privacy.dp_release.common import (
     require_rows, rng_statements,
 )
 from app.privacy.dp_release.encoding import (
-    ColumnPlan, Encoding, calibrate, check_declared, check_given, domain_warnings, plan_column,
+    ColumnPlan, Encoding, calibrate, check_declared, check_given, declared_plan, domain_warnings, plan_column,
 )
 from app.privacy.dp_release.feasibility import laplace_minimum, round_up
 from app.privacy.dp_release.projection import (
@@ -208,11 +208,8 @@ def _noisy_steps(params: IcahdpParams, chosen: list[ColumnInfo]) -> list[tuple[s
 
 
 def _width(info: ColumnInfo, params: IcahdpParams) -> int:
-    """Encoded width of a declared column (strict mode; an undeclared boolean is False/True)."""
-    declared = info.categories is not None or (params.categories or {}).get(info.name) is not None
-    if info.type == "boolean" and not declared:
-        return 2
-    return plan_column(info, params.bounds, params.categories, None, require_declared=True).width
+    """Encoded width of a declared column (strict mode)."""
+    return declared_plan(info, params.bounds, params.categories).width
 
 
 def _check_budget(params: IcahdpParams, chosen: list[ColumnInfo]) -> None:

@@ -35,7 +35,7 @@ from pydantic import Field, field_validator
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo
 from app.privacy.dp_release.common import MAX_EPSILON, NEIGHBOURING, TableParams, check_references
-from app.privacy.dp_release.encoding import ColumnPlan, check_declared, domain_warnings, plan_column
+from app.privacy.dp_release.encoding import ColumnPlan, check_declared, declared_plan, domain_warnings
 from app.privacy.guarantees import guarantee
 from app.privacy.registry import MethodInputError
 from app.privacy.results import ReleaseResult
@@ -197,10 +197,7 @@ def build_columns(params: SynthParams, infos: list[ColumnInfo]) -> list[Column]:
     check_declared(chosen, params.bounds, params.categories)
     out = []
     for info in chosen:
-        if info.type == "boolean" and info.categories is None and (params.categories or {}).get(info.name) is None:
-            plan = ColumnPlan(info.name, "categorical", categories=(False, True), source="type", info=info)
-        else:
-            plan = plan_column(info, params.bounds, params.categories, None, require_declared=True)
+        plan = declared_plan(info, params.bounds, params.categories)
         if plan.kind == "numeric":
             bins = params.bins_of(info.name)
             if isinstance(bins, list):
