@@ -45,14 +45,17 @@ def list_reports(principal: ReaderPrincipal, session: SessionDep,
                                                    "(`reconstruct`'s reports say `reconstruction`; either is taken)"),
                                  AfterValidator(service.known_kind)] = None,
                  cursor: Cursor = None, limit: PageSize = 50) -> ReportPage:
-    """The tenant's reports, newest first, paginated by `next`."""
+    """The tenant's reports, newest first, paginated by `next`. An analyst's list leaves out the
+    reports computed from a raw dataset (owners only)."""
     return ReportPage(**service.list_page(session, principal, dataset_id=dataset_id, release_id=release_id,
                                           kind=kind, cursor=cursor, limit=limit))
 
 
 @router.get("/{report_id}", response_model=Report, responses=problem_responses(401, 403, 404, 422, 503))
 def get_report(report_id: ReportId, principal: ReaderPrincipal, session: SessionDep) -> Report:
-    """A report's data (tables as lists of records) and the addresses of its plots."""
+    """A report's data (tables as lists of records) and the addresses of its plots. A report
+    computed from a raw dataset (an analysis given `dataset_id`) describes the data with no ε:
+    its plots and data are for the tenant's owners only (403 for an analyst)."""
     return Report(**service.to_response(service.get_row(session, principal, report_id)))
 
 

@@ -7,9 +7,9 @@ from sqlalchemy.orm import Session
 
 from app import pagination
 from app.audit.service import record
-from app.auth.schemas import Principal
+from app.auth.schemas import Principal, Role
 from app.blobs import repository as blobs
-from app.errors import NotFound
+from app.errors import Forbidden, NotFound
 from app.privacy import registry
 from app.reports import repository
 
@@ -30,7 +30,19 @@ def get_row(session: Session, principal: Principal, report_id: uuid.UUID):
     row = repository.get(session, report_id, principal.tenant)
     if row is None:
         raise NotFound(f"report {report_id} not found")
+    if not _readable(principal, row):
+        raise Forbidden(f"report {report_id} was computed from the raw dataset {row['dataset_id']}: "
+                        "like the dataset, it is readable by the tenant's owners only")
     return row
+
+
+def _readable(principal: Principal, row) -> bool:
+    """A report computed from a raw dataset (an analysis given `dataset_id`: risk's class sizes,
+    frequent_itemsets' exact supports) describes the raw data with no ε: owners only, as the
+    dataset, its profile and a raw-data job's failure message are. Reports made from a release
+    (post-processing) or by an experiment (public data) are the tenant's readers'."""
+    on_raw_data = row["dataset_id"] is not None and row["release_id"] is None
+    return principal.role == Role.owner or not on_raw_data
 
 
 def summary(row) -> dict[str, Any]:
@@ -65,7 +77,8 @@ def list_page(session: Session, principal: Principal, *, dataset_id: uuid.UUID |
               release_id: uuid.UUID | None, kind: str | None, cursor: str | None,
               limit: int) -> dict[str, Any]:
     rows = repository.list_page(session, principal.tenant, dataset_id=dataset_id, release_id=release_id,
-                                kind=kind, after=pagination.decode(cursor), limit=limit)
+                                kind=kind, after=pagination.decode(cursor), limit=limit,
+                                raw_data=principal.role == Role.owner)
     return pagination.page(rows, limit, summary)
 
 

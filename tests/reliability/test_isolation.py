@@ -58,8 +58,10 @@ TABLE = {
     "GET /v1/models": {"owner": 200, "analyst": 200, "admin": 403, "other": 200, "other_analyst": 200},
     "GET /v1/releases/{release_id}": READER_OBJECT,
     "GET /v1/releases/{release_id}/data": READER_OBJECT,
-    "GET /v1/reports/{report_id}": READER_OBJECT,
-    "GET /v1/reports/{report_id}/plots/{filename}": READER_OBJECT,
+    # the risk report was computed from the raw dataset: its owners only (a report made from a
+    # release is the analysts' too: tests/api/test_raw_data_reports.py)
+    "GET /v1/reports/{report_id}": {**READER_OBJECT, "analyst": 403},
+    "GET /v1/reports/{report_id}/plots/{filename}": {**READER_OBJECT, "analyst": 403},
 }
 
 
