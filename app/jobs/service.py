@@ -71,6 +71,10 @@ def _wrong_input(spec: registry.MethodSpec) -> str:
     return f"method {spec.name!r} takes neither dataset_id nor release_id: send only method and params"
 
 
+OWNERS_ONLY_ON_RAW_DATA = "only owners may run jobs on raw datasets"
+ANALYSTS_NO_RELEASES = "analysts may run analyses on releases and experiments, not release methods"
+
+
 def _resolve(session: Session, principal: Principal, spec: registry.MethodSpec, req) -> ResolvedInput:
     given = [x for x in (req.dataset_id, req.release_id) if x is not None]
     if len(given) > 1:
@@ -83,7 +87,7 @@ def _resolve(session: Session, principal: Principal, spec: registry.MethodSpec, 
         if registry.MethodSource.dataset not in spec.sources:
             raise Unprocessable(_wrong_input(spec))
         if principal.role != Role.owner:
-            raise Forbidden("only owners may run jobs on raw datasets")
+            raise Forbidden(OWNERS_ONLY_ON_RAW_DATA)
         # held until commit: a schema change waits for this submission and then sees its job
         row = datasets.get_row(session, principal, req.dataset_id, live=True, for_key_share=True)
         return ResolvedInput(row["id"], None, row["shape"], row["columns"], None, row["rows"])
@@ -102,16 +106,20 @@ def _request_hash(req) -> str:
 def submit(session: Session, principal: Principal, req, idempotency_key: str | None
            ) -> tuple[dict[str, Any], bool]:
     request_hash = _request_hash(req)
+    spec = registry.get(req.method)
+    assert spec is not None  # the request union only admits registered methods
+    if principal.role == Role.admin:
+        raise Forbidden("admin keys operate the service; submit jobs with an owner or analyst key")
     if idempotency_key:
         existing = repository.by_idempotency_key(session, principal.tenant, idempotency_key)
         if existing is not None:
             if existing["request_hash"] != request_hash:
                 raise Conflict("this Idempotency-Key was used for a different job request")
+            # keys are per tenant: the same request by a role that may not submit it (an
+            # analyst replaying an owner's job on raw data) is refused as the submission would be
+            if principal.role != Role.owner and (req.dataset_id is not None or spec.kind == registry.MethodKind.release):
+                raise Forbidden(OWNERS_ONLY_ON_RAW_DATA if req.dataset_id is not None else ANALYSTS_NO_RELEASES)
             return to_response(session, existing, principal), False
-    spec = registry.get(req.method)
-    assert spec is not None  # the request union only admits registered methods
-    if principal.role == Role.admin:
-        raise Forbidden("admin keys operate the service; submit jobs with an owner or analyst key")
     settings = get_settings()
     if req.seed is not None and not settings.test_mode:
         raise Unprocessable("seed is accepted only when the service runs in the reproducible test "
@@ -119,7 +127,7 @@ def submit(session: Session, principal: Principal, req, idempotency_key: str | N
                             errors=[{"loc": ["body", "seed"], "msg": "seed not accepted", "type": "seed"}])
     resolved = _resolve(session, principal, spec, req)
     if principal.role == Role.analyst and spec.kind == registry.MethodKind.release:
-        raise Forbidden("analysts may run analyses on releases and experiments, not release methods")
+        raise Forbidden(ANALYSTS_NO_RELEASES)
     if resolved.shape is not None and resolved.shape not in {s.value for s in spec.shapes}:
         raise Unprocessable(f"method {spec.name!r} does not accept {resolved.shape} input")
     if resolved.shape is not None and (misfit := registry.misfit_params(req.params, resolved.shape)):

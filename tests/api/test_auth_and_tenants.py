@@ -173,3 +173,22 @@ def test_two_authorization_headers_are_refused_whichever_comes_first(client, mak
         assert_problem(r, 401, "send one Authorization header; this request has 2")
         assert r.headers["www-authenticate"] == "Bearer"
     assert client.get("/v1/datasets", headers={"Authorization": key}).status_code == 200
+
+
+def test_a_job_replay_does_not_skip_the_role_check(client, make_key):
+    """The same Idempotency-Key and request as the owner's job on raw data, sent with an
+    analyst's or an admin's key, answered 200 with the owner's job: the replay was looked up
+    before the role was checked (keys are per tenant; admins have a tenant too)."""
+    owner = make_key("owner")
+    analyst = make_key("analyst", tenant=owner["X-Tenant"])
+    admin = make_key("admin", tenant=owner["X-Tenant"])
+    ds = upload(client, owner, b"a,sex\n1,M\n2,F\n", "a.csv").json()
+    params = {"p0": 0.5, "columns": ["sex"]}
+    first = submit(client, owner, "errph", params, dataset_id=ds["id"], idempotency_key="replay-1")
+    assert first.status_code == 202, first.text
+    assert_problem(submit(client, analyst, "errph", params, dataset_id=ds["id"], idempotency_key="replay-1"),
+                   403, "only owners may run jobs on raw datasets")
+    assert_problem(submit(client, admin, "errph", params, dataset_id=ds["id"], idempotency_key="replay-1"),
+                   403, "admin keys")
+    again = submit(client, owner, "errph", params, dataset_id=ds["id"], idempotency_key="replay-1")
+    assert again.status_code == 200 and again.json()["id"] == first.json()["id"]
