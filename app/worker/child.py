@@ -109,6 +109,10 @@ def encode(result, job: dict[str, Any]) -> dict[str, Any]:
                 "columns": jsonable(columns), "guarantees": jsonable(_on_source(result.guarantees, job)),
                 "metrics": jsonable(result.metrics), "metadata": jsonable(result.metadata)}
     if isinstance(result, ReportResult):
+        spec = registry.get(job["method"])
+        if result.kind != (spec.report_kind or spec.name):  # the reports list filters by it
+            raise TypeError(f"{spec.name} returned a report of kind {result.kind!r}; its spec says "
+                            f"{spec.report_kind or spec.name!r} (MethodSpec.report_kind)")
         data = dict(result.data)
         if result.tables:
             data["tables"] = {name: table.to_dict(orient="records") for name, table in result.tables.items()}

@@ -32,3 +32,14 @@ def test_the_kind_filter_takes_the_analysis_name_or_its_report_kind(plugin_analy
     for wrong in ("rsik", "errph"):  # a typo, a release method: no report has that kind
         with pytest.raises(ValueError, match="unknown report kind"):
             known_kind(wrong)
+
+
+def test_a_report_of_another_kind_than_its_spec_says_is_refused_when_stored(plugin_analysis):
+    """The list's filter trusts the spec: a method whose reports carried another kind would
+    store reports no `?kind=` could find."""
+    from app.worker.child import encode
+
+    job = {"method": plugin_analysis.name}
+    assert encode(ReportResult(kind="test_plugin_report", data={}), job)["report_kind"] == "test_plugin_report"
+    with pytest.raises(TypeError, match="report_kind"):
+        encode(ReportResult(kind="test_plugin_analysis", data={}), job)
