@@ -87,11 +87,14 @@ class OffLoopRoute(APIRoute):
         handler = super().get_route_handler()
         needs_key = self.body_field is not None and _needs_key(self.dependant)
 
+        from app.auth.service import refuse_malformed
+
         async def with_strict_json(request: Request):
-            if needs_key and "authorization" not in request.headers:
-                # before the body is read: FastAPI parses it before any dependency runs, so
-                # a caller without a key got the body's 422 and could make it parse 32 MiB
-                raise Unauthorized.missing_key()
+            if needs_key:
+                # before the body is read: FastAPI parses it before any dependency runs, so a
+                # caller without a key, or with a header that holds none, got the body's 422
+                # and could make it parse 32 MiB (a well-formed key is looked up afterwards)
+                refuse_malformed(request.headers.get("authorization"))
             return await handler(StrictJsonRequest(request.scope, request.receive))
 
         return with_strict_json

@@ -55,6 +55,10 @@ class Unauthorized(VeilError):
         return cls("missing API key: send 'Authorization: Bearer <key>'",
                    headers={"WWW-Authenticate": "Bearer"})
 
+    @classmethod
+    def invalid_key(cls) -> Unauthorized:
+        return cls("invalid API key", headers={"WWW-Authenticate": "Bearer"})
+
 
 class Forbidden(VeilError):
     status, title, slug = 403, "Forbidden", "forbidden"

@@ -54,14 +54,28 @@ def ensure_key(session: Session, *, tenant: str, role: Role, key: str) -> None:
                    actor="system")
 
 
-def authenticate(session: Session, authorization: str | None) -> Principal:
-    if not authorization:
-        raise Unauthorized.missing_key()
+def _bearer_key(authorization: str) -> str | None:
+    """The key of an ``Authorization: Bearer veil_<prefix>_<secret>`` header; None when the
+    header cannot hold one (another scheme, another shape)."""
     scheme, _, key = authorization.partition(" ")
     key = key.strip()
-    row = _row_of(session, key) if scheme.lower() == "bearer" else None
+    return key if scheme.lower() == "bearer" and _prefix_of(key) is not None else None
+
+
+def refuse_malformed(authorization: str | None) -> None:
+    """What can be refused without the database: no header, or one that holds no Veil key.
+    Asked before a request body is read (app/deps.py), so neither gets the body's 422."""
+    if not authorization:
+        raise Unauthorized.missing_key()
+    if _bearer_key(authorization) is None:
+        raise Unauthorized.invalid_key()
+
+
+def authenticate(session: Session, authorization: str | None) -> Principal:
+    refuse_malformed(authorization)
+    row = _row_of(session, _bearer_key(authorization))
     if row is None:
-        raise Unauthorized("invalid API key", headers={"WWW-Authenticate": "Bearer"})
+        raise Unauthorized.invalid_key()
     return Principal(key_id=row["id"], tenant=row["tenant"], role=Role(row["role"]))
 
 

@@ -66,6 +66,17 @@ def test_a_body_without_a_key_is_a_401_before_it_is_read(client, body):
     assert client.get("/v1/methods").status_code == 200  # public routes need no key
 
 
+@pytest.mark.parametrize("authorization", ["Bearer nonsense", "Basic dXNlcjpwdw==", "Bearer veil_x",
+                                           "Bearer veil_", "Bearer "])
+def test_a_malformed_key_with_a_body_is_a_401_before_it_is_read(client, authorization):
+    """A key that cannot be a Veil key (veil_<prefix>_<secret>, as a bearer token) is refused
+    like a missing one, before the body: it got the body's 422 (authorization sweep)."""
+    for method, path in (("POST", "/v1/jobs"), ("PUT", "/v1/datasets/00000000-0000-0000-0000-000000000000/budget")):
+        r = client.request(method, path, content=b"{not json",
+                           headers={"Content-Type": "application/json", "Authorization": authorization})
+        assert_problem(r, 401, "invalid API key")
+
+
 def test_an_object_of_too_many_keys_is_refused_before_validation(client, owner):
     """500,000 unknown keys made as many validation errors (~20 s of the API; #7 check)."""
     ds = upload(client, owner, b"a,b\n1,x\n2,y\n", "j.csv").json()
