@@ -15,7 +15,9 @@ MAX_UPLOAD_SLOTS = 8
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="VEIL_", extra="ignore")
+    # allow_inf_nan=False: "inf" (or 1e400) passed every `gt=0`, then the reaper's SQL interval
+    # refused it and the workers exited in a loop; an infinite grace period overflowed a wait
+    model_config = SettingsConfigDict(env_prefix="VEIL_", extra="ignore", allow_inf_nan=False)
 
     # None = embedded mode: start our own PostgreSQL (pgserver) under data_dir.
     database_url: str | None = Field(None, validation_alias="DATABASE_URL")
@@ -87,6 +89,15 @@ class Settings(BaseSettings):
                 raise ValueError("cannot be read as postgresql://user:password@host:port/database "
                                  "(the port must be a number)") from None
         return value or None  # set but empty: embedded mode, as when unset
+
+    @field_validator("data_dir", "host", mode="before")
+    @classmethod
+    def _not_empty(cls, value):
+        # set but empty: a data directory of '.' (PostgreSQL and the development key in whatever
+        # directory the command ran in), a host of '' (uvicorn listens on every interface)
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("must not be empty (unset it for the default)")
+        return value
 
     @field_validator("dev_api_key")
     @classmethod

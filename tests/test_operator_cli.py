@@ -44,12 +44,30 @@ def _veil(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.Co
     ({"VEIL_PLUGINS": "no_such_veil_plugin"}, "VEIL_PLUGINS"),
     # more upload slots than the connection pool has room for were served as 8, unsaid (docsync check)
     ({"VEIL_MAX_CONCURRENT_UPLOADS": "9"}, "VEIL_MAX_CONCURRENT_UPLOADS"),
+    # infinity passed `gt=0`: the reaper's SQL interval refused it and every worker exited in a
+    # loop; an infinite grace period overflowed the worker's wait (operator audit)
+    ({"VEIL_STALL_TIMEOUT_S": "inf"}, "VEIL_STALL_TIMEOUT_S"),
+    ({"VEIL_JOB_TIME_LIMIT_S": "1e400"}, "VEIL_JOB_TIME_LIMIT_S"),
+    ({"VEIL_WORKER_SHUTDOWN_GRACE_S": "inf"}, "VEIL_WORKER_SHUTDOWN_GRACE_S"),
+    # an empty host made uvicorn listen on every interface, unsaid (operator audit)
+    ({"VEIL_HOST": ""}, "VEIL_HOST"),
 ])
 def test_a_bad_setting_is_named_in_one_line(tmp_path, env, named):
     done = _veil("keys", "list", env={"VEIL_DATA_DIR": str(tmp_path), **env})
     assert done.returncode != 0
     assert "Traceback" not in done.stderr and named in done.stderr, done.stderr
     assert not (tmp_path / "pg").exists()  # refused before anything started
+
+
+def test_an_empty_data_dir_is_refused(tmp_path):
+    """VEIL_DATA_DIR= (set, empty) read as '.': the embedded PostgreSQL, the development key and
+    the serve lock went into whatever directory the command ran in (operator audit)."""
+    full = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    done = subprocess.run([sys.executable, "-m", "app", "keys", "list"], env={**full, "VEIL_DATA_DIR": ""},
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr and "VEIL_DATA_DIR" in done.stderr, done.stderr
+    assert not (tmp_path / "pg").exists()
 
 
 def test_an_unreadable_database_url_is_one_line_without_its_password(tmp_path):
