@@ -25,10 +25,43 @@ def _database_ready(owner: bool = False):
     settings = get_settings()
     if settings.database_url:
         return None
+    _usable_data_dir(settings.data_dir)
     server = embedded_server(settings.data_dir, owner=owner)
     os.environ["DATABASE_URL"] = to_sqlalchemy_url(server.get_uri())
     get_settings.cache_clear()
     return server
+
+
+def _usable_data_dir(data_dir) -> Path:
+    """The data directory, made if need be. A file there (or a path under one, or a folder this
+    user cannot write) was a traceback from mkdir, or from the embedded PostgreSQL."""
+    path = Path(data_dir).resolve()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        reason = "a file is there, not a directory" if isinstance(exc, FileExistsError) else exc.strerror or exc
+        raise SystemExit(f"veil: VEIL_DATA_DIR: cannot use {path} as the data directory: {reason}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise SystemExit(f"veil: VEIL_DATA_DIR: cannot use {path} as the data directory: "
+                         "this user cannot write in it")
+    return path
+
+
+def _check_listen(host: str, port: int) -> None:
+    """Bind the API's address once before anything starts, as uvicorn will (SO_REUSEADDR; IPv6
+    when the host holds a ':'). A host that does not resolve or a port already taken was found
+    only after PostgreSQL had started, the database migrated and the development key printed:
+    uvicorn's "[Errno -2] Name or service not known", naming no setting, and exit status 3."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+    except (OSError, UnicodeError) as exc:  # socket.gaierror is an OSError
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise SystemExit(f"veil serve: cannot listen on VEIL_HOST={host} VEIL_PORT={port}: {reason}") from None
 
 
 def cmd_migrate(_args) -> None:
@@ -77,6 +110,7 @@ def cmd_serve(args) -> None:
     logging_setup.configure(settings.log_level)
     logging.getLogger("pgserver").setLevel(logging.WARNING)
     _own_data_dir(settings.data_dir)  # an open descriptor: held until this process exits
+    _check_listen(settings.host, settings.port)
     server = _database_ready(owner=True)
     settings = get_settings()
     upgrade()
@@ -121,8 +155,7 @@ def _own_data_dir(data_dir) -> int:
     the first one was serving from. The lock ends with this process, however it ends."""
     import fcntl
 
-    path = Path(data_dir).resolve()
-    path.mkdir(parents=True, exist_ok=True)
+    path = _usable_data_dir(data_dir)
     fd = os.open(path / "serve.lock", os.O_RDWR | os.O_CREAT, 0o600)  # not inherited by children
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -249,10 +282,11 @@ def cmd_keys_list(args) -> None:
 
     _database_ready(owner=True)  # no PostgreSQL left running after it
     cursor = None
-    print(f"{'id':<36}  {'key (prefix)':<19}  {'tenant':<20} {'role':<8} {'state':<24} label")
     with transaction() as session:
         while True:
             page = list_page(session, tenant=args.tenant, cursor=cursor, limit=200)
+            if cursor is None:  # once the database answered: a failure prints no header on stdout
+                print(f"{'id':<36}  {'key (prefix)':<19}  {'tenant':<20} {'role':<8} {'state':<24} label")
             for k in page["items"]:
                 state = f"revoked {k['revoked_at']:%Y-%m-%d %H:%M}" if k["revoked_at"] else "active"
                 print(f"{k['id']}  veil_{k['prefix']}_…  {k['tenant']:<20} {k['role']:<8} {state:<24} "
@@ -357,6 +391,16 @@ def _check_settings() -> None:
             lines.append(f"veil: {name if name.isupper() else 'VEIL_' + name.upper()}: {message}")
         raise SystemExit("\n".join(lines)) from None
     _check_plugins()
+    _check_datasets_dir()
+
+
+def _check_datasets_dir() -> None:
+    """VEIL_DATASETS_DIR set to a folder that is not there was accepted, and every experiment_*
+    job failed when it ran. Unset it for the default (a `shared/datasets` beside the checkout)."""
+    value = os.environ.get("VEIL_DATASETS_DIR")
+    if value and not Path(value).is_dir():
+        raise SystemExit(f"veil: VEIL_DATASETS_DIR: {value} is not a directory (the shared public "
+                         "datasets the experiment_* methods read)")
 
 
 def _check_plugins() -> None:

@@ -16,7 +16,7 @@ MAX_UPLOAD_SLOTS = 8
 
 class Settings(BaseSettings):
     # allow_inf_nan=False: "inf" (or 1e400) passed every `gt=0`, then the reaper's SQL interval
-    # refused it and the workers exited in a loop; an infinite grace period overflowed a wait
+    # refused it and the workers exited in a loop; an infinite limit or grace period is no limit
     model_config = SettingsConfigDict(env_prefix="VEIL_", extra="ignore", allow_inf_nan=False)
 
     # None = embedded mode: start our own PostgreSQL (pgserver) under data_dir.

@@ -45,12 +45,14 @@ def _veil(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.Co
     # more upload slots than the connection pool has room for were served as 8, unsaid (docsync check)
     ({"VEIL_MAX_CONCURRENT_UPLOADS": "9"}, "VEIL_MAX_CONCURRENT_UPLOADS"),
     # infinity passed `gt=0`: the reaper's SQL interval refused it and every worker exited in a
-    # loop; an infinite grace period overflowed the worker's wait (operator audit)
+    # loop; an infinite time limit or grace period was no limit at all (operator audit)
     ({"VEIL_STALL_TIMEOUT_S": "inf"}, "VEIL_STALL_TIMEOUT_S"),
     ({"VEIL_JOB_TIME_LIMIT_S": "1e400"}, "VEIL_JOB_TIME_LIMIT_S"),
     ({"VEIL_WORKER_SHUTDOWN_GRACE_S": "inf"}, "VEIL_WORKER_SHUTDOWN_GRACE_S"),
     # an empty host made uvicorn listen on every interface, unsaid (operator audit)
     ({"VEIL_HOST": ""}, "VEIL_HOST"),
+    # a folder that is not there: every experiment_* job failed when it ran (operator audit)
+    ({"VEIL_DATASETS_DIR": "/nonexistent/veil-datasets"}, "VEIL_DATASETS_DIR"),
 ])
 def test_a_bad_setting_is_named_in_one_line(tmp_path, env, named):
     done = _veil("keys", "list", env={"VEIL_DATA_DIR": str(tmp_path), **env})
@@ -68,6 +70,35 @@ def test_an_empty_data_dir_is_refused(tmp_path):
     assert done.returncode != 0
     assert "Traceback" not in done.stderr and "VEIL_DATA_DIR" in done.stderr, done.stderr
     assert not (tmp_path / "pg").exists()
+
+
+@pytest.mark.parametrize("args", [("keys", "list"), ("migrate",), ("serve", "--workers", "0")])
+def test_a_data_dir_that_cannot_be_made_is_one_line(tmp_path, args):
+    """A file (or a path under one) as VEIL_DATA_DIR was a traceback from mkdir (operator audit)."""
+    (tmp_path / "file").write_text("")
+    done = _veil(*args, env={"VEIL_DATA_DIR": str(tmp_path / "file"), "VEIL_API_PROCESSES": "1"})
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr and "VEIL_DATA_DIR" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_serve_that_cannot_listen_stops_before_it_starts(tmp_path):
+    """A host that does not resolve, or a port already taken: `veil serve` started PostgreSQL,
+    migrated, printed the development key, then uvicorn's "[Errno -2] Name or service not known"
+    (naming no setting; a host with a space added a traceback from the ready announcer) and
+    exit status 3 (operator audit). Now one line naming VEIL_HOST and VEIL_PORT, before anything starts."""
+    import socket
+
+    env = {"VEIL_DATA_DIR": str(tmp_path / "data"), "VEIL_API_PROCESSES": "1"}
+    unresolvable = _veil("serve", "--workers", "0", env={**env, "VEIL_HOST": "no-such-host.invalid"})
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = _veil("serve", "--workers", "0", env={**env, "VEIL_PORT": str(taken.getsockname()[1])})
+    for done in (unresolvable, busy):
+        assert done.returncode != 0
+        assert "Traceback" not in done.stderr and "VEIL_HOST" in done.stderr and "VEIL_PORT" in done.stderr, done.stderr
+        assert "Veil is starting" not in done.stdout and not (tmp_path / "data" / "pg").exists()
 
 
 def test_an_unreadable_database_url_is_one_line_without_its_password(tmp_path):
@@ -94,6 +125,7 @@ def test_a_new_data_dir_asks_for_migrate_and_keeps_no_postgresql_running(tmp_pat
     listed = _veil("keys", "list", env=env)
     assert listed.returncode != 0 and "Traceback" not in listed.stderr, listed.stderr
     assert "veil migrate" in listed.stderr
+    assert listed.stdout == ""  # not the table's header line, as if there were no keys (operator audit)
     migrated = _veil("migrate", env=env)
     assert migrated.returncode == 0 and migrated.stdout.startswith("migrated from an empty database to "), migrated.stdout
     again = _veil("migrate", env=env)  # it said "migrations applied" when nothing was
