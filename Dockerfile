@@ -16,7 +16,8 @@ RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
 USER veil
 WORKDIR /home/veil
 EXPOSE 8000
-HEALTHCHECK --interval=10s --timeout=3s CMD python -c "import urllib.request as u,sys; u.build_opener(u.ProxyHandler({})).open('http://127.0.0.1:8000/healthz'); sys.exit(0)"
+# liveness (/healthz), not /readyz: the API serves while the workers are stopped for an upgrade
+HEALTHCHECK --interval=10s --timeout=3s CMD python -c "import os,urllib.request as u; u.build_opener(u.ProxyHandler({})).open('http://127.0.0.1:%s/healthz' % os.environ.get('VEIL_PORT', '8000'))"
 # With DATABASE_URL set (compose does), `veil serve --workers 0` runs the API only; workers
 # run as their own service (`veil worker`) and scale with `--scale worker=N`.
 CMD ["veil", "serve", "--workers", "0"]

@@ -183,17 +183,46 @@ def _compose_services() -> dict[str, str]:
 
 
 def test_compose_containers_without_the_api_do_not_inherit_its_healthcheck():
-    """The image's HEALTHCHECK asks http://127.0.0.1:8000/healthz: in the worker (and the
+    """The image's HEALTHCHECK asks http://127.0.0.1:$VEIL_PORT/healthz: in the worker (and the
     migration) container nothing listens there, so they were reported unhealthy forever. And
     nothing restarted an API or a worker that exited (`veil serve` restarts its workers)."""
     docker = (ROOT / "Dockerfile").read_text()
-    assert "127.0.0.1:8000/healthz" in docker
+    assert "127.0.0.1:%s/healthz" in docker
     services = _compose_services()
     for name, block in services.items():
         if "build: ." in block and '"serve"' not in block:
             assert re.search(r"healthcheck:\n\s+disable: true", block), name
     for name in ("api", "worker"):
         assert "restart: unless-stopped" in services[name], name
+
+
+def test_the_image_healthcheck_asks_the_port_the_api_serves():
+    """The image sets VEIL_PORT (compose's api service too) but its HEALTHCHECK asked :8000
+    whatever it was: an API moved to another port was reported unhealthy for ever (operator audit)."""
+    import http.server
+    import shlex
+    import threading
+
+    line = next(l for l in (ROOT / "Dockerfile").read_text().splitlines() if l.startswith("HEALTHCHECK"))
+    command = shlex.split(line.split(" CMD ", 1)[1])
+    assert command[:2] == ["python", "-c"]
+
+    class Healthz(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200 if self.path == "/healthz" else 404)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Healthz)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        env = {**os.environ, "VEIL_PORT": str(server.server_address[1])}
+        done = subprocess.run([sys.executable, "-c", command[2]], env=env, capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+    finally:
+        server.shutdown()
 
 
 @pytest.mark.parametrize("inherited, expected", [(None, "veil-worker"), ("veil-api", "veil-worker"),
