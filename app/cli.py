@@ -1,4 +1,4 @@
-"""The `veil` command: serve, worker, migrate, keys create, openapi."""
+"""The `veil` command: serve, worker, migrate, keys (create, list, revoke), openapi, docs."""
 
 from __future__ import annotations
 
