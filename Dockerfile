@@ -18,6 +18,9 @@ WORKDIR /home/veil
 EXPOSE 8000
 # liveness (/healthz), not /readyz: the API serves while the workers are stopped for an upgrade
 HEALTHCHECK --interval=10s --timeout=3s CMD python -c "import os,urllib.request as u; u.build_opener(u.ProxyHandler({})).open('http://127.0.0.1:%s/healthz' % os.environ.get('VEIL_PORT', '8000'))"
-# With DATABASE_URL set (compose does), `veil serve --workers 0` runs the API only; workers
-# run as their own service (`veil worker`) and scale with `--scale worker=N`.
-CMD ["veil", "serve", "--workers", "0"]
+# The image alone (`docker run -p 8000:8000 <image>`) runs what `make run` does: the API, its
+# worker processes and, without DATABASE_URL, an embedded PostgreSQL (data in the container).
+# Compose runs the API with `--workers 0` and the workers as their own service (`veil worker`,
+# `--scale worker=N`). With `--workers 0` as the image's default a lone container accepted
+# jobs that nothing would ever run, and /readyz never became ready.
+CMD ["veil", "serve"]

@@ -73,3 +73,12 @@ def test_cli_openapi_and_keys(tmp_path, database):
 def test_cli_rejects_bad_invocations(args):
     done = subprocess.run([sys.executable, "-m", "app", *args], cwd=ROOT, capture_output=True)
     assert done.returncode == 2
+
+
+def test_the_image_alone_runs_workers_and_compose_runs_them_as_a_service():
+    """`docker run <image>` used the compose API's command (`serve --workers 0`): a lone
+    container queued jobs that no worker would run (operator audit)."""
+    docker = (ROOT / "Dockerfile").read_text()
+    assert re.search(r'^CMD \["veil", "serve"\]$', docker, re.M)
+    compose = (ROOT / "docker-compose.yml").read_text()
+    assert '["veil", "serve", "--workers", "0"]' in compose and '["veil", "worker"]' in compose
