@@ -49,6 +49,11 @@ def parquet_to_table(data: bytes) -> pd.DataFrame:
     return pd.read_parquet(io.BytesIO(data))
 
 
+def parquet_column(data: bytes, name: str) -> pd.Series:
+    """One column of a stored table, the others left undecoded."""
+    return pd.read_parquet(io.BytesIO(data), columns=[name])[name]
+
+
 def transactions_to_parquet(tx: TransactionData) -> bytes:
     offsets = pa.array(np.asarray(tx.indptr, dtype=np.int32))
     values = pa.array(np.asarray(tx.indices, dtype=np.int32))

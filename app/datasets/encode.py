@@ -1,6 +1,7 @@
 """An upload read and encoded for storage: parse, infer the columns, apply the schema field's
-overrides, write the Parquet payload to a file. No database: it runs in a child process
-(app/datasets/isolated.py), so what a parse allocates is not kept by the API process."""
+overrides, write the Parquet payload to a file; and a stored table's schema changed the same
+way (PUT …/schema). No database: both run in a child process (app/datasets/isolated.py), so
+what decoding a table allocates is not kept by the API process."""
 
 from __future__ import annotations
 
@@ -39,3 +40,14 @@ def encode_upload(path: Path, fmt: str, limits: parsing.Limits, update: SchemaUp
         payload, shape = codec.transactions_to_parquet(tx), "transactions"
     payload_path.write_bytes(payload)
     return Encoded(shape=shape, rows=parsed.rows, columns=columns)
+
+
+def apply_schema_update(payload_path: Path, columns: list[dict[str, Any]], update: SchemaUpdate,
+                        out_path: Path) -> tuple[list[dict[str, Any]], bool]:
+    """A stored table's schema changed: returns the new column entries and whether the data was
+    re-coded (a type change), in which case its new Parquet payload is written to ``out_path``."""
+    frame = codec.parquet_to_table(payload_path.read_bytes())
+    frame, columns, changed = apply_overrides(frame, columns, update)
+    if changed:
+        out_path.write_bytes(codec.table_to_parquet(frame))
+    return columns, changed

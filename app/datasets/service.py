@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,11 +21,10 @@ from app.blobs import repository as blobs
 from app.config import get_settings
 from app.datasets import isolated, parsing, repository
 from app.datasets.schema import (
-    SchemaUpdate, apply_overrides, infer_columns, normalize, public_columns, schema_json, schema_update_from,
+    SchemaUpdate, infer_columns, normalize, public_columns, schema_json, schema_update_from,
 )
 from app.errors import Conflict, NotFound, Unprocessable
 from app.jobs import repository as jobs_repository
-from app.privacy.data import TransactionData
 
 
 def limits() -> parsing.Limits:
@@ -189,13 +189,6 @@ def profile(session: Session, principal: Principal, dataset_id: uuid.UUID) -> di
     return {"id": row["id"], "rows": row["rows"], "columns": row["columns"]}
 
 
-def load(session: Session, row) -> pd.DataFrame | TransactionData:
-    data = blobs.read(session, row["blob_id"])
-    if row["shape"] == "transactions":
-        return codec.parquet_to_transactions(data)
-    return codec.parquet_to_table(data)
-
-
 def download(session: Session, principal: Principal, dataset_id: uuid.UUID, fmt: str,
              spreadsheet_safe: bool = False):
     """The raw data (owners only), audited like a release download."""
@@ -224,12 +217,15 @@ def update_schema(session: Session, principal: Principal, dataset_id: uuid.UUID,
         raise Conflict(f"dataset {dataset_id} has {active} queued or running job(s) on its data, "
                        "checked and priced against its current schema; wait for them to finish "
                        "or cancel them, then change the schema")
-    frame = load(session, row)
-    frame, columns, changed = apply_overrides(frame, row["columns"], update)
-    blob_id = None
-    if changed:  # types changed: store the re-coded data, drop the old copy
-        blob_id = blobs.write(session, codec.table_to_parquet(frame))
-        blobs.remove(session, row["blob_id"])
+    # decoded, checked and re-coded in a child process (the API process would keep the memory)
+    with tempfile.TemporaryDirectory(prefix="veil-schema-") as tmp:
+        payload_path, out_path = Path(tmp) / "stored.parquet", Path(tmp) / "recoded.parquet"
+        payload_path.write_bytes(blobs.read(session, row["blob_id"]))
+        columns, changed = isolated.apply_schema(payload_path, row["columns"], update, out_path)
+        blob_id = None
+        if changed:  # types changed: store the re-coded data, drop the old copy
+            blob_id = blobs.write(session, out_path.read_bytes())
+            blobs.remove(session, row["blob_id"])
     repository.set_columns(session, dataset_id, columns, blob_id)
     record(session, tenant=principal.tenant, actor=principal.actor, action="dataset.schema_updated",
            subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id,
@@ -252,8 +248,9 @@ def put_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID,
         hierarchy = parse_arx_hierarchy(text, max_cell_length=get_settings().max_cell_length)
     except MethodInputError as exc:
         raise Unprocessable(f"hierarchy for {column!r}: {exc}") from None
-    frame = load(session, row)
-    problems = hierarchy_problems(hierarchy, _value_strings(frame[column]))
+    # that column only: the whole table decoded here stayed in the API process's memory
+    values = codec.parquet_column(blobs.read(session, row["blob_id"]), column)
+    problems = hierarchy_problems(hierarchy, _value_strings(values))
     if problems:
         raise Unprocessable(f"hierarchy for {column!r} does not fit the data: " + "; ".join(problems),
                             errors=[{"loc": ["hierarchy"], "msg": p, "type": "hierarchy"} for p in problems])
