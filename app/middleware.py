@@ -121,6 +121,16 @@ class BodyLimit:
             return self.hierarchy_limit
         return self.default_limit
 
+    def _too_large(self, scope, limit: int) -> PayloadTooLarge:
+        """The 413, naming the limit's setting and, for a dataset, what makes the file smaller."""
+        detail = f"the request body is larger than the limit of {limit} bytes"
+        if scope["method"] == "POST" and scope["path"].rstrip("/") == "/v1/datasets":
+            detail += (f" ({_mib(limit)}VEIL_MAX_UPLOAD_BYTES): send the table as Parquet, several "
+                       "times smaller than CSV (1,000,000 Adult rows: 103 MiB as CSV, 11 MiB as Parquet)")
+        elif is_upload(scope):
+            detail += " (VEIL_MAX_HIERARCHY_BYTES)"
+        return PayloadTooLarge(detail)
+
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
             return await self.app(scope, receive, send)
@@ -133,7 +143,7 @@ class BodyLimit:
                 "the request body uncompressed (Parquet is compressed internally)"), {b"connection": b"close"})
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            return await _send_413(send, scope, limit)
+            return await _send_problem(send, scope, self._too_large(scope, limit), {b"connection": b"close"})
         state = {"received": 0, "refused": False, "started": False, "complete": False}
 
         async def refuse(error: VeilError) -> dict:
@@ -157,8 +167,7 @@ class BodyLimit:
                 state["received"] += len(message.get("body", b""))
                 state["complete"] = not message.get("more_body", False)
                 if state["received"] > limit:
-                    return await refuse(PayloadTooLarge(
-                        f"the request body is larger than the limit of {limit} bytes"))
+                    return await refuse(self._too_large(scope, limit))
             return message
 
         async def guarded_send(message):
@@ -219,9 +228,9 @@ class InFlightLimit:
             sem.release()
 
 
-async def _send_413(send, scope, limit: int) -> None:
-    await _send_problem(send, scope, PayloadTooLarge(
-        f"the request body is larger than the limit of {limit} bytes"), {b"connection": b"close"})
+def _mib(n: int) -> str:
+    """512 MiB, followed by a comma; nothing under a MiB (the byte count says it)."""
+    return f"{n / (1024 * 1024):.4g} MiB, " if n >= 1024 * 1024 else ""
 
 
 async def _send_problem(send, scope, error: VeilError, headers: dict[bytes, bytes] | None = None) -> None:
