@@ -47,6 +47,18 @@ def test_probes_are_logged_below_the_requests_people_read(client, caplog):
     assert levels == {"/readyz": "DEBUG", "/healthz": "DEBUG", "/v1/methods": "INFO"}
 
 
+def _post_streamed_csv(client, headers, *, chunks: int, lines: int):
+    """A dataset upload with no Content-Length: the limit is enforced while the body streams in."""
+    def body():
+        yield b"--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.csv\"\r\n\r\n"
+        for _ in range(chunks):
+            yield b"1,2\n" * lines
+        yield b"\r\n--xyz--\r\n"
+
+    return client.post("/v1/datasets", headers={**auth(headers), "Content-Type": "multipart/form-data; boundary=xyz"},
+                       content=body())
+
+
 def test_body_limit_refuses_early_and_keeps_nothing(make_key, monkeypatch):
     from app.config import get_settings
     from app.main import create_app
@@ -59,15 +71,7 @@ def test_body_limit_refuses_early_and_keeps_nothing(make_key, monkeypatch):
     big = b"a,b\n" + b"1,2\n" * 2000
     assert_problem(upload(small, headers, big, "big.csv"), 413, "larger than the limit of 2000 bytes")
 
-    def chunked():  # no Content-Length: the limit is enforced while the body streams in
-        yield b"--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.csv\"\r\n\r\n"
-        for _ in range(100):
-            yield b"1,2\n" * 50
-        yield b"\r\n--xyz--\r\n"
-
-    r = small.post("/v1/datasets", headers={**auth(headers), "Content-Type": "multipart/form-data; boundary=xyz"},
-                   content=chunked())
-    assert_problem(r, 413, "limit")
+    assert_problem(_post_streamed_csv(small, headers, chunks=100, lines=50), 413, "limit")
     assert upload(small, headers, b"a,b\n1,2\n", "ok.csv").status_code == 201
     with transaction() as s:
         after = s.execute(text("SELECT count(*) FROM datasets")).scalar_one()
@@ -89,15 +93,7 @@ def test_the_413_says_which_limit_and_what_to_do(make_key, monkeypatch):
     body = assert_problem(upload(small, headers, big, "big.csv"), 413,
                           "larger than the limit of 2097152 bytes (2 MiB, VEIL_MAX_UPLOAD_BYTES)", "Parquet")
 
-    def chunked():
-        yield b"--xyz\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.csv\"\r\n\r\n"
-        for _ in range(600):
-            yield b"1,2\n" * 1000
-        yield b"\r\n--xyz--\r\n"
-
-    r = small.post("/v1/datasets", headers={**auth(headers), "Content-Type": "multipart/form-data; boundary=xyz"},
-                   content=chunked())
-    assert assert_problem(r, 413)["detail"] == body["detail"]
+    assert assert_problem(_post_streamed_csv(small, headers, chunks=600, lines=1000), 413)["detail"] == body["detail"]
     ds = upload(small, headers, b"a,b\n1,x\n2,y\n", "h.csv").json()
     r = small.put(f"/v1/datasets/{ds['id']}/hierarchies/b", content=b"x;*\n" * 300,
                   headers={**auth(headers), "Content-Type": "text/csv"})
