@@ -30,13 +30,29 @@ from app.privacy.rng import SecureRandom
 registry.load_all()  # preloaded once in the forkserver
 
 
-def main(job: dict[str, Any], progress_queue, stop_event) -> None:
+class _SignallingRandom(SecureRandom):
+    """Sets ``drawn`` (shared with the worker) before the first randomness is drawn: a job the
+    worker stops at its time or memory limit before that has drawn none, and is refunded."""
+
+    def __init__(self, seed, drawn) -> None:
+        super().__init__(seed)
+        self._drawn, self._signalled = drawn, False
+
+    def bytes(self, n: int):
+        if not self._signalled:
+            if self._drawn is not None:
+                self._drawn.set()
+            self._signalled = True
+        return super().bytes(n)
+
+
+def main(job: dict[str, Any], progress_queue, stop_event, drawn_event=None) -> None:
     isolation.exit_with_parent(job["worker_pid"])
     # a Ctrl-C reaches the whole process group: the worker decides what becomes of the job
     # (it lets it finish within its shutdown grace period, then stops it and queues it again)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    rng = SecureRandom(job["seed"])
+    rng = _SignallingRandom(job["seed"], drawn_event)
     try:
         out = {"ok": _run(job, rng, progress_queue, stop_event)}
     except registry.MethodInputError as exc:
@@ -46,7 +62,8 @@ def main(job: dict[str, Any], progress_queue, stop_event) -> None:
     except Cancelled:
         out = {"error": {"type": "cancelled", "message": "cancelled while running"}}
     except MemoryError:
-        out = {"error": {"type": "memory_limit", "message": "the job ran out of memory"}}
+        out = {"error": {"type": "memory_limit", "message": "the job ran out of memory"},
+               "randomness_drawn": rng.bytes_drawn > 0}
     except Exception as exc:  # never leak data values: report the type and where, not the text
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         where = f"{os.path.basename(frame.filename)}:{frame.lineno}"  # the worker logs it, with the job

@@ -39,6 +39,8 @@ log = logging.getLogger("veil.runner")
 WORKER_ID = f"{os.uname().nodename}:{os.getpid()}"
 _CANCEL_GRACE_S = 2.0
 _RETRYABLE = {"crashed"}  # a child that died unexpectedly may succeed on another attempt
+# failures refunded when the job drew no randomness ("randomness_drawn" False in its outcome)
+_REFUNDABLE = {"invalid_input", "input_deleted", "memory_limit", "time_limit"}
 
 # Test-only fault injection, read once at start: the reliability tests (tests/reliability,
 # docs/reliability.md) make a worker die at the worst moments of a job. Never set in production.
@@ -163,10 +165,10 @@ def _run_child(job, inputs: dict[str, Any], tmp: Path, shutting_down: Callable[[
         "memory_limit_bytes": settings.job_memory_limit_mb * 1024 * 1024,
     }
     progress_q = _mp.Queue()
-    stop = _mp.Event()
+    stop, drawn = _mp.Event(), _mp.Event()  # drawn: set by the child before its first random draw
     from app.worker import child
 
-    proc = _mp.Process(target=child.main, args=(spec, progress_q, stop), daemon=True)
+    proc = _mp.Process(target=child.main, args=(spec, progress_q, stop, drawn), daemon=True)
     started = time.monotonic()
     proc.start()
     progress, stage = 0.0, "running"
@@ -204,7 +206,9 @@ def _run_child(job, inputs: dict[str, Any], tmp: Path, shutting_down: Callable[[
             rss = isolation.rss_bytes(proc.pid)
             if rss > limit_bytes:
                 failure = {"type": "memory_limit", "message":
-                           f"the job exceeded its memory limit of {settings.job_memory_limit_mb} MiB"}
+                           f"the job exceeded its memory limit of {settings.job_memory_limit_mb} MiB, "
+                           f"stopped at {stage!r} ({progress:.0%} done): run it on fewer rows or "
+                           "columns, or raise VEIL_JOB_MEMORY_LIMIT_MB"}
                 break
         if failure is None:  # the stage the child ended on ("storing the result"), while the result is stored
             progress, stage = _drain(progress_q, progress, stage)
@@ -215,7 +219,8 @@ def _run_child(job, inputs: dict[str, Any], tmp: Path, shutting_down: Callable[[
         proc.join(5)
         progress_q.close()
     if failure is not None:
-        return {"error": failure}
+        # stopped by a limit before its first draw: nothing random was computed (refunded)
+        return {"error": failure, "randomness_drawn": drawn.is_set()}
     result_path = Path(spec["result_path"])
     if not result_path.exists():
         return {"error": {"type": "crashed", "message":
@@ -336,13 +341,15 @@ def _input_deleted_meanwhile(session, job) -> bool:
 
 
 def _refundable(row, error: dict[str, Any], outcome: dict[str, Any]) -> bool:
-    """A job refused by its method's input checks before it drew any randomness, or whose
-    dataset was deleted before it started, released nothing and computed nothing random: its ε
-    goes back (like a job cancelled while queued). An earlier attempt that crashed published
-    nothing either. An infinite ε goes back too: a dataset without a cap records it as spent,
-    and kept, it would bar any cap for good although nothing was drawn. (A job whose dataset is
-    deleted while it runs has drawn its noise: no "randomness_drawn" False, no refund.)"""
-    return (error["type"] in ("invalid_input", "input_deleted") and outcome.get("randomness_drawn") is False
+    """A job refused by its method's input checks before it drew any randomness, stopped by its
+    time or memory limit before its first draw (errph on 4.95 M rows stopped while decoding its
+    input kept its ε of 22.5), or whose dataset was deleted before it started, released nothing
+    and computed nothing random: its ε goes back (like a job cancelled while queued). An earlier
+    attempt that crashed published nothing either. An infinite ε goes back too: a dataset
+    without a cap records it as spent, and kept, it would bar any cap for good although nothing
+    was drawn. (A job whose dataset is deleted while it runs has drawn its noise: no
+    "randomness_drawn" False, no refund.)"""
+    return (error["type"] in _REFUNDABLE and outcome.get("randomness_drawn") is False
             and row["epsilon"] is not None)
 
 

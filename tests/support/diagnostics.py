@@ -1,7 +1,8 @@
 """Diagnostic methods for the worker tests (loaded with VEIL_PLUGINS=tests.support.diagnostics):
 a method that sleeps (cancel, time limit, kill mid-job), one that allocates (memory limit),
-one whose process dies (crash), and two that publish the hierarchies they were given (a method
-registered with uses_hierarchies gets them; the others do not)."""
+one whose process dies (crash), two that publish the hierarchies they were given (a method
+registered with uses_hierarchies gets them; the others do not), and one priced in ε that
+allocates and sleeps, drawing randomness first or not (refunds after a limit)."""
 
 from __future__ import annotations
 
@@ -52,6 +53,21 @@ class NoParams(Params):
     pass
 
 
+class DpHogParams(Params):
+    epsilon: float = Field(1.0, gt=0, le=100)
+    megabytes: int = Field(0, ge=0, le=100_000)
+    seconds: float = Field(0.0, ge=0, le=600)
+    draw_first: bool = False
+
+
+def run_dp_hog(data, params: DpHogParams, ctx) -> ReleaseResult:
+    if params.draw_first:
+        ctx.rng.bytes(16)
+    block = np.ones(params.megabytes * 1024 * 1024 // 8)  # touched, so it is resident
+    run_sleep(data, SleepParams(seconds=params.seconds + (5 if params.megabytes else 0)), ctx)
+    raise RuntimeError(f"allocated {block.nbytes} bytes, slept {params.seconds} s and was not stopped")
+
+
 def run_hierarchies(data, params: NoParams, ctx) -> ReleaseResult:
     return ReleaseResult(frame=data.frame.copy(), metadata={"hierarchies": sorted(data.hierarchies)},
                          guarantees=guarantee("none", rng=ctx.rng.name, private=False,
@@ -65,3 +81,6 @@ for name, params, run, hierarchies in (
     register(MethodSpec(name=name, family="diagnostics", kind=MethodKind.release,
                         summary=f"test-suite diagnostic ({name})", params=params, guarantee="none",
                         paper="none", run=run, produces_randomness=False, uses_hierarchies=hierarchies))
+register(MethodSpec(name="diag_dp_hog", family="diagnostics", kind=MethodKind.release,
+                    summary="test-suite diagnostic (diag_dp_hog)", params=DpHogParams, guarantee="none",
+                    paper="none", run=run_dp_hog, epsilon=lambda params, columns: params.epsilon))

@@ -56,3 +56,35 @@ def test_a_release_the_memory_limit_cannot_hold_is_refused_at_once_saying_what_t
     message = done["error"]["message"]
     assert "about 3.6e+07 item occurrences" in message and "limit of 700 MiB" in message, message
     assert "'top_items' or 'items'" in message and "raise p" in message
+
+
+def _ledger(client, headers, dataset_id) -> list[tuple[str, float]]:
+    budget = client.get(f"/v1/datasets/{dataset_id}/budget", headers=headers).json()
+    return [(e["kind"], e["epsilon"]) for e in budget["entries"]]
+
+
+@pytest.mark.parametrize("limit, params", [
+    ("memory_limit", {"megabytes": 3000}),
+    ("time_limit", {"seconds": 30}),
+])
+def test_a_job_stopped_by_a_limit_before_any_draw_gets_its_epsilon_back(client, small, limit, params):
+    """errph on 4,950,000 rows under a 600 MiB limit was stopped while it decoded its input — no
+    randomness drawn, nothing released — and kept its ε of 22.5 (scale acceptance run). The
+    child tells the worker when it first draws: a limit reached before that refunds, as an
+    input refusal does; after it, the noise may have been drawn, no refund."""
+    headers, _ = small
+    for draw_first in (False, True):
+        ds = upload(client, headers, b"a,b\n1,x\n2,y\n", "dp.csv").json()
+        job = submit(client, headers, "diag_dp_hog", {"epsilon": 2, "draw_first": draw_first, **params},
+                     dataset_id=ds["id"]).json()
+        done = wait_job(client, headers, job["id"], timeout=60)
+        assert done["status"] == "failed" and done["error"]["type"] == limit, done
+        assert "stopped at " in done["error"]["message"], done["error"]
+        ledger = _ledger(client, headers, ds["id"])
+        if draw_first:
+            assert ledger == [("debit", 2.0)], ledger
+        else:
+            assert ledger == [("debit", 2.0), ("refund", -2.0)], ledger
+            events = client.get("/v1/audit", headers=headers, params={"dataset_id": ds["id"]}).json()["items"]
+            failed = [e for e in events if e["action"] == "job.failed"]
+            assert failed and failed[0]["details"]["refunded_epsilon"] == 2.0, failed
