@@ -78,10 +78,12 @@ def main(job: dict[str, Any], progress_queue, stop_event, drawn_event=None) -> N
 def _run(job: dict[str, Any], rng: SecureRandom, progress_queue, stop_event) -> dict[str, Any]:
     spec = registry.get(job["method"])
     params = spec.params.model_validate(job["params"])
-    data = _load_input(job)
 
     def report(fraction: float, stage: str) -> None:
         progress_queue.put((fraction, stage))
+
+    report(0.0, "loading the input")  # a limit can stop a job here (a large table's decoding)
+    data = _load_input(job)
 
     ctx = RunContext(rng=rng, on_progress=report, should_stop=stop_event.is_set,
                      memory_limit_bytes=job.get("memory_limit_bytes"))
