@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -77,3 +78,25 @@ def _csv_of(table):
 def _jsonl_of(table):
     from app.downloads.jsonl_writer import jsonl_batches
     return jsonl_batches(table)
+
+
+def test_the_parquet_download_gives_its_memory_back():
+    """The labelled Parquet of a transaction set is built whole (its bytes are the published
+    hash); Arrow's allocator kept what it took: after the Parquet download of a mask release of
+    300,000 retail transactions × 3,000 items (~9·10⁷ occurrences) the API process stayed at
+    1.97 GiB (scale acceptance run; 1.33 GiB of it returned by release_unused in a replay).
+    Here 400,000 transactions × 25 items: ~150 MiB built, under 40 MiB kept."""
+    from tests.support.server import rss_bytes
+
+    rng = np.random.default_rng(0)
+    tx = TransactionData(indptr=np.arange(0, 25 * 400_000 + 1, 25),
+                         indices=rng.integers(0, 3_000, 25 * 400_000).astype(np.int32),
+                         labels=tuple(str(i) for i in range(3_000)))
+    payload = codec.transactions_to_parquet(tx)
+    del tx
+    before = rss_bytes(os.getpid())
+    out = codec.parquet_download(payload, "transactions")
+    assert len(out) > 1_000_000
+    del out
+    kept = (rss_bytes(os.getpid()) - before) / (1024 * 1024)
+    assert kept < 40, f"{kept:.0f} MiB kept after the download was built"
