@@ -7,6 +7,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.privacy.json_types import JsonTyped
+
 
 class Role(StrEnum):
     owner = "owner"
@@ -25,7 +27,7 @@ class Principal:
         return str(self.key_id)
 
 
-class KeyCreate(BaseModel):
+class KeyCreate(JsonTyped):
     model_config = ConfigDict(extra="forbid")  # a misspelt or unsupported field is refused, not ignored
     tenant: str = Field(..., min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
     role: Role

@@ -7,10 +7,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.privacy.json_types import JsonTyped
+
 Epsilon = float | Literal["Infinity", "-Infinity"]
 
 
-class BudgetUpdate(BaseModel):
+class BudgetUpdate(JsonTyped):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     epsilon_total: float | None = Field(..., gt=0, le=1e6,
                                         description="the ε cap of the dataset; null removes the cap")

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from app.config import get_settings
 from app.errors import Unprocessable
 from app.privacy.data import ColumnInfo
+from app.privacy.json_types import JsonTyped
 from app.privacy.registry import no_repeats
 
 ColumnType = Literal["numeric", "categorical", "boolean"]
@@ -22,7 +23,7 @@ _TRUE = {"true", "1", "yes", "y", "t"}
 _FALSE = {"false", "0", "no", "n", "f"}
 
 
-class ColumnOverride(BaseModel):
+class ColumnOverride(JsonTyped):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     type: ColumnType | None = None
     role: ColumnRole | None = None
@@ -41,7 +42,7 @@ class ColumnOverride(BaseModel):
         return self
 
 
-class SchemaUpdate(BaseModel):
+class SchemaUpdate(JsonTyped):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     columns: dict[str, ColumnOverride] = Field(..., description="column name → overrides")
 

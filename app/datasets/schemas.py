@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.datasets.schema import ColumnRole, ColumnType
+from app.privacy.json_types import JsonTyped
 from app.privacy.registry import DataShape
 
 
@@ -44,7 +45,7 @@ class Dataset(DatasetSummary):
     columns: list[Column]
 
 
-class SyntheticRequest(BaseModel):
+class SyntheticRequest(JsonTyped):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     generator: Literal["bank_customers"] = Field(
         "bank_customers", description="bank_customers: the synthetic bank-card customers of seed "

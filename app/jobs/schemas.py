@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
 
 from app.privacy import registry
+from app.privacy.json_types import json_typed
 
 
 class JobRequestBase(BaseModel):
@@ -19,6 +20,8 @@ class JobRequestBase(BaseModel):
     release_id: uuid.UUID | None = Field(None, description="the input release (instead of a dataset)")
     seed: int | None = Field(None, description="only in the reproducible test mode; such releases "
                              "are marked not private")
+
+    _json_types = json_typed("seed")  # params check their own; the method tag cannot take it
 
 
 def _request_model(spec: registry.MethodSpec) -> type[JobRequestBase]:

@@ -12,6 +12,7 @@ from app.deps import OffLoopRoute, SessionDep, known_method
 from app.errors import problem_responses
 from app.models import service
 from app.openapi_parts import Cursor, ModelId, PageSize
+from app.privacy.json_types import JsonTyped
 
 router = APIRouter(prefix="/v1/models", tags=["models"], route_class=OffLoopRoute)
 
@@ -27,7 +28,7 @@ class Model(BaseModel):
     links: dict[str, str]
 
 
-class PredictRequest(BaseModel):
+class PredictRequest(JsonTyped):
     model_config = ConfigDict(extra="forbid")
     records: list[dict[str, Any]] = Field(..., min_length=1, max_length=100_000,
                                           description="raw records with the model's feature columns")

@@ -20,6 +20,7 @@ from pydantic_core import to_jsonable_python
 
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
+from app.privacy.json_types import JsonTyped
 from app.privacy.results import Result
 
 
@@ -51,9 +52,10 @@ def _factory_defaults(schema: dict[str, Any], model: type[BaseModel]) -> None:
             prop["default"] = to_jsonable_python(info.default_factory())
 
 
-class Params(BaseModel):
-    """Base of every method's parameter model: unknown fields are an error, not ignored, and a
-    number must be finite (JSON's NaN / Infinity extensions would pass every bound check)."""
+class Params(JsonTyped):
+    """Base of every method's parameter model: unknown fields are an error, not ignored, a
+    number must be finite (JSON's NaN / Infinity extensions would pass every bound check), and
+    numbers and booleans must be JSON's (json_types)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, json_schema_extra=_factory_defaults)
 

@@ -102,3 +102,28 @@ def test_fuzz_findings_requests(client, make_key):
     assert (ds.status_code, again.status_code) == (201, 200)  # 200 is declared for a replay
     spec = client.get("/openapi.json").json()["paths"]
     assert "200" in spec["/v1/datasets"]["post"]["responses"] and "200" in spec["/v1/jobs"]["post"]["responses"]
+
+
+def test_fuzz_findings_json_types(client, make_key):
+    """Pydantic's lax mode read `"seed": false` as 0 (the fuzzer's finding), `"p0": true` as
+    p0 = 1 (a release with no randomization), `"k": "2"` as 2 and `"integer": "yes"` as true, where the OpenAPI document declares a number or a
+    boolean: a 422 naming the field now (app/privacy/json_types.py)."""
+    from tests.support.api import assert_problem, auth, upload
+
+    owner = make_key("owner")
+    h = auth(owner)
+    r = client.post("/v1/datasets/synthetic", headers=h, json={"seed": False, "rows": 10})
+    assert_problem(r, 422, "must be a number, not false")
+    ds = upload(client, owner, b"a,b\n1,x\n2,y\n3,x\n", "t.csv").json()
+    r = client.post("/v1/jobs", headers=h, json={"dataset_id": ds["id"], "method": "errph",
+                                                 "params": {"p0": True}})
+    assert_problem(r, 422, "must be a number, not true")
+    r = client.post("/v1/jobs", headers=h, json={"dataset_id": ds["id"], "method": "kanonymity",
+                                                 "params": {"k": "2"}})
+    assert_problem(r, 422, "must be a number, not a string")
+    r = client.put(f"/v1/datasets/{ds['id']}/schema", headers=h, json={"a": {"integer": "yes"}})
+    assert_problem(r, 422, "must be true or false, not a string")
+    r = client.put(f"/v1/datasets/{ds['id']}/budget", headers=h, json={"epsilon_total": "5"})
+    assert_problem(r, 422, "must be a number, not a string")
+    ok = client.put(f"/v1/datasets/{ds['id']}/budget", headers=h, json={"epsilon_total": 5})
+    assert ok.status_code == 200, ok.text
