@@ -104,11 +104,18 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
             "nodes_evaluated": result.evaluated, "lattice_size": result.lattice_size,
             "nodes_pruned_by_projection": result.pruned_by_projection,
             "search_seconds": round(result.seconds, 4), "metric": options.metric, "loss": result.loss,
-            "suppression_limit": options.suppression,
+            "suppression_limit": options.suppression, "top_node_fallback": result.top_node_fallback,
         }
-        if result.timed_out:
+        checked = f"{result.evaluated} of {result.lattice_size} lattice nodes checked"
+        if result.top_node_fallback:
+            warnings.append(f"time budget of {options.time_budget:g} s reached before any generalization "
+                            "met the constraints: every quasi-identifier is released at the top of its "
+                            f"hierarchy (the most general table; {checked}); raise time_budget (up to "
+                            "600 s), or use algorithm mondrian")
+        elif result.timed_out:
             warnings.append(f"time budget of {options.time_budget:g} s reached: the best generalization "
-                            "found so far is released and may not be optimal")
+                            f"found so far is released and may not be optimal ({checked}); raise "
+                            "time_budget (up to 600 s) for the optimum")
         if result.heuristic:
             warnings.append(f"lattice of {result.lattice_size} nodes exceeds max_lattice_nodes: a greedy "
                             "climb chose the levels; the result is not proven optimal")

@@ -46,6 +46,7 @@ class LatticeResult:
     pruned_by_projection: int
     seconds: float
     heuristic: bool = False
+    top_node_fallback: bool = False  # out of time before any node passed: the top node, released
 
 
 class _Columns:
@@ -163,12 +164,14 @@ def lattice_search(trees: list[Tree], constraints: Constraints, sensitive: Sensi
         loss = _loss(cols, node, mask)
         if loss < best_loss:
             best_levels, best_mask, best_loss = tuple(int(x) for x in node), mask, loss
-    if best_levels is None:  # out of time before any pass: the top node (checked by the caller)
+    fallback = best_levels is None
+    if fallback:  # out of time before any pass: the top node (checked by the caller)
         top = tuple(heights)
         best_mask = _suppressed(cols, top, constraints, sensitive)
         best_levels, best_loss = top, _loss(cols, top, best_mask)
     return LatticeResult(best_levels, best_mask, float(best_loss), optimal and not timed_out,
-                         timed_out, evaluated, size, pruned, time.perf_counter() - began)
+                         timed_out, evaluated, size, pruned, time.perf_counter() - began,
+                         top_node_fallback=fallback)
 
 
 def _projection_filter(cols: _Columns, nodes: np.ndarray, c: Constraints, sensitive: Sensitive | None,
