@@ -302,3 +302,18 @@ def test_the_inferred_facts_warning_says_what_the_release_shows():
     [warning] = [w for w in result.guarantees["warnings"] if "schema facts" in w]
     assert "the schema facts age (integer) were inferred" in warning
     assert "(integer values)" in warning and "two-level" not in warning and "decimal" not in warning
+
+
+def test_too_many_columns_says_to_name_the_ones_needed():
+    """The refusal said "2000 columns to release (limit 100)" and not what to do (scale
+    acceptance run: a 2,000-column upload)."""
+    from app.privacy.dp_release.mst import MstParams
+
+    wide = [ColumnInfo(f"c{i}", "boolean") for i in range(101)]
+    with pytest.raises(MethodInputError, match=r"the table has 101 columns to release; a synthetic "
+                                               r"table has at most 100: name the ones you need in 'columns'"):
+        registry.get("mst").validate_against(MstParams(epsilon=1.0), wide, None)
+    named = MstParams(epsilon=1.0, columns=[f"c{i}" for i in range(101)])
+    with pytest.raises(MethodInputError, match="'columns' names 101 columns"):
+        registry.get("mst").validate_against(named, wide, None)
+    registry.get("mst").validate_against(MstParams(epsilon=1.0, columns=["c0", "c1"]), wide, None)

@@ -186,7 +186,9 @@ def build_columns(params: SynthParams, infos: list[ColumnInfo]) -> list[Column]:
     """The released columns' discrete domains, from declared bounds and categories only."""
     chosen = check_references(params, infos)
     if len(chosen) > MAX_COLUMNS:
-        raise MethodInputError(f"{len(chosen)} columns to release (limit {MAX_COLUMNS})")
+        given = "'columns' names" if params.columns is not None else "the table has"
+        raise MethodInputError(f"{given} {len(chosen)} columns to release; a synthetic table has at "
+                               f"most {MAX_COLUMNS}: name the ones you need in 'columns'")
     names = {c.name for c in chosen}
     numeric = {c.name for c in chosen if c.type == "numeric"}
     for name in params.bins if isinstance(params.bins, dict) else {}:
