@@ -22,8 +22,8 @@ class BudgetEntry(BaseModel):
     job_id: uuid.UUID
     method: str
     kind: Literal["debit", "refund"] = Field(..., description="debit (at acceptance) or refund (a job "
-                                             "cancelled before it ran, or refused as invalid input "
-                                             "before drawing randomness)")
+                                             "cancelled, refused as invalid input or stopped by a "
+                                             "limit before it drew any randomness)")
     epsilon: Epsilon
     actor: str
     at: datetime

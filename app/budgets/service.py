@@ -1,6 +1,7 @@
 """The ε budget of a dataset. Debited in the transaction that accepts a job; refunded for a
 job cancelled while still queued, one whose dataset was deleted before it started, or one
-its method refused as invalid input before drawing any randomness (app/worker/runner.py). Any other failure is not refunded: its noise may have
+its method refused as invalid input, its time or memory limit stopped or its owner cancelled
+before it drew any randomness (app/worker/runner.py). Any other failure is not refunded: its noise may have
 been drawn (docs/epsilon.md)."""
 
 from __future__ import annotations

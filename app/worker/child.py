@@ -60,7 +60,8 @@ def main(job: dict[str, Any], progress_queue, stop_event, drawn_event=None) -> N
         out = {"error": {"type": "invalid_input", "message": str(exc)},
                "randomness_drawn": rng.bytes_drawn > 0}
     except Cancelled:
-        out = {"error": {"type": "cancelled", "message": "cancelled while running"}}
+        out = {"error": {"type": "cancelled", "message": "cancelled while running"},
+               "randomness_drawn": rng.bytes_drawn > 0}
     except MemoryError:
         out = {"error": {"type": "memory_limit", "message": "the job ran out of memory"},
                "randomness_drawn": rng.bytes_drawn > 0}

@@ -40,7 +40,7 @@ WORKER_ID = f"{os.uname().nodename}:{os.getpid()}"
 _CANCEL_GRACE_S = 2.0
 _RETRYABLE = {"crashed"}  # a child that died unexpectedly may succeed on another attempt
 # failures refunded when the job drew no randomness ("randomness_drawn" False in its outcome)
-_REFUNDABLE = {"invalid_input", "input_deleted", "memory_limit", "time_limit"}
+_REFUNDABLE = {"invalid_input", "input_deleted", "memory_limit", "time_limit", "cancelled"}
 
 # Test-only fault injection, read once at start: the reliability tests (tests/reliability,
 # docs/reliability.md) make a worker die at the worst moments of a job. Never set in production.
@@ -301,6 +301,8 @@ def _finish(job, inputs: dict[str, Any], outcome: dict[str, Any]) -> dict[str, s
                              error={"type": "cancelled", "message": "cancelled while running"},
                              stage="cancelled")
             action, details = "job.cancelled", {"while": "running"}
+            if _refundable(row, {"type": "cancelled"}, outcome):  # before its first draw
+                details["refunded_epsilon"] = _refund(session, row, job["id"])
         elif error["type"] == "worker_shutdown":
             # not the job's fault: queued again at once (not after the stall timeout), and the
             # attempt it used is given back (attempt numbers stay unique: they fence)
@@ -320,9 +322,7 @@ def _finish(job, inputs: dict[str, Any], outcome: dict[str, Any]) -> dict[str, s
             jobs_repo.finish(session, job["id"], "failed", error=error, stage="failed")
             action, details = "job.failed", {"attempt": job["attempt"], "error": error["type"]}
             if _refundable(row, error, outcome):
-                budgets.refund(session, dataset_id=row["dataset_id"], job_id=job["id"],
-                               method=row["method"], epsilon=row["epsilon"], actor=row["created_by"])
-                details["refunded_epsilon"] = jsonable(float(row["epsilon"]))  # ∞ as "Infinity"
+                details["refunded_epsilon"] = _refund(session, row, job["id"])
         record_job(session, job, actor="worker", action=action, details=details)
     return error
 
@@ -340,10 +340,16 @@ def _input_deleted_meanwhile(session, job) -> bool:
     return ds is None or ds["deleted_at"] is not None
 
 
+def _refund(session, row, job_id) -> Any:
+    budgets.refund(session, dataset_id=row["dataset_id"], job_id=job_id, method=row["method"],
+                   epsilon=row["epsilon"], actor=row["created_by"])
+    return jsonable(float(row["epsilon"]))  # as the audit shows it: ∞ as "Infinity"
+
+
 def _refundable(row, error: dict[str, Any], outcome: dict[str, Any]) -> bool:
     """A job refused by its method's input checks before it drew any randomness, stopped by its
-    time or memory limit before its first draw (errph on 4.95 M rows stopped while decoding its
-    input kept its ε of 22.5), or whose dataset was deleted before it started, released nothing
+    time or memory limit or cancelled before its first draw (errph on 4.95 M rows stopped while
+    decoding its input kept its ε of 22.5), or whose dataset was deleted before it started, released nothing
     and computed nothing random: its ε goes back (like a job cancelled while queued). An earlier
     attempt that crashed published nothing either. An infinite ε goes back too: a dataset
     without a cap records it as spent, and kept, it would bar any cap for good although nothing

@@ -88,3 +88,30 @@ def test_a_job_stopped_by_a_limit_before_any_draw_gets_its_epsilon_back(client, 
             events = client.get("/v1/audit", headers=headers, params={"dataset_id": ds["id"]}).json()["items"]
             failed = [e for e in events if e["action"] == "job.failed"]
             assert failed and failed[0]["details"]["refunded_epsilon"] == 2.0, failed
+
+
+def test_a_job_cancelled_before_any_draw_gets_its_epsilon_back(client, small):
+    """Cancelled while running, as stopped by a limit: no draw yet, its ε goes back; after a
+    draw the noise may exist, no refund (a cancelled running job was never refunded)."""
+    import time
+
+    from tests.support.api import auth
+
+    headers, _ = small
+    for draw_first in (False, True):
+        ds = upload(client, headers, b"a,b\n1,x\n2,y\n", "dpc.csv").json()
+        job = submit(client, headers, "diag_dp_hog", {"epsilon": 3, "draw_first": draw_first, "seconds": 60},
+                     dataset_id=ds["id"]).json()
+        deadline = time.monotonic() + 30
+        while client.get(f"/v1/jobs/{job['id']}", headers=auth(headers)).json()["stage"] != "sleeping":
+            assert time.monotonic() < deadline, "the job never started sleeping"
+            time.sleep(0.1)
+        assert client.post(f"/v1/jobs/{job['id']}/cancel", headers=auth(headers)).status_code == 202
+        done = wait_job(client, headers, job["id"], timeout=30)
+        assert done["status"] == "cancelled", done
+        ledger = _ledger(client, headers, ds["id"])
+        assert ledger == ([("debit", 3.0)] if draw_first else [("debit", 3.0), ("refund", -3.0)]), ledger
+        if not draw_first:
+            events = client.get("/v1/audit", headers=auth(headers), params={"dataset_id": ds["id"]}).json()["items"]
+            cancelled = [e for e in events if e["action"] == "job.cancelled"]
+            assert cancelled and cancelled[0]["details"]["refunded_epsilon"] == 3.0, cancelled
