@@ -382,15 +382,18 @@ def test_lattice_time_budget_flags_the_result(adult):
     lattice = result.metadata["lattice"]
     assert lattice["timed_out"] and not lattice["optimal"]
     assert class_sizes(result.frame, ADULT_QIS).min() >= 5
-    # no node was checked in time: the top node is released, and the warning says so and what to
-    # do — on 1,000,000 rows (k = 5, l = 2, α = 0.9, 4 % suppression) the default 30 s ran out
-    # after 1,819 of 6,480 nodes and every QI came back '*' under "may not be optimal" (scale
-    # acceptance run)
-    assert lattice["top_node_fallback"] and lattice["loss"] == pytest.approx(1.0)
+    # no node was checked in time: on 1,000,000 rows (k = 5, l = 2, α = 0.9, 4 % suppression) the
+    # default 30 s ran out after 1,819 of 6,480 nodes and every QI came back '*' under "may not be
+    # optimal" (scale acceptance run). The greedy climb's node is released instead, and said so
+    assert lattice["heuristic"] and not lattice["top_node_fallback"]
+    assert lattice["loss"] < 0.4  # 0.332 after 11 checks; the top node's is 1.0, the optimum's 0.303
+    optimum = _run(frame, hierarchies, k=5, algorithm="lattice", suppression=0.04).metadata["lattice"]
+    assert optimum["optimal"] and optimum["loss"] <= lattice["loss"]
     warning = next(w for w in result.guarantees["warnings"] if "time budget" in w)
     assert "before any generalization met the constraints" in warning, warning
-    assert "every quasi-identifier is released at the top of its hierarchy" in warning
+    assert "a greedy climb from the bottom chose the levels" in warning
     assert "raise time_budget (up to 600 s)" in warning
+    assert not any("max_lattice_nodes" in w for w in result.guarantees["warnings"])
 
 
 def test_lattice_heuristic_beyond_max_nodes_is_flagged(sample):

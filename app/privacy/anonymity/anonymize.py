@@ -107,16 +107,18 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
             "suppression_limit": options.suppression, "top_node_fallback": result.top_node_fallback,
         }
         checked = f"{result.evaluated} of {result.lattice_size} lattice nodes checked"
-        if result.top_node_fallback:
+        if result.timed_out and result.heuristic:  # no node had passed: the greedy climb's
+            top = (": it ended at the top, every quasi-identifier released at the top of its hierarchy"
+                   if result.top_node_fallback else "")
             warnings.append(f"time budget of {options.time_budget:g} s reached before any generalization "
-                            "met the constraints: every quasi-identifier is released at the top of its "
-                            f"hierarchy (the most general table; {checked}); raise time_budget (up to "
-                            "600 s), or use algorithm mondrian")
+                            f"met the constraints ({checked}): a greedy climb from the bottom chose the "
+                            f"levels, not proven optimal{top}; raise time_budget (up to 600 s) for the "
+                            "optimum, or use algorithm mondrian")
         elif result.timed_out:
             warnings.append(f"time budget of {options.time_budget:g} s reached: the best generalization "
                             f"found so far is released and may not be optimal ({checked}); raise "
                             "time_budget (up to 600 s) for the optimum")
-        if result.heuristic:
+        elif result.heuristic:
             warnings.append(f"lattice of {result.lattice_size} nodes exceeds max_lattice_nodes: a greedy "
                             "climb chose the levels; the result is not proven optimal")
     else:
