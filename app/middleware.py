@@ -101,6 +101,15 @@ def is_upload(scope) -> bool:
             or (scope["method"] == "PUT" and path.startswith("/v1/datasets/") and "/hierarchies/" in path))
 
 
+def runs_a_parse_child(scope) -> bool:
+    """Requests that run a child process under the upload memory limit (app/datasets/isolated.py):
+    the uploads, and a stored table's schema change. They share the upload slots, so one API
+    process has at most that many such children (each up to VEIL_UPLOAD_MEMORY_LIMIT_MB)."""
+    path = scope["path"].rstrip("/")
+    return is_upload(scope) or (scope["method"] == "PUT" and path.startswith("/v1/datasets/")
+                                and path.endswith("/schema"))
+
+
 class BodyLimit:
     """Refuse bodies over the limit: at once from Content-Length, or as soon as the streamed
     body passes the limit (the client gets 413 problem+json; the app sees a disconnect).
@@ -194,7 +203,9 @@ class InFlightLimit:
 
     Uploads have their own ``upload_limit`` slots instead (``is_upload``): their body may
     stream in for a long time, and they hold no connection meanwhile (the endpoint commits
-    after authentication), so slow uploads cannot take the slots of other requests. The
+    after authentication), so slow uploads cannot take the slots of other requests. A schema
+    change takes one too (``runs_a_parse_child``): it runs the same child process, and without
+    a slot 30 of them on different datasets could each hold the upload memory limit. The
     connection pool has room for both (``limit + upload_limit``)."""
 
     EXEMPT = ("/healthz",)  # liveness answers even when every slot is taken
@@ -217,7 +228,7 @@ class InFlightLimit:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope["path"] in self.exempt:
             return await self.app(scope, receive, send)
-        sem = self._semaphore("upload" if is_upload(scope) else "general")
+        sem = self._semaphore("upload" if runs_a_parse_child(scope) else "general")
         try:
             await asyncio.wait_for(sem.acquire(), self.wait_s)
         except TimeoutError:

@@ -198,6 +198,15 @@ def test_tenant_active_job_cap_holds_under_a_race(live, make_key):
     racer.close()
 
 
+async def _slow_app(scope, receive, send):
+    """An ASGI app that answers 200 after 0.3 s."""
+    import asyncio
+
+    await asyncio.sleep(0.3)
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
 def test_in_flight_limit_queues_a_burst_then_answers_503():
     """The limit that keeps a burst from starving the threads (app/middleware.py): requests
     beyond it wait in the event loop, and get a 503 problem+json only after ``wait_s``."""
@@ -207,13 +216,8 @@ def test_in_flight_limit_queues_a_burst_then_answers_503():
 
     from app.middleware import InFlightLimit
 
-    async def slow(scope, receive, send):
-        await asyncio.sleep(0.3)
-        await send({"type": "http.response.start", "status": 200, "headers": []})
-        await send({"type": "http.response.body", "body": b"ok"})
-
     async def burst(wait_s: float) -> list[int]:
-        app = InFlightLimit(slow, limit=2, wait_s=wait_s)
+        app = InFlightLimit(_slow_app, limit=2, wait_s=wait_s)
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
             responses = await asyncio.gather(*(c.get("/v1/x") for _ in range(6)))
         for r in responses:
@@ -223,3 +227,25 @@ def test_in_flight_limit_queues_a_burst_then_answers_503():
 
     assert asyncio.run(burst(wait_s=5)) == [200] * 6  # queued, then served two at a time
     assert asyncio.run(burst(wait_s=0.1)) == [200, 200, 503, 503, 503, 503]
+
+
+def test_schema_changes_share_the_upload_slots():
+    """A schema change runs a child under the upload memory limit (a784fd3) but took a general
+    slot: 30 at once on different datasets could each hold that limit, where the docs say one
+    API process holds at most upload_limit such children (session review)."""
+    import asyncio
+
+    import httpx
+
+    from app.middleware import InFlightLimit
+
+    async def burst() -> tuple[list[int], list[int]]:
+        app = InFlightLimit(_slow_app, limit=10, upload_limit=1, wait_s=0.1)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+            schema = await asyncio.gather(*(c.put(f"/v1/datasets/{i}/schema", json={}) for i in range(3)))
+            other = await asyncio.gather(*(c.put(f"/v1/datasets/{i}/budget", json={}) for i in range(3)))
+        return sorted(r.status_code for r in schema), sorted(r.status_code for r in other)
+
+    schema, other = asyncio.run(burst())
+    assert schema == [200, 503, 503]  # one upload slot
+    assert other == [200, 200, 200]  # the general slots
