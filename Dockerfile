@@ -17,7 +17,8 @@ USER veil
 WORKDIR /home/veil
 EXPOSE 8000
 # liveness (/healthz), not /readyz: the API serves while the workers are stopped for an upgrade
-HEALTHCHECK --interval=10s --timeout=3s CMD python -c "import os,urllib.request as u; u.build_opener(u.ProxyHandler({})).open('http://127.0.0.1:%s/healthz' % os.environ.get('VEIL_PORT', '8000'))"
+# on the address the API listens on: loopback when it listens on every interface
+HEALTHCHECK --interval=10s --timeout=3s CMD python -c "import os,urllib.request as u; h=os.environ.get('VEIL_HOST', '').strip('[]'); h='127.0.0.1' if h in ('', '0.0.0.0', '::') else h; u.build_opener(u.ProxyHandler({})).open('http://%s:%s/healthz' % ('[%s]' % h if ':' in h else h, os.environ.get('VEIL_PORT', '8000')))"
 # The image alone (`docker run -p 8000:8000 <image>`) runs what `make run` does: the API, its
 # worker processes and, without DATABASE_URL, an embedded PostgreSQL (data in the container).
 # Compose runs the API with `--workers 0` and the workers as their own service (`veil worker`,

@@ -187,7 +187,7 @@ def test_compose_containers_without_the_api_do_not_inherit_its_healthcheck():
     migration) container nothing listens there, so they were reported unhealthy forever. And
     nothing restarted an API or a worker that exited (`veil serve` restarts its workers)."""
     docker = (ROOT / "Dockerfile").read_text()
-    assert "127.0.0.1:%s/healthz" in docker
+    assert "/healthz" in docker and "127.0.0.1" in docker
     services = _compose_services()
     for name, block in services.items():
         if "build: ." in block and '"serve"' not in block:
@@ -198,7 +198,8 @@ def test_compose_containers_without_the_api_do_not_inherit_its_healthcheck():
 
 def test_the_image_healthcheck_asks_the_port_the_api_serves():
     """The image sets VEIL_PORT (compose's api service too) but its HEALTHCHECK asked :8000
-    whatever it was: an API moved to another port was reported unhealthy for ever (operator audit)."""
+    whatever it was: an API moved to another port was reported unhealthy for ever (operator audit).
+    Likewise the address: 127.0.0.1 only when the API listens on every interface (review)."""
     import http.server
     import shlex
     import threading
@@ -218,9 +219,17 @@ def test_the_image_healthcheck_asks_the_port_the_api_serves():
     server = http.server.HTTPServer(("127.0.0.1", 0), Healthz)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        env = {**os.environ, "VEIL_PORT": str(server.server_address[1])}
+        # every interface (the image's 0.0.0.0), unset, or the one address the API listens on
+        for host in ("0.0.0.0", None, "127.0.0.1"):
+            env = {**os.environ, "VEIL_PORT": str(server.server_address[1])}
+            env.pop("VEIL_HOST", None)
+            env.update({"VEIL_HOST": host} if host else {})
+            done = subprocess.run([sys.executable, "-c", command[2]], env=env, capture_output=True,
+                                  text=True, timeout=30)
+            assert done.returncode == 0, (host, done.stderr)
+        env["VEIL_HOST"] = "127.0.0.2"  # an address nothing listens on: the check fails
         done = subprocess.run([sys.executable, "-c", command[2]], env=env, capture_output=True, text=True, timeout=30)
-        assert done.returncode == 0, done.stderr
+        assert done.returncode != 0
     finally:
         server.shutdown()
 
