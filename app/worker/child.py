@@ -36,13 +36,11 @@ class _SignallingRandom(SecureRandom):
 
     def __init__(self, seed, drawn) -> None:
         super().__init__(seed)
-        self._drawn, self._signalled = drawn, False
+        self._drawn = drawn
 
     def bytes(self, n: int):
-        if not self._signalled:
-            if self._drawn is not None:
-                self._drawn.set()
-            self._signalled = True
+        if self.bytes_drawn == 0 and self._drawn is not None:
+            self._drawn.set()
         return super().bytes(n)
 
 
@@ -56,20 +54,18 @@ def main(job: dict[str, Any], progress_queue, stop_event, drawn_event=None) -> N
     try:
         out = {"ok": _run(job, rng, progress_queue, stop_event)}
     except registry.MethodInputError as exc:
-        # whether any randomness was drawn decides a refund (app/worker/runner.py)
-        out = {"error": {"type": "invalid_input", "message": str(exc)},
-               "randomness_drawn": rng.bytes_drawn > 0}
+        out = {"error": {"type": "invalid_input", "message": str(exc)}}
     except Cancelled:
-        out = {"error": {"type": "cancelled", "message": "cancelled while running"},
-               "randomness_drawn": rng.bytes_drawn > 0}
+        out = {"error": {"type": "cancelled", "message": "cancelled while running"}}
     except MemoryError:
-        out = {"error": {"type": "memory_limit", "message": "the job ran out of memory"},
-               "randomness_drawn": rng.bytes_drawn > 0}
+        out = {"error": {"type": "memory_limit", "message": "the job ran out of memory"}}
     except Exception as exc:  # never leak data values: report the type and where, not the text
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         where = f"{os.path.basename(frame.filename)}:{frame.lineno}"  # the worker logs it, with the job
         out = {"error": {"type": "internal", "message": f"the method failed ({type(exc).__name__} "
                                                         f"at {where})"}}
+    if "error" in out:  # whether any randomness was drawn decides a refund (app/worker/runner.py)
+        out["randomness_drawn"] = rng.bytes_drawn > 0
     tmp = job["result_path"] + ".tmp"
     with open(tmp, "wb") as f:
         pickle.dump(out, f, protocol=pickle.HIGHEST_PROTOCOL)

@@ -415,7 +415,7 @@ def test_clique_graph_cells_are_mbis_hypothetical_model_size(seed):
     greedy order and tie-breaks, its tree shortcut), 50-100× faster."""
     from mbi import Domain, junction_tree
 
-    from app.privacy.dp_release.pgm import CliqueGraph, junction_tree_cells, maximal_subset
+    from app.privacy.dp_release.pgm import CliqueGraph, maximal_subset
 
     rng = np.random.default_rng(seed)
     for trial in range(60):
@@ -431,7 +431,7 @@ def test_clique_graph_cells_are_mbis_hypothetical_model_size(seed):
         assert CliqueGraph(sizes, cliques).cells(extra) * 8 / 2**20 == pytest.approx(theirs, rel=1e-12)
         if cliques:
             ref = junction_tree.hypothetical_model_size(domain, maximal_subset(cliques))
-            assert junction_tree_cells(sizes, cliques) * 8 / 2**20 == pytest.approx(ref, rel=1e-12)
+            assert CliqueGraph(sizes, cliques).cells() * 8 / 2**20 == pytest.approx(ref, rel=1e-12)
 
 
 def test_workload_weights_are_the_papers_sum_over_the_workload():
