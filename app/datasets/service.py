@@ -205,23 +205,23 @@ def download(session: Session, principal: Principal, dataset_id: uuid.UUID, fmt:
 
 def update_schema(session: Session, principal: Principal, dataset_id: uuid.UUID,
                   update: SchemaUpdate) -> dict[str, Any]:
-    row = get_row(session, principal, dataset_id, live=True, for_update=True)
+    # Read unlocked: the child below runs for up to the parse time limit, and a row lock held
+    # that long made every submission on the dataset wait (a 503 past the statement timeout).
+    row = get_row(session, principal, dataset_id, live=True)
     if row["shape"] != "table":
         raise Unprocessable("a transaction dataset has no columns to describe")
-    # A job on the raw data was checked and priced (its ε debited) against the schema it was
-    # submitted with, but reads the schema when it starts: a change in between ran errph with
-    # a label turned into a randomized column, releasing more ε than was debited. Submissions
-    # hold this row FOR KEY SHARE, so none slips in between this count and the commit.
-    active = jobs_repository.count_active_on_raw_data(session, dataset_id)
-    if active:
-        raise Conflict(f"dataset {dataset_id} has {active} queued or running job(s) on its data, "
-                       "checked and priced against its current schema; wait for them to finish "
-                       "or cancel them, then change the schema")
+    _refuse_under_active_jobs(session, dataset_id)  # early: no child for a change that cannot land
     # decoded, checked and re-coded in a child process (the API process would keep the memory)
     with tempfile.TemporaryDirectory(prefix="veil-schema-") as tmp:
         payload_path, out_path = Path(tmp) / "stored.parquet", Path(tmp) / "recoded.parquet"
         payload_path.write_bytes(blobs.read(session, row["blob_id"]))
         columns, changed = isolated.apply_schema(payload_path, row["columns"], update, out_path)
+        # Now lock, and land the change only on the data and schema the child worked from.
+        locked = get_row(session, principal, dataset_id, live=True, for_update=True)
+        if (locked["blob_id"], locked["columns"]) != (row["blob_id"], row["columns"]):
+            raise Conflict(f"the schema of dataset {dataset_id} changed while this change was being "
+                           "applied; read it again and retry")
+        _refuse_under_active_jobs(session, dataset_id)
         blob_id = None
         if changed:  # types changed: store the re-coded data, drop the old copy
             blob_id = blobs.write(session, out_path.read_bytes())
@@ -231,6 +231,18 @@ def update_schema(session: Session, principal: Principal, dataset_id: uuid.UUID,
            subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id,
            details={"columns": sorted(update.columns)})
     return get(session, principal, dataset_id)
+
+
+def _refuse_under_active_jobs(session: Session, dataset_id: uuid.UUID) -> None:
+    """A job on the raw data was checked and priced (its ε debited) against the schema it was
+    submitted with, but reads the schema when it starts: a change in between ran errph with a
+    label turned into a randomized column, releasing more ε than was debited. Submissions hold
+    the row FOR KEY SHARE, so under the caller's FOR UPDATE none slips in before the commit."""
+    active = jobs_repository.count_active_on_raw_data(session, dataset_id)
+    if active:
+        raise Conflict(f"dataset {dataset_id} has {active} queued or running job(s) on its data, "
+                       "checked and priced against its current schema; wait for them to finish "
+                       "or cancel them, then change the schema")
 
 
 def put_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID, column: str,

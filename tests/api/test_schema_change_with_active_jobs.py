@@ -48,3 +48,54 @@ def test_a_cancelled_queued_job_says_what_was_refunded(client, owner):
     events = client.get("/v1/audit", headers=auth(owner),
                         params={"dataset_id": ds["id"], "action": "job.cancelled"}).json()["items"]
     assert [e["details"] for e in events] == [{"while": "queued", "refunded_epsilon": pytest.approx(job["epsilon"])}]
+
+
+def _during_the_child(monkeypatch, action):
+    """Run `action` in another thread while the schema change's child process is working, and
+    return what it returned (None if it was still waiting 20 s later)."""
+    import threading
+
+    from app.datasets import isolated
+
+    real, result = isolated.apply_schema, {}
+
+    def apply_schema(*args, **kwargs):
+        thread = threading.Thread(target=lambda: result.setdefault("value", action()))
+        thread.start()
+        thread.join(timeout=20)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(isolated, "apply_schema", apply_schema)
+    return result
+
+
+def test_a_submission_is_not_held_up_by_a_schema_change_in_progress(client, owner, monkeypatch):
+    """A schema change held the dataset's row lock while its child ran (up to the 300 s parse
+    limit): a submission on the dataset waited behind it, past the 120 s statement timeout a 503.
+    The child runs unlocked now; the change locks the row afterwards and re-checks, so the job
+    that came in between keeps the schema it was priced against and the change is refused."""
+    ds = _dataset(client, owner)
+    result = _during_the_child(monkeypatch, lambda: submit(client, owner, "errph", {"p0": 0.5},
+                                                           dataset_id=ds["id"]))
+    r = client.put(f"/v1/datasets/{ds['id']}/schema", headers=auth(owner), json={"label": {"role": "insensitive"}})
+    assert "value" in result, "the submission waited for the schema change"
+    assert result["value"].status_code == 202, result["value"].text
+    assert_problem(r, 409, "1 queued or running job(s)")
+    columns = {c["name"]: c for c in client.get(f"/v1/datasets/{ds['id']}", headers=auth(owner)).json()["columns"]}
+    assert columns["label"]["role"] == "label"
+
+
+def test_two_schema_changes_at_once_one_wins_the_other_is_told_to_retry(client, owner, monkeypatch):
+    ds = _dataset(client, owner)
+    url = f"/v1/datasets/{ds['id']}/schema"
+    other = {"c": {"type": "categorical", "categories": ["x", "y", "z"]}}
+    from app.datasets import isolated
+
+    real = isolated.apply_schema
+    result = _during_the_child(monkeypatch, lambda: (monkeypatch.setattr(isolated, "apply_schema", real),
+                                                     client.put(url, headers=auth(owner), json=other))[1])
+    r = client.put(url, headers=auth(owner), json={"label": {"role": "insensitive"}})
+    assert result["value"].status_code == 200, result["value"].text
+    assert_problem(r, 409, "changed while", "retry")
+    columns = {c["name"]: c for c in client.get(url.removesuffix("/schema"), headers=auth(owner)).json()["columns"]}
+    assert columns["label"]["role"] == "label" and columns["c"]["categories"] == ["x", "y", "z"]
