@@ -93,6 +93,8 @@ jobs = Table(
     Column("worker_id", String(100)),
     Column("heartbeat_at", DateTime(timezone=True)),
     Column("cancel_requested", Boolean, nullable=False, server_default=text("false")),
+    # an attempt of this job drew randomness, or may have (a lost attempt): no refund after it
+    Column("randomness_drawn", Boolean, nullable=False, server_default=text("false")),
     Column("queue_job_id", BigInteger),  # procrastinate's job id of the current attempt
     Column("queue_priority", Integer),  # that entry's priority (fair queueing between tenants)
     _created_at(),

@@ -176,6 +176,10 @@ def outcome_counts(session: Session) -> list[tuple[str, str, float, int, float]]
         job_outcomes.c.seconds).order_by(job_outcomes.c.method, job_outcomes.c.status, job_outcomes.c.le))]
 
 
+def note_randomness_drawn(session: Session, job_id: uuid.UUID) -> None:
+    session.execute(update(jobs).where(jobs.c.id == job_id).values(randomness_drawn=True))
+
+
 def requeue(session: Session, job_id: uuid.UUID, stage: str, *, give_back_attempt: bool = False) -> None:
     values: dict[str, Any] = {"status": "queued", "worker_id": None, "heartbeat_at": None, "stage": stage}
     if give_back_attempt:
@@ -213,6 +217,7 @@ def requeue_stalled(session: Session, stall_seconds: float) -> list[dict[str, An
     """Running jobs whose heartbeat stopped: back to queued while attempts remain."""
     return [dict(r) for r in session.execute(text(
         "UPDATE jobs SET status = 'queued', worker_id = NULL, heartbeat_at = NULL, "
+        "randomness_drawn = true, "  # the lost attempt may have drawn: no refund for this job
         "stage = 'requeued: attempt ' || attempt || ' stalled' "
         "WHERE status = 'running' AND heartbeat_at < now() - make_interval(secs => :s) "
         "AND attempt < max_attempts RETURNING id, tenant, attempt, dataset_id, release_id"),
@@ -239,6 +244,7 @@ def orphaned_queued(session: Session, stall_seconds: float) -> list[dict[str, An
 def fail_stalled(session: Session, stall_seconds: float) -> list[dict[str, Any]]:
     failed = [dict(r) for r in session.execute(text(
         "UPDATE jobs SET status = 'failed', finished_at = now(), heartbeat_at = NULL, "
+        "randomness_drawn = true, "
         "error = jsonb_build_object('type', 'stalled', 'message', "
         "  'the worker stopped responding on attempt ' || attempt || ' of ' || max_attempts) "
         "WHERE status = 'running' AND heartbeat_at < now() - make_interval(secs => :s) "

@@ -263,7 +263,9 @@ def cancel(session: Session, principal: Principal, job_id: uuid.UUID) -> dict[st
         if row["queue_job_id"] is not None:
             queue.cancel_queued(session, row["queue_job_id"])
         details: dict[str, Any] = {"while": "queued"}
-        if row["epsilon"] is not None:  # nothing ran, no noise was drawn: refund
+        # nothing ran since it was queued; an earlier attempt (crashed, lost, stopped by a
+        # worker shutdown) may have drawn, and then the ε stays spent
+        if row["epsilon"] is not None and not row["randomness_drawn"]:
             budgets.refund(session, dataset_id=row["dataset_id"], job_id=job_id, method=row["method"],
                            epsilon=row["epsilon"], actor=principal.key_id)
             details["refunded_epsilon"] = _eps(row["epsilon"])  # as job.failed says it

@@ -40,7 +40,7 @@ WORKER_ID = f"{os.uname().nodename}:{os.getpid()}"
 _CANCEL_GRACE_S = 2.0
 _RETRYABLE = {"crashed"}  # a child that died unexpectedly may succeed on another attempt
 # failures refunded when the job drew no randomness ("randomness_drawn" False in its outcome)
-_REFUNDABLE = {"invalid_input", "input_deleted", "memory_limit", "time_limit", "cancelled"}
+_REFUNDABLE = {"invalid_input", "input_deleted", "memory_limit", "time_limit", "cancelled", "crashed"}
 
 # Test-only fault injection, read once at start: the reliability tests (tests/reliability,
 # docs/reliability.md) make a worker die at the worst moments of a job. Never set in production.
@@ -224,7 +224,8 @@ def _run_child(job, inputs: dict[str, Any], tmp: Path, shutting_down: Callable[[
     result_path = Path(spec["result_path"])
     if not result_path.exists():
         return {"error": {"type": "crashed", "message":
-                          f"the job's process ended without a result (exit code {proc.exitcode})"}}
+                          f"the job's process ended without a result (exit code {proc.exitcode})"},
+                "randomness_drawn": drawn.is_set()}  # killed from outside (OOM killer) before a draw
     with open(result_path, "rb") as f:
         out = pickle.load(f)
     return out if "error" in out else out["ok"]
@@ -288,6 +289,8 @@ def _finish(job, inputs: dict[str, Any], outcome: dict[str, Any]) -> dict[str, s
         row = jobs_repo.lock_attempt(session, job["id"], job["attempt"])
         if row is None:
             raise Fenced()
+        if error is not None and outcome.get("randomness_drawn") is not False:
+            jobs_repo.note_randomness_drawn(session, job["id"])  # sticky: later attempts see it
         if error is None and _input_deleted_meanwhile(session, job):
             error = {"type": "input_deleted", "message": "the dataset was deleted while the job ran; "
                      "nothing is released from its purged data"}
@@ -347,16 +350,18 @@ def _refund(session, row, job_id) -> Any:
 
 
 def _refundable(row, error: dict[str, Any], outcome: dict[str, Any]) -> bool:
-    """A job refused by its method's input checks before it drew any randomness, stopped by its
-    time or memory limit or cancelled before its first draw (errph on 4.95 M rows stopped while
-    decoding its input kept its ε of 22.5), or whose dataset was deleted before it started, released nothing
-    and computed nothing random: its ε goes back (like a job cancelled while queued). An earlier
-    attempt that crashed published nothing either. An infinite ε goes back too: a dataset
+    """A job refused by its method's input checks, stopped by its time or memory limit,
+    cancelled or killed from outside (the kernel's OOM killer: "crashed") before its first
+    draw, or whose dataset was deleted before it started, released nothing and computed
+    nothing random: its ε goes back, like a job cancelled while queued (errph on 4.95 M rows
+    stopped while decoding its input kept its ε of 22.5). An infinite ε goes back too: a dataset
     without a cap records it as spent, and kept, it would bar any cap for good although nothing
-    was drawn. (A job whose dataset is deleted while it runs has drawn its noise: no
-    "randomness_drawn" False, no refund.)"""
+    was drawn. Every attempt counts: one that drew and then crashed or was lost may have failed
+    because of its noise, and the job's record shows it; ``row["randomness_drawn"]``, read
+    before this attempt noted its own, says so. (A job whose dataset is deleted while it runs
+    has drawn its noise: no "randomness_drawn" False, no refund.)"""
     return (error["type"] in _REFUNDABLE and outcome.get("randomness_drawn") is False
-            and row["epsilon"] is not None)
+            and not row["randomness_drawn"] and row["epsilon"] is not None)
 
 
 def _store(session, job, inputs: dict[str, Any], encoded: dict[str, Any]) -> dict[str, str]:

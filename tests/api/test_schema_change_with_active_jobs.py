@@ -99,3 +99,23 @@ def test_two_schema_changes_at_once_one_wins_the_other_is_told_to_retry(client, 
     assert_problem(r, 409, "changed while", "retry")
     columns = {c["name"]: c for c in client.get(url.removesuffix("/schema"), headers=auth(owner)).json()["columns"]}
     assert columns["label"]["role"] == "label" and columns["c"]["categories"] == ["x", "y", "z"]
+
+
+def test_a_queued_job_an_earlier_attempt_of_which_drew_is_not_refunded_when_cancelled(client, owner):
+    """Queued again after an attempt that drew and then crashed (or was lost): its failure may
+    have depended on the noise, so a cancel now keeps the ε spent (the worker test
+    test_a_job_whose_process_dies_is_refunded_only_if_no_attempt_drew makes such attempts)."""
+    from sqlalchemy import text
+
+    from app.db import transaction
+
+    ds = _dataset(client, owner)
+    job = submit(client, owner, "errph", {"p0": 0.5}, dataset_id=ds["id"]).json()
+    with transaction() as s:  # what the runner notes when such an attempt ends
+        s.execute(text("UPDATE jobs SET randomness_drawn = true, attempt = 1 WHERE id = :j"), {"j": job["id"]})
+    assert client.post(f"/v1/jobs/{job['id']}/cancel", headers=auth(owner)).status_code == 202
+    budget = client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner)).json()
+    assert [e["kind"] for e in budget["entries"]] == ["debit"]
+    events = client.get("/v1/audit", headers=auth(owner),
+                        params={"dataset_id": ds["id"], "action": "job.cancelled"}).json()["items"]
+    assert [e["details"] for e in events] == [{"while": "queued"}]

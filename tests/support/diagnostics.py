@@ -2,7 +2,8 @@
 a method that sleeps (cancel, time limit, kill mid-job), one that allocates (memory limit),
 one whose process dies (crash), two that publish the hierarchies they were given (a method
 registered with uses_hierarchies gets them; the others do not), and one priced in ε that
-allocates and sleeps, drawing randomness first or not (refunds after a limit)."""
+allocates and sleeps, drawing randomness first or not, and may die (refunds after a limit or a
+crash)."""
 
 from __future__ import annotations
 
@@ -58,13 +59,19 @@ class DpHogParams(Params):
     megabytes: int = Field(0, ge=0, le=100_000)
     seconds: float = Field(0.0, ge=0, le=600)
     draw_first: bool = False
+    once_marker: str | None = None  # with draw_first: draw only while this file does not exist yet
+    crash: bool = False  # the process dies (after the draw, the allocation and the sleep)
 
 
 def run_dp_hog(data, params: DpHogParams, ctx) -> ReleaseResult:
-    if params.draw_first:
+    if params.draw_first and not (params.once_marker and os.path.exists(params.once_marker)):
+        if params.once_marker:  # the first attempt draws, the later ones do not
+            open(params.once_marker, "w").close()
         ctx.rng.bytes(16)
     block = np.ones(params.megabytes * 1024 * 1024 // 8)  # touched, so it is resident
     run_sleep(data, SleepParams(seconds=params.seconds + (5 if params.megabytes else 0)), ctx)
+    if params.crash:
+        os._exit(3)
     raise RuntimeError(f"allocated {block.nbytes} bytes, slept {params.seconds} s and was not stopped")
 
 

@@ -115,3 +115,22 @@ def test_a_job_cancelled_before_any_draw_gets_its_epsilon_back(client, small):
             events = client.get("/v1/audit", headers=auth(headers), params={"dataset_id": ds["id"]}).json()["items"]
             cancelled = [e for e in events if e["action"] == "job.cancelled"]
             assert cancelled and cancelled[0]["details"]["refunded_epsilon"] == 3.0, cancelled
+
+
+@pytest.mark.parametrize("first_attempt_draws", [False, True])
+def test_a_job_whose_process_dies_is_refunded_only_if_no_attempt_drew(client, small, tmp_path, first_attempt_draws):
+    """A child killed from outside (the kernel's OOM killer) before its first draw released and
+    computed nothing random, as one stopped by the memory limit, which is refunded — it was
+    not. Each attempt counts: an attempt that drew and died may have died because of its noise,
+    and the job's failure says so to the caller; a later attempt that did not draw does not
+    make that free."""
+    headers, _ = small
+    ds = upload(client, headers, b"a,b\n1,x\n2,y\n", "crash.csv").json()
+    job = submit(client, headers, "diag_dp_hog", {"epsilon": 2, "crash": True, "draw_first": first_attempt_draws,
+                                                  "once_marker": str(tmp_path / "drawn")},
+                 dataset_id=ds["id"]).json()
+    done = wait_job(client, headers, job["id"], timeout=90)
+    assert done["status"] == "failed" and done["error"]["type"] == "crashed" and done["attempt"] == 3, done
+    assert (tmp_path / "drawn").exists() == first_attempt_draws
+    ledger = _ledger(client, headers, ds["id"])
+    assert ledger == ([("debit", 2.0)] if first_attempt_draws else [("debit", 2.0), ("refund", -2.0)]), ledger
