@@ -25,7 +25,8 @@ class Encoded:
 def encode_upload(path: Path, fmt: str, limits: parsing.Limits, update: SchemaUpdate | None,
                   payload_path: Path) -> Encoded:
     """Read ``path`` as ``fmt``; write the Parquet payload to ``payload_path``."""
-    parsed = parsing.parse(path, fmt, limits)
+    text = frozenset(n for n, o in update.columns.items() if o.type == "categorical") if update else frozenset()
+    parsed = parsing.parse(path, fmt, limits, text)
     if parsed.frame is not None:
         frame = parsed.frame
         columns = infer_columns(frame)

@@ -75,12 +75,14 @@ def detect_format(path: Path, filename: str | None, declared: str | None) -> str
                                f"({', '.join(FORMATS)})")
 
 
-def parse(path: Path, fmt: str, limits: Limits) -> Parsed:
+def parse(path: Path, fmt: str, limits: Limits, text_columns: frozenset[str] = frozenset()) -> Parsed:
+    """``text_columns``: columns the upload declares categorical; a CSV/TSV reads them as text,
+    as written (a code '007' is not the number 7)."""
     if path.stat().st_size <= 64 and not path.read_bytes().removeprefix(b"\xef\xbb\xbf").strip():
         # a byte-order mark or line ends alone hold no header either
         raise Unprocessable("the uploaded file is empty")
     try:
-        return _parse(path, fmt, limits)
+        return _parse(path, fmt, limits, text_columns)
     except UnicodeDecodeError:
         raise Unprocessable("the file is not valid UTF-8 text (a column name or a text cell)") from None
     except pa.ArrowException as exc:  # the reader's own messages may quote the data: not passed on
@@ -89,11 +91,11 @@ def parse(path: Path, fmt: str, limits: Limits) -> Parsed:
         raise Unprocessable(f"the file cannot be read as {fmt}") from None
 
 
-def _parse(path: Path, fmt: str, limits: Limits) -> Parsed:
+def _parse(path: Path, fmt: str, limits: Limits, text_columns: frozenset[str]) -> Parsed:
     if fmt != "parquet":
         _require_utf8_like(path)
     if fmt in ("csv", "tsv"):
-        return Parsed(fmt, frame=_finish_table(_read_csv(path, fmt, limits), limits))
+        return Parsed(fmt, frame=_finish_table(_read_csv(path, fmt, limits, text_columns), limits))
     if fmt in ("parquet", "jsonl"):
         table = _read_parquet(path, limits) if fmt == "parquet" else _read_jsonl(path, limits)
         if is_item_lists(table.schema):  # what a transaction set's download holds: it uploads again
@@ -140,7 +142,7 @@ def _delimiter(path: Path, fmt: str, limits: Limits) -> tuple[str, int]:
     return delimiter, fields
 
 
-def _read_csv(path: Path, fmt: str, limits: Limits) -> pa.Table:
+def _read_csv(path: Path, fmt: str, limits: Limits, text_columns: frozenset[str] = frozenset()) -> pa.Table:
     delimiter, _ = _delimiter(path, fmt, limits)
     opened = unclosed_quote_offset(path, delimiter)
     if opened is not None:  # pyarrow would take the rest of the file for that one cell
@@ -150,7 +152,8 @@ def _read_csv(path: Path, fmt: str, limits: Limits) -> pa.Table:
     # Text columns are dictionary-encoded while parsing: pandas then gets Categoricals
     # without creating a Python string per cell.
     convert = pacsv.ConvertOptions(null_values=NULL_VALUES, strings_can_be_null=True,
-                                   auto_dict_encode=True, auto_dict_max_cardinality=2**31 - 1)
+                                   auto_dict_encode=True, auto_dict_max_cardinality=2**31 - 1,
+                                   column_types={n: pa.string() for n in text_columns})
     read = pacsv.ReadOptions(block_size=_BLOCK)
     try:
         table = pacsv.read_csv(path, read_options=read, parse_options=parse_opts, convert_options=convert)
@@ -162,7 +165,7 @@ def _read_csv(path: Path, fmt: str, limits: Limits) -> pa.Table:
             names = pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=_BLOCK),
                                    parse_options=parse_opts,
                                    convert_options=pacsv.ConvertOptions(include_columns=[])).column_names
-            return _read_csv_as_text(path, parse_opts, names)
+            return _read_csv_as_text(path, parse_opts, names, text_columns)
         raise _csv_problem(path, parse_opts, message) from None
     return _keep_wide_integers_exact(path, parse_opts, table)
 
@@ -196,12 +199,13 @@ def _integer_literals(col: pa.ChunkedArray) -> bool:
     return bool(pc.all(pc.match_substring_regex(col, r"^\s*[+-]?\d+\s*$")).as_py() is not False)
 
 
-def _read_csv_as_text(path: Path, parse_opts, names: list[str]) -> pa.Table:
+def _read_csv_as_text(path: Path, parse_opts, names: list[str], text_columns: frozenset[str]) -> pa.Table:
     convert = pacsv.ConvertOptions(null_values=NULL_VALUES, strings_can_be_null=True,
                                    column_types={n: pa.string() for n in names})
     table = pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=_BLOCK),
                            parse_options=parse_opts, convert_options=convert)
-    return pa.table({n: _narrow_text_column(table.column(n)) for n in table.column_names})
+    return pa.table({n: table.column(n) if n in text_columns else _narrow_text_column(table.column(n))
+                     for n in table.column_names})
 
 
 def _narrow_text_column(col: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -450,7 +454,7 @@ def _finish_table(table: pa.Table, limits: Limits) -> pd.DataFrame:
         if pa.types.is_dictionary(t) and not pa.types.is_string(t.value_type):
             col = pc.cast(col, t.value_type)
             t = col.type
-        if pa.types.is_integer(t) and _beyond_exact(col):
+        if (pa.types.is_integer(t) or (pa.types.is_decimal(t) and t.scale == 0)) and _beyond_exact(col):
             # identifiers, hashes: float64 would round them, so they are kept as text
             col = pc.cast(col, pa.string())
             t = col.type

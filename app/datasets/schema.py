@@ -198,10 +198,15 @@ def convert(series: pd.Series, name: str, to: str) -> pd.Series:
         if bad.any():
             raise Unprocessable(f"column {name!r}: row {first_row(bad)} is not a number")
         return numbers
-    text = series.astype("string").str.strip().str.lower()
     out = pd.Series(pd.NA, index=series.index, dtype="boolean")
-    out[text.isin(_TRUE).fillna(False).to_numpy()] = True
-    out[text.isin(_FALSE).fillna(False).to_numpy()] = False
+    if current == "numeric":  # 1 and 0; as float64 (a column with a missing cell) their text is '1.0'
+        arr = series.to_numpy(dtype=float, na_value=np.nan)
+        out[arr == 1] = True
+        out[arr == 0] = False
+    else:
+        text = series.astype("string").str.strip().str.lower()
+        out[text.isin(_TRUE).fillna(False).to_numpy()] = True
+        out[text.isin(_FALSE).fillna(False).to_numpy()] = False
     bad = out.isna().to_numpy() & series.notna().to_numpy()
     if bad.any():
         raise Unprocessable(f"column {name!r}: row {first_row(bad)} is not a boolean "

@@ -4,6 +4,7 @@ not valid UTF-8 text", a repeated column name "the Parquet file is corrupt")."""
 
 from __future__ import annotations
 
+import decimal
 import io
 
 import pyarrow as pa
@@ -45,6 +46,9 @@ WIDE = ["12345678901234567890", "1152921504606846977", "9007199254740993"]  # > 
                         "x": [0, 1, 2, 9]})), "ids.parquet"),
     (_parquet(pa.table({"id": pa.array([int(v) for v in WIDE[1:]] + [None], pa.int64()),
                         "x": [1, 2, 9]})), "ids64.parquet"),
+    # a decimal of scale 0 is an integer column too: its values all came back as 1.2345678901234567e+19
+    (_parquet(pa.table({"id": pa.array([decimal.Decimal(v) for v in WIDE] + [None], pa.decimal128(38, 0)),
+                        "x": [0, 1, 2, 9]})), "ids_decimal.parquet"),
 ])
 def test_integers_beyond_2_53_keep_every_digit(client, owner, content, name):
     """Identifiers of 17-20 digits were read into float64 (Veil's numeric type) and came back
@@ -63,4 +67,7 @@ def test_integers_beyond_2_53_keep_every_digit(client, owner, content, name):
 
 def test_numbers_beyond_2_53_that_are_not_integer_literals_stay_numeric(client, owner):
     ds = upload(client, owner, b"v\n1.5e300\n2\n", "big.csv").json()
+    assert [c["type"] for c in ds["columns"]] == ["numeric"]
+    scaled = pa.array([decimal.Decimal("12345678901234567890.5"), decimal.Decimal("1.5")], pa.decimal128(38, 1))
+    ds = upload(client, owner, _parquet(pa.table({"v": scaled})), "big.parquet").json()
     assert [c["type"] for c in ds["columns"]] == ["numeric"]

@@ -104,6 +104,11 @@ def tree_axis(info: ColumnInfo, series: pd.Series, hierarchy: pd.DataFrame | Non
         integer = info.integer or _is_integer(values)
         spans_of = None
         if hierarchy is None:
+            if not np.isfinite(hi - lo):
+                raise MethodInputError(f"numeric quasi-identifier {info.name!r} spans a range wider than "
+                                       "a float64 holds (hi - lo beyond 1.8e308), so no automatic "
+                                       "hierarchy can be built over it: rescale the column or upload "
+                                       "a hierarchy for it")
             hierarchy, spans_of = interval_hierarchy(values, lo, hi, auto_levels, integer)
             notes.automatic.append(info.name)
         return build_tree(info.name, series, hierarchy, numeric=True, value_range=(lo, hi),

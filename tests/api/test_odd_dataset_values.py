@@ -1,0 +1,62 @@
+"""Odd but valid cell values (the adversarial dataset-content sweep): a declared type is read
+as declared, and a value at the edge of float64 fails a job with a message naming the column,
+not as an internal error."""
+
+from __future__ import annotations
+
+import io
+
+import pyarrow.parquet as pq
+
+from app.worker import runner
+from tests.support.api import auth, submit, upload
+
+
+def _column(client, owner, dataset_id, name):
+    raw = client.get(f"/v1/datasets/{dataset_id}/data", headers=auth(owner), params={"format": "parquet"})
+    return pq.read_table(io.BytesIO(raw.content)).column(name).to_pylist()
+
+
+def test_a_column_declared_categorical_at_upload_keeps_its_text(client, owner):
+    """Codes with leading zeros were read as numbers first and re-coded to text after: '007'
+    came back as '7' (and '7' and '007' became one category) although the upload declared the
+    column categorical."""
+    data = b"code,x\n007,1\n012,2\n7,3\n1.50,4\n,5\n"
+    ds = upload(client, owner, data, "codes.csv", schema={"code": {"type": "categorical"}})
+    assert ds.status_code == 201, ds.text
+    code = next(c for c in ds.json()["columns"] if c["name"] == "code")
+    assert (code["type"], code["distinct"], code["missing"]) == ("categorical", 4, 1)
+    assert _column(client, owner, ds.json()["id"], "code") == ["007", "012", "7", "1.50", None]
+    # declared with its categories, as written
+    ds = upload(client, owner, data, "codes.csv",
+                schema={"code": {"type": "categorical", "categories": ["007", "012", "7", "1.50"]}})
+    assert ds.status_code == 201, ds.text
+
+
+def test_a_0_1_column_with_missing_cells_can_be_declared_boolean(client, owner):
+    """Read as float64 (a missing cell), its 1.0 was refused as 'row 1 is not a boolean
+    (true/false, yes/no, 1/0)', at upload and by PUT …/schema."""
+    data = b"a,flag\n1,1\n2,0\n3,\n4,1\n"
+    ds = upload(client, owner, data, "flags.csv", schema={"flag": {"type": "boolean"}})
+    assert ds.status_code == 201, ds.text
+    assert _column(client, owner, ds.json()["id"], "flag") == [True, False, None, True]
+    ds = upload(client, owner, data, "flags.csv").json()
+    put = client.put(f"/v1/datasets/{ds['id']}/schema", headers=auth(owner), json={"flag": {"type": "boolean"}})
+    assert put.status_code == 200, put.text
+    assert _column(client, owner, ds["id"], "flag") == [True, False, None, True]
+    bad = upload(client, owner, b"a,flag\n1,1\n2,0.5\n", "flags.csv", schema={"flag": {"type": "boolean"}})
+    assert bad.status_code == 422 and "row 2 is not a boolean" in bad.json()["detail"], bad.text
+
+
+def test_an_automatic_hierarchy_over_a_range_beyond_float64_names_the_column(client, owner):
+    """x spans -1.7e308 … 1e308: hi - lo overflows, and the lattice's automatic hierarchy failed
+    as 'internal' (OverflowError at hierarchies.py)."""
+    rows = "".join(f"{a},{x!r}\n" for a, x in zip(range(30), [1e308, -1.7e308, 1.0] * 10))
+    ds = upload(client, owner, f"age,x\n{rows}".encode(), "huge.csv").json()
+    job = submit(client, owner, "kanonymity", {"k": 3, "quasi_identifiers": ["age", "x"], "algorithm": "lattice"},
+                 dataset_id=ds["id"]).json()
+    runner.execute(job["id"])
+    done = client.get(f"/v1/jobs/{job['id']}", headers=auth(owner)).json()
+    assert done["status"] == "failed", done
+    assert done["error"]["type"] == "invalid_input", done["error"]
+    assert "'x'" in done["error"]["message"] and "hierarchy" in done["error"]["message"], done["error"]
