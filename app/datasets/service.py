@@ -247,7 +247,7 @@ def _refuse_under_active_jobs(session: Session, dataset_id: uuid.UUID) -> None:
 
 def put_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID, column: str,
                   text: str) -> dict[str, Any]:
-    from app.privacy.anonymity.hierarchies import hierarchy_problems, parse_arx_hierarchy
+    from app.privacy.anonymity.hierarchies import hierarchy_issues, hierarchy_problems, parse_arx_hierarchy
     from app.privacy.registry import MethodInputError
 
     # FOR KEY SHARE until commit: a concurrent delete (FOR UPDATE) waits, or has committed and
@@ -262,10 +262,12 @@ def put_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID,
         raise Unprocessable(f"hierarchy for {column!r}: {exc}") from None
     # that column only: the whole table decoded here stayed in the API process's memory
     values = codec.parquet_column(blobs.read(session, row["blob_id"]), column)
-    problems = hierarchy_problems(hierarchy, _value_strings(values))
+    strings = _value_strings(values)
+    problems = hierarchy_problems(hierarchy, strings)
     if problems:
-        raise Unprocessable(f"hierarchy for {column!r} does not fit the data: " + "; ".join(problems),
-                            errors=[{"loc": ["hierarchy"], "msg": p, "type": "hierarchy"} for p in problems])
+        raise Unprocessable(f"hierarchy for {column!r} does not fit the data: " + "; ".join(problems)
+                            + " (errors names every value)",
+                            errors=hierarchy_issues(hierarchy, strings))
     repository.upsert_hierarchy(session, dataset_id, column, text, levels=int(hierarchy.shape[1]))
     record(session, tenant=principal.tenant, actor=principal.actor, action="dataset.hierarchy_set",
            subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id,

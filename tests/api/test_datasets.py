@@ -551,3 +551,20 @@ def test_lists_of_integer_items_and_null_lists_read_as_transactions(client, owne
 def test_a_list_column_beside_others_is_still_refused_by_name(client, owner):
     r = upload(client, owner, b'{"items": ["a"], "n": 1}\n', "mixed.jsonl")
     assert_problem(r, 422, "'items' holds nested values", "a single key whose values are lists")
+
+
+def test_a_hierarchy_that_misses_many_values_is_refused_naming_every_one(client, owner):
+    """Issue #6: the validation lists every data value the hierarchy misses. The message names
+    20 and counts the rest (25 missing: '(and 5 more)', the #6 acceptance check); the 422's
+    errors list names each, and each node with two parents."""
+    values = [f"v{i:02d}" for i in range(30)]
+    ds = upload(client, owner, ("c\n" + "\n".join(values) + "\n").encode(), "many.csv").json()
+    hier = "".join(f"{v};g;*\n" for v in values[:5]) + "v00;h;*\n"
+    r = client.put(f"/v1/datasets/{ds['id']}/hierarchies/c", headers={**auth(owner), "Content-Type": "text/csv"},
+                   content=hier)
+    body = assert_problem(r, 422, "25 data value(s) missing", "(and 5 more)", "errors names every value")
+    missing = [e for e in body["errors"] if e["type"] == "hierarchy_missing_value"]
+    assert [e["msg"] for e in missing] == [f"data value {v!r} is missing from the hierarchy" for v in values[5:]]
+    assert all(e["loc"] == ["hierarchy", "level_0"] for e in missing)
+    (two,) = [e for e in body["errors"] if e["type"] == "hierarchy_two_parents"]
+    assert two["msg"] == "value 'v00' at level 0 has 2 parents at level 1: 'g', 'h'"

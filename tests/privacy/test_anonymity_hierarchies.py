@@ -163,3 +163,18 @@ def test_a_value_equal_to_the_root_is_not_an_ambiguous_group():
     assert hierarchy_problems(flat_hierarchy(["White", "*", "Black"]), ["White", "*", "Black"]) == []
     assert hierarchy_problems(parse_arx_hierarchy("a;g;*\n*;*;*\n"), ["a", "*"]) == []
     assert hierarchy_problems(parse_arx_hierarchy("a;*;*\n*;g;*\n"), ["a", "*"]) != []  # '*' is a group here
+
+
+def test_hierarchy_issues_name_every_value_up_to_a_size_and_count_the_rest():
+    from app.privacy.anonymity import hierarchies
+
+    h = parse_arx_hierarchy("a;*\n")
+    values = [f"value-{i:05d}" for i in range(3000)]
+    issues = hierarchies.hierarchy_issues(h, values + ["a"])
+    assert [i["msg"] for i in issues] == [f"data value {v!r} is missing from the hierarchy" for v in values]
+    long = ["x" * 60_000 + str(i) for i in range(40)]  # 2.4 MB of names
+    issues = hierarchies.hierarchy_issues(h, long)
+    assert sum(len(i["msg"]) for i in issues[:-1]) <= hierarchies.MAX_ISSUE_CHARS
+    assert issues[-1] == {"loc": ["hierarchy"], "type": "hierarchy_truncated",
+                          "msg": f"(and {40 - (len(issues) - 1)} more; fix these first)"}
+    assert len(issues) - 1 == 16  # 16 × 60,040 characters fit in 1,000,000

@@ -17,6 +17,7 @@ import csv
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -30,6 +31,7 @@ MAX_CELL_LENGTH = 65_536
 ROOT = "*"
 MISSING_LEAF = "<missing>"  # a missing cell of a categorical QI is this leaf, directly under the root
 MAX_NAMED = 20  # values named in one validation message
+MAX_ISSUE_CHARS = 1_000_000  # a 422's errors list names every value, up to this much text
 
 
 # ------------------------------------------------------------------------------- parsing
@@ -118,16 +120,19 @@ def _named(values: list[str]) -> str:
     return shown + (f" (and {more} more)" if more > 0 else "")
 
 
-def hierarchy_problems(hierarchy: pd.DataFrame, values: Iterable) -> list[str]:
-    """Every data value the hierarchy misses and every node with two parents; [] when fine.
-    (Hierarchies are small: plain dictionaries beat pandas here.)"""
-    problems: list[str] = []
+@dataclass(frozen=True)
+class _Findings:
+    missing: list[str]  # data values with no leaf
+    multi: list[tuple[int, str, list[str]]]  # (level, node, its parents at level + 1)
+    clashes: list[str]  # group labels equal to another row's data value
+
+
+def _findings(hierarchy: pd.DataFrame, values: Iterable) -> _Findings:
+    """(Hierarchies are small: plain dictionaries beat pandas here.)"""
     rows = hierarchy.to_numpy(dtype=object)
     leaves = [normalize_value(v) for v in rows[:, 0]]
     data_values = {normalize_value(v) for v in values} - {None}
-    missing = sorted(data_values - set(leaves))
-    if missing:
-        problems.append(f"{len(missing)} data value(s) missing from the hierarchy: {_named(missing)}")
+    multi = []
     for level in range(rows.shape[1] - 1):
         child = leaves if level == 0 else [str(x) for x in rows[:, level]]
         parents: dict[str, list[str]] = {}
@@ -135,12 +140,7 @@ def hierarchy_problems(hierarchy: pd.DataFrame, values: Iterable) -> list[str]:
             seen = parents.setdefault(name, [])
             if str(parent) not in seen:
                 seen.append(str(parent))
-        multi = sorted((name, options) for name, options in parents.items() if len(options) > 1)
-        for name, options in multi[:MAX_NAMED]:
-            problems.append(f"value {name!r} at level {level} has {len(options)} parents at level "
-                            f"{level + 1}: {_named(sorted(options))}")
-        if len(multi) > MAX_NAMED:
-            problems.append(f"(and {len(multi) - MAX_NAMED} more values with two parents at level {level})")
+        multi += sorted((level, name, sorted(options)) for name, options in parents.items() if len(options) > 1)
     # A group named like a data value of another row: a released 'F' could then be the value F
     # or the group that holds M. (A value generalizing to itself, F;F;*, is unambiguous.) The
     # root is exempt: "any value" is true of every record, a value '*' too — and a column that
@@ -150,10 +150,48 @@ def hierarchy_problems(hierarchy: pd.DataFrame, values: Iterable) -> list[str]:
                       for j, label in enumerate(row)
                       if str(label) in leaf_set and str(label) != leaf
                       and not (j == len(row) - 1 and str(label) == ROOT)})
-    if clashes:
-        problems.append(f"{len(clashes)} group label(s) equal to a data value of another row, so a "
-                        f"released label would be ambiguous: {_named(clashes)}; rename the group(s)")
+    return _Findings(sorted(data_values - leaf_set), multi, clashes)
+
+
+def hierarchy_problems(hierarchy: pd.DataFrame, values: Iterable) -> list[str]:
+    """Every data value the hierarchy misses and every node with two parents, in sentences
+    naming up to MAX_NAMED of each (``hierarchy_issues`` lists all); [] when fine."""
+    found = _findings(hierarchy, values)
+    problems: list[str] = []
+    if found.missing:
+        problems.append(f"{len(found.missing)} data value(s) missing from the hierarchy: {_named(found.missing)}")
+    for level in sorted({lv for lv, _, _ in found.multi}):
+        multi = [(name, options) for lv, name, options in found.multi if lv == level]
+        for name, options in multi[:MAX_NAMED]:
+            problems.append(f"value {name!r} at level {level} has {len(options)} parents at level "
+                            f"{level + 1}: {_named(options)}")
+        if len(multi) > MAX_NAMED:
+            problems.append(f"(and {len(multi) - MAX_NAMED} more values with two parents at level {level})")
+    if found.clashes:
+        problems.append(f"{len(found.clashes)} group label(s) equal to a data value of another row, so a "
+                        f"released label would be ambiguous: {_named(found.clashes)}; rename the group(s)")
     return problems
+
+
+def hierarchy_issues(hierarchy: pd.DataFrame, values: Iterable) -> list[dict[str, Any]]:
+    """The same findings one item each, for a 422's ``errors``: every missing data value and
+    every node with two parents by name (the sentences stop at MAX_NAMED), up to
+    MAX_ISSUE_CHARS of text (a cell may hold 65,536 characters)."""
+    found = _findings(hierarchy, values)
+    issues = [{"loc": ["hierarchy", "level_0"], "msg": f"data value {v!r} is missing from the hierarchy",
+               "type": "hierarchy_missing_value"} for v in found.missing]
+    issues += [{"loc": ["hierarchy", f"level_{level}"],
+                "msg": f"value {name!r} at level {level} has {len(options)} parents at level {level + 1}: "
+                       + ", ".join(repr(o) for o in options), "type": "hierarchy_two_parents"}
+               for level, name, options in found.multi]
+    issues += [{"loc": ["hierarchy"], "msg": f"group label {c!r} equals a data value of another row",
+                "type": "hierarchy_ambiguous_label"} for c in found.clashes]
+    used = np.cumsum([len(i["msg"]) for i in issues])
+    shown = int(np.searchsorted(used, MAX_ISSUE_CHARS, side="right"))
+    if shown < len(issues):
+        issues = issues[:shown] + [{"loc": ["hierarchy"], "type": "hierarchy_truncated",
+                                    "msg": f"(and {len(issues) - shown} more; fix these first)"}]
+    return issues
 
 
 def flat_hierarchy(values: Iterable) -> pd.DataFrame:
