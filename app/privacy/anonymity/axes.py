@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from app.privacy.anonymity.hierarchies import (
-    Tree, build_tree, flat_hierarchy, interval_hierarchy,
+    MISSING_LEAF, Tree, build_tree, flat_hierarchy, interval_hierarchy,
 )
 from app.privacy.data import ColumnInfo
 from app.privacy.registry import MethodInputError
@@ -87,8 +87,16 @@ def numeric_axis(info: ColumnInfo, series: pd.Series, notes: AxisNotes) -> Numer
                        info.integer or _is_integer(values))
 
 
+def _refuse_missing_spelled_as_a_value(name: str, series: pd.Series) -> None:
+    """Missing cells are released as MISSING_LEAF: a value spelled so would become one with them."""
+    if series.isna().any() and (series.dropna().astype(str) == MISSING_LEAF).any():
+        raise MethodInputError(f"column {name!r} holds a value spelled {MISSING_LEAF!r}, the label its "
+                               "missing cells are released as: rename that value")
+
+
 def ordered_axis(info: ColumnInfo, series: pd.Series) -> NumericAxis:
     """Categories sorted as text, coded 0..m-1, generalized as code ranges."""
+    _refuse_missing_spelled_as_a_value(info.name, series)
     filled = series.astype(str).where(series.notna(), "<missing>")
     codes, cats = pd.factorize(filled, sort=True)
     m = len(cats)
@@ -113,6 +121,7 @@ def tree_axis(info: ColumnInfo, series: pd.Series, hierarchy: pd.DataFrame | Non
             notes.automatic.append(info.name)
         return build_tree(info.name, series, hierarchy, numeric=True, value_range=(lo, hi),
                           spans_of=spans_of)
+    _refuse_missing_spelled_as_a_value(info.name, series)
     if hierarchy is None:
         hierarchy = flat_hierarchy(series.dropna().unique())
         notes.flat.append(info.name)
