@@ -276,7 +276,8 @@ def test_full_cut_search_loses_no_more_information_than_the_two_nearest(sample, 
     ncp_full = _independent_ncp(full.frame, frame, hierarchies, qis)
     ncp_nearest = _independent_ncp(nearest.frame, frame, hierarchies, qis)
     assert all(ncp_full[q] <= ncp_nearest[q] + 1e-12 for q in qis)
-    assert np.mean(list(ncp_full.values())) < np.mean(list(ncp_nearest.values())) - 0.01
+    # 0.364 vs 0.369 (0.493 vs 0.510 before ties between equally wide axes went to the least loss)
+    assert np.mean(list(ncp_full.values())) < np.mean(list(ncp_nearest.values())) - 0.005
     assert full.metrics["classes"] > nearest.metrics["classes"]
     groups = full.frame.groupby(qis, dropna=False)["occupation"]
     table = frame["occupation"].value_counts(normalize=True)
@@ -529,3 +530,23 @@ def test_a_feature_selection_step_generalized_nothing():
     again = run_kanonymity(MethodInput(first.columns, first.frame, source=source),
                            KAnonymityParams(k=6, quasi_identifiers=qis), RunContext())
     assert not any("earlier step" in w for w in again.guarantees["warnings"]), again.guarantees["warnings"]
+
+
+@pytest.mark.parametrize("params, sensitive", [({"k": 10}, None), ({"k": 5, "l": 3}, "occupation")])
+def test_mondrian_does_not_depend_on_the_order_of_the_quasi_identifiers(adult, params, sensitive):
+    """Ties between equally wide axes (every axis of the whole table, and repeated hierarchy
+    widths) went to the first quasi-identifier listed: on Adult at k = 10, 10 orders of the
+    same QIs gave average NCP 0.107–0.122 (#6 acceptance run). They go to the cut of least
+    loss now: the same classes whatever the order."""
+    frame, hierarchies = adult
+    qis = [q for q in ADULT_QIS if q != sensitive]
+    orders = [qis, qis[::-1], qis[3:] + qis[:3]]
+    columns = adult_columns(frame, sensitive=sensitive, qis=qis)
+    runs = [_run(frame, hierarchies, columns=columns, quasi_identifiers=o, sensitive=sensitive, **params)
+            for o in orders]
+    partitions = [r.frame.groupby(qis, dropna=False).ngroup().to_numpy() for r in runs]
+    for other in partitions[1:]:  # the same classes: each class of one is a class of the other
+        assert len(np.unique(np.column_stack([partitions[0], other]), axis=0)) == len(np.unique(other))
+        assert len(np.unique(other)) == len(np.unique(partitions[0]))
+    assert {q: round(v, 12) for q, v in runs[0].metrics["ncp_per_qi"].items()} == \
+        {q: round(v, 12) for q, v in runs[1].metrics["ncp_per_qi"].items()}

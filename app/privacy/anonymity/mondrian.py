@@ -15,10 +15,13 @@ Which axis a partition is cut on, among those with an allowed cut:
   0.0155, 0.0479, 0.0837, 0.147, 0.218, 0.319 for the widest axis; lower on every interval
   table measured (Adult's 6 numeric columns, Bank's).
 - any axis a hierarchy: the axis with the widest normalized range (numeric (max−min)/R,
-  hierarchy the NCP of the LCA), LeFevre et al.'s heuristic. The least-loss choice is myopic
-  there: a cut that groups children of the LCA lowers no NCP until a later round, so it was
-  worse on Adult with the ARX hierarchies at k = 2 and 5 and with l/α (0.0296 vs 0.0218 at
-  k = 2; 0.0811 vs 0.0712 at k = 10, l = 3 on 7 QIs) though better at k ≥ 10.
+  hierarchy the NCP of the LCA), LeFevre et al.'s heuristic, and among equally wide axes the
+  one whose cut leaves the least loss (``_widest_choice``: ties went to the first axis, so the
+  order of the quasi-identifiers changed the release). The least-loss choice alone is myopic
+  there: a cut that groups children of the LCA lowers no NCP until a later round, so it is
+  worse on Adult with the ARX hierarchies up to k = 25 and with l/α (0.0296 vs 0.0212 at
+  k = 2, 0.1176 vs 0.1061 at k = 10; 0.0811 vs 0.0650 at k = 10, l = 3 on 7 QIs), slightly
+  better at k = 50 and 100 (0.232 vs 0.243, 0.297 vs 0.302).
 Partitions with no allowed cut become equivalence classes.
 
 Which boundaries are searched. With k alone, the two boundaries nearest the median are enough
@@ -117,12 +120,10 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints, sensitive: Se
     sens_all = sensitive.codes if sensitive is not None else None
 
     orders = [np.argsort(v.keys, kind="stable").astype(np.int32) for v in views]
-    keys = None
-    if dimension == "least_loss":
-        # record × axis keys, in the narrowest integer type (the choice's cost is mostly
-        # gathering these rows)
-        key_type = np.int16 if max(int(v.keys.max(initial=0)) for v in views) < 2 ** 15 else np.int32
-        keys = np.column_stack([v.keys for v in views]).astype(key_type)
+    # record × axis keys, in the narrowest integer type (the least-loss choice's cost is
+    # mostly gathering these rows); "widest" breaks its ties with the same choice
+    key_type = np.int16 if max(int(v.keys.max(initial=0)) for v in views) < 2 ** 15 else np.int32
+    keys = np.column_stack([v.keys for v in views]).astype(key_type)
     sizes = np.array([n], dtype=np.int64)
     final = np.full(n, -1, dtype=np.int64)
     side_of = np.zeros(n, dtype=bool)  # side of the cut, by record id (rewritten each round)
@@ -155,19 +156,18 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints, sensitive: Se
                                                     starts, sizes)
             best_width = np.where(best_dim >= 0, 0.0, -1.0)
         else:
-            for d, (cut, ok) in enumerate(candidates):
-                width = axis_state[d][0]
-                take = ok & (width > best_width)
-                best_width[take], best_dim[take], best_cut[take] = width[take], d, cut[take]
+            best_dim, best_cut, best_width = _widest_choice(views, keys, orders, candidates, axis_state,
+                                                            starts, sizes)
         stuck = best_dim < 0
         if extra and search == "all" and stuck.any():
             # no axis has a valid cut near its median: search every boundary of every axis
             # (there the widest axis with a valid boundary is taken, whatever ``dimension``)
-            for d, (width, unit) in enumerate(axis_state):
-                cut, ok = _best_cut(unit, same_part, part, starts, sizes, sens_all[orders[d]],
-                                    constraints, sensitive, stuck & (width > 0))
-                take = ok & (width > best_width)
-                best_width[take], best_dim[take], best_cut[take] = width[take], d, cut[take]
+            found = [_best_cut(unit, same_part, part, starts, sizes, sens_all[orders[d]],
+                               constraints, sensitive, stuck & (width > 0))
+                     for d, (width, unit) in enumerate(axis_state)]
+            dim, cut, width = _widest_choice(views, keys, orders, found, axis_state, starts, sizes)
+            take = stuck & (dim >= 0)
+            best_width[take], best_dim[take], best_cut[take] = width[take], dim[take], cut[take]
         split = best_dim >= 0
         done = ~split
         if done.any():  # partitions with no allowed cut are final classes
@@ -209,6 +209,28 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints, sensitive: Se
             orders = [o[~in_small] for o in orders]
             sizes = sizes[~small]
     return final
+
+
+def _widest_choice(views, keys, orders, candidates, axis_state, starts, sizes):
+    """Per partition, the widest axis with an allowed cut (LeFevre et al.'s heuristic); among
+    equally wide axes — every axis of the whole table is 1, and hierarchy widths repeat — the
+    one whose cut leaves the least loss. Ties went to the first quasi-identifier listed, so the
+    order of ``quasi_identifiers`` changed the release: on Adult at k = 10 (ARX hierarchies)
+    average NCP 0.107–0.122 over 10 orders, the issue's order the worst; with this choice 0.106
+    for every order. Returns (best_dim, best_cut, best_width), −1 where no axis has a cut."""
+    top = np.full(len(starts), -1.0)
+    for d, (_, ok) in enumerate(candidates):
+        top = np.where(ok, np.maximum(top, axis_state[d][0]), top)
+    widest = [(cut, ok & np.isclose(axis_state[d][0], top, rtol=1e-12, atol=1e-12))
+              for d, (cut, ok) in enumerate(candidates)]
+    tied = sum(ok.astype(np.int64) for _, ok in widest) > 1
+    # a partition with one widest axis takes it; only ties pay for the least-loss comparison
+    best_dim, best_cut = _least_loss_choice(views, keys, orders, [(cut, ok & tied) for cut, ok in widest],
+                                            axis_state, starts, sizes)
+    for d, (cut, ok) in enumerate(widest):
+        alone = ok & ~tied
+        best_dim[alone], best_cut[alone] = d, cut[alone]
+    return best_dim, best_cut, np.where(best_dim >= 0, top, -1.0)
 
 
 def _least_loss_choice(views, keys, orders, candidates, axis_state, starts, sizes):
