@@ -136,6 +136,13 @@ def _delimiter(path: Path, fmt: str, limits: Limits) -> tuple[str, int]:
     if newline < 0 and len(head) == cap:
         raise Unprocessable(f"the header line is longer than {cap} bytes")
     delimiter = "\t" if fmt == "tsv" or (b"\t" in line and b"," not in line) else ","
+    if delimiter == "," and b"," not in line and b";" in line:
+        following = head[newline + 1:].split(b"\n", 1)[0] if newline >= 0 else b""
+        if following.count(b";") == line.count(b";"):  # not a one-column file whose name holds ';'
+            raise Unprocessable("the header and the first row are separated by ';': Veil reads "
+                                "comma-separated values (or tab-separated: a .tsv name or tabs in the "
+                                "header); save the table with commas (and decimal points) or send it "
+                                "as Parquet")
     fields = line.count(delimiter.encode()) + 1
     if fields > limits.max_columns:
         raise Unprocessable(f"the file has {fields} columns; the limit is {limits.max_columns}")

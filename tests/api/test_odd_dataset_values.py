@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from app.worker import runner
-from tests.support.api import auth, submit, upload
+from tests.support.api import assert_problem, auth, submit, upload
 
 
 def _column(client, owner, dataset_id, name):
@@ -80,3 +80,17 @@ def test_a_quasi_identifier_value_spelled_like_its_missing_leaf_is_refused(clien
                  dataset_id=ds["id"]).json()
     message = _invalid_input_message(client, owner, job)
     assert "'city'" in message and "'<missing>'" in message, message
+
+
+@pytest.mark.parametrize("data", [
+    b"age;city;score\n30;A;1\n41;B;2\n",  # read as one column named 'age;city;score'
+    b"age;city;score\n30;A;1,5\n41;B;2,5\n",  # decimal commas: 'expected 1 fields, found 2 (market baskets…?)'
+])
+def test_a_semicolon_separated_file_is_refused_saying_so(client, owner, data):
+    assert_problem(upload(client, owner, data, "semi.csv"), 422, "separated by ';'", "comma")
+
+
+def test_a_single_column_whose_name_holds_a_semicolon_is_still_read(client, owner):
+    ds = upload(client, owner, b"a;b\nx\ny\n", "one.csv")
+    assert ds.status_code == 201, ds.text
+    assert [c["name"] for c in ds.json()["columns"]] == ["a;b"]
