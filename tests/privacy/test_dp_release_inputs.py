@@ -165,6 +165,19 @@ def test_schema_categories_of_mixed_kinds_are_refused_at_check_and_one_kind_runs
     assert plan_column(schema[2], None, {"zip": [True, False]}, None, require_declared=True).width == 2
 
 
+@pytest.mark.parametrize("method", ["mst", "aim"])
+@pytest.mark.parametrize("bins,fragment", [
+    ({"zip": 4, "age": 1}, "bins of 'age' must lie in [2, 256]"),
+    ({"age": [0, 100]}, "bins of 'age' must lie in [2, 256]"),
+    ({"zip": 4, "age": [0, 50, 30, 100]}, "bins of 'age': its edges must increase strictly"),
+    (300, "bins must lie in [2, 256]"),
+])
+def test_bins_out_of_range_are_a_validation_error_naming_the_column(method, bins, fragment):
+    # a per-column bins map names the column at fault, as the bounds and categories errors do
+    with pytest.raises(ValidationError, match=re.escape(fragment)):
+        registry.get(method).params(epsilon=1.0, bins=bins)
+
+
 # -------------------------------------------------------------------- F4: wide bounds
 @pytest.mark.parametrize("bounds,fragment", [
     ([-1e308, 1e308], "range hi - lo that is finite"),

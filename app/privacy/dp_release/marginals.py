@@ -70,12 +70,13 @@ class SynthParams(TableParams):
     @field_validator("bins")
     @classmethod
     def _bins(cls, v):
-        values = v.values() if isinstance(v, dict) else [v]
-        counts = [len(b) - 1 if isinstance(b, list) else b for b in values]
-        if any(not 2 <= b <= MAX_BINS for b in counts):
-            raise ValueError(f"bins must lie in [2, {MAX_BINS}] (edges: 3 to {MAX_BINS + 1} numbers)")
-        if any(isinstance(b, list) and any(x >= y for x, y in itertools.pairwise(b)) for b in values):
-            raise ValueError("bin edges must increase strictly")
+        # a per-column map names the column at fault
+        for name, b in (v.items() if isinstance(v, dict) else [(None, v)]):
+            where = "bins" if name is None else f"bins of {name!r}"
+            if not 2 <= (len(b) - 1 if isinstance(b, list) else b) <= MAX_BINS:
+                raise ValueError(f"{where} must lie in [2, {MAX_BINS}] (edges: 3 to {MAX_BINS + 1} numbers)")
+            if isinstance(b, list) and any(x >= y for x, y in itertools.pairwise(b)):
+                raise ValueError(f"{where}: its edges must increase strictly")
         return v
 
     def bins_of(self, name: str) -> int | list[float]:
