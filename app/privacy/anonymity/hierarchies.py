@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -92,6 +93,9 @@ def parse_hierarchies(texts: dict[str, str], max_cell_length: int = MAX_CELL_LEN
     return parsed
 
 
+_INTEGRAL_TEXT = re.compile(r"(-?(?:0|[1-9][0-9]*))(?:\.0*)?")
+
+
 def normalize_value(value) -> str | None:
     """The text a data value is matched on: integral numbers lose their '.0'; None for missing."""
     if value is None:
@@ -106,12 +110,12 @@ def normalize_value(value) -> str | None:
         return str(int(value))
     if value is pd.NA or value is pd.NaT:
         return None
+    # Text: only an integer written with a zero fraction ('39.0', '39.') loses it. '007', '+7' and
+    # a 20-digit identifier stay as written: read as numbers they became '7' (one leaf with '7',
+    # released so) or lost their last digits.
     text = str(value).strip()
-    try:
-        number = float(text)
-    except ValueError:
-        return text
-    return str(int(number)) if number.is_integer() and not any(c in text for c in "eE") else text
+    integral = _INTEGRAL_TEXT.fullmatch(text)
+    return str(int(integral.group(1))) if integral else text
 
 
 def _named(values: list[str]) -> str:
