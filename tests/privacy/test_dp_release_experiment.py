@@ -120,3 +120,6 @@ def test_marginal_tvd_sees_a_broken_dependence_but_not_the_marginals():
     shuffled = frame.apply(lambda col: col.to_numpy()[rng.permutation(len(col))])
     one, two = marginal_tvd(frame, shuffled, task.data.columns)
     assert one == pytest.approx(0.0, abs=1e-12) and two > 0.05
+    # what was not run is said, so a reader of the report alone does not take it for an omission
+    assert report.data["protocol"]["methods_not_run"] == ["icahdp_paper", "mst", "aim"]
+    assert "not run by the service" in report.data["protocol"]["peers"]

@@ -17,6 +17,7 @@ import functools
 import itertools
 import math
 import time
+import typing
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -422,6 +423,11 @@ def _report(runs: pd.DataFrame, params: ExperimentDpReleaseParams, labels: dict[
                            f"{params.test_rows} rows of each test set (the release itself covers "
                            "all training records)",
             "methods": {k: labels.get(k, k) for k in runs["method"].unique()},
+            "methods_not_run": [m for m in typing.get_args(MethodName) if m not in params.methods],
+            # a reader of the report alone must not take the missing peers for an omission
+            "peers": "not run by the service: smartnoise-synth's MST and AIM and DataSynthesizer's "
+                     "PrivBayes run beside these methods in `python -m benchmarks.bench_dp --report` "
+                     "(figures in docs/experiments/dp_release.md)",
             "guarantees": _guarantees(runs["method"].unique()),
         },
         "runs": runs.replace({math.inf: None}).to_dict(orient="records"),
