@@ -94,6 +94,24 @@ def _validation_errors(exc: RequestValidationError) -> tuple[list[dict], int]:
     return [_readable(e) for e in errors[:MAX_LISTED_ERRORS]], len(errors)
 
 
+def _most_specific(errors: list[dict]) -> dict:
+    """The error the detail sums up: the deepest (the first of those). A value that fits no
+    member of a union gets one error per member, and the deepest is the one inside the member
+    of the value's own shape — an edge list holding NaN was summed up as "bins.int: Input
+    should be a valid integer" where "….age.list[float].1: Input should be a finite number"
+    was listed too."""
+    return max(errors, key=lambda e: len(e["loc"]))
+
+
+_UNION_TAG = re.compile(r"(int|float|str|bool|none|(list|dict|tuple|set|union)\[.*\])")
+
+
+def _union_tag(part) -> bool:
+    """A member tag pydantic puts in a union error's loc (``int``, ``list[float]``, …): kept in
+    ``errors``, left out of the detail's path, which reads as the body's own keys."""
+    return isinstance(part, str) and _UNION_TAG.fullmatch(part) is not None
+
+
 def _readable(error: dict) -> dict:
     """A body that is not JSON at all comes as loc ['body', <character offset>], msg 'JSON
     decode error' (rendered '0: JSON decode error'): say what and where, from the parser's
@@ -192,8 +210,8 @@ def create_app() -> FastAPI:
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError):
         errors, total = _validation_errors(exc)
-        first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
-        where = ".".join(str(p) for p in first["loc"] if p != "body") or "request"
+        first = _most_specific(errors) if errors else {"loc": [], "msg": "invalid request"}
+        where = ".".join(str(p) for p in first["loc"] if p != "body" and not _union_tag(p)) or "request"
         detail = f"{where}: {first['msg']}"
         if total > len(errors):
             detail += f" (and {total - 1} more errors; the first {len(errors)} are listed)"
