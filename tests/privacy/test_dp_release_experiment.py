@@ -41,6 +41,9 @@ def test_small_protocol_reports_both_styles_per_method_and_epsilon():
     assert report.data["protocol"]["seed"] == 4 and report.data["protocol"]["noise"].startswith("seeded")
     guarantees = report.data["protocol"]["guarantees"]  # and what each release would promise
     assert set(guarantees) == {"icahdp_strict", "dppro"} and "δ = 1e-06" in guarantees["dppro"]
+    # what was not run is said, so a reader of the report alone does not take it for an omission
+    assert report.data["protocol"]["methods_not_run"] == ["icahdp_paper", "mst", "aim"]
+    assert "not run by the service" in report.data["protocol"]["peers"]
 
 
 def test_plot_tells_every_method_and_peer_apart_without_colour():
@@ -120,6 +123,3 @@ def test_marginal_tvd_sees_a_broken_dependence_but_not_the_marginals():
     shuffled = frame.apply(lambda col: col.to_numpy()[rng.permutation(len(col))])
     one, two = marginal_tvd(frame, shuffled, task.data.columns)
     assert one == pytest.approx(0.0, abs=1e-12) and two > 0.05
-    # what was not run is said, so a reader of the report alone does not take it for an omission
-    assert report.data["protocol"]["methods_not_run"] == ["icahdp_paper", "mst", "aim"]
-    assert "not run by the service" in report.data["protocol"]["peers"]
