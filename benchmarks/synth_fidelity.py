@@ -7,7 +7,7 @@ protocol, ``svm_error``), the mean 1-way and 2-way TVD against adult_train (``ma
 numeric columns on the methods' default 32 bins over the declared bounds) — and the release's seconds.
 
     python -m benchmarks.synth_fidelity [--eps 0.5,1,2] [--seeds 3] [--first-seed 0] [--no-svm]
-        [--columns] [--csv FILE] [--one-way-floor]
+        [--columns] [--deciles] [--csv FILE] [--one-way-floor]
         [--variant NAME=METHOD:{json params}] ...
 
 Without --variant: the defaults of mst and aim. --columns prints each column's 1-way TVD.
@@ -16,6 +16,7 @@ Without --variant: the defaults of mst and aim. --columns prints each column's 1
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import time
 import zlib
@@ -39,7 +40,7 @@ def column_tvd(raw: pd.DataFrame, release: pd.DataFrame, columns) -> dict[str, f
 
 
 def measure(variants: dict[str, tuple[str, dict]], epsilons: list[float], seeds: range, svm: bool,
-            per_column: bool) -> pd.DataFrame:
+            per_column: bool, deciles: bool = False) -> pd.DataFrame:
     task = load_task("adult_income")
     data = task.data
     holdout = task.holdout.iloc[:TEST_ROWS]
@@ -56,6 +57,8 @@ def measure(variants: dict[str, tuple[str, dict]], epsilons: list[float], seeds:
                 tvd1, tvd2 = marginal_tvd(data.frame, release, data.columns)
                 row = {"variant": name, "epsilon": eps, "seed": seed, "tvd_1way": tvd1,
                        "tvd_2way": tvd2, "seconds": seconds}
+                if deciles:
+                    row["deciles_1way"], row["deciles_2way"] = decile_tvd(data.frame, release, data.columns)
                 meta = result.metadata[method]
                 row["rho_spent/rho"] = meta["rho_spent"] / meta["rho"]
                 if svm:
@@ -69,6 +72,32 @@ def measure(variants: dict[str, tuple[str, dict]], epsilons: list[float], seeds:
                 print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()
                                   if not k.startswith("c:")}), flush=True)
     return pd.DataFrame(rows)
+
+
+def decile_tvd(raw: pd.DataFrame, release: pd.DataFrame, columns) -> tuple[float, float]:
+    """Mean 1-way and 2-way TVD at the resolution a user comparing distributions sees, not the
+    methods' bins: a numeric column on the real data's deciles with its minimum alone (a spike
+    such as capital-gain = 0 counts as the spike it is), a categorical one on its values."""
+    def levels(frame: pd.DataFrame) -> dict[str, pd.Series]:
+        out = {}
+        for c in columns:
+            if c.type == "numeric":
+                q = np.unique(np.quantile(raw[c.name].dropna(), np.linspace(0, 1, 11)))
+                edges = np.unique(np.concatenate([[q[0], q[0] + 1e-9], q[1:]]))
+                out[c.name] = pd.cut(frame[c.name], edges, include_lowest=True).astype(str)
+            else:
+                out[c.name] = frame[c.name].astype(str)
+        return out
+
+    a, b = levels(raw), levels(release)
+
+    def tvd(x: pd.Series, y: pd.Series) -> float:
+        return 0.5 * x.value_counts(normalize=True).sub(y.value_counts(normalize=True), fill_value=0).abs().sum()
+
+    names = list(a)
+    one = [tvd(a[n], b[n]) for n in names]
+    two = [tvd(a[x] + "|" + a[y], b[x] + "|" + b[y]) for x, y in itertools.combinations(names, 2)]
+    return float(np.mean(one)), float(np.mean(two))
 
 
 def one_way_floor(epsilons: list[float], draws: int = 20) -> pd.DataFrame:
@@ -99,7 +128,8 @@ def one_way_floor(epsilons: list[float], draws: int = 20) -> pd.DataFrame:
 
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
-    figures = [c for c in ("error", "tvd_1way", "tvd_2way", "seconds") if c in frame]
+    figures = [c for c in ("error", "tvd_1way", "tvd_2way", "deciles_1way", "deciles_2way", "seconds")
+               if c in frame]
     grouped = frame.groupby(["variant", "epsilon"])[figures]
     mean, se = grouped.mean(), (grouped.std(ddof=1) / np.sqrt(grouped.count())).fillna(0.0)
     return mean.round(4).astype(str) + " ± " + se.round(4).astype(str)
@@ -114,6 +144,8 @@ def main() -> None:
     parser.add_argument("--one-way-floor", action="store_true",
                         help="only print the 1-way TVD with all of ρ on the 1-way marginals")
     parser.add_argument("--columns", action="store_true")
+    parser.add_argument("--deciles", action="store_true",
+                        help="also the TVDs on the real data's deciles (decile_tvd)")
     parser.add_argument("--csv", help="also write every run to this CSV file")
     parser.add_argument("--variant", action="append", default=[],
                         help='NAME=METHOD:{"param": value}, e.g. aim_t=aim:{"rounds": 120}')
@@ -129,7 +161,7 @@ def main() -> None:
     variants = variants or {"mst": ("mst", {}), "aim": ("aim", {})}
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     frame = measure(variants, [float(e) for e in args.eps.split(",")], seeds, not args.no_svm,
-                    args.columns)
+                    args.columns, args.deciles)
     if args.csv:
         frame.to_csv(args.csv, index=False)
     print(summary(frame).to_string())

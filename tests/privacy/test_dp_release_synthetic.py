@@ -210,6 +210,31 @@ def test_given_bin_edges_keep_a_spike_exactly():
             SynthParams(epsilon=1.0, bins=bins)
 
 
+def test_an_integer_columns_lower_bound_has_its_own_bin_by_default():
+    """Equal bins decoded uniformly turned Adult's capital-gain zeros (92 %) into values spread
+    over [0, 3125): 0.0 % zeros in aim's synthetic table, and 99 % of its rows held both a gain
+    and a loss (#8 acceptance run). The lower bound is its own bin by default now."""
+    gain = ColumnInfo("gain", "numeric", integer=True, bounds=(0.0, 99999.0))
+    [col] = build_columns(SynthParams(epsilon=1.0), [gain])
+    edges = col.bin_edges()
+    assert col.bins == 32 and edges[:2] == [0, 1] and edges[-1] == 100000
+    widths = np.diff(edges[1:])  # the other 31 bins: runs of 3225 or 3226 integers, 1 .. 99999
+    assert len(widths) == 31 and set(widths) <= {3225, 3226} and widths.sum() == 99999
+    assert col.describe()["lower_bound_alone"] and not col.describe()["edges_given"]
+    assert col.codes(pd.Series([0.0, 1.0, 3226.0, 3227.0, 99999.0])).tolist() == [0, 1, 1, 2, 31]
+    # a column whose integers fit keeps one level per integer, a real-valued one equal bins
+    narrow = build_columns(SynthParams(epsilon=1.0), [ColumnInfo("k", "numeric", integer=True, bounds=(0, 20))])
+    assert narrow[0].per_integer and not narrow[0].describe()["lower_bound_alone"]
+    # through a release: the spike survives (and nothing else is in its bin)
+    rng = np.random.default_rng(3)
+    values = np.where(rng.random(N) < 0.9, 0, rng.integers(1, 99999, N))
+    frame = pd.DataFrame({"gain": values, "a": np.array(list("pq"))[rng.integers(0, 2, N)]})
+    schema = [gain, ColumnInfo("a", "categorical", categories=("p", "q"))]
+    out = run_mst(MethodInput(schema, frame), MstParams(epsilon=10.0), ctx()).frame
+    assert abs((out["gain"] == 0).mean() - 0.9) < 0.02
+    assert out["gain"][out["gain"] > 0].min() >= 1
+
+
 def test_check_names_the_column_without_reading_data():
     spec = registry.get("mst")
     with pytest.raises(MethodInputError, match="'age'"):

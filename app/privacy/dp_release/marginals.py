@@ -4,7 +4,8 @@ every column, marginal counts, decoding of synthetic codes, and the bridge to ``
 Domain (never read from the data): a categorical column's levels are its declared categories
 (params, else schema; a boolean column's are False/True); a numeric column is cut into
 equal-width bins over its declared bounds — for an integer column one level per integer when
-they fit in ``bins``, else bins of ⌊K/bins⌋ or ⌈K/bins⌉ consecutive integers. Every column also
+they fit in ``bins``, else its lower bound alone and ``bins`` − 1 runs of ⌊K/(bins−1)⌋ or
+⌈K/(bins−1)⌉ consecutive integers (``lower_bound_alone``) — or into the caller's edges. Every column also
 gets one level for a missing value (data-independent: a column without missing values
 simply measures a count near 0 there). Values are clipped into the bounds.
 
@@ -52,11 +53,12 @@ class SynthParams(TableParams):
 
     delta: float = Field(1e-9, gt=0.0, le=MAX_DELTA, description="δ of the (ε, δ) guarantee")
     bins: int | dict[str, int | list[float]] = Field(
-        32, description=f"number of equal-width bins of a numeric column over its declared bounds "
-        f"(2-{MAX_BINS}); one number for every numeric column or column → number, or column → "
-        "the bin edges themselves, from the lower to the upper declared bound (a bin [0, 1) of an "
-        "integer column holds exactly 0: how a spike such as capital-gain = 0 survives). An "
-        "integer column with at most that many values gets one level per integer")
+        32, description=f"number of bins of a numeric column over its declared bounds "
+        f"(2-{MAX_BINS}): equal-width for a real-valued column; an integer column with at most that "
+        "many values gets one level per integer, else its lower bound alone in the first bin (a "
+        "spike such as capital-gain = 0 survives) and runs of consecutive integers in the others. "
+        "One number for every numeric column or column → number, or column → the bin edges "
+        "themselves, from the lower to the upper declared bound")
     rows: int | None = Field(None, ge=1, le=2_000_000, description="rows of the synthetic table; "
                              "default the number of input records")
     iterations: int = Field(2000, ge=50, le=20_000, description="mirror-descent iterations of the "
@@ -94,7 +96,8 @@ class Column:
     plan: ColumnPlan
     bins: int = 0  # numeric: number of bins
     per_integer: bool = False  # numeric integer column with one level per integer
-    edges: tuple[float, ...] | None = None  # numeric: the caller's bin edges (as bin_edges gives them)
+    edges: tuple[float, ...] | None = None  # numeric: explicit bin edges (as bin_edges gives them)
+    edges_given: bool = False  # those edges are the caller's (else the lower-bound rule's)
 
     @property
     def name(self) -> str:
@@ -178,7 +181,8 @@ class Column:
         out.update(levels=self.size, missing_level=self.missing_level)
         if self.plan.kind == "numeric":
             out.update(bins=self.bins, one_level_per_integer=self.per_integer,
-                       bin_edges=self.bin_edges(), edges_given=self.edges is not None,
+                       bin_edges=self.bin_edges(), edges_given=self.edges_given,
+                       lower_bound_alone=self.edges is not None and not self.edges_given,
                        decoding="uniform inside the bin" + (" (its integers)" if self.plan.integer else ""))
         return out
 
@@ -204,10 +208,13 @@ def build_columns(params: SynthParams, infos: list[ColumnInfo]) -> list[Column]:
         if plan.kind == "numeric":
             bins = params.bins_of(info.name)
             if isinstance(bins, list):
-                col = Column(plan, bins=len(bins) - 1, edges=given_edges(plan, bins))
+                col = Column(plan, bins=len(bins) - 1, edges=given_edges(plan, bins), edges_given=True)
             elif plan.integer:
                 _, count = Column(plan)._int_range
-                col = Column(plan, bins=min(bins, count), per_integer=count <= bins)
+                if count <= bins:
+                    col = Column(plan, bins=count, per_integer=True)
+                else:
+                    col = Column(plan, bins=bins, edges=lower_bound_alone(plan, bins))
             else:
                 col = Column(plan, bins=bins)
         else:
@@ -216,6 +223,23 @@ def build_columns(params: SynthParams, infos: list[ColumnInfo]) -> list[Column]:
             raise MethodInputError(f"column {info.name!r} has {col.size} levels (limit {MAX_LEVELS})")
         out.append(col)
     return out
+
+
+def lower_bound_alone(plan: ColumnPlan, bins: int) -> tuple[float, ...]:
+    """An integer column's default edges when it has more integers than ``bins``: its lower
+    bound alone in the first bin, the other integers in ``bins`` − 1 runs of consecutive
+    integers (bin_edges' form: each bin's first integer, then the last integer + 1).
+
+    Why: values are decoded uniformly inside their bin, and amounts pile up at their lower
+    bound — 92 % of Adult's capital-gain and 95 % of its capital-loss are 0. Equal bins spread
+    those zeros over [0, 3125) and [0, 137): the synthetic table had 0.0 % and 0.7 % zeros, and
+    99 % of its rows both a gain and a loss, which no real row has (#8 acceptance run). With
+    the bound alone they stay 0 (91.5 %, 95.1 %); where the bound holds no spike, one narrow
+    bin among 32 costs nothing measurable (AIM on Adult at ε = 1: same misclassification and
+    marginal TVDs on the release's bins, TVD on the real data's deciles 0.145 → 0.034)."""
+    lo, hi = math.ceil(plan.lo), math.floor(plan.hi)
+    rest, runs = hi - lo, bins - 1  # the integers lo + 1 .. hi
+    return (float(lo),) + tuple(float(lo + 1 + (b * rest + runs - 1) // runs) for b in range(runs + 1))
 
 
 def given_edges(plan: ColumnPlan, edges: list[float]) -> tuple[float, ...]:

@@ -59,7 +59,7 @@ TASK_ORDER: list[str] = [*ALL_TASKS, "adult_income"]
 ALL_METHODS: list[str] = ["icahdp_strict", "icahdp_paper", "dppro", "noprivacy"]
 LABELS = {"icahdp_strict": "ICAHDP strict", "icahdp_paper": "ICAHDP paper", "dppro": "DPPro",
           "mst": "MST", "aim": "AIM", "noprivacy": "NoPrivacy"}
-TVD_BINS = 32  # numeric columns are compared on 32 equal-width bins over their declared bounds
+TVD_BINS = 32  # numeric columns are compared on the methods' 32 default bins over their declared bounds
 
 # Declared bounds: from the datasets' documentation and plain domain knowledge, not the data.
 ADULT_BOUNDS = {"age": (17, 90), "fnlwgt": (0, 1_500_000), "education-num": (1, 16),
