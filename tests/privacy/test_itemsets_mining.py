@@ -164,3 +164,29 @@ def test_itemsets_whose_support_noise_swamps_minsup_are_counted_in_the_notes():
         report = mine(as_release(release, "mask", {"p": p}), minsup=0.2, max_len=2)
         counted[p] = [n for n in report.data["notes"] if "not distinguishable from 0" in n]
     assert len(counted[0.51]) == 1 and counted[0.95] == []
+
+
+def test_mining_a_randomized_table_release_says_its_supports_are_not_the_originals():
+    """frequent_itemsets on an errph release of Adult said 'exact counts of the input (nothing to
+    reconstruct)' with se 0 — workclass=Private at 0.41 where the data holds 0.70 (rrit acceptance
+    run): the supports are those of the randomized release, and the report must say so."""
+    from app.privacy.data import SourceRelease
+    g = np.random.default_rng(3)
+    n = 3000
+    frame = pd.DataFrame({"education": g.choice(["Bachelors", "HS-grad", "Masters"], n, p=[0.2, 0.7, 0.1]),
+                          "sex": g.choice(["Female", "Male"], n)})
+    columns = [ColumnInfo("education", "categorical"), ColumnInfo("sex", "categorical")]
+    params = {"p0": 0.5, "columns": ["education"]}
+    release = run("errph", MethodInput(columns=columns, frame=frame), **params)
+    source = SourceRelease(release_id="r1", method="errph", params=params,
+                           guarantees=release.guarantees, metadata=release.metadata)
+    data = MethodInput(columns=release.columns or columns, frame=release.frame, source=source)
+    report = mine(data, minsup=0.2, max_len=2)
+    assert not report.data["supports"].startswith("exact counts of the input")
+    assert "not reconstructed" in report.data["supports"]
+    notes = [n for n in report.data["notes"] if "education (errph)" in n]
+    assert len(notes) == 1 and "not estimates of the original data" in notes[0]
+    assert not any("sex (" in n for n in report.data["notes"])   # left as it was: no note
+    # a dataset's counts stay exact, with no such note
+    report = mine(MethodInput(columns=columns, frame=frame), minsup=0.2, max_len=2)
+    assert report.data["supports"].startswith("exact counts of the input") and report.data["notes"] == []

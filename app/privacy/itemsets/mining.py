@@ -181,6 +181,7 @@ def mining_oracle(data: MethodInput, params: FrequentItemsetsParams) -> tuple[Su
         oracle = release_oracle(data.transactions, source.metadata, params.estimator)
         how = f"reconstructed from the {source.method} release ({params.estimator} estimator)"
         return oracle, data.transactions.labels, how
+    chosen: list[str] = []
     if data.transactions is not None:
         td = data.transactions
     elif data.frame is not None:
@@ -188,7 +189,30 @@ def mining_oracle(data: MethodInput, params: FrequentItemsetsParams) -> tuple[Su
         td = one_hot(data.frame, data.columns, chosen, params.bins).transactions
     else:
         raise MethodInputError("the input holds neither a table nor transactions")
-    return exact_oracle(td), td.labels, "exact counts of the input (nothing to reconstruct)"
+    if source is None:
+        return exact_oracle(td), td.labels, "exact counts of the input (nothing to reconstruct)"
+    return exact_oracle(td), td.labels, "counts of the release as published (not reconstructed)"
+
+
+def changed_columns_note(data: MethodInput, params: FrequentItemsetsParams) -> str | None:
+    """On a table release: the mined columns a step of its chain changed (randomized,
+    transformed, generalized, synthesized), whose published counts are not the original's."""
+    if data.source is None or data.frame is None or randomized_items(data.source.metadata):
+        return None
+    chosen = params.columns if params.columns is not None else default_item_columns(data.columns)
+    changed: dict[str, list[str]] = {}
+    for step in data.source.steps():
+        protected = (step.get("guarantees") or {}).get("protected_columns") or []
+        for col in chosen:
+            if col in protected and step["method"] not in changed.setdefault(col, []):
+                changed[col].append(step["method"])
+    named = [f"{col} ({', '.join(methods)})" for col, methods in changed.items() if methods]
+    if not named:
+        return None
+    return (f"columns changed by the release's steps: {', '.join(named)}; their supports (and "
+            "standard errors of 0) are those of the release as published, not estimates of the "
+            "original data's — only mask and png releases are reconstructed here (reconstruct gives "
+            "a randomized column's original distribution)")
 
 
 def run_frequent_itemsets(data: MethodInput, params: FrequentItemsetsParams, ctx: RunContext) -> ReportResult:
@@ -211,6 +235,9 @@ def run_frequent_itemsets(data: MethodInput, params: FrequentItemsetsParams, ctx
                                      "leave [0, 1] by noise"]
     if oracle.grouped and params.estimator == "pooled":
         notes.append(POOLED_ASSUMPTION)
+    changed = changed_columns_note(data, params)
+    if changed:
+        notes.append(changed)
     unestablished = int((1.96 * itemsets["se"] >= params.minsup).sum())
     if unestablished:
         notes.append(f"{unestablished} of the {len(itemsets)} itemsets have standard errors so large "
