@@ -326,6 +326,7 @@ def run_trr(data: MethodInput, params: TrrParams, ctx: RunContext) -> ReleaseRes
             "set_size": params.set_size, "gaussians": g,
             **({"a_set": sets.a.tolist(), "b_set": sets.b.tolist()} if params.publish_sets else {}),
             "determined_by_moments": _determined(sets),
+            "zeros_recognizable": _zeros_recognizable(x, y, b_bar, b_var),
             "a_mean": a_bar, "a_var": a_var, "b_mean": b_bar, "b_var": b_var,
             "missing_cells_left_out": len(y) - published.n,
             "reconstructed_mean": _finite(mean), "reconstructed_variance": max(float(var), 0.0),
@@ -373,6 +374,23 @@ def _determined(sets: TrrSets) -> bool:
     return len(np.unique(sets.a)) <= 2 and len(np.unique(sets.b)) <= 2
 
 
+ZERO_SHARE = 0.05        # cells holding 0, of the non-missing ones, for the zero warning
+ZERO_POSTERIOR = 0.9     # share of the values in B's band that come from a 0
+
+
+def _zeros_recognizable(x: np.ndarray, y: np.ndarray, b_bar: float, b_var: float) -> bool:
+    """Whether cells holding 0 stand out in the release: y = a·0 + b = b, so they fall within B's
+    band (mean ± 4 standard deviations), and when they make up most of the values there (the
+    column's other values lie far from 0, e.g. Adult's capital-gain: 91.7% zeros, others ≥ 114)
+    a published value in the band says the original is 0."""
+    present = ~np.isnan(x)
+    zero = present & (x == 0)
+    if zero.sum() < ZERO_SHARE * max(int(present.sum()), 1) or not zero.any():
+        return False
+    band = present & (np.abs(y - b_bar) <= 4.0 * math.sqrt(b_var) + 1e-9 * max(1.0, abs(b_bar)))
+    return bool(band.any() and (zero & band).sum() >= ZERO_POSTERIOR * band.sum())
+
+
 def _recovery_warnings(per_column: dict[str, Any], published: bool) -> list[str]:
     """What the metadata gives away beyond the breach widths. With the sets published, a y
     leaves at most |A|·|B| candidates (y - b)/a, and a wrong pair almost never lands on the grid
@@ -386,6 +404,13 @@ def _recovery_warnings(per_column: dict[str, Any], published: bool) -> list[str]
                    "known grid (whole numbers, a fixed number of decimals) the true value is almost "
                    "always the only candidate on it and is recovered exactly; the breach widths do "
                    "not account for this")
+    zeros = [n for n, c in per_column.items() if c.get("zeros_recognizable")]
+    if zeros:
+        out.append("a cell holding 0 is published as y = b, a draw from B alone; the published values "
+                   "within B's mean ± 4 standard deviations come mostly from such cells for: "
+                   + ", ".join(zeros) + " (at least 5% of their cells hold 0), so a published value "
+                   "there discloses that the original is 0; the breach widths, computed from the "
+                   "column's variance, do not account for this")
     determined = [n for n, c in per_column.items() if c["determined_by_moments"]]
     if determined:
         out.append("A and B hold at most two distinct values each for " + ", ".join(determined)

@@ -294,3 +294,25 @@ def test_a_variance_standard_error_resting_on_one_extreme_value_is_flagged():
                          [n for n in section["notes"] if "fourth central moment" in n])
     assert flagged["plain"][0] < 0.3 and flagged["plain"][1] == []
     assert flagged["heavy"][0] > 0.5 and len(flagged["heavy"][1]) == 1
+
+
+def test_release_warns_when_cells_holding_zero_are_recognizable():
+    """A cell holding 0 is published as y = b, a draw from B alone. On Adult's capital-gain
+    (91.7% zeros, the others ≥ 114) every published |y| < 4 came from a 0, so 91.7% of the
+    records' values were disclosed exactly, while the release's only privacy figure said the 50%
+    breach interval was 10,277 wide and its warnings were empty (rrit acceptance run)."""
+    rng = np.random.default_rng(5)
+    n = 5000
+    gain = np.where(rng.random(n) < 0.9, 0, rng.integers(114, 99999, n))
+    frame = pd.DataFrame({"gain": gain, "age": rng.integers(17, 91, n), "small": rng.poisson(0.8, n)})
+    cols = [ColumnInfo(c, "numeric", integer=True) for c in frame.columns]
+    out = run_trr(MethodInput(columns=cols, frame=frame), TrrParams(), ctx(4))
+    y = out.frame["gain"].to_numpy()
+    near = np.abs(y) < 4
+    assert (gain[near] == 0).mean() > 0.99 and (near & (gain == 0)).mean() > 0.85  # the attack
+    warned = [w for w in out.guarantees["warnings"] if "published as y = b" in w]
+    assert len(warned) == 1 and "for: gain" in warned[0] and "breach widths" in warned[0]
+    assert "age" not in warned[0] and "small" not in warned[0]  # no zeros / zeros not told apart
+    meta = out.metadata["trr"]["columns"]
+    assert meta["gain"]["zeros_recognizable"] and not meta["age"]["zeros_recognizable"]
+    assert not meta["small"]["zeros_recognizable"]
