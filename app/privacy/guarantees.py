@@ -51,3 +51,30 @@ def unchanged_columns(columns: list[str], verb: str, on_release: bool) -> str:
              "protection (see its guarantees in the provenance chain) and gain none from this step"
              if on_release else "exactly as in the dataset and carry no guarantee")
     return f"columns not {verb} are released {where}: " + ", ".join(map(str, columns))
+
+
+MAX_DETERMINANT_LEVELS = 1_000  # a raw column with more values is an identifier-like key, not a code
+
+
+def raw_determinants(frame, unprotected: list[str], protected: list[str]) -> dict[str, list[str]]:
+    """The unprotected columns that determine a protected one in this table: every value of
+    the raw column (with at most MAX_DETERMINANT_LEVELS values, each held by ≥ 2 records on
+    average) goes with a single value of the protected column (a missing cell is a value).
+    Adult's education-num, published raw beside a randomized education, is a code for it: the
+    randomization then hides nothing (the RR acceptance run). {protected: [raw, …]}."""
+    import numpy as np
+    import pandas as pd
+
+    n = len(frame)
+    codes = {c: pd.factorize(frame[c], use_na_sentinel=False)[0].astype(np.int64)
+             for c in (*unprotected, *protected)}
+    sizes = {c: int(v.max()) + 1 if n else 0 for c, v in codes.items()}
+    keys = [r for r in unprotected if 2 <= sizes[r] <= min(MAX_DETERMINANT_LEVELS, n // 2)]
+    out: dict[str, list[str]] = {}
+    for c in protected:
+        if sizes[c] < 2:
+            continue  # a constant column is "determined" by anything
+        found = [r for r in keys if len(np.unique(codes[r] * sizes[c] + codes[c])) == sizes[r]]
+        if found:
+            out[c] = found
+    return out

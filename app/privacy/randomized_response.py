@@ -22,7 +22,7 @@ from pydantic import Field, field_validator
 
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
-from app.privacy.guarantees import guarantee, unchanged_columns
+from app.privacy.guarantees import guarantee, raw_determinants, unchanged_columns
 from app.privacy.registry import (
     MethodKind, MethodInputError, MethodSpec, Params, register, register_channel_builder, register_reconstructor,
 )
@@ -527,6 +527,13 @@ def run_errph(data: MethodInput, params: ErrphParams, ctx: RunContext) -> Releas
     ]
     if unprotected:
         statements.append(unchanged_columns(unprotected, "randomized", data.source is not None))
+    determined = raw_determinants(frame, unprotected, chosen)
+    for name, keys in determined.items():
+        warnings.append(f"column {name!r} is randomized, but {', '.join(map(repr, keys))}, published "
+                        f"as {'it is' if len(keys) == 1 else 'they are'}, determine{'s' if len(keys) == 1 else ''} "
+                        f"it in this table (each of its values goes with one value of {name!r}): the "
+                        "release does not hide it — randomize or leave out those columns too")
+        per_column[name]["determined_by_unprotected"] = keys
     ctx.progress(1.0, "done")
     return ReleaseResult(
         frame=out,
@@ -538,7 +545,8 @@ def run_errph(data: MethodInput, params: ErrphParams, ctx: RunContext) -> Releas
             statements=statements, warnings=warnings,
             columns={name: {"local_epsilon": c["local_epsilon"],
                             "breach_at_reconstructed": c["breach_at_reconstructed"],
-                            "breach_at_uniform_prior": c["breach_at_uniform_prior"]}
+                            "breach_at_uniform_prior": c["breach_at_uniform_prior"],
+                            "determined_by_unprotected": c.get("determined_by_unprotected", [])}
                      for name, c in per_column.items()},
         ),
         metadata={"errph": per_column},

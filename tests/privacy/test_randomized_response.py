@@ -598,3 +598,27 @@ def test_errph_and_mask_give_a_boolean_column_the_domain_false_true():
     masked = run_mask(data, MaskParams(p=0.9), ctx())
     assert masked.transactions.labels == ("flag=False", "flag=True")
     assert not [w for w in masked.guarantees["warnings"] if "read from the data" in w]
+
+
+def test_errph_warns_when_a_column_published_raw_determines_a_randomized_one():
+    """errph on Adult randomized education and published education-num as it is — a code for
+    education: 'education' was listed as protected at ε 2.83 and disclosed in full (the RR
+    acceptance run). The release says so now; a column that merely correlates does not warn,
+    nor does an identifier-like key with a value per record."""
+    rng = np.random.default_rng(0)
+    n = 3000
+    level = rng.integers(0, 16, n)
+    frame = pd.DataFrame({"education": np.array([f"e{v}" for v in range(16)])[level],
+                          "education_num": level + 1,
+                          "hours": np.clip(30 + 2 * level + rng.integers(-20, 20, n), 1, 99),
+                          "row_id": np.arange(n),
+                          "sex": np.where(rng.random(n) < 0.5, "F", "M")})
+    columns = [ColumnInfo("education", "categorical"), ColumnInfo("education_num", "numeric", integer=True),
+               ColumnInfo("hours", "numeric"), ColumnInfo("row_id", "numeric"), ColumnInfo("sex", "categorical")]
+    out = run_errph(MethodInput(columns, frame), ErrphParams(p0=0.5), RunContext(SecureRandom(seed=1)))
+    g = out.guarantees
+    assert g["columns"]["education"]["determined_by_unprotected"] == ["education_num"]
+    assert g["columns"]["sex"]["determined_by_unprotected"] == []
+    (warning,) = [w for w in g["warnings"] if "determines" in w]
+    assert warning.startswith("column 'education' is randomized, but 'education_num', published as it is, determines it")
+    assert out.metadata["errph"]["education"]["determined_by_unprotected"] == ["education_num"]
