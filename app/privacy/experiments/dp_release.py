@@ -436,7 +436,8 @@ def _report(runs: pd.DataFrame, params: ExperimentDpReleaseParams, labels: dict[
         "majority_error": runs.groupby("task")["majority_error"].mean().to_dict(),
         "release_seconds": {k: float(np.mean(v)) for k, v in timings.items()},
         "marginals": {"tvd": f"mean TVD of 1-way and 2-way marginals, release vs the released raw "
-                             f"records; numeric columns on {TVD_BINS} bins over the declared bounds",
+                             f"records; numeric columns on mst's and aim's default {TVD_BINS} bins over the declared "
+                             "bounds (an integer column's lower bound alone, then runs of consecutive integers)",
                       "summary": tvd.to_dict(orient="records")},
     }
     return ReportResult(kind="experiment_dp_release", data=data,
