@@ -493,6 +493,35 @@ def test_a_label_columns_candidates_weigh_label_weight_times_more(data):
     assert unlabelled["workload"]["label_columns"] == [] and unlabelled["workload"]["weights"] == "w_r = Σ_{s ∈ W} |r ∩ s|"
 
 
+def test_mst_weighs_the_labels_pairs_and_pays_for_it_in_the_selections_sensitivity(data):
+    """mst's tree held 3 of Adult's label pairs and misclassified 0.195 at ε = 1; with the label's
+    pairs weighing 2 it holds 5-6 and misclassifies ~0.17 (mst.md, "The label's weight"). A
+    weighted score moves by up to 2·w when one record changes: η is divided by w."""
+    labelled = MethodInput([ColumnInfo(**{**c.__dict__, "role": "label"}) if c.name == "a" else c for c in SCHEMA],
+                           data.frame)
+    meta = run_mst(labelled, MstParams(epsilon=3.0, bins=16, iterations=200), ctx(4)).metadata["mst"]
+    assert meta["label_columns"] == ["a"] and meta["label_weight"] == 2.0
+    selections = [s for s in meta["selections"]]
+    assert selections and all(s["score_sensitivity"] == 4.0 and "× 2 for a pair holding a label column" in s["score"]
+                              for s in selections)
+    assert meta["rho_spent"] == pytest.approx(meta["rho"], rel=1e-9)  # the budget is unchanged
+    plain = run_mst(data, MstParams(epsilon=3.0, bins=16, iterations=200), ctx(4)).metadata["mst"]
+    assert plain["label_columns"] == [] and all(s["score_sensitivity"] == 2.0 for s in plain["selections"])
+    # the weighted scores themselves: a label pair's is w times its L1 error
+    from app.privacy.dp_release.mst import select_tree
+    from app.privacy.dp_release.zcdp import Ledger
+
+    columns = build_columns(SynthParams(epsilon=1.0, bins=16), SCHEMA)
+    names = [c.name for c in columns]
+    from app.privacy.dp_release.marginals import encode_frame
+    codes = encode_frame(columns, data.frame)
+    model = {c.name: np.full(c.size, 1.0 / c.size) for c in columns}
+    pairs = [(0, 1), (1, 2)]  # a-b holds the label, b-c does not
+    chosen = select_tree(pairs, names, codes, model, N, 1e6, 1, Ledger(1e7), SecureRandom(seed=1),
+                         frozenset({"a"}), 1e6)  # a weight that decides it whatever the noise
+    assert chosen == [("a", "b")]
+
+
 # ------------------------------------------------------------------- 1-way budget split
 def test_levels_split_minimizes_the_expected_l1_noise_of_the_one_way_marginals():
     from app.privacy.dp_release.marginals import one_way_rhos

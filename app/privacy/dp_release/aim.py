@@ -64,9 +64,6 @@ MISSING_SIGMAS = 5.0  # a missing level whose first noisy count is below 5σ get
 NO_MASS = -1e4  # log-potential of such a level: exp underflows to exactly 0
 FEWER = "release fewer columns or plan fewer rounds"
 ONE_WAY_SHARE = 0.08  # the paper's 0.9·d/T is 0.056; 0.08 measured best on Adult (docs/methods/aim.md)
-# At ε = 0.5 on Adult 3 releases in 10 linked the label to one column and the synthetic table
-# predicted the majority class (docs/methods/aim.md, "The label's weight")
-LABEL_WEIGHT = 2.0
 
 
 class AimParams(SynthParams):
@@ -81,9 +78,6 @@ class AimParams(SynthParams):
                                         "on the first 1-way marginals (the rounds share the rest); "
                                         "null: the paper's 0.9·d/T, each 1-way costing one round's "
                                         "measurement")
-    label_weight: float = Field(LABEL_WEIGHT, ge=1.0, le=100.0, description="the weight of a candidate "
-                                "marginal that holds a column whose role is label is multiplied by "
-                                "this (1: the paper's workload, every pair alike)")
 
 
 def workload_weights(names: list[str], columns: list[Column], max_cells: int,

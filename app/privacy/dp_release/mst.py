@@ -142,18 +142,24 @@ def one_way_fit(y: np.ndarray, mapping: np.ndarray, n: int) -> np.ndarray:
 
 def select_tree(pairs: list[tuple[int, int]], names: list[str], codes: dict[str, np.ndarray],
                 model_1way: dict[str, np.ndarray], n: int, rho_round: float, rounds: int,
-                ledger: Ledger, rng: SecureRandom) -> list[tuple[str, str]]:
+                ledger: Ledger, rng: SecureRandom, labels: frozenset[str] = frozenset(),
+                label_weight: float = 1.0) -> list[tuple[str, str]]:
     """Kruskal's algorithm in which each round's edge is drawn by the exponential mechanism
     (ρ_round each) among the pairs not yet connected, scored by the exact L1 distance between
-    the pair's counts and the 1-way model's product estimate (sensitivity 2)."""
+    the pair's counts and the 1-way model's product estimate (sensitivity 2), times
+    ``label_weight`` for a pair that holds one of ``labels`` (the sensitivity times the
+    largest weight: η is scaled down by it)."""
     scores = {}
+    weight = Fraction(label_weight)  # exact: the float the caller gave
+    top = weight if labels and any({names[i], names[j]} & labels for i, j in pairs) else Fraction(1)
     for i, j in pairs:
         a, b = names[i], names[j]
         p, q = model_1way[a], model_1way[b]
         xhat = n * np.outer(p, q).ravel()
-        scores[(i, j)] = exact_score(l1_error(marginal(codes, (a, b), (len(p), len(q))), xhat))
+        score = exact_score(l1_error(marginal(codes, (a, b), (len(p), len(q))), xhat))
+        scores[(i, j)] = score * (weight if {a, b} & labels else 1)
     eps0 = em_epsilon(rho_round)
-    eta = Fraction(eps0) / (2 * SCORE_SENSITIVITY)
+    eta = Fraction(eps0) / (2 * SCORE_SENSITIVITY * top)
     sampler, forest = ExactSampler(rng), _Forest(len(names))
     chosen: list[tuple[str, str]] = []
     for r in range(rounds):
@@ -164,7 +170,9 @@ def select_tree(pairs: list[tuple[int, int]], names: list[str], codes: dict[str,
         ledger.spend(rho_round, {"kind": "select", "stage": "exponential mechanism", "round": r + 1,
                                  "candidates": len(open_pairs), "chosen": list(chosen[-1]),
                                  "epsilon0": eps0, "score": "L1 error of the 2-way marginal against "
-                                 "the 1-way model", "score_sensitivity": SCORE_SENSITIVITY})
+                                 "the 1-way model" + (f", × {float(weight):g} for a pair holding a label "
+                                                      "column" if top != 1 else ""),
+                                 "score_sensitivity": SCORE_SENSITIVITY * float(top)})
     return chosen
 
 
@@ -177,6 +185,7 @@ def run_mst(data: MethodInput, params: MstParams, ctx: RunContext) -> ReleaseRes
     d = len(columns)
     codes = encode_frame(columns, frame)
     pairs = candidate_pairs(columns, params.max_cells)
+    labels = frozenset(c.name for c in data.columns if c.role == "label") & set(names)
     rounds = spanning_rounds(d, pairs)
     rho, slack, tails = zcdp_budget("mst", params, d + rounds, FEWER)
     ledger = Ledger(rho)
@@ -207,7 +216,7 @@ def run_mst(data: MethodInput, params: MstParams, ctx: RunContext) -> ReleaseRes
         ctx.progress(0.2, "selecting pairs")
         model_1way = {c: one_way_fit(noisy[c], mappings[c], n) for c in names}
         chosen = select_tree(pairs, names, ccodes, model_1way, n, (rho - rho_one) / 2.0 / rounds,
-                             rounds, ledger, ctx.rng)
+                             rounds, ledger, ctx.rng, labels, params.label_weight)
 
     ctx.progress(0.35, "2-way marginals")
     two_way = []
@@ -233,6 +242,7 @@ def run_mst(data: MethodInput, params: MstParams, ctx: RunContext) -> ReleaseRes
     ctx.progress(1.0, "done")
     return _result(params, ctx, columns, out, ledger, (rho, slack, tails), mappings,
                    {"n": n, "rows": rows, "rounds": rounds, "candidate_pairs": len(pairs),
+                    "labels": sorted(labels),
                     "seconds": time.perf_counter() - started})
 
 
@@ -254,7 +264,8 @@ def _result(params: MstParams, ctx: RunContext, columns: list[Column], out, ledg
           "('missing_folded_into') and never released",
         "model": {"estimator": "mbi MirrorDescent", "iterations": params.iterations},
         "one_way": one_way_facts(params.one_way_share, params.one_way_weights),
-        "rounds": facts["rounds"], "candidate_pairs": facts["candidate_pairs"]})
+        "rounds": facts["rounds"], "candidate_pairs": facts["candidate_pairs"],
+        "label_columns": facts["labels"], "label_weight": params.label_weight})
     for c in columns:
         result.metadata["mst"]["columns"][c.name].update(_compression_facts(mappings[c.name], c.missing_level))
     return result
