@@ -377,7 +377,18 @@ def _read_transactions(path: Path, limits: Limits, separator: str = r"\s+") -> T
     lines = pa.array(text.decode("utf-8").splitlines(), type=pa.string())
     if len(lines) > limits.max_rows:
         raise Unprocessable(f"the file has {len(lines)} transactions; the limit is {limits.max_rows}")
-    return _item_lists(pc.split_pattern_regex(pc.utf8_trim_whitespace(lines), separator), limits)
+    lines = pc.utf8_trim_whitespace(lines)
+    if separator == _ITEM_SEPARATORS["transactions"] and _every_line_has_a_comma(lines):
+        # a basket file sent as .dat became one item "1,2,3" per line, silently
+        raise Unprocessable("every transaction holds a comma, and a FIMI transaction file separates "
+                            "its items by spaces: comma-separated market baskets? send them with "
+                            "format=baskets")
+    return _item_lists(pc.split_pattern_regex(lines, separator), limits)
+
+
+def _every_line_has_a_comma(lines: pa.Array) -> bool:
+    filled = lines.filter(pc.not_equal(lines, ""))
+    return len(filled) > 0 and bool(pc.all(pc.match_substring(filled, ",")).as_py())
 
 
 def _lists_to_transactions(column: pa.ChunkedArray, limits: Limits) -> TransactionData:

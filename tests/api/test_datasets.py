@@ -511,6 +511,18 @@ def test_comma_separated_baskets_upload_as_transactions(client, make_key):
                    "unparsable row 1: expected 3 fields, found 2 (market baskets", "send format=baskets")
 
 
+def test_comma_separated_baskets_sent_as_a_fimi_file_are_refused_with_the_format_to_use(client, make_key):
+    """A .dat file whose lines are '1,2,3' became one item '1,2,3' per transaction, without a
+    word (rrit acceptance run): FIMI separates items by spaces. Every line holding a comma is
+    refused, pointing at format=baskets; a line without one keeps the file a FIMI file."""
+    headers = make_key("owner")
+    assert_problem(upload(client, headers, b"1,2,3\n2,3\n\n1,3\n", "baskets.dat"), 422,
+                   "every transaction holds a comma", "format=baskets")
+    ok = upload(client, headers, b"1,2 3\n4 5\n", "mixed.dat")
+    assert ok.status_code == 201, ok.text
+    assert upload(client, headers, b"1,2,3\n2,3\n", "b.txt", format="baskets").json()["rows"] == 2
+
+
 @pytest.mark.parametrize(("content", "name", "fmt", "rows"), [
     (b"\xef\xbb\xbf1 2\n1 3\n", "bom.dat", None, [["1", "2"], ["1", "3"]]),
     (b"\xef\xbb\xbfwhole milk,bread\nwhole milk\n", "bom.csv", "baskets", [["bread", "whole milk"], ["whole milk"]]),
