@@ -7,6 +7,9 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
+import numpy as np
+import pandas as pd
+
 Notion = Literal["local_dp", "central_dp", "k_anonymity", "none"]
 
 
@@ -56,15 +59,12 @@ def unchanged_columns(columns: list[str], verb: str, on_release: bool) -> str:
 MAX_DETERMINANT_LEVELS = 1_000  # a raw column with more values is an identifier-like key, not a code
 
 
-def raw_determinants(frame, unprotected: list[str], protected: list[str]) -> dict[str, list[str]]:
+def raw_determinants(frame: pd.DataFrame, unprotected: list[str], protected: list[str]) -> dict[str, list[str]]:
     """The unprotected columns that determine a protected one in this table: every value of
     the raw column (with at most MAX_DETERMINANT_LEVELS values, each held by ≥ 2 records on
     average) goes with a single value of the protected column (a missing cell is a value).
     Adult's education-num, published raw beside a randomized education, is a code for it: the
     randomization then hides nothing (the RR acceptance run). {protected: [raw, …]}."""
-    import numpy as np
-    import pandas as pd
-
     n = len(frame)
     codes = {c: pd.factorize(frame[c], use_na_sentinel=False)[0].astype(np.int64)
              for c in (*unprotected, *protected)}

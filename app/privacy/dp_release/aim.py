@@ -44,7 +44,7 @@ from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.dp_release.common import at_least_two_records, require_rows
 from app.privacy.dp_release.marginals import (
-    Column, SynthParams, build_columns, decode_frame, encode_frame, load_mbi,
+    Column, SynthParams, build_columns, decode_frame, encode_frame, label_columns, load_mbi,
     marginal, one_way_facts, one_way_rhos, sampler_random_source, release, synthetic_epsilon,
     zcdp_budget,
 )
@@ -178,7 +178,7 @@ def run_aim(data: MethodInput, params: AimParams, ctx: RunContext) -> ReleaseRes
     names = [c.name for c in columns]
     sizes = {c.name: c.size for c in columns}
     codes = encode_frame(columns, frame)
-    labels = frozenset(c.name for c in data.columns if c.role == "label") & set(names)
+    labels = label_columns(data.columns, names)
     weights = workload_weights(names, columns, params.max_cells, labels, params.label_weight)
     T = _planned_rounds(params, len(columns))
     rho, slack, tails = zcdp_budget("aim", params, len(columns) + T + 1, FEWER)

@@ -143,10 +143,9 @@ class Column:
             if self.edges is not None:  # the last bin holds the upper bound itself
                 codes = np.searchsorted(np.asarray(self.edges[1:-1]), np.rint(v) if plan.integer else v,
                                         side="right").astype(np.float64)
-            elif plan.integer:
+            elif plan.integer:  # one level per integer (more integers than bins get edges)
                 ilo, count = self._int_range
-                k = np.nan_to_num(np.clip(np.rint(v), ilo, ilo + count - 1) - ilo).astype(np.int64)
-                codes = k if self.per_integer else (k * self.bins) // count  # exact integers
+                codes = np.nan_to_num(np.clip(np.rint(v), ilo, ilo + count - 1) - ilo).astype(np.int64)
             else:
                 codes = np.floor((v - plan.lo) / (plan.hi - plan.lo) * self.bins)
             codes = np.nan_to_num(np.minimum(codes, self.bins - 1), nan=0).astype(np.int64)
@@ -158,9 +157,9 @@ class Column:
         integer column: the first integer of every bin, then the last integer + 1)."""
         if self.edges is not None:
             return list(self.edges)
-        if self.plan.integer:
+        if self.plan.integer:  # one level per integer
             ilo, count = self._int_range
-            return [ilo + (b * count + self.bins - 1) // self.bins for b in range(self.bins + 1)]
+            return [ilo + b for b in range(count + 1)]
         width = (self.plan.hi - self.plan.lo) / self.bins
         return [self.plan.lo + b * width for b in range(self.bins)] + [self.plan.hi]
 
@@ -233,6 +232,12 @@ def build_columns(params: SynthParams, infos: list[ColumnInfo]) -> list[Column]:
             raise MethodInputError(f"column {info.name!r} has {col.size} levels (limit {MAX_LEVELS})")
         out.append(col)
     return out
+
+
+def label_columns(infos: list[ColumnInfo], released: list[str]) -> frozenset[str]:
+    """The released columns whose declared role is label (their marginals weigh
+    ``label_weight`` in mst's and aim's selection)."""
+    return frozenset(c.name for c in infos if c.role == "label") & set(released)
 
 
 def lower_bound_alone(plan: ColumnPlan, bins: int) -> tuple[float, ...]:

@@ -35,8 +35,8 @@ from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.dp_release.common import at_least_two_records, require_rows
 from app.privacy.dp_release.marginals import (
-    Column, SynthParams, build_columns, candidate_pairs, decode_frame, encode_frame, load_mbi,
-    marginal, mirror_descent, one_way_facts, one_way_rhos, release, sampler_random_source,
+    Column, SynthParams, build_columns, candidate_pairs, decode_frame, encode_frame, label_columns,
+    load_mbi, marginal, mirror_descent, one_way_facts, one_way_rhos, release, sampler_random_source,
     synthetic_epsilon, zcdp_budget,
 )
 from app.privacy.dp_release.zcdp import (
@@ -185,7 +185,7 @@ def run_mst(data: MethodInput, params: MstParams, ctx: RunContext) -> ReleaseRes
     d = len(columns)
     codes = encode_frame(columns, frame)
     pairs = candidate_pairs(columns, params.max_cells)
-    labels = frozenset(c.name for c in data.columns if c.role == "label") & set(names)
+    labels = label_columns(data.columns, names)
     rounds = spanning_rounds(d, pairs)
     rho, slack, tails = zcdp_budget("mst", params, d + rounds, FEWER)
     ledger = Ledger(rho)
