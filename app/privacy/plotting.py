@@ -1,8 +1,10 @@
-"""Shared plot layout: one figure legend below the panels, so a legend never covers data.
+"""Shared plot layout: one figure legend below the panels, so a legend never covers data, and
+log axes a reader can read.
 
 Per-axes legends (``ax.legend(loc="best")``) sit inside the axes and hid points and lines in the
 experiment figures; ``legend_below`` replaces them with a single frameless legend in a strip the
-figure grows for it, under the lowest tick labels.
+figure grows for it, under the lowest tick labels. ``log_axis`` puts a value axis on a log scale
+with plain-number labels; ``spans_a_decade`` says when that is worth it.
 """
 
 from __future__ import annotations
@@ -10,10 +12,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.legend import Legend
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 #: share of the figure width the legend may take before it wraps to another row
 _MAX_WIDTH_SHARE = 0.96
@@ -68,3 +72,41 @@ def legend_below(fig: Figure, axes: Iterable[Axes] | None = None, *, title: str 
     fig.set_figheight(fig.get_figheight() + strip, forward=False)
     fig.tight_layout(rect=(0.0, strip / fig.get_figheight(), 1.0, 1.0))
     return legend
+
+
+def spans_a_decade(values) -> bool:
+    """Every (finite) value positive and the largest more than ten times the smallest: a log
+    axis then shows what a linear one squashes (a 0.0016 next to a 5.46 sits on the zero line).
+    On a narrower range a log axis only magnifies small differences (bars of 1.7e-3 and 2.8e-3
+    drawn five times apart), and a zero or negative value would vanish from it."""
+    v = np.asarray(values, dtype=float).ravel()
+    v = v[np.isfinite(v)]
+    return len(v) > 0 and float(v.min()) > 0 and float(v.max()) > 10 * float(v.min())
+
+
+def _plain(value: float, _pos=None) -> str:
+    """0.02, 0.5, 10 — or 2×10⁻⁵ where a plain number would need that many zeros."""
+    if value <= 0:
+        return ""
+    exponent = math.floor(math.log10(value) + 1e-9)
+    if -4 <= exponent <= 5:
+        return f"{value:g}"
+    mantissa = round(value / 10 ** exponent, 6)
+    return f"$10^{{{exponent}}}$" if mantissa == 1 else f"${mantissa:g}\\times10^{{{exponent}}}$"
+
+
+def log_axis(ax: Axes, axis: str = "y") -> None:
+    """Put ``ax``'s value axis on a log scale with labels a reader can take in: plain numbers at
+    1, 2 and 5 × 10ⁿ while the axis spans at most 2.5 decades, at the decades only beyond, and the
+    minor ticks unlabelled. matplotlib's default labels minor ticks as soon as an axis spans about
+    a decade, which wrote 2×10⁻², 3×10⁻², 4×10⁻², 6×10⁻² up a 3-inch panel (experiment_itemsets'
+    grouping bars). Call it after the data are drawn."""
+    scale, target = (ax.set_yscale, ax.yaxis) if axis == "y" else (ax.set_xscale, ax.xaxis)
+    scale("log")
+    ax.autoscale_view()
+    low, high = ax.get_ylim() if axis == "y" else ax.get_xlim()
+    decades = math.log10(high / low) if low > 0 and high > 0 else math.inf
+    target.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)))
+    target.set_major_formatter(FuncFormatter(_plain))
+    target.set_minor_locator(LogLocator(base=10, subs=np.arange(2, 10) / 1.0))
+    target.set_minor_formatter(NullFormatter())

@@ -12,6 +12,7 @@ from app.privacy.anonymity.rfk import encode_features, kmeans_1d, tier_stability
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
 from app.privacy.registry import MethodInputError
+from tests.support.figures import assert_readable
 
 
 def _sse(x, labels):
@@ -275,3 +276,18 @@ def test_experiment_rfk_figures_keep_one_style_per_series_told_apart_without_col
     uniques, at_risk = risk["RFK: sample uniques (all attributes)"], risk["RFK: records in classes < 5"]
     # where the two coincide, the circles must show inside the squares: hollow and larger
     assert at_risk.get_fillstyle() == "none" and at_risk.get_markersize() > uniques.get_markersize()
+
+
+def test_experiment_rfk_information_loss_on_a_log_axis_when_it_spans_decades():
+    """Acceptance check of the docs figures: RFK's Σ NCP (Adult 0.0016, 0.0038, 0.22 at E = 1-3)
+    sat on the zero line of a linear axis that (p,α,k)'s 5.46 stretched, so the growth with E the
+    page describes could not be seen. A zero keeps the linear axis (it would vanish from a log one)."""
+    from app.privacy.experiments.rfk import _figures
+
+    spread = _by_e_table().assign(rfk_ncp_sum=[0.0016, 0.0038, 0.22, 0.90, 1.44])
+    ax = _figures(spread, "adult")["rfk_information_loss_adult"].axes[0]
+    assert ax.get_yscale() == "log" and "log scale" in ax.get_ylabel()
+    assert_readable(_figures(spread, "adult")["rfk_information_loss_adult"])
+    with_zero = _figures(_by_e_table(), "adult")["rfk_information_loss_adult"].axes[0]
+    assert with_zero.get_yscale() == "linear"
+    assert _figures(spread, "adult")["rfk_accuracy_adult"].axes[0].get_yscale() == "linear"

@@ -69,6 +69,24 @@ def test_plot_tells_every_method_and_peer_apart_without_colour():
         plt.close(fig)
 
 
+def test_majority_line_stays_visible_where_it_equals_noprivacy():
+    """Docs acceptance check: on CoIL caravan the majority class (0.061) scores as NoPrivacy
+    (0.061), and its thin grey dotted line was drawn exactly under the black dashed one — the
+    legend named a line nobody could see. It is now wide and underneath, the dashes through it."""
+    runs = pd.DataFrame([{"task": "coil_caravan", "method": m, "epsilon": e, "majority_error": 0.061,
+                          "error_release_split": 0.06, "error_raw_holdout": 0.061}
+                         for m, e in (("dppro", 1.0), ("dppro", 2.0), ("noprivacy", math.inf))])
+    fig = _plot(runs, "coil_caravan", LABELS)
+    try:
+        for ax in fig.axes:
+            lines = {line.get_label(): line for line in ax.get_lines()}
+            majority, noprivacy = lines["majority class"], lines["NoPrivacy"]
+            assert majority.get_linewidth() >= 2 * noprivacy.get_linewidth()
+            assert majority.get_zorder() < noprivacy.get_zorder()
+    finally:
+        plt.close(fig)
+
+
 @pytest.mark.parametrize("epsilon", [0.0, -1.0, 100.5, math.inf])
 def test_an_epsilon_outside_the_methods_range_is_refused_by_the_params(epsilon):
     """ε ≤ 0 or > 100 was accepted and failed the job at its first release as an internal

@@ -11,7 +11,7 @@ import pytest
 
 from app.privacy.context import RunContext
 from app.privacy.experiments.rfka import (
-    ExperimentRfkaParams, _figure, load_adult_sample, lookup_auc, run_experiment_rfka, svm_auc,
+    ExperimentRfkaParams, _figure, _figures, load_adult_sample, lookup_auc, run_experiment_rfka, svm_auc,
 )
 from sklearn.metrics import roc_auc_score
 from pydantic import ValidationError
@@ -68,6 +68,20 @@ def test_figures_name_what_they_show_and_keep_a_style_per_variant(report):
     assert set(colours) == {"RFKA (lookahead, beam)", "RFKA, paper's loop", "Greedy_Hamdist"}
     swapped = _figure(summary, ["hamdist", "rfka"], "auc", "SVM AUC", "AUC vs K")
     assert all(colours[h.get_label()] == h.lines[0].get_color() for h in swapped.axes[0].containers)
+
+
+def test_features_and_runtime_on_log_axes(report):
+    """Docs acceptance check: the features plot's K = 0 point (every candidate: 118 on Adult) put
+    the counts of K >= 2 (2-21), where the methods differ, on the bottom tenth of a linear axis."""
+    figures = _figures(report.tables["summary"], ["rfka", "rfka_greedy", "hamdist"], 5)
+    assert set(figures) == set(report.plots)
+    for name in ("features", "runtime"):
+        ax = figures[name].axes[0]
+        assert ax.get_yscale() == "log" and "log scale" in ax.get_ylabel()
+        assert_readable(figures[name])
+    assert figures["auc"].axes[0].get_yscale() == "linear"
+    none_kept = report.tables["summary"].assign(hamdist_features=0)
+    assert _figures(none_kept, ["rfka", "hamdist"], 5)["features"].axes[0].get_yscale() == "linear"
 
 
 def test_adult_sample_is_stratified():

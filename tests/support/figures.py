@@ -20,7 +20,8 @@ def style_without_colour(handle) -> tuple:
 
 def assert_readable(fig: Figure) -> None:
     """Every panel titled with an x label, a y label in the first column, the legend entries
-    told apart by marker, line style or hatch (not colour alone), the legend outside every panel."""
+    told apart by marker, line style or hatch (not colour alone), no minor tick labelled, the
+    legend outside every panel."""
     axes = [ax for ax in fig.axes if ax.get_visible()]
     for ax in axes:
         assert ax.get_title() and ax.get_xlabel(), f"panel {ax.get_title()!r} lacks a title or x label"
@@ -32,6 +33,10 @@ def assert_readable(fig: Figure) -> None:
     assert not same, f"told apart by colour only: {same}"
     renderer = FigureCanvasAgg(fig).get_renderer()
     fig.draw(renderer)
+    for ax in axes:  # a log axis over about a decade labelled its minor ticks: 2×10⁻², 3×10⁻², …
+        for axis in (ax.xaxis, ax.yaxis):
+            minor = [t.get_text() for t in axis.get_minorticklabels() if t.get_visible() and t.get_text()]
+            assert not minor, f"panel {ax.get_title()!r}: minor ticks labelled {minor}"
     for legend in fig.legends:
         box = legend.get_window_extent(renderer)
         assert not any(box.overlaps(ax.bbox) for ax in axes), "the legend covers a panel"

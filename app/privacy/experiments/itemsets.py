@@ -30,7 +30,7 @@ from app.privacy.itemsets.encoding import one_hot, read_fimi
 from app.privacy.itemsets.mining import Level, apriori
 from app.privacy.itemsets.supports import all_combinations, exact_oracle, release_oracle
 from app.privacy.itemsets.release import ItemParams, MaskParams, PngParams, prepare_items, run_mask, run_png
-from app.privacy.plotting import legend_below
+from app.privacy.plotting import legend_below, log_axis, spans_a_decade
 from app.privacy.registry import MethodKind, MethodSpec, Params, MethodSource, register
 from app.privacy.results import ReportResult, render_figure
 from app.privacy.rng import SecureRandom
@@ -280,7 +280,7 @@ def _ylabel_first_column(axes: list, label: str) -> None:
 
 
 def _plot_vs_p(table: pd.DataFrame, metric: str, ylabel: str, datasets: list[str], titles: dict[str, str],
-               log: bool = False) -> Figure:
+               log: bool = False, title: str | None = None) -> Figure:
     fig, axes = _panels(len(datasets), 3.4)
     for ax, name in zip(axes, datasets):
         part = table[table["dataset"] == name]
@@ -293,17 +293,11 @@ def _plot_vs_p(table: pd.DataFrame, metric: str, ylabel: str, datasets: list[str
         ax.set_xlabel("mean keep probability p")
         ax.grid(alpha=0.3)
         if log:
-            ax.set_yscale("log")
+            log_axis(ax)
     _ylabel_first_column(axes, ylabel)
+    fig.suptitle(title or f"{ylabel[:1].upper()}{ylabel[1:]} vs mean keep probability")
     legend_below(fig, axes, title=ERROR_BARS)
     return fig
-
-
-def _spans_a_decade(values: pd.Series) -> bool:
-    """Log scale only for values over more than a decade: on a log axis whose floor is set by the
-    data, 1.7e-3 against 2.8e-3 drew bars five times apart (adult, grouping at 0.9)."""
-    positive = values[values > 0]
-    return len(positive) > 0 and float(positive.max()) > 10 * float(positive.min())
 
 
 def _plot_grouping(table: pd.DataFrame, datasets: list[str], mean_p: float) -> Figure:
@@ -318,11 +312,13 @@ def _plot_grouping(table: pd.DataFrame, datasets: list[str], mean_p: float) -> F
             ax.bar(x + (j - 0.5) * 0.4, values, width=0.4, label=estimator, hatch="" if j == 0 else "//",
                    edgecolor="white" if j == 0 else "black", linewidth=0.5)
         ax.set_xticks(x, labels, fontsize=8)
-        ax.set_title(f"{name}: PN/g {paper_design(mean_p)}", fontsize=9)
+        ax.set_title(f"{name}: PN/g with p_t = {', '.join(f'{q:g}' for q in paper_design(mean_p))}",
+                     fontsize=9)
         ax.set_xlabel("group size g, assignment of rows to groups", fontsize=8)
-        if _spans_a_decade(part["mae"]):
-            ax.set_yscale("log")  # a bar's length then starts at an arbitrary floor: only worth it here
+        if spans_a_decade(part["mae"]):
+            log_axis(ax)  # a bar's length then starts at an arbitrary floor: only worth it here
     _ylabel_first_column(axes, "mean absolute support error")
+    fig.suptitle(f"Support error of PN/g's estimators by grouping (mean keep probability {mean_p:g})")
     legend_below(fig, axes, title=f"estimator (mean keep probability {mean_p:g}; mean over the seeds)")
     return fig
 
@@ -338,6 +334,7 @@ def _plot_pruning(table: pd.DataFrame, datasets: list[str], titles: dict[str, st
         ax.set_ylim(0, 1.05)
         ax.grid(alpha=0.3)
     _ylabel_first_column(axes, "recall of the frequent itemsets")
+    fig.suptitle("Recall of the frequent itemsets with and without Apriori's pruning vs p")
     legend_below(fig, axes, title="MASK releases, mean over the seeds")
     return fig
 
@@ -379,7 +376,9 @@ def run_experiment_itemsets(data: MethodInput, params: ExperimentItemsetsParams,
     prune_titles = {n: f"{n} (minsup {minsup_of[n]:g}, size ≤ {params.pruning_max_len})" for n in names}
     plots = {
         "itemsets_error_vs_p": render_figure(
-            _plot_vs_p(vs_p_table, "mae", "mean absolute support error", names, titles, log=True)),
+            _plot_vs_p(vs_p_table, "mae", "mean absolute support error", names, titles, log=True,
+                       title="Mean absolute support error of the frequent itemsets vs mean keep "
+                             "probability")),
         "itemsets_recall_vs_p": render_figure(
             _plot_vs_p(vs_p_table, "recall", "recall of frequent itemsets", names, titles)),
         "itemsets_precision_vs_p": render_figure(

@@ -34,7 +34,7 @@ from app.privacy.anonymity.risk import frame_risk
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
 from app.privacy.experiments import datasets_dir
-from app.privacy.plotting import legend_below
+from app.privacy.plotting import legend_below, log_axis, spans_a_decade
 from app.privacy.registry import MethodKind, MethodSpec, Params, MethodSource, register
 from app.privacy.results import ReportResult, render_figure
 
@@ -171,8 +171,10 @@ _STYLES = {
 
 
 def _figure(table: pd.DataFrame, dataset: str, series: dict[str, tuple[str, str]], ylabel: str,
-            title: str) -> Figure:
-    """``series``: table column → (style key of ``_STYLES``, legend label)."""
+            title: str, log_if_spread: bool = False) -> Figure:
+    """``series``: table column → (style key of ``_STYLES``, legend label). ``log_if_spread``: a
+    log axis when the values span more than a decade (the information loss: RFK's 0.0016 at E = 1
+    sat on the zero line under (p,α,k)'s 5.46, so its growth with E was invisible)."""
     fig = Figure(figsize=(6.4, 4))
     ax = fig.subplots()
     part = table[table.dataset == dataset]
@@ -180,6 +182,9 @@ def _figure(table: pd.DataFrame, dataset: str, series: dict[str, tuple[str, str]
         ax.plot(part["E"], part[column], label=name, **_STYLES[style])
     ax.set_xticks([1, 2, 3, 4, 5])
     ax.set_xlabel("threshold E (tiers 1..E k-anonymized)")
+    if log_if_spread and spans_a_decade(part[list(series)]):
+        log_axis(ax)
+        ylabel = f"{ylabel}, log scale"
     ax.set_ylabel(ylabel)
     ax.set_title(f"{title} — {dataset}")
     ax.grid(alpha=0.3)
@@ -199,7 +204,7 @@ def _figures(table: pd.DataFrame, dataset: str) -> dict[str, Figure]:
         f"rfk_information_loss_{dataset}": _figure(table, dataset, {
             "rfk_ncp_sum": ("rfk", "RFK"), "kanonymity_ncp_sum": ("kanonymity", "plain k-anonymity"),
             "pak_ncp_sum": ("pak", "(p,α,k)-anonymity")},
-            "information loss (Σ NCP over attributes)", "Information loss vs E"),
+            "information loss (Σ NCP over attributes)", "Information loss vs E", log_if_spread=True),
         f"rfk_risk_{dataset}": _figure(table, dataset, {
             "rfk_sample_uniques_share": ("rfk", "RFK: sample uniques (all attributes)"),
             "rfk_records_at_risk": ("rfk_at_risk", f"RFK: records in classes < {RfkConfig.risk_threshold}"),
