@@ -15,7 +15,7 @@ from pydantic import Field
 
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
-from app.privacy.itemsets.supports import check_itemsets
+from app.privacy.itemsets.supports import check_itemsets, randomized_items
 from app.privacy.plotting import legend_below
 from app.privacy.registry import (
     TABLES_ONLY, TRANSACTIONS_ONLY, DataShape, MethodKind, MethodInputError, MethodSpec, Params, MethodSource, reconstructor,
@@ -56,6 +56,10 @@ def run_reconstruct(data: MethodInput, params: ReconstructParams, ctx: RunContex
         fn = reconstructor(step["method"])
         if fn is None:
             continue  # a step with nothing to invert (e.g. generalization)
+        if data.transactions is not None and not randomized_items(step.get("metadata")):
+            # a table step before mask/png encoded its columns as items (errph → mask): its
+            # columns are items now; the mask section's notes name them
+            continue
         sections.append({"method": step["method"], "release_id": step.get("release_id"),
                          **fn(data, step, params, ctx)})
         step_numbers.append(i + 1)

@@ -15,7 +15,8 @@ from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.itemsets.encoding import check_chosen_columns, default_item_columns, one_hot
 from app.privacy.itemsets.groups import POOLED_ASSUMPTION
 from app.privacy.itemsets.supports import (
-    MAX_ITEMSET_SIZE, SupportOracle, exact_oracle, randomized_items, release_oracle,
+    MAX_ITEMSET_SIZE, SupportOracle, changed_before_encoding_note, exact_oracle, randomized_items,
+    release_oracle,
 )
 from app.privacy.registry import (
     TABLES_ONLY, DataShape, MethodKind, MethodInputError, MethodSpec, Params, MethodSource, register,
@@ -196,8 +197,12 @@ def mining_oracle(data: MethodInput, params: FrequentItemsetsParams) -> tuple[Su
 
 def changed_columns_note(data: MethodInput, params: FrequentItemsetsParams) -> str | None:
     """On a table release: the mined columns a step of its chain changed (randomized,
-    transformed, generalized, synthesized), whose published counts are not the original's."""
-    if data.source is None or data.frame is None or randomized_items(data.source.metadata):
+    transformed, generalized, synthesized), whose published counts are not the original's. On
+    a mask/png release: the encoded columns an earlier step changed before the encoding, whose
+    reconstructed supports are the input release's, not the original's."""
+    if data.source is not None and randomized_items(data.source.metadata):
+        return changed_before_encoding_note(data.source)
+    if data.source is None or data.frame is None:
         return None
     chosen = params.columns if params.columns is not None else default_item_columns(data.columns)
     changed: dict[str, list[str]] = {}

@@ -24,6 +24,33 @@ def randomized_items(metadata: dict[str, Any] | None) -> bool:
     return "itemsets" in (metadata or {})
 
 
+def changed_before_encoding(source: Any) -> dict[str, list[str]]:
+    """On a mask/png release of a table release (``source``: the release's SourceRelease): per
+    encoded column (the step's protected columns), the earlier steps of its chain that changed
+    it (randomized, transformed, generalized, synthesized) before it was one-hot encoded."""
+    if source is None or not randomized_items(source.metadata):
+        return {}
+    encoded = set((source.guarantees or {}).get("protected_columns") or [])
+    changed: dict[str, list[str]] = {}
+    for step in source.chain:
+        for col in (step.get("guarantees") or {}).get("protected_columns") or []:
+            if col in encoded and step["method"] not in changed.setdefault(col, []):
+                changed[col].append(step["method"])
+    return {col: methods for col, methods in changed.items() if methods}
+
+
+def changed_before_encoding_note(source: Any) -> str | None:
+    """The note saying whose supports a mask/png release of a changed table estimates."""
+    changed = changed_before_encoding(source)
+    if not changed:
+        return None
+    named = ", ".join(f"{col} ({', '.join(methods)})" for col, methods in changed.items())
+    return (f"columns changed by earlier steps of the chain before {source.method} encoded them as "
+            f"items: {named}; the supports of their items are reconstructed through "
+            f"{source.method}'s randomization only: estimates for the release {source.method} ran on, "
+            "not of the original data's (the earlier steps are not undone)")
+
+
 MAX_ITEMSET_SIZE = 10
 MAX_RECONSTRUCT_ITEMSETS = 250_000
 
@@ -158,8 +185,10 @@ def reconstruct_step(data: MethodInput, step: dict[str, Any], params: Any, ctx: 
                 row[f"se_{other}"] = float(alt[1][j])
             results[i] = row
     meta = step["metadata"]["itemsets"]
+    note = changed_before_encoding_note(data.source)
     return {
         "kind": "itemset_supports",
+        "notes": [note] if note else [],
         "estimator": params.estimator,
         "path": "weight_class",
         "n_transactions": td.n_transactions,
