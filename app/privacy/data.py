@@ -69,6 +69,26 @@ class SourceRelease:
         return (*self.chain, own)
 
 
+def columns_changed_by(steps, columns, skip=None) -> dict[str, list[str]]:
+    """Per column of ``columns`` that a step of ``steps`` protected (randomized, transformed,
+    generalized, synthesized: its guarantees' protected_columns), those steps' methods, oldest
+    first; ``skip(step)`` true leaves a step out. Columns no step changed are absent."""
+    wanted = set(columns)
+    changed: dict[str, list[str]] = {}
+    for step in steps:
+        if skip is not None and skip(step):
+            continue
+        for col in (step.get("guarantees") or {}).get("protected_columns") or []:
+            if col in wanted and step["method"] not in changed.setdefault(col, []):
+                changed[col].append(step["method"])
+    return {col: methods for col, methods in changed.items() if methods}
+
+
+def named_with_steps(changed: dict[str, list[str]]) -> str:
+    """'education (errph), age (errph, trr)' for columns_changed_by's answer."""
+    return ", ".join(f"{col} ({', '.join(methods)})" for col, methods in changed.items())
+
+
 @dataclass
 class MethodInput:
     columns: list[ColumnInfo]

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from pydantic import Field
 
 from app.privacy.context import RunContext
-from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
+from app.privacy.data import ColumnInfo, MethodInput, SourceRelease, columns_changed_by, named_with_steps
 from app.privacy.itemsets.supports import check_itemsets, randomized_items
 from app.privacy.plotting import legend_below
 from app.privacy.registry import (
@@ -60,8 +60,10 @@ def run_reconstruct(data: MethodInput, params: ReconstructParams, ctx: RunContex
             # a table step before mask/png encoded its columns as items (errph → mask): its
             # columns are items now; the mask section's notes name them
             continue
-        sections.append({"method": step["method"], "release_id": step.get("release_id"),
-                         **fn(data, step, params, ctx)})
+        section = {"method": step["method"], "release_id": step.get("release_id"), **fn(data, step, params, ctx)}
+        if (note := _not_undone_note(steps[:i], step, section.get("columns") or {})) is not None:
+            section["notes"] = [*section.get("notes", []), note]
+        sections.append(section)
         step_numbers.append(i + 1)
     if not sections:
         raise _nothing_to_reconstruct(steps)
@@ -69,6 +71,19 @@ def run_reconstruct(data: MethodInput, params: ReconstructParams, ctx: RunContex
     plot = _distributions_plot(sections, step_numbers) if params.plots else None
     return ReportResult(kind=REPORT_KIND, data={"steps": sections},
                         plots={"distributions": plot} if plot is not None else {})
+
+
+def _not_undone_note(earlier, step: dict[str, Any], columns: dict[str, Any]) -> str | None:
+    """A section's columns that an earlier step with no reconstruction changed (kanonymity →
+    errph, mst → errph): the section undoes its own step only, so it estimates the distribution
+    in the release that step ran on (generalized, synthetic, …), not the original data's."""
+    # a step with a reconstruction is composed through, or has its own section
+    changed = columns_changed_by(earlier, columns, skip=lambda s: reconstructor(s["method"]) is not None)
+    if not changed:
+        return None
+    return (f"columns changed before {step['method']} by steps that cannot be undone: {named_with_steps(changed)}; "
+            f"this section estimates their distribution in the release {step['method']} ran on, "
+            "not the original data's")
 
 
 PLOTTED_COLUMNS, PLOTTED_VALUES = 9, 20

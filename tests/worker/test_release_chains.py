@@ -56,3 +56,43 @@ def test_analyses_of_a_mask_release_of_a_randomized_table_name_the_earlier_step(
     direct = _release(client, headers, "mask", {"p": 0.9, "columns": ["education", "sex"]}, dataset_id=ds["id"])
     data = _report(client, headers, "reconstruct", {"max_len": 1}, direct)
     assert not any("(errph)" in n for n in data["steps"][0].get("notes", []))
+
+
+def _guarantees(client, headers, release_id):
+    return client.get(f"/v1/releases/{release_id}", headers=auth(headers)).json()["guarantees"]
+
+
+def test_k_anonymity_of_a_randomized_release_says_its_classes_are_of_randomized_values(client, table):
+    """errph → kanonymity: the release said 'every class of the quasi-identifiers (education,
+    sex) has at least 5 records' and 'it limits linkage through the declared quasi-identifiers',
+    with only the generic 'stated for that release's records' — not that education's values in
+    the classes are errph's randomized ones, not the people's (chains audit). A column no earlier
+    step changed is not named."""
+    headers, ds = table
+    randomized = _release(client, headers, "errph", {"p0": 0.5, "columns": ["education"]}, dataset_id=ds["id"])
+    anonymous = _release(client, headers, "kanonymity", {"k": 5, "quasi_identifiers": ["education", "sex"]},
+                         release_id=randomized)
+    g = _guarantees(client, headers, anonymous)
+    named = [w for w in g["warnings"] if w.startswith("education: changed by an earlier step")]
+    assert len(named) == 1 and "(errph)" in named[0] and "not the people's true values" in named[0], g["warnings"]
+    assert not any("sex: changed by an earlier step" in w for w in g["warnings"])  # errph left it alone
+    # on the dataset itself: no such warning
+    direct = _release(client, headers, "kanonymity", {"k": 5, "quasi_identifiers": ["education", "sex"]},
+                      dataset_id=ds["id"])
+    assert not any("earlier step" in w for w in _guarantees(client, headers, direct)["warnings"])
+
+
+def test_reconstruct_after_a_step_it_cannot_undo_says_whose_distribution_it_estimates(client, table):
+    """kanonymity → errph: the errph section gave education's distribution as if it were the
+    original data's, while it is the k-anonymous release's (the input of errph), with no note
+    (chains audit; mst → errph the same: the synthetic table's)."""
+    headers, ds = table
+    anonymous = _release(client, headers, "kanonymity", {"k": 5, "quasi_identifiers": ["education"]},
+                         dataset_id=ds["id"])
+    randomized = _release(client, headers, "errph", {"p0": 0.5, "columns": ["education", "sex"]},
+                          release_id=anonymous)
+    data = _report(client, headers, "reconstruct", {"plots": False}, randomized)
+    [section] = data["steps"]
+    notes = [n for n in section["notes"] if "education (kanonymity)" in n]
+    assert len(notes) == 1 and "not the original data's" in notes[0], section["notes"]
+    assert not any("sex (" in n for n in section["notes"])

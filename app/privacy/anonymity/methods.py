@@ -16,7 +16,7 @@ from app.privacy.anonymity.risk import class_size_table, prosecutor_risk
 from app.privacy.anonymity.roles import resolve_quasi_identifiers, resolve_sensitive
 from app.privacy.anonymity.verify import equivalence_classes
 from app.privacy.context import RunContext
-from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
+from app.privacy.data import ColumnInfo, MethodInput, SourceRelease, columns_changed_by
 from app.privacy.guarantees import guarantee
 from app.privacy.registry import (
     MethodKind, MethodInputError, at_least_k_records, MethodSpec, Params, MethodSource, register, require_declared_classes,
@@ -171,6 +171,26 @@ def chain_warnings(result: Anonymized, qis: list[str], generalized: set[str]) ->
             "anonymize the dataset itself with the stronger constraints"]
 
 
+def changed_qi_warnings(data: MethodInput, qis: list[str]) -> list[str]:
+    """The warning naming the quasi-identifiers an earlier step of the chain changed other than
+    by generalizing them (randomized, transformed, synthesized: errph, trr, mst, …): the classes
+    are counted over those published values, not over the people's true values."""
+    if data.source is None:
+        return []
+    # a k-anonymity step generalized (chain_warnings names those) or selected exact indicators
+    changed = columns_changed_by(data.source.steps(), qis,
+                                 skip=lambda s: (s.get("guarantees") or {}).get("notion") == "k_anonymity")
+    named = [q for q in qis if q in changed]
+    if not named:
+        return []
+    methods = sorted({m for q in named for m in changed[q]})
+    return [f"{', '.join(named)}: changed by an earlier step of this release's chain "
+            f"({', '.join(methods)}), so the classes are counted over the values that release holds "
+            "(randomized, transformed or synthetic), not the people's true values: k says how many "
+            "of the release's rows share a combination, not how many people do; what the dataset's "
+            "people keep from those steps is in chain_guarantees"]
+
+
 def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext) -> ReleaseResult:
     frame = data.frame
     assert frame is not None
@@ -181,7 +201,7 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
     hierarchies, generalized = usable_hierarchies(data)
     result = anonymize(frame.drop(columns=identifiers), infos, hierarchies, qis,
                        params.constraints(), sensitive, params.options(), ctx.progress)
-    warnings = chain_warnings(result, qis, generalized)
+    warnings = chain_warnings(result, qis, generalized) + changed_qi_warnings(data, qis)
     labels = [c.name for c in data.columns if c.role == "label" and c.name in qis]
     if labels:  # allowed (a label can identify), but rarely what was meant
         warnings.append(f"the label {labels[0]!r} is a quasi-identifier here: it is generalized like "
@@ -383,7 +403,8 @@ def run_rfk(data: MethodInput, params: RfkParams, ctx: RunContext) -> ReleaseRes
     released = list(result.frame.columns)
     risk_all = figures["risk_all_attributes"]
     unchanged = figures["unchanged"]
-    warnings = chain_warnings(result, figures["anonymized"], generalized)
+    warnings = chain_warnings(result, figures["anonymized"], generalized) + \
+        changed_qi_warnings(data, figures["anonymized"])
     if unchanged:
         warnings.append(
             f"attributes released unchanged still identify people: over all {len(attributes)} "

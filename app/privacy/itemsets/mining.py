@@ -11,7 +11,7 @@ import pandas as pd
 from pydantic import Field
 
 from app.privacy.context import RunContext
-from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
+from app.privacy.data import ColumnInfo, MethodInput, SourceRelease, columns_changed_by, named_with_steps
 from app.privacy.itemsets.encoding import check_chosen_columns, default_item_columns, one_hot
 from app.privacy.itemsets.groups import POOLED_ASSUMPTION
 from app.privacy.itemsets.supports import (
@@ -205,16 +205,11 @@ def changed_columns_note(data: MethodInput, params: FrequentItemsetsParams) -> s
     if data.source is None or data.frame is None:
         return None
     chosen = params.columns if params.columns is not None else default_item_columns(data.columns)
-    changed: dict[str, list[str]] = {}
-    for step in data.source.steps():
-        protected = (step.get("guarantees") or {}).get("protected_columns") or []
-        for col in chosen:
-            if col in protected and step["method"] not in changed.setdefault(col, []):
-                changed[col].append(step["method"])
-    named = [f"{col} ({', '.join(methods)})" for col, methods in changed.items() if methods]
-    if not named:
+    changed = columns_changed_by(data.source.steps(), chosen)
+    if not changed:
         return None
-    return (f"columns changed by the release's steps: {', '.join(named)}; their supports (and "
+    changed = {col: changed[col] for col in chosen if col in changed}  # in the mined order
+    return (f"columns changed by the release's steps: {named_with_steps(changed)}; their supports (and "
             "standard errors of 0) are those of the release as published, not estimates of the "
             "original data's — only mask and png releases are reconstructed here (reconstruct gives "
             "a randomized column's original distribution)")

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from app.privacy.context import RunContext
-from app.privacy.data import MethodInput, TransactionData
+from app.privacy.data import MethodInput, TransactionData, columns_changed_by, named_with_steps
 from app.privacy.itemsets import bits
 from app.privacy.itemsets.estimation import Estimator, Path, estimate_supports
 from app.privacy.itemsets.groups import POOLED_ASSUMPTION, row_keep_probabilities
@@ -24,31 +24,19 @@ def randomized_items(metadata: dict[str, Any] | None) -> bool:
     return "itemsets" in (metadata or {})
 
 
-def changed_before_encoding(source: Any) -> dict[str, list[str]]:
-    """On a mask/png release of a table release (``source``: the release's SourceRelease): per
-    encoded column (the step's protected columns), the earlier steps of its chain that changed
-    it (randomized, transformed, generalized, synthesized) before it was one-hot encoded."""
-    if source is None or not randomized_items(source.metadata):
-        return {}
-    encoded = set((source.guarantees or {}).get("protected_columns") or [])
-    changed: dict[str, list[str]] = {}
-    for step in source.chain:
-        for col in (step.get("guarantees") or {}).get("protected_columns") or []:
-            if col in encoded and step["method"] not in changed.setdefault(col, []):
-                changed[col].append(step["method"])
-    return {col: methods for col, methods in changed.items() if methods}
-
-
 def changed_before_encoding_note(source: Any) -> str | None:
-    """The note saying whose supports a mask/png release of a changed table estimates."""
-    changed = changed_before_encoding(source)
+    """On a mask/png release of a table release (``source``: the release's SourceRelease): the
+    note naming the encoded columns (the step's protected columns) an earlier step of the chain
+    changed before they were one-hot encoded, and whose supports the release then estimates."""
+    if source is None or not randomized_items(source.metadata):
+        return None
+    changed = columns_changed_by(source.chain, (source.guarantees or {}).get("protected_columns") or [])
     if not changed:
         return None
-    named = ", ".join(f"{col} ({', '.join(methods)})" for col, methods in changed.items())
     return (f"columns changed by earlier steps of the chain before {source.method} encoded them as "
-            f"items: {named}; the supports of their items are reconstructed through "
-            f"{source.method}'s randomization only: estimates for the release {source.method} ran on, "
-            "not of the original data's (the earlier steps are not undone)")
+            f"items: {named_with_steps(changed)}; the supports of their items are reconstructed "
+            f"through {source.method}'s randomization only: estimates for the release {source.method} "
+            "ran on, not of the original data's (the earlier steps are not undone)")
 
 
 MAX_ITEMSET_SIZE = 10
