@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.support.api import auth, submit, upload, wait_job
+from tests.support.api import assert_problem, auth, submit, upload, wait_job
 
 
 @pytest.fixture(scope="module")
@@ -96,3 +96,15 @@ def test_reconstruct_after_a_step_it_cannot_undo_says_whose_distribution_it_esti
     notes = [n for n in section["notes"] if "education (kanonymity)" in n]
     assert len(notes) == 1 and "not the original data's" in notes[0], section["notes"]
     assert not any("sex (" in n for n in section["notes"])
+
+
+def test_a_dp_synthesizer_on_a_release_without_domains_is_refused_with_a_fix_that_applies(client, table):
+    """kanonymity → mst: 422 'no declared domain … give them in the parameters or in the dataset
+    schema' — but a release keeps the schema it was made with, so declaring the dataset's did
+    not help (chains audit). The refusal names the parameters and says so; nothing is debited."""
+    headers, ds = table
+    anonymous = _release(client, headers, "kanonymity", {"k": 5, "quasi_identifiers": ["education"]},
+                         dataset_id=ds["id"])
+    refused = submit(client, headers, "mst", {"epsilon": 1.0}, release_id=anonymous)
+    body = assert_problem(refused, 422, "'education'", "'categories' parameter", "a release keeps the schema")
+    assert "withheld" not in body["detail"]

@@ -243,6 +243,11 @@ def released_columns(columns: list[ColumnInfo], chosen: list[str] | None) -> lis
     return [by_name[n] for n in chosen]
 
 
+# where a domain can be declared: a job on a release reads the release's own schema
+SCHEMA_WHERE = ("the dataset schema when the job runs on the dataset (a release keeps"
+                " the schema it was made with: declare them for a release in the parameters)")
+
+
 def plan_column(info: ColumnInfo, bounds: dict[str, tuple[float, float]] | None,
                 categories: dict[str, list[Any]] | None, frame: pd.DataFrame | None,
                 *, require_declared: bool) -> ColumnPlan:
@@ -257,7 +262,7 @@ def plan_column(info: ColumnInfo, bounds: dict[str, tuple[float, float]] | None,
             if require_declared or frame is None:
                 raise MethodInputError(
                     f"column {name!r} has no declared bounds: give them in the 'bounds' parameter "
-                    "or in the dataset schema (bounds read from the data are not private)")
+                    f"or in {SCHEMA_WHERE} (bounds read from the data are not private)")
             values = pd.to_numeric(frame[name], errors="coerce")
             lohi = (float(values.min()), float(values.max())) if values.notna().any() else (0.0, 1.0)
             if lohi[1] <= lohi[0]:
@@ -279,7 +284,7 @@ def plan_column(info: ColumnInfo, bounds: dict[str, tuple[float, float]] | None,
     elif require_declared or frame is None:
         raise MethodInputError(
             f"column {name!r} has no declared categories: give them in the 'categories' parameter "
-            "or in the dataset schema (a domain read from the data is not private)")
+            f"or in {SCHEMA_WHERE} (a domain read from the data is not private)")
     else:
         cats, source = _categories_in(frame[name]), "data"
         if not cats:
@@ -362,7 +367,7 @@ def check_declared(columns: list[ColumnInfo], bounds: dict | None, categories: d
         lacking = "; ".join(f"{what} for {', '.join(map(repr, names))}" for what, names in undeclared.items() if names)
         raise MethodInputError(
             f"{sum(map(len, undeclared.values()))} column(s) have no declared domain — {lacking}: give "
-            "them in the 'bounds' / 'categories' parameters or in the dataset schema (a domain read "
+            f"them in the 'bounds' / 'categories' parameters or in {SCHEMA_WHERE} (a domain read "
             "from the data is not private)")
     for info in columns:
         declared_plan(info, bounds, categories)
