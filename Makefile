@@ -44,7 +44,7 @@ load: install  # constant-rate load on a real `veil serve` (60 s; VEIL_LOAD_SECO
 
 reliability: fuzz faults stress load
 
-# Peers that pin old pandas/numpy or mbi 1.1 (anjana, pycanon, DataSynthesizer, smartnoise-synth)
+# Peers that pin old pandas/numpy or mbi 1.1 (anjana, pycanon, smartnoise-synth)
 # get their own venv and run in their own interpreter (VEIL_PEERS_PYTHON); the rest install
 # beside Veil.
 PEERS := .venv-peers
@@ -56,7 +56,7 @@ SMARTNOISE := smartnoise-synth==1.0.8 smartnoise-sql==1.0.10 mbi==1.1.0 disjoint
 bench: install
 	$(PY) -m pip install --quiet -e '.[bench]'
 	test -x $(PEERS)/bin/python || $(PYTHON) -m venv $(PEERS)
-	$(PEERS)/bin/python -m pip install --quiet anjana pycanon DataSynthesizer || true
+	$(PEERS)/bin/python -m pip install --quiet anjana pycanon || true
 	$(PEERS)/bin/python -m pip install --quiet --no-deps $(SMARTNOISE) || true
 	VEIL_PEERS_PYTHON=$(PEERS)/bin/python $(PY) -m benchmarks
 
