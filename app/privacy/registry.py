@@ -134,7 +134,8 @@ class MethodSpec:
     check_rows: Callable[[Any, int, list[ColumnInfo]], None] | None = None
     produces_randomness: bool = True  # draws privacy-producing noise: no seed outside test mode
     # Reads the dataset's uploaded hierarchies (MethodInput.hierarchies): only its jobs load and
-    # parse them, and its releases' `release.created` event names them (hierarchies_sha256).
+    # parse them, and its releases' `release.created` event names them (hierarchies_sha256):
+    # those its ReleaseResult.hierarchies_used lists, every one it was given when it does not say (None).
     uses_hierarchies: bool = False
     # The `kind` its reports show, when not the method's name (reconstruct's say "reconstruction").
     report_kind: str | None = None

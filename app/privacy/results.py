@@ -23,6 +23,9 @@ class ReleaseResult:
     columns: list[ColumnInfo] | None = None  # schema of the output; None = same as the input
     metrics: dict[str, Any] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
+    # The columns whose given hierarchy (MethodInput.hierarchies) the release was made with: its
+    # `release.created` event names those. None: not said, every hierarchy given counts as used.
+    hierarchies_used: list[str] | None = None
 
 
 @dataclass

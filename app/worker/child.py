@@ -123,7 +123,9 @@ def encode(result, job: dict[str, Any]) -> dict[str, Any]:
         return {"kind": "release", "payload": payload, "shape": shape, "rows": rows,
                 "output_sha256": hashlib.sha256(codec.parquet_download(payload, shape)).hexdigest(),
                 "columns": jsonable(columns), "guarantees": jsonable(_on_source(result.guarantees, job)),
-                "metrics": jsonable(result.metrics), "metadata": jsonable(result.metadata)}
+                "metrics": jsonable(result.metrics), "metadata": jsonable(result.metadata),
+                "hierarchies_used": (None if result.hierarchies_used is None
+                                     else list(result.hierarchies_used))}
     if isinstance(result, ReportResult):
         spec = registry.get(job["method"])
         if result.kind != (spec.report_kind or spec.name):  # the reports list filters by it

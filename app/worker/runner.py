@@ -142,7 +142,7 @@ def _load_inputs(session, job) -> dict[str, Any]:
             hierarchies = datasets_repo.hierarchy_texts(session, job["dataset_id"])
     return {"payload": payload, "columns": columns, "shape": shape, "hierarchies": hierarchies,
             # read when the job starts (a hierarchy uploaded after the submission counts):
-            # the release's audit event names the ones it was made with
+            # the release's audit event names the ones it was made with (_used_hierarchies)
             "hierarchies_sha256": {c: hashlib.sha256(t.encode()).hexdigest() for c, t in hierarchies.items()},
             "source_release": source_release, "input_sha256": root_sha or "",
             "source": dataclasses.asdict(source_of(source_release)) if source_release else None}
@@ -364,12 +364,24 @@ def _refundable(row, error: dict[str, Any], outcome: dict[str, Any]) -> bool:
             and not row["randomness_drawn"] and row["epsilon"] is not None)
 
 
+def _used_hierarchies(inputs: dict[str, Any], encoded: dict[str, Any]) -> dict[str, str]:
+    """The hashes of the hierarchies the method was given and says it generalized with
+    (ReleaseResult.hierarchies_used: kanonymity on Mondrian was given a numeric QI's and a
+    non-QI's and used neither); a method that does not say used every one it was given."""
+    given = inputs["hierarchies_sha256"]
+    used = encoded.get("hierarchies_used")
+    if used is None:
+        return dict(given)
+    keep = set(used)
+    return {c: h for c, h in given.items() if c in keep}
+
+
 def _store(session, job, inputs: dict[str, Any], encoded: dict[str, Any]) -> dict[str, str]:
     """Store the result; returns what the job made ({"release_id": …} or report_id, model_id)."""
     if encoded["kind"] == "release":
         made = releases_service.store(session, job=job, encoded=encoded, input_sha256=inputs["input_sha256"],
                                       source_release=inputs["source_release"],
-                                      hierarchies_sha256=inputs["hierarchies_sha256"])
+                                      hierarchies_sha256=_used_hierarchies(inputs, encoded))
     elif encoded["kind"] == "report":
         made = reports_service.store(session, job=job, encoded=encoded)
     else:

@@ -1,7 +1,8 @@
 """Diagnostic methods for the worker tests (loaded with VEIL_PLUGINS=tests.support.diagnostics):
 a method that sleeps (cancel, time limit, kill mid-job), one that allocates (memory limit),
 one whose process dies (crash), two that publish the hierarchies they were given (a method
-registered with uses_hierarchies gets them; the others do not), and one priced in ε that
+registered with uses_hierarchies gets them; the others do not) and say they used those of
+their `used` parameter (all when not passed), and one priced in ε that
 allocates and sleeps, drawing randomness first or not, and may die (refunds after a limit or a
 crash)."""
 
@@ -50,10 +51,6 @@ def run_crash(data, params: CrashParams, ctx):
     os._exit(params.exit_code)
 
 
-class NoParams(Params):
-    pass
-
-
 class DpHogParams(Params):
     epsilon: float = Field(1.0, gt=0, le=100)
     megabytes: int = Field(0, ge=0, le=100_000)
@@ -75,16 +72,21 @@ def run_dp_hog(data, params: DpHogParams, ctx) -> ReleaseResult:
     raise RuntimeError(f"allocated {block.nbytes} bytes, slept {params.seconds} s and was not stopped")
 
 
-def run_hierarchies(data, params: NoParams, ctx) -> ReleaseResult:
+class HierarchiesParams(Params):
+    used: list[str] | None = None  # what the method says it generalized with (None: not said)
+
+
+def run_hierarchies(data, params: HierarchiesParams, ctx) -> ReleaseResult:
     return ReleaseResult(frame=data.frame.copy(), metadata={"hierarchies": sorted(data.hierarchies)},
+                         hierarchies_used=params.used,
                          guarantees=guarantee("none", rng=ctx.rng.name, private=False,
                                               statements=["diagnostic: the input, unchanged"]))
 
 
 for name, params, run, hierarchies in (
         ("diag_sleep", SleepParams, run_sleep, False), ("diag_alloc", AllocParams, run_alloc, False),
-        ("diag_crash", CrashParams, run_crash, False), ("diag_hierarchies", NoParams, run_hierarchies, True),
-        ("diag_no_hierarchies", NoParams, run_hierarchies, False)):
+        ("diag_crash", CrashParams, run_crash, False), ("diag_hierarchies", HierarchiesParams, run_hierarchies, True),
+        ("diag_no_hierarchies", HierarchiesParams, run_hierarchies, False)):
     register(MethodSpec(name=name, family="diagnostics", kind=MethodKind.release,
                         summary=f"test-suite diagnostic ({name})", params=params, guarantee="none",
                         paper="none", run=run, produces_randomness=False, uses_hierarchies=hierarchies))

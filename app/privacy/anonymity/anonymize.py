@@ -162,6 +162,8 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
         warnings.append(flat_warning(notes.flat))
     if notes.automatic:
         metadata["automatic_hierarchies"] = notes.automatic
+    if notes.given:  # what the release was generalized with: its audit event names these only
+        metadata["uploaded_hierarchies"] = notes.given
     if sens is not None and constraints.t is not None:
         metadata["t_distance"] = T_DISTANCE[sens.ordered]
     return Anonymized(frame=out, achieved=achieved, metrics=metrics, metadata=metadata,

@@ -50,6 +50,7 @@ class AxisNotes:
     range_from_data: list[str] = field(default_factory=list)
     flat: list[str] = field(default_factory=list)
     automatic: list[str] = field(default_factory=list)
+    given: list[str] = field(default_factory=list)  # generalized along the hierarchy they were given
 
 
 def _is_integer(values: np.ndarray) -> bool:
@@ -111,7 +112,9 @@ def tree_axis(info: ColumnInfo, series: pd.Series, hierarchy: pd.DataFrame | Non
         lo, hi = _range(info, values, notes)
         integer = info.integer or _is_integer(values)
         spans_of = None
-        if hierarchy is None:
+        if hierarchy is not None:
+            notes.given.append(info.name)
+        else:
             if not np.isfinite(hi - lo):
                 raise MethodInputError(f"numeric quasi-identifier {info.name!r} spans a range wider than "
                                        "a float64 holds (hi - lo beyond 1.8e308), so no automatic "
@@ -125,6 +128,8 @@ def tree_axis(info: ColumnInfo, series: pd.Series, hierarchy: pd.DataFrame | Non
     if hierarchy is None:
         hierarchy = flat_hierarchy(series.dropna().unique())
         notes.flat.append(info.name)
+    else:
+        notes.given.append(info.name)
     return build_tree(info.name, series, hierarchy)
 
 

@@ -218,6 +218,7 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
                                  extra_warnings=warnings),
         metrics=result.metrics,
         metadata=metadata,
+        hierarchies_used=result.metadata.get("uploaded_hierarchies", []),
     )
 
 
@@ -442,6 +443,7 @@ def run_rfk(data: MethodInput, params: RfkParams, ctx: RunContext) -> ReleaseRes
             extra_warnings=warnings),
         metrics=metrics,
         metadata=metadata,
+        hierarchies_used=result.metadata.get("uploaded_hierarchies", []),
     )
 
 
