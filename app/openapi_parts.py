@@ -51,6 +51,9 @@ SpreadsheetSafe = Annotated[bool, Query(
     description="csv only: a text cell starting with =, +, -, @, a tab or a carriage return gets a "
     "leading ' so a spreadsheet shows it instead of running it as a formula (OWASP's CSV "
     "injection advice); the cells then differ from the data, so it is off by default")]
+IfNoneMatch = Annotated[str | None, Header(
+    max_length=4096, description="the ETag of a copy kept from an earlier download (or a list, or *): "
+    "a 304 without the rows when it is this representation's")]
 IdempotencyKey = Annotated[str | None, Header(
     min_length=1, max_length=200, description="a retry with the same key and the same request answers the original "
     "(200) instead of creating another; the same key with another request is a 409")]

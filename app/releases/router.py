@@ -4,14 +4,14 @@ import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from fastapi.responses import StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 from pydantic import AfterValidator
 
 from app.auth.dependencies import ReaderPrincipal
 from app.deps import OffLoopRoute, SessionDep, known_method
 from app.errors import problem_responses
-from app.openapi_parts import (MEDIA_BY_FORMAT, Cursor, PageSize, ReleaseId, SpreadsheetSafe, TableFormat,
-                               table_content)
+from app.openapi_parts import (MEDIA_BY_FORMAT, Cursor, IfNoneMatch, PageSize, ReleaseId, SpreadsheetSafe,
+                               TableFormat, table_content)
 from app.releases import service
 from app.releases.schemas import Release, ReleasePage
 
@@ -36,12 +36,21 @@ def get_release(release_id: ReleaseId, principal: ReaderPrincipal, session: Sess
 
 
 @router.get("/{release_id}/data", response_class=StreamingResponse,
-            responses={200: {"description": "the release's rows", "content": table_content()},
-                **problem_responses(401, 403, 404, 422, 503)})
+            responses={200: {"description": "the release's rows", "content": table_content(),
+                              "headers": {"ETag": {"description": "this representation's validator",
+                                                   "schema": {"type": "string"}}}},
+                       304: {"description": "If-None-Match holds the ETag: the copy the caller kept "
+                                            "is current (no body)"},
+                       **problem_responses(401, 403, 404, 422, 503)})
 def download_release(release_id: ReleaseId, principal: ReaderPrincipal, session: SessionDep,
-                     format: TableFormat = "csv", spreadsheet_safe: SpreadsheetSafe = False
-                     ) -> StreamingResponse:
-    """Stream the release's rows as CSV, JSON Lines or Parquet."""
-    body = service.download(session, principal, release_id, format, spreadsheet_safe)
+                     format: TableFormat = "csv", spreadsheet_safe: SpreadsheetSafe = False,
+                     if_none_match: IfNoneMatch = None) -> Response:
+    """Stream the release's rows as CSV, JSON Lines or Parquet. A release never changes: the
+    answer's ETag names this representation, and a caller that kept a copy sends it back in
+    If-None-Match to get a 304 without the rows (the answer stays `Cache-Control: no-store`:
+    no browser or proxy cache keeps a release, the caller's own copy is its business)."""
+    etag, body = service.download(session, principal, release_id, format, spreadsheet_safe, if_none_match)
+    if body is None:
+        return Response(status_code=304, headers={"ETag": etag})
     return StreamingResponse(body, media_type=MEDIA_BY_FORMAT[format], headers={
-        "Content-Disposition": f'attachment; filename="release-{release_id}.{format}"'})
+        "ETag": etag, "Content-Disposition": f'attachment; filename="release-{release_id}.{format}"'})

@@ -108,14 +108,37 @@ def summary(row, principal: Principal) -> dict[str, Any]:
     return {k: v for k, v in to_response(row, principal).items() if k not in _DETAIL_ONLY}
 
 
+def download_etag(row, fmt: str, spreadsheet_safe: bool) -> str:
+    """A weak validator of one representation of a release: its rows never change, so the hash
+    of its Parquet download with the format asked for names the bytes (weak: another version of
+    a writer may lay out the same rows differently)."""
+    return f'W/"{row["output_sha256"]}-{fmt}{"-safe" if spreadsheet_safe else ""}"'
+
+
+def matches(if_none_match: str | None, etag: str) -> bool:
+    """If-None-Match's weak comparison (RFC 9110 §13.1.2): '*' or any listed tag, W/ ignored."""
+    if not if_none_match:
+        return False
+    if if_none_match.strip() == "*":
+        return True
+    opaque = etag.removeprefix("W/")
+    return any(tag.strip().removeprefix("W/") == opaque for tag in if_none_match.split(","))
+
+
 def download(session: Session, principal: Principal, release_id: uuid.UUID, fmt: str,
-             spreadsheet_safe: bool = False) -> Iterator[bytes]:
-    """Load the release (in the request's transaction) and return a generator that encodes
-    it in record batches, so a large release streams without a second full copy."""
+             spreadsheet_safe: bool = False, if_none_match: str | None = None
+             ) -> tuple[str, Iterator[bytes] | None]:
+    """The download's ETag and a generator that encodes the release in record batches, so a
+    large release streams without a second full copy (loaded in the request's transaction);
+    no generator (and no download recorded: no rows leave) when ``if_none_match`` holds the
+    ETag — after the same authorization as a download."""
     check_spreadsheet_safe(fmt, spreadsheet_safe)
     row = get_row(session, principal, release_id)
+    etag = download_etag(row, fmt, spreadsheet_safe)
+    if matches(if_none_match, etag):
+        return etag, None
     payload = blobs.read(session, row["blob_id"])
     record(session, tenant=principal.tenant, actor=principal.actor, action="release.downloaded",
            subject_type="release", subject_id=release_id, dataset_id=row["dataset_id"],
            release_id=release_id, details=download_details(fmt, spreadsheet_safe))
-    return encode_table(payload, row["shape"], fmt, spreadsheet_safe)
+    return etag, encode_table(payload, row["shape"], fmt, spreadsheet_safe)

@@ -1,0 +1,64 @@
+"""A release never changes, so a dashboard that polls its download can revalidate instead of
+fetching it again: the download carries an ETag per (release, format, spreadsheet_safe) and
+answers If-None-Match with 304 and no body, after the same authorization as a download. The
+answer stays `Cache-Control: no-store` (releases must not sit in a browser's or a proxy's
+cache): the caller that keeps its own copy, a dashboard's backend, revalidates it."""
+
+from __future__ import annotations
+
+from app.worker import runner
+from tests.support.api import auth, submit, upload
+
+TABLE = b"age,sex\n" + b"".join(f"{20 + i % 40},{'MF'[i % 2]}\n".encode() for i in range(60))
+
+
+def _release(client, owner) -> str:
+    ds = upload(client, owner, TABLE, "t.csv").json()
+    job = submit(client, owner, "errph", {"p0": 0.5}, dataset_id=ds["id"])
+    assert job.status_code == 202, job.text
+    runner.execute(job.json()["id"])
+    done = client.get(f"/v1/jobs/{job.json()['id']}", headers=auth(owner)).json()
+    assert done["status"] == "succeeded", done
+    return done["result"]["release_ids"][0]
+
+
+def _downloads(client, owner, rid) -> int:
+    events = client.get("/v1/audit", headers=auth(owner),
+                        params={"release_id": rid, "action": "release.downloaded"}).json()["items"]
+    return len(events)
+
+
+def test_a_download_revalidates_with_its_etag(client, owner):
+    rid = _release(client, owner)
+    url = f"/v1/releases/{rid}/data"
+    first = client.get(url, headers=auth(owner))
+    assert first.status_code == 200
+    tag = first.headers["etag"]
+    assert tag.startswith('W/"') and first.headers["cache-control"] == "no-store"
+    assert client.get(url, headers=auth(owner)).headers["etag"] == tag  # stable
+    # the same bytes in another format or spreadsheet-safe are another representation
+    tags = {client.get(url, headers=auth(owner), params=p).headers["etag"]
+            for p in ({"format": "jsonl"}, {"format": "parquet"}, {"spreadsheet_safe": "true"})}
+    assert len(tags | {tag}) == 4
+
+    before = _downloads(client, owner, rid)
+    for header in (tag, f'"x", {tag}', "*", tag.removeprefix("W/")):  # weak comparison
+        again = client.get(url, headers={**auth(owner), "If-None-Match": header})
+        assert again.status_code == 304, header
+        assert again.content == b"" and again.headers["etag"] == tag
+    assert _downloads(client, owner, rid) == before  # no rows sent, none recorded
+
+    other = client.get(url, headers={**auth(owner), "If-None-Match": 'W/"something-else"'})
+    assert other.status_code == 200 and other.content == first.content
+    assert _downloads(client, owner, rid) == before + 1
+
+
+def test_a_revalidation_is_authorized_like_a_download(client, owner, make_key):
+    rid = _release(client, owner)
+    url = f"/v1/releases/{rid}/data"
+    tag = client.get(url, headers=auth(owner)).headers["etag"]
+    stranger = make_key("owner", "another-tenant-etag")
+    assert client.get(url, headers={**auth(stranger), "If-None-Match": tag}).status_code == 404
+    assert client.get(url, headers={"If-None-Match": tag}).status_code == 401
+    bad = client.get(url, headers={**auth(owner), "If-None-Match": tag}, params={"format": "xlsx"})
+    assert bad.status_code == 422
