@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app import codec, pagination
+from app.conditional import matches
 from app.audit.service import record
 from app.auth.schemas import Principal, Role
 from app.blobs import repository as blobs
@@ -113,16 +114,6 @@ def download_etag(row, fmt: str, spreadsheet_safe: bool) -> str:
     of its Parquet download with the format asked for names the bytes (weak: another version of
     a writer may lay out the same rows differently)."""
     return f'W/"{row["output_sha256"]}-{fmt}{"-safe" if spreadsheet_safe else ""}"'
-
-
-def matches(if_none_match: str | None, etag: str) -> bool:
-    """If-None-Match's weak comparison (RFC 9110 §13.1.2): '*' or any listed tag, W/ ignored."""
-    if not if_none_match:
-        return False
-    if if_none_match.strip() == "*":
-        return True
-    opaque = etag.removeprefix("W/")
-    return any(tag.strip().removeprefix("W/") == opaque for tag in if_none_match.split(","))
 
 
 def download(session: Session, principal: Principal, release_id: uuid.UUID, fmt: str,

@@ -10,7 +10,7 @@ from pydantic import AfterValidator, BaseModel, Field
 from app.auth.dependencies import ReaderPrincipal
 from app.deps import OffLoopRoute, SessionDep
 from app.errors import NotFound, problem_responses
-from app.openapi_parts import Cursor, PageSize, ReportId
+from app.openapi_parts import Cursor, IfNoneMatch, PageSize, ReportId
 from app.openapi_parts import binary_content
 from app.reports import service
 
@@ -60,14 +60,21 @@ def get_report(report_id: ReportId, principal: ReaderPrincipal, session: Session
 
 
 @router.get("/{report_id}/plots/{filename}", response_class=Response,
-            responses={200: {"description": "the plot", "content": binary_content("image/png", "image/svg+xml")},
+            responses={200: {"description": "the plot", "content": binary_content("image/png", "image/svg+xml"),
+                             "headers": {"ETag": {"description": "the plot's validator",
+                                                  "schema": {"type": "string"}}}},
+                       304: {"description": "If-None-Match holds the ETag: the copy the caller kept "
+                                            "is current (no body)"},
                        **problem_responses(401, 403, 404, 422, 503)})
 def get_plot(report_id: ReportId,
              filename: Annotated[str, Path(description="`{name}.png` or `{name}.svg`, as in the report's `plots`")], principal: ReaderPrincipal,
-             session: SessionDep) -> Response:
-    """A plot as PNG or SVG: `{name}.png` or `{name}.svg`."""
+             session: SessionDep, if_none_match: IfNoneMatch = None) -> Response:
+    """A plot as PNG or SVG: `{name}.png` or `{name}.svg`. A stored plot never changes: send
+    its ETag back in If-None-Match for a 304 without the image."""
     name, _, fmt = filename.rpartition(".")
     if fmt not in ("png", "svg") or not name:
         raise NotFound("plots are served as {name}.png or {name}.svg")
-    data = service.plot(session, principal, report_id, name, fmt)
-    return Response(data, media_type="image/png" if fmt == "png" else "image/svg+xml")
+    etag, data = service.plot(session, principal, report_id, name, fmt, if_none_match)
+    if data is None:
+        return Response(status_code=304, headers={"ETag": etag})
+    return Response(data, media_type="image/png" if fmt == "png" else "image/svg+xml", headers={"ETag": etag})

@@ -9,6 +9,7 @@ from app import pagination
 from app.audit.service import record
 from app.auth.schemas import Principal, Role
 from app.blobs import repository as blobs
+from app.conditional import matches
 from app.errors import Forbidden, NotFound
 from app.privacy import registry
 from app.reports import repository
@@ -82,9 +83,15 @@ def list_page(session: Session, principal: Principal, *, dataset_id: uuid.UUID |
     return pagination.page(rows, limit, summary)
 
 
-def plot(session: Session, principal: Principal, report_id: uuid.UUID, name: str, fmt: str) -> bytes:
+def plot(session: Session, principal: Principal, report_id: uuid.UUID, name: str, fmt: str,
+         if_none_match: str | None = None) -> tuple[str, bytes | None]:
+    """The plot's ETag (its blob's id: a stored plot never changes) and its bytes, or None when
+    ``if_none_match`` holds the ETag — after the same authorization as the plot itself."""
     row = get_row(session, principal, report_id)
     files = row["plots"].get(name)
     if not files or fmt not in files:
         raise NotFound(f"report {report_id} has no plot {name}.{fmt}")
-    return blobs.read(session, uuid.UUID(files[fmt]))
+    etag = f'"{files[fmt]}"'
+    if matches(if_none_match, etag):
+        return etag, None
+    return etag, blobs.read(session, uuid.UUID(files[fmt]))

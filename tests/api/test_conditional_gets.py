@@ -1,5 +1,5 @@
-"""A release never changes, so a dashboard that polls its download can revalidate instead of
-fetching it again: the download carries an ETag per (release, format, spreadsheet_safe) and
+"""A release and a report's plots never change, so a dashboard that polls them can revalidate
+instead of fetching them again. A release's the download carries an ETag per (release, format, spreadsheet_safe) and
 answers If-None-Match with 304 and no body, after the same authorization as a download. The
 answer stays `Cache-Control: no-store` (releases must not sit in a browser's or a proxy's
 cache): the caller that keeps its own copy, a dashboard's backend, revalidates it."""
@@ -7,7 +7,7 @@ cache): the caller that keeps its own copy, a dashboard's backend, revalidates i
 from __future__ import annotations
 
 from app.worker import runner
-from tests.support.api import auth, submit, upload
+from tests.support.api import assert_problem, auth, submit, upload
 
 TABLE = b"age,sex\n" + b"".join(f"{20 + i % 40},{'MF'[i % 2]}\n".encode() for i in range(60))
 
@@ -62,3 +62,22 @@ def test_a_revalidation_is_authorized_like_a_download(client, owner, make_key):
     assert client.get(url, headers={"If-None-Match": tag}).status_code == 401
     bad = client.get(url, headers={**auth(owner), "If-None-Match": tag}, params={"format": "xlsx"})
     assert bad.status_code == 422
+
+
+def test_a_plot_revalidates_with_its_etag_after_the_same_authorization(client, make_key):
+    owner = make_key("owner")
+    analyst = make_key("analyst", tenant=owner["X-Tenant"])
+    ds = upload(client, owner, TABLE, "t.csv").json()
+    job = submit(client, owner, "risk", {"quasi_identifiers": ["age", "sex"]}, dataset_id=ds["id"])
+    runner.execute(job.json()["id"])
+    report = client.get(f"/v1/jobs/{job.json()['id']}", headers=auth(owner)).json()["result"]["report_id"]
+    plots = client.get(f"/v1/reports/{report}", headers=auth(owner)).json()["plots"]
+    name = next(iter(plots))
+    png, svg = (client.get(f"/v1/reports/{report}/plots/{name}.{fmt}", headers=auth(owner)) for fmt in ("png", "svg"))
+    assert png.status_code == svg.status_code == 200 and png.headers["etag"] != svg.headers["etag"]
+    url = f"/v1/reports/{report}/plots/{name}.png"
+    again = client.get(url, headers={**auth(owner), "If-None-Match": png.headers["etag"]})
+    assert again.status_code == 304 and again.content == b"" and again.headers["etag"] == png.headers["etag"]
+    assert client.get(url, headers={**auth(owner), "If-None-Match": svg.headers["etag"]}).content == png.content
+    # a report on the raw dataset is for owners: knowing the tag does not get an analyst a 304
+    assert_problem(client.get(url, headers={**auth(analyst), "If-None-Match": png.headers["etag"]}), 403, "raw dataset")

@@ -1,0 +1,16 @@
+"""Conditional GETs of what never changes (a release's rows, a report's plots): the answer's
+ETag comes back in If-None-Match and a 304 replaces the body. Answers keep the API's
+`Cache-Control: no-store`, so only a caller that keeps its own copy (a dashboard's backend)
+revalidates; no browser or proxy stores a tenant's data."""
+
+from __future__ import annotations
+
+
+def matches(if_none_match: str | None, etag: str) -> bool:
+    """If-None-Match's weak comparison (RFC 9110 §13.1.2): '*' or any listed tag, W/ ignored."""
+    if not if_none_match:
+        return False
+    if if_none_match.strip() == "*":
+        return True
+    opaque = etag.removeprefix("W/")
+    return any(tag.strip().removeprefix("W/") == opaque for tag in if_none_match.split(","))
