@@ -72,7 +72,8 @@ class SourceRelease:
 def columns_changed_by(steps, columns, skip=None) -> dict[str, list[str]]:
     """Per column of ``columns`` that a step of ``steps`` protected (randomized, transformed,
     generalized, synthesized: its guarantees' protected_columns), those steps' methods, oldest
-    first; ``skip(step)`` true leaves a step out. Columns no step changed are absent."""
+    first; ``skip(step)`` true leaves a step out. In the order of ``columns``; columns no step
+    changed are absent."""
     wanted = set(columns)
     changed: dict[str, list[str]] = {}
     for step in steps:
@@ -81,7 +82,7 @@ def columns_changed_by(steps, columns, skip=None) -> dict[str, list[str]]:
         for col in (step.get("guarantees") or {}).get("protected_columns") or []:
             if col in wanted and step["method"] not in changed.setdefault(col, []):
                 changed[col].append(step["method"])
-    return {col: methods for col, methods in changed.items() if methods}
+    return {col: changed[col] for col in dict.fromkeys(columns) if changed.get(col)}
 
 
 def named_with_steps(changed: dict[str, list[str]]) -> str:

@@ -385,7 +385,7 @@ def _zeros_recognizable(x: np.ndarray, y: np.ndarray, b_bar: float, b_var: float
     a published value in the band says the original is 0."""
     present = ~np.isnan(x)
     zero = present & (x == 0)
-    if zero.sum() < ZERO_SHARE * max(int(present.sum()), 1) or not zero.any():
+    if not zero.any() or zero.sum() < ZERO_SHARE * present.sum():
         return False
     band = present & (np.abs(y - b_bar) <= 4.0 * math.sqrt(b_var) + 1e-9 * max(1.0, abs(b_bar)))
     return bool(band.any() and (zero & band).sum() >= ZERO_POSTERIOR * band.sum())

@@ -98,7 +98,7 @@ def _refuse_missing_spelled_as_a_value(name: str, series: pd.Series) -> None:
 def ordered_axis(info: ColumnInfo, series: pd.Series) -> NumericAxis:
     """Categories sorted as text, coded 0..m-1, generalized as code ranges."""
     _refuse_missing_spelled_as_a_value(info.name, series)
-    filled = series.astype(str).where(series.notna(), "<missing>")
+    filled = series.astype(str).where(series.notna(), MISSING_LEAF)
     codes, cats = pd.factorize(filled, sort=True)
     m = len(cats)
     return NumericAxis(info.name, codes.astype(np.int32), np.arange(m, dtype=float), 0.0,

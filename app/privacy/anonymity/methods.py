@@ -180,9 +180,9 @@ def changed_qi_warnings(data: MethodInput, qis: list[str]) -> list[str]:
     # a k-anonymity step generalized (chain_warnings names those) or selected exact indicators
     changed = columns_changed_by(data.source.steps(), qis,
                                  skip=lambda s: (s.get("guarantees") or {}).get("notion") == "k_anonymity")
-    named = [q for q in qis if q in changed]
-    if not named:
+    if not changed:
         return []
+    named = list(changed)
     methods = sorted({m for q in named for m in changed[q]})
     return [f"{', '.join(named)}: changed by an earlier step of this release's chain "
             f"({', '.join(methods)}), so the classes are counted over the values that release holds "

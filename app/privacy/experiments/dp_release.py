@@ -229,8 +229,9 @@ def check_epsilons(params: ExperimentDpReleaseParams, columns, source) -> None:
 def marginal_tvd(raw: pd.DataFrame, release: pd.DataFrame, columns: list[ColumnInfo]) -> tuple[float, float]:
     """Mean total variation distance between the raw data's and the release's 1-way and 2-way
     marginals over the columns both hold: categories as declared, numeric columns on the 32
-    bins mst and aim use by default over the declared bounds (an integer column: runs of
-    consecutive integers), a missing (or undeclared) value its own level."""
+    bins mst and aim use by default over the declared bounds (an integer column with more
+    integers than bins: its lower bound alone, then runs of consecutive integers), a missing (or
+    undeclared) value its own level."""
     shared = [c for c in columns if c.name in release.columns]
     plans = build_columns(SynthParams(epsilon=1.0, bins=TVD_BINS, columns=[c.name for c in shared]), shared)
 

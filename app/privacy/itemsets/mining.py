@@ -208,7 +208,6 @@ def changed_columns_note(data: MethodInput, params: FrequentItemsetsParams) -> s
     changed = columns_changed_by(data.source.steps(), chosen)
     if not changed:
         return None
-    changed = {col: changed[col] for col in chosen if col in changed}  # in the mined order
     return (f"columns changed by the release's steps: {named_with_steps(changed)}; their supports (and "
             "standard errors of 0) are those of the release as published, not estimates of the "
             "original data's — only mask and png releases are reconstructed here (reconstruct gives "
