@@ -247,7 +247,7 @@ def _refuse_under_active_jobs(session: Session, dataset_id: uuid.UUID) -> None:
 
 def put_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID, column: str,
                   text: str) -> dict[str, Any]:
-    from app.privacy.anonymity.hierarchies import hierarchy_issues, hierarchy_problems, parse_arx_hierarchy
+    from app.privacy.anonymity.hierarchies import hierarchy_findings, parse_arx_hierarchy
     from app.privacy.registry import MethodInputError
 
     # FOR KEY SHARE until commit: a concurrent delete (FOR UPDATE) waits, or has committed and
@@ -263,11 +263,10 @@ def put_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID,
     # that column only: the whole table decoded here stayed in the API process's memory
     values = codec.parquet_column(blobs.read(session, row["blob_id"]), column)
     strings = _value_strings(values)
-    problems = hierarchy_problems(hierarchy, strings)
-    if problems:
+    found = hierarchy_findings(hierarchy, strings)
+    if problems := found.sentences():
         raise Unprocessable(f"hierarchy for {column!r} does not fit the data: " + "; ".join(problems)
-                            + " (errors names every value)",
-                            errors=hierarchy_issues(hierarchy, strings))
+                            + " (errors names every value)", errors=found.issues())
     repository.upsert_hierarchy(session, dataset_id, column, text, levels=int(hierarchy.shape[1]))
     record(session, tenant=principal.tenant, actor=principal.actor, action="dataset.hierarchy_set",
            subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id,

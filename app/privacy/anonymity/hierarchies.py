@@ -125,13 +125,52 @@ def _named(values: list[str]) -> str:
 
 
 @dataclass(frozen=True)
-class _Findings:
+class HierarchyFindings:
+    """What is wrong with a hierarchy for some data values, as sentences (a message) and as
+    one item each (a 422's ``errors``) — computed once for both."""
     missing: list[str]  # data values with no leaf
     multi: list[tuple[int, str, list[str]]]  # (level, node, its parents at level + 1)
     clashes: list[str]  # group labels equal to another row's data value
 
+    def sentences(self) -> list[str]:
+        """Every missing data value and every node with two parents, naming up to MAX_NAMED of
+        each (``issues`` lists all); [] when fine."""
+        problems: list[str] = []
+        if self.missing:
+            problems.append(f"{len(self.missing)} data value(s) missing from the hierarchy: {_named(self.missing)}")
+        for level in sorted({lv for lv, _, _ in self.multi}):
+            multi = [(name, options) for lv, name, options in self.multi if lv == level]
+            for name, options in multi[:MAX_NAMED]:
+                problems.append(f"value {name!r} at level {level} has {len(options)} parents at level "
+                                f"{level + 1}: {_named(options)}")
+            if len(multi) > MAX_NAMED:
+                problems.append(f"(and {len(multi) - MAX_NAMED} more values with two parents at level {level})")
+        if self.clashes:
+            problems.append(f"{len(self.clashes)} group label(s) equal to a data value of another row, so a "
+                            f"released label would be ambiguous: {_named(self.clashes)}; rename the group(s)")
+        return problems
 
-def _findings(hierarchy: pd.DataFrame, values: Iterable) -> _Findings:
+    def issues(self) -> list[dict[str, Any]]:
+        """The same findings one item each: every missing data value and every node with two
+        parents by name (the sentences stop at MAX_NAMED), up to MAX_ISSUE_CHARS of text (a
+        cell may hold 65,536 characters)."""
+        issues = [{"loc": ["hierarchy", "level_0"], "msg": f"data value {v!r} is missing from the hierarchy",
+                   "type": "hierarchy_missing_value"} for v in self.missing]
+        issues += [{"loc": ["hierarchy", f"level_{level}"],
+                    "msg": f"value {name!r} at level {level} has {len(options)} parents at level {level + 1}: "
+                           + ", ".join(repr(o) for o in options), "type": "hierarchy_two_parents"}
+                   for level, name, options in self.multi]
+        issues += [{"loc": ["hierarchy"], "msg": f"group label {c!r} equals a data value of another row",
+                    "type": "hierarchy_ambiguous_label"} for c in self.clashes]
+        used = np.cumsum([len(i["msg"]) for i in issues])
+        shown = int(np.searchsorted(used, MAX_ISSUE_CHARS, side="right"))
+        if shown < len(issues):
+            issues = issues[:shown] + [{"loc": ["hierarchy"], "type": "hierarchy_truncated",
+                                        "msg": f"(and {len(issues) - shown} more; fix these first)"}]
+        return issues
+
+
+def hierarchy_findings(hierarchy: pd.DataFrame, values: Iterable) -> HierarchyFindings:
     """(Hierarchies are small: plain dictionaries beat pandas here.)"""
     rows = hierarchy.to_numpy(dtype=object)
     leaves = [normalize_value(v) for v in rows[:, 0]]
@@ -154,48 +193,15 @@ def _findings(hierarchy: pd.DataFrame, values: Iterable) -> _Findings:
                       for j, label in enumerate(row)
                       if str(label) in leaf_set and str(label) != leaf
                       and not (j == len(row) - 1 and str(label) == ROOT)})
-    return _Findings(sorted(data_values - leaf_set), multi, clashes)
+    return HierarchyFindings(sorted(data_values - leaf_set), multi, clashes)
 
 
 def hierarchy_problems(hierarchy: pd.DataFrame, values: Iterable) -> list[str]:
-    """Every data value the hierarchy misses and every node with two parents, in sentences
-    naming up to MAX_NAMED of each (``hierarchy_issues`` lists all); [] when fine."""
-    found = _findings(hierarchy, values)
-    problems: list[str] = []
-    if found.missing:
-        problems.append(f"{len(found.missing)} data value(s) missing from the hierarchy: {_named(found.missing)}")
-    for level in sorted({lv for lv, _, _ in found.multi}):
-        multi = [(name, options) for lv, name, options in found.multi if lv == level]
-        for name, options in multi[:MAX_NAMED]:
-            problems.append(f"value {name!r} at level {level} has {len(options)} parents at level "
-                            f"{level + 1}: {_named(options)}")
-        if len(multi) > MAX_NAMED:
-            problems.append(f"(and {len(multi) - MAX_NAMED} more values with two parents at level {level})")
-    if found.clashes:
-        problems.append(f"{len(found.clashes)} group label(s) equal to a data value of another row, so a "
-                        f"released label would be ambiguous: {_named(found.clashes)}; rename the group(s)")
-    return problems
+    return hierarchy_findings(hierarchy, values).sentences()
 
 
 def hierarchy_issues(hierarchy: pd.DataFrame, values: Iterable) -> list[dict[str, Any]]:
-    """The same findings one item each, for a 422's ``errors``: every missing data value and
-    every node with two parents by name (the sentences stop at MAX_NAMED), up to
-    MAX_ISSUE_CHARS of text (a cell may hold 65,536 characters)."""
-    found = _findings(hierarchy, values)
-    issues = [{"loc": ["hierarchy", "level_0"], "msg": f"data value {v!r} is missing from the hierarchy",
-               "type": "hierarchy_missing_value"} for v in found.missing]
-    issues += [{"loc": ["hierarchy", f"level_{level}"],
-                "msg": f"value {name!r} at level {level} has {len(options)} parents at level {level + 1}: "
-                       + ", ".join(repr(o) for o in options), "type": "hierarchy_two_parents"}
-               for level, name, options in found.multi]
-    issues += [{"loc": ["hierarchy"], "msg": f"group label {c!r} equals a data value of another row",
-                "type": "hierarchy_ambiguous_label"} for c in found.clashes]
-    used = np.cumsum([len(i["msg"]) for i in issues])
-    shown = int(np.searchsorted(used, MAX_ISSUE_CHARS, side="right"))
-    if shown < len(issues):
-        issues = issues[:shown] + [{"loc": ["hierarchy"], "type": "hierarchy_truncated",
-                                    "msg": f"(and {len(issues) - shown} more; fix these first)"}]
-    return issues
+    return hierarchy_findings(hierarchy, values).issues()
 
 
 def flat_hierarchy(values: Iterable) -> pd.DataFrame:
