@@ -527,7 +527,8 @@ def run_errph(data: MethodInput, params: ErrphParams, ctx: RunContext) -> Releas
     ]
     if unprotected:
         statements.append(unchanged_columns(unprotected, "randomized", data.source is not None))
-    determined = raw_determinants(frame, unprotected, chosen)
+    determined = raw_determinants(frame, unprotected, chosen,
+                                  codes={name: codes for name, (_, codes, _) in encoded.items()})
     for name, keys in determined.items():
         warnings.append(f"column {name!r} is randomized, but {', '.join(map(repr, keys))}, published "
                         f"as {'it is' if len(keys) == 1 else 'they are'}, determine{'s' if len(keys) == 1 else ''} "

@@ -622,3 +622,28 @@ def test_errph_warns_when_a_column_published_raw_determines_a_randomized_one():
     (warning,) = [w for w in g["warnings"] if "determines" in w]
     assert warning.startswith("column 'education' is randomized, but 'education_num', published as it is, determines it")
     assert out.metadata["errph"]["education"]["determined_by_unprotected"] == ["education_num"]
+
+
+@pytest.mark.parametrize("missing", ["category", "preserve"])
+def test_errph_determinant_check_counts_a_missing_cell_as_a_value(missing):
+    """The check reads errph's own codes (not a second factorization of the column): a missing
+    cell is a value there too, whichever way the release treats missing cells — a raw code that
+    is missing exactly where the randomized column is still determines it; one missing cell
+    more in the randomized column (its code present) breaks that."""
+    rng = np.random.default_rng(3)
+    n = 2000
+    level = rng.integers(0, 6, n)
+    education = pd.Series(np.array([f"e{v}" for v in range(6)])[level], dtype=object)
+    code = pd.Series(level + 1.0)
+    gone = level == 5
+    education[gone], code[gone] = None, np.nan
+    columns = [ColumnInfo("education", "categorical"), ColumnInfo("education_num", "numeric")]
+
+    def determined(frame):
+        out = run_errph(MethodInput(columns, frame), ErrphParams(p0=0.5, missing=missing),
+                        RunContext(SecureRandom(seed=1)))
+        return out.guarantees["columns"]["education"]["determined_by_unprotected"]
+
+    assert determined(pd.DataFrame({"education": education, "education_num": code})) == ["education_num"]
+    education[np.flatnonzero(level == 0)[0]] = None  # a missing education whose code is 1
+    assert determined(pd.DataFrame({"education": education, "education_num": code})) == []
