@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, field_validator
 
+from app.privacy.arrays import factorize
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.guarantees import guarantee, raw_determinants, unchanged_columns
@@ -210,8 +211,7 @@ def encode_column(series: pd.Series, info: ColumnInfo, missing: str) -> tuple[li
     if isinstance(series.dtype, pd.CategoricalDtype):
         uniques, codes = list(series.cat.categories), series.cat.codes.to_numpy()
     else:
-        codes, arr = pd.factorize(series, use_na_sentinel=True)
-        uniques = list(arr)
+        codes, uniques = factorize(series)
     per_value = np.bincount(codes.astype(np.intp) + 1, minlength=len(uniques) + 1)
     n_missing, present = int(per_value[0]), per_value[1:] > 0
     if info.categories is not None:
