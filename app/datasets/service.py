@@ -195,7 +195,10 @@ def download(session: Session, principal: Principal, dataset_id: uuid.UUID, fmt:
     from app.downloads import check_spreadsheet_safe, download_details, encode_table
 
     check_spreadsheet_safe(fmt, spreadsheet_safe)
-    row = get_row(session, principal, dataset_id, live=True)
+    # FOR KEY SHARE until the data is read (the transaction ends before the answer streams): a
+    # delete or a re-coding schema change committed between reading the row and its bytes left
+    # no bytes, and the download was a 500 or an empty 200; now it waits, or is seen (404)
+    row = get_row(session, principal, dataset_id, live=True, for_key_share=True)
     payload = blobs.read(session, row["blob_id"])
     record(session, tenant=principal.tenant, actor=principal.actor, action="dataset.downloaded",
            subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id,

@@ -124,7 +124,10 @@ def _load_inputs(session, job) -> dict[str, Any]:
         payload = blobs.read(session, source_release["blob_id"])
         columns, shape = source_release["columns"], source_release["shape"]
     elif job["dataset_id"] is not None:
-        ds = datasets_repo.get(session, job["tenant"], job["dataset_id"])
+        # FOR KEY SHARE: a delete committed between this read and the blob's left no bytes (the
+        # job failed 'internal', its ε kept); now the delete waits for the claim's commit, or
+        # has committed and the job fails input_deleted having run nothing
+        ds = datasets_repo.get(session, job["tenant"], job["dataset_id"], for_key_share=True)
         if ds["blob_id"] is None:
             return {"error": {"type": "input_deleted", "message": "the dataset was deleted before the job ran"},
                     "randomness_drawn": False}  # nothing ran: refunded like a job cancelled while queued
