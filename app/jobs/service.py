@@ -113,13 +113,7 @@ def submit(session: Session, principal: Principal, req, idempotency_key: str | N
     if idempotency_key:
         existing = repository.by_idempotency_key(session, principal.tenant, idempotency_key)
         if existing is not None:
-            if existing["request_hash"] != request_hash:
-                raise Conflict("this Idempotency-Key was used for a different job request")
-            # keys are per tenant: the same request by a role that may not submit it (an
-            # analyst replaying an owner's job on raw data) is refused as the submission would be
-            if principal.role != Role.owner and (req.dataset_id is not None or spec.kind == registry.MethodKind.release):
-                raise Forbidden(OWNERS_ONLY_ON_RAW_DATA if req.dataset_id is not None else ANALYSTS_NO_RELEASES)
-            return to_response(session, existing, principal), False
+            return _replay(session, principal, spec, req, existing, request_hash), False
     settings = get_settings()
     if req.seed is not None and not settings.test_mode:
         raise Unprocessable("seed is accepted only when the service runs in the reproducible test "
@@ -158,11 +152,14 @@ def submit(session: Session, principal: Principal, req, idempotency_key: str | N
         with session.begin_nested():
             repository.insert_job(session, **values)
     except IntegrityError:
+        # A concurrent request with the same Idempotency-Key won the race: the unique index made
+        # this insert wait for its commit, so its job is there to answer with (it was a 409
+        # "being processed; retry" — and for a different request too). Nothing of this one stays:
+        # its insert was rolled back, and the debit and queue entry come after it.
         existing = repository.by_idempotency_key(session, principal.tenant, idempotency_key or "")
         if existing is None:
             raise
-        raise Conflict("a concurrent request with the same Idempotency-Key is being processed; "
-                       "retry to read its job") from None
+        return _replay(session, principal, spec, req, existing, request_hash), False
     record(session, tenant=principal.tenant, actor=principal.actor, action="job.submitted",
            subject_type="job", subject_id=job_id, dataset_id=resolved.dataset_id,
            release_id=resolved.release_id,
@@ -179,6 +176,19 @@ def submit(session: Session, principal: Principal, req, idempotency_key: str | N
                       epsilon=epsilon, actor=principal.key_id)
     return to_response(session, row, principal,
                        results={"release_ids": [], "report_id": None, "model_id": None}), True
+
+
+def _replay(session: Session, principal: Principal, spec: registry.MethodSpec, req, existing,
+            request_hash: str) -> dict[str, Any]:
+    """The job an earlier request with the same Idempotency-Key made (200), if it was the same
+    request (409 otherwise)."""
+    if existing["request_hash"] != request_hash:
+        raise Conflict("this Idempotency-Key was used for a different job request")
+    # keys are per tenant: the same request by a role that may not submit it (an
+    # analyst replaying an owner's job on raw data) is refused as the submission would be
+    if principal.role != Role.owner and (req.dataset_id is not None or spec.kind == registry.MethodKind.release):
+        raise Forbidden(OWNERS_ONLY_ON_RAW_DATA if req.dataset_id is not None else ANALYSTS_NO_RELEASES)
+    return to_response(session, existing, principal)
 
 
 def _enqueue_within_the_cap(session: Session, tenant: str, job_id: uuid.UUID) -> None:
