@@ -4,7 +4,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, text, update
 from sqlalchemy.orm import Session
 
 from app.pagination import newest_first
@@ -57,6 +57,14 @@ def set_columns(session: Session, dataset_id: uuid.UUID, columns: list[dict], bl
 def mark_deleted(session: Session, dataset_id: uuid.UUID) -> None:
     session.execute(update(datasets).where(datasets.c.id == dataset_id)
                     .values(blob_id=None, deleted_at=func.now()))
+
+
+def lock_hierarchy(session: Session, dataset_id: uuid.UUID, column: str) -> None:
+    """Serialize the changes of one column's hierarchy until the transaction ends. Taken before
+    any other statement: a transaction's id (the audit trail's order) is then taken after the
+    previous change committed, so the trail lists the changes in the order they took effect."""
+    session.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
+                    {"key": f"veil.hierarchy:{dataset_id}:{column}"})
 
 
 def upsert_hierarchy(session: Session, dataset_id: uuid.UUID, column: str, text: str, levels: int) -> None:

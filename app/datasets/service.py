@@ -253,6 +253,10 @@ def put_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID,
     from app.privacy.anonymity.hierarchies import hierarchy_findings, parse_arx_hierarchy
     from app.privacy.registry import MethodInputError
 
+    # First, one change of the column's hierarchy at a time: the row lock below takes this
+    # transaction's id, which orders the audit trail, and an upload that took it first but
+    # finished its check last overwrote a later one listed after it (race acceptance check)
+    repository.lock_hierarchy(session, dataset_id, column)
     # FOR KEY SHARE until commit: a concurrent delete (FOR UPDATE) waits, or has committed and
     # this answers 404 — a hierarchy lists the column's values and must not outlive the data.
     row = get_row(session, principal, dataset_id, live=True, for_key_share=True)
@@ -292,6 +296,7 @@ def get_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID,
 
 def delete_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID, column: str) -> None:
     """Remove a column's hierarchy: anonymity jobs that start afterwards build the automatic one."""
+    repository.lock_hierarchy(session, dataset_id, column)  # in turn with uploads (put_hierarchy)
     get_row(session, principal, dataset_id, live=True)
     if not repository.delete_hierarchy(session, dataset_id, column):
         raise NotFound(f"dataset {dataset_id} has no hierarchy for column {column!r}")
