@@ -218,12 +218,12 @@ def update_schema(session: Session, principal: Principal, dataset_id: uuid.UUID,
     with tempfile.TemporaryDirectory(prefix="veil-schema-") as tmp:
         payload_path, out_path = Path(tmp) / "stored.parquet", Path(tmp) / "recoded.parquet"
         payload_path.write_bytes(blobs.read(session, row["blob_id"]))
+        # the bytes are the row's only if it is unchanged now: a delete or a re-coding change
+        # committed between the two reads left none, and the child's failure was a 422
+        _refuse_if_changed(session, principal, row)
         columns, changed = isolated.apply_schema(payload_path, row["columns"], update, out_path)
         # Now lock, and land the change only on the data and schema the child worked from.
-        locked = get_row(session, principal, dataset_id, live=True, for_update=True)
-        if (locked["blob_id"], locked["columns"]) != (row["blob_id"], row["columns"]):
-            raise Conflict(f"the schema of dataset {dataset_id} changed while this change was being "
-                           "applied; read it again and retry")
+        _refuse_if_changed(session, principal, row, for_update=True)
         _refuse_under_active_jobs(session, dataset_id)
         blob_id = None
         if changed:  # types changed: store the re-coded data, drop the old copy
@@ -234,6 +234,14 @@ def update_schema(session: Session, principal: Principal, dataset_id: uuid.UUID,
            subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id,
            details={"columns": sorted(update.columns)})
     return get(session, principal, dataset_id)
+
+
+def _refuse_if_changed(session: Session, principal: Principal, row, *, for_update: bool = False) -> None:
+    """404 if the dataset was deleted since ``row`` was read, 409 if its data or schema changed."""
+    now = get_row(session, principal, row["id"], live=True, for_update=for_update)
+    if (now["blob_id"], now["columns"]) != (row["blob_id"], row["columns"]):
+        raise Conflict(f"the schema of dataset {row['id']} changed while this change was being "
+                       "applied; read it again and retry")
 
 
 def _refuse_under_active_jobs(session: Session, dataset_id: uuid.UUID) -> None:
