@@ -26,8 +26,8 @@ from app.datasets.router import BODY_MODELS
 from app.datasets.router import router as datasets_router
 from app.deps import declared_query, known_query_only
 from app.errors import (PROBLEM_MEDIA, BadRequest, FrameworkError, InternalError, MethodNotAllowed,
-                        NotFound, ProblemDetail, ServiceUnavailable, Unprocessable, VeilError,
-                        problem_response)
+                        NotFound, ProblemDetail, ServiceUnavailable, Unprocessable, UnsupportedMediaType,
+                        VeilError, problem_response)
 from app.jobs.router import router as jobs_router
 from app.methods.router import router as methods_router
 from app.middleware import BodyLimit, HeadAsGet, InFlightLimit, RequestContext
@@ -218,10 +218,12 @@ def create_app() -> FastAPI:
         media = request.headers.get("content-type", "")
         if first["loc"] == ["body"] and not _is_json(media):
             # `curl -d '{…}'` without the header sends a form: FastAPI then validates the raw
-            # bytes and says "Input should be a valid dictionary", which names nothing
-            detail = ("the body must be JSON sent with 'Content-Type: application/json'; this "
-                      f"request's Content-Type is {media[:100]!r}" if media else
-                      "the body must be JSON sent with 'Content-Type: application/json'")
+            # bytes and says "Input should be a valid dictionary", which names nothing. A body
+            # of the wrong media type is a 415, as an upload or a hierarchy sent as a form is.
+            return _problem(UnsupportedMediaType(
+                "the body must be JSON sent with 'Content-Type: application/json'; this "
+                f"request's Content-Type is {media[:100]!r}" if media else
+                "the body must be JSON sent with 'Content-Type: application/json'"), request)
         return _problem(Unprocessable(detail, errors=errors), request)
 
     @app.exception_handler(StarletteHTTPException)
