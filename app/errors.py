@@ -16,7 +16,13 @@ class ProblemIssue(BaseModel):
 
 class ProblemDetail(BaseModel):
     """RFC 9457 problem details, sent as application/problem+json."""
-    type: str = Field(..., description="a URI per kind of problem: https://veil.dev/problems/<slug>")
+    type: str = Field(..., description=(
+        "a URI per kind of problem, https://veil.dev/problems/<slug>, stable: `bad-request` (400), "
+        "`unauthorized` (401), `forbidden` (403), `not-found` (404), `method-not-allowed` (405), "
+        "`request-timeout` (408), `conflict` (409), `budget-exhausted` (409: the dataset's ε budget "
+        "cannot pay the job; PUT …/budget raises the cap), `payload-too-large` (413), "
+        "`unsupported-media-type` (415), `unprocessable` (422), `too-many-requests` (429), "
+        "`internal` (500), `service-unavailable` (503), `error` (any other status)"))
     title: str = Field(..., description="the kind of problem, in words (the same for every problem of a `type`)")
     status: int = Field(..., description="the HTTP status")
     detail: str = Field(..., description="this occurrence, in words: names the parameter, column or resource")
@@ -161,6 +167,13 @@ def problem_response(status: int) -> dict[str, Any]:
     if "Retry-After" in cls.default_headers:
         out["headers"] = RETRY_AFTER_DECLARED
     return out
+
+
+def budget_conflict(conflicts: str) -> dict[str, Any]:
+    """The 409 of an operation that debits a budget: its own conflicts, or the budget's."""
+    return {**problem_response(409), "description": (
+        f"{conflicts}; or the dataset's ε budget cannot pay the job: type "
+        "https://veil.dev/problems/budget-exhausted (PUT …/budget raises the cap)")}
 
 
 # Declared on every route so the OpenAPI document lists the problem responses.

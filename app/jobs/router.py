@@ -8,7 +8,7 @@ from pydantic import AfterValidator
 
 from app.auth.dependencies import AdminPrincipal, AnyPrincipal
 from app.deps import OffLoopRoute, SessionDep, known_method
-from app.errors import problem_responses
+from app.errors import budget_conflict, problem_responses
 from app.jobs import service
 from app.jobs.schemas import Job, JobPage, JobRequest, JobStatus
 from app.openapi_parts import Cursor, IdempotencyKey, JobId, PageSize
@@ -22,7 +22,8 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"], route_class=OffLoopRoute)
                                                        "schema": {"type": "string"}}}},
                         200: {"model": Job, "description": "a replay: the same Idempotency-Key and "
                               "request as before; the original job"},
-                        **problem_responses(401, 403, 404, 409, 422, 429, 503)})
+                        **problem_responses(401, 403, 404, 409, 422, 429, 503),
+                        409: budget_conflict("the Idempotency-Key was used for another request")})
 def submit_job(body: Annotated[JobRequest, Body()], response: Response, principal: AnyPrincipal,
                session: SessionDep,
                idempotency_key: IdempotencyKey = None) -> Job:
@@ -68,7 +69,8 @@ def cancel_job(job_id: JobId, principal: AnyPrincipal, session: SessionDep) -> J
 
 
 @router.post("/{job_id}/retry", status_code=202, response_model=Job,
-             responses=problem_responses(401, 403, 404, 409, 422, 429, 503))
+             responses={**problem_responses(401, 403, 404, 409, 422, 429, 503),
+                        409: budget_conflict("the job has not failed, or its dataset was deleted")})
 def retry_job(job_id: JobId, principal: AdminPrincipal, session: SessionDep) -> Job:
     """Admins: run a failed job again (held to the tenant's cap of active jobs, like a submission)."""
     return Job(**service.retry(session, principal, job_id))

@@ -258,3 +258,25 @@ def test_fixed_vocabularies_in_answers_are_enums(spec):
     assert schemas["MethodSource"]["enum"] == ["dataset", "release", "none"]
     assert method["shapes"]["items"] == shape
     assert schemas["BudgetEntry"]["properties"]["kind"]["enum"] == ["debit", "refund"]
+
+
+def _problem_classes():
+    from app import errors
+
+    seen, todo = [], [errors.VeilError]
+    while todo:
+        cls = todo.pop()
+        seen.append(cls)
+        todo.extend(cls.__subclasses__())
+    return seen
+
+
+def test_every_problem_type_the_service_sends_is_documented(spec):
+    """A client tells problems apart by `type`, but the document gave only its pattern
+    (https://veil.dev/problems/<slug>): budget-exhausted, the one 409 a client acts on (raise
+    the cap), appeared nowhere in it (apic acceptance check)."""
+    described = spec["components"]["schemas"]["ProblemDetail"]["properties"]["type"]["description"]
+    for cls in _problem_classes():
+        assert f"`{cls.slug}`" in described, cls.__name__
+    conflict = spec["paths"]["/v1/jobs"]["post"]["responses"]["409"]["description"]
+    assert "budget-exhausted" in conflict, conflict
