@@ -8,9 +8,15 @@ import uuid
 from typing import Annotated, Any, Literal
 
 from fastapi import Header, Path, Query
+from pydantic import ConfigDict
 
 TABLE_MEDIA = ("text/csv", "application/x-ndjson", "application/vnd.apache.parquet")
 MEDIA_BY_FORMAT = dict(zip(("csv", "jsonl", "parquet"), TABLE_MEDIA))  # a download's ?format=
+
+
+# An answer's model: the service sends every field, so its schema declares every one required,
+# defaults or not (a generated client would type a field with a default as `Unset | …`).
+SENT_WHOLE = ConfigDict(json_schema_serialization_defaults_required=True)
 
 
 def binary_content(*media: str) -> dict[str, Any]:

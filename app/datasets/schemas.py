@@ -7,11 +7,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.datasets.schema import ColumnRole, ColumnType
+from app.openapi_parts import SENT_WHOLE
 from app.privacy.json_types import JsonTyped
 from app.privacy.registry import DataShape
 
 
 class Column(BaseModel):
+    model_config = SENT_WHOLE
     name: str
     type: ColumnType
     role: ColumnRole
@@ -28,6 +30,7 @@ class Column(BaseModel):
 
 class DatasetSummary(BaseModel):
     """A dataset as lists show it; its columns are at GET /v1/datasets/{id}."""
+    model_config = SENT_WHOLE
     id: uuid.UUID
     name: str
     format: str

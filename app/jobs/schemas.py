@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
 
 from app.privacy import registry
+from app.openapi_parts import SENT_WHOLE
 from app.privacy.json_types import json_typed
 
 
@@ -60,12 +61,14 @@ class JobError(BaseModel):
 
 
 class JobResult(BaseModel):
+    model_config = SENT_WHOLE
     release_ids: list[uuid.UUID] = Field(default_factory=list)
     report_id: uuid.UUID | None = None
     model_id: uuid.UUID | None = None
 
 
 class Job(BaseModel):
+    model_config = SENT_WHOLE
     id: uuid.UUID
     method: str
     status: JobStatus

@@ -11,7 +11,7 @@ from app.auth.dependencies import ReaderPrincipal
 from app.deps import OffLoopRoute, SessionDep, known_method
 from app.errors import problem_responses
 from app.models import service
-from app.openapi_parts import Cursor, ModelId, PageSize
+from app.openapi_parts import SENT_WHOLE, Cursor, ModelId, PageSize
 from app.privacy.json_types import JsonTyped
 
 router = APIRouter(prefix="/v1/models", tags=["models"], route_class=OffLoopRoute)
@@ -35,6 +35,7 @@ class PredictRequest(JsonTyped):
 
 
 class Prediction(BaseModel):
+    model_config = SENT_WHOLE
     predictions: list[Any]
     classes: list[str]
     probabilities: list[list[float]] | None
