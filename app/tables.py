@@ -47,7 +47,7 @@ blob_chunks = Table(
 
 datasets = Table(
     "datasets", metadata, _id(),
-    Column("tenant", String(64), nullable=False, index=True),
+    Column("tenant", String(64), nullable=False),
     Column("name", String(300), nullable=False),
     Column("format", String(20), nullable=False),
     Column("shape", String(20), nullable=False),  # table | transactions
@@ -62,6 +62,9 @@ datasets = Table(
     Column("idempotency_key", String(200)),
     Column("request_hash", String(64)),
     UniqueConstraint("tenant", "idempotency_key", name="uq_datasets_idempotency"),
+    # every list pages newest first by (created_at, id): an index per filter a list takes hands a
+    # page over in that order (without one, each page sorted every row the filter matched)
+    Index("ix_datasets_tenant_created", "tenant", "created_at", "id"),
 )
 
 hierarchies = Table(
@@ -103,7 +106,10 @@ jobs = Table(
     Column("idempotency_key", String(200)),
     Column("request_hash", String(64)),
     UniqueConstraint("tenant", "idempotency_key", name="uq_jobs_idempotency"),
-    Index("ix_jobs_tenant_created", "tenant", "created_at"),
+    Index("ix_jobs_tenant_created", "tenant", "created_at", "id"),
+    Index("ix_jobs_dataset_created", "dataset_id", "created_at", "id"),
+    Index("ix_jobs_release_created", "release_id", "created_at", "id"),
+    Index("ix_jobs_created", "created_at", "id"),  # admins: every tenant's
     Index("ix_jobs_status_heartbeat", "status", "heartbeat_at"),
     # the active-job cap counts these on every submission
     Index("ix_jobs_tenant_active", "tenant", postgresql_where=text("status IN ('queued', 'running')")),
@@ -124,9 +130,9 @@ job_outcomes = Table(
 
 releases = Table(
     "releases", metadata, _id(),
-    Column("tenant", String(64), nullable=False, index=True),
+    Column("tenant", String(64), nullable=False),
     Column("job_id", UUID(as_uuid=True), ForeignKey("jobs.id"), nullable=False, unique=True),
-    Column("dataset_id", UUID(as_uuid=True), nullable=False, index=True),  # the root dataset
+    Column("dataset_id", UUID(as_uuid=True), nullable=False),  # the root dataset
     Column("source_release_id", UUID(as_uuid=True)),
     Column("method", String(64), nullable=False),
     Column("params", JSONB, nullable=False),
@@ -143,11 +149,13 @@ releases = Table(
     Column("code_version", String(64), nullable=False),
     Column("created_by", UUID(as_uuid=True), nullable=False),
     _created_at(),
+    Index("ix_releases_tenant_created", "tenant", "created_at", "id"),
+    Index("ix_releases_dataset_created", "dataset_id", "created_at", "id"),
 )
 
 reports = Table(
     "reports", metadata, _id(),
-    Column("tenant", String(64), nullable=False, index=True),
+    Column("tenant", String(64), nullable=False),
     Column("job_id", UUID(as_uuid=True), ForeignKey("jobs.id"), nullable=False, unique=True),
     Column("kind", String(64), nullable=False),
     Column("dataset_id", UUID(as_uuid=True)),
@@ -155,11 +163,14 @@ reports = Table(
     Column("data", JSONB, nullable=False),
     Column("plots", JSONB, nullable=False),  # name -> {png: blob_id, svg: blob_id}
     _created_at(),
+    Index("ix_reports_tenant_created", "tenant", "created_at", "id"),
+    Index("ix_reports_dataset_created", "dataset_id", "created_at", "id"),
+    Index("ix_reports_release_created", "release_id", "created_at", "id"),
 )
 
 models = Table(
     "models", metadata, _id(),
-    Column("tenant", String(64), nullable=False, index=True),
+    Column("tenant", String(64), nullable=False),
     Column("job_id", UUID(as_uuid=True), ForeignKey("jobs.id"), nullable=False, unique=True),
     Column("method", String(64), nullable=False),
     Column("release_id", UUID(as_uuid=True)),
@@ -167,6 +178,8 @@ models = Table(
     Column("metrics", JSONB, nullable=False),
     Column("blob_id", UUID(as_uuid=True), nullable=False),
     _created_at(),
+    Index("ix_models_tenant_created", "tenant", "created_at", "id"),
+    Index("ix_models_release_created", "release_id", "created_at", "id"),
 )
 
 budgets = Table(
@@ -180,13 +193,15 @@ budgets = Table(
 budget_entries = Table(
     "budget_entries", metadata,
     Column("id", BigInteger, primary_key=True, autoincrement=True),
-    Column("dataset_id", UUID(as_uuid=True), nullable=False, index=True),
+    Column("dataset_id", UUID(as_uuid=True), nullable=False),
     Column("job_id", UUID(as_uuid=True), nullable=False),
     Column("method", String(64), nullable=False),
     Column("kind", String(16), nullable=False),  # debit | refund
     Column("epsilon", Numeric, nullable=False),  # negative for a refund
     Column("actor", UUID(as_uuid=True), nullable=False),
     Column("at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Index("ix_budget_entries_dataset", "dataset_id", "id"),  # paged by id
+    Index("ix_budget_entries_job", "job_id"),  # whether a job's ε is still held (a refund)
 )
 
 audit_events = Table(
@@ -205,8 +220,9 @@ audit_events = Table(
     Column("txn", BigInteger, nullable=False, server_default=text("(pg_current_xact_id())::text::bigint")),
     Index("ix_audit_tenant_at", "tenant", "at"),
     Index("ix_audit_tenant_txn", "tenant", "txn", "id"),
-    Index("ix_audit_dataset", "dataset_id"),
-    Index("ix_audit_release", "release_id"),
+    Index("ix_audit_dataset", "dataset_id", "txn", "id"),
+    Index("ix_audit_release", "release_id", "txn", "id"),
+    Index("ix_audit_txn", "txn", "id"),  # admins: every tenant's
 )
 
 worker_heartbeats = Table(
