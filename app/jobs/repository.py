@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, literal, select, text, union_all, update
+from sqlalchemy import bindparam, func, insert, literal, null, select, text, union_all, update
+from sqlalchemy.dialects.postgresql import UUID
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from app.pagination import newest_first, where_given
 from app.sql import any_of
-from app.tables import job_outcomes, jobs, models, releases, reports
+from app.tables import budget_entries, job_outcomes, jobs, models, releases, reports
 
 ACTIVE = ("queued", "running")
 # Upper bounds (seconds) of the run-time buckets counted in job_outcomes; a finish whose run took
@@ -78,23 +80,33 @@ def list_page(session: Session, *, tenant: str | None, status: str | None, metho
 
 
 def results_of(session: Session, job_ids: list[uuid.UUID]) -> dict[uuid.UUID, dict[str, Any]]:
-    out: dict[uuid.UUID, dict[str, Any]] = {j: {"release_ids": [], "report_id": None, "model_id": None}
-                                            for j in job_ids}
-    if not job_ids:
-        return out
-    for kind, job_id, object_id in session.execute(_RESULTS, {"ids": job_ids}):
-        if kind == "release":
-            out[job_id]["release_ids"].append(object_id)
-        else:
-            out[job_id][f"{kind}_id"] = object_id
+    """Per job, what it produced (``result``: release ids, report id, model id) and whether the
+    ledger gave its ε back (``epsilon_refunded``: as many refunds as debits, and one at least)."""
+    out: dict[uuid.UUID, dict[str, Any]] = {
+        j: {"result": {"release_ids": [], "report_id": None, "model_id": None}, "ledger": Counter()}
+        for j in job_ids}
+    if job_ids:
+        for kind, job_id, object_id in session.execute(_RESULTS, {"ids": job_ids}):
+            if kind in ("debit", "refund"):
+                out[job_id]["ledger"][kind] += 1
+            elif kind == "release":
+                out[job_id]["result"]["release_ids"].append(object_id)
+            else:
+                out[job_id]["result"][f"{kind}_id"] = object_id
+    for entry in out.values():
+        ledger = entry.pop("ledger")
+        entry["epsilon_refunded"] = 0 < ledger["debit"] <= ledger["refund"]
     return out
 
 
-# One round trip for the three kinds (every job read pays it; the load test showed it); built
-# once, with the ids as one array parameter (an IN list is re-rendered for every call).
+# One round trip for the three kinds and the job's ledger entries (every job read pays it; the
+# load test showed it); built once, with the ids as one array parameter (an IN list is
+# re-rendered for every call).
 _RESULTS = union_all(*[
     select(literal(kind).label("kind"), table.c.job_id, table.c.id).where(table.c.job_id == any_of("ids"))
-    for kind, table in (("release", releases), ("report", reports), ("model", models))])
+    for kind, table in (("release", releases), ("report", reports), ("model", models))],
+    select(budget_entries.c.kind, budget_entries.c.job_id, null().cast(UUID(as_uuid=True)))
+    .where(budget_entries.c.job_id == any_of("ids")))
 
 
 def set_queue_entry(session: Session, job_id: uuid.UUID, queue_job_id: int, priority: int) -> None:

@@ -80,7 +80,13 @@ class Job(BaseModel):
     release_id: uuid.UUID | None
     params: dict[str, Any]
     epsilon: float | Unbounded | None = Field(
-        None, description="ε debited from the dataset's budget (\"Infinity\" when unbounded)")
+        None, description="ε debited from the dataset's budget when the job was accepted "
+        "(\"Infinity\" when unbounded); `epsilon_refunded` says whether it was given back")
+    epsilon_refunded: bool = Field(
+        False, description="the ledger gave the job's ε back (cancelled while queued, or failed or "
+        "stopped before drawing randomness): it no longer counts in the dataset's spending, and "
+        "an admin's retry debits it again. The ε a dataset's jobs hold is the sum of `epsilon` over "
+        "those with false")
     cancel_requested: bool = Field(
         False, description="a cancel was asked while the job ran: it ends 'cancelled' once its "
         "worker stops it, or keeps its result (and its ε stays spent) if it finished first")

@@ -174,8 +174,8 @@ def submit(session: Session, principal: Principal, req, idempotency_key: str | N
     if epsilon is not None:
         budgets.debit(session, dataset_id=resolved.dataset_id, job_id=job_id, method=spec.name,
                       epsilon=epsilon, actor=principal.key_id)
-    return to_response(session, row, principal,
-                       results={"release_ids": [], "report_id": None, "model_id": None}), True
+    return to_response(session, row, principal, results={
+        "result": {"release_ids": [], "report_id": None, "model_id": None}, "epsilon_refunded": False}), True
 
 
 def _replay(session: Session, principal: Principal, spec: registry.MethodSpec, req, existing,
@@ -222,6 +222,7 @@ def to_response(session: Session, row, principal: Principal,
                 results: dict[str, Any] | None = None) -> dict[str, Any]:
     if results is None:
         results = repository.results_of(session, [row["id"]])[row["id"]]
+    refunded, results = results["epsilon_refunded"], results["result"]
     links = {"self": f"/v1/jobs/{row['id']}"}
     if results["release_ids"]:
         links["release"] = f"/v1/releases/{results['release_ids'][0]}"
@@ -232,7 +233,7 @@ def to_response(session: Session, row, principal: Principal,
     return {"id": row["id"], "method": row["method"], "status": row["status"],
             "progress": row["progress"], "stage": row["stage"], "error": _error_for(principal, row),
             "result": results, "dataset_id": row["dataset_id"], "release_id": row["release_id"],
-            "params": row["params"], "epsilon": _eps(row["epsilon"]),
+            "params": row["params"], "epsilon": _eps(row["epsilon"]), "epsilon_refunded": refunded,
             "cancel_requested": bool(row["cancel_requested"]), "attempt": row["attempt"], "created_at": row["created_at"],
             "started_at": row["started_at"], "finished_at": row["finished_at"], "links": links}
 
