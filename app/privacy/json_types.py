@@ -128,3 +128,19 @@ class JsonTyped(BaseModel):
     """Base of every request body and method parameter model: see the module."""
 
     _json_types = json_typed("*")
+
+
+def schema_bounds(*, types_: tuple[str, ...] = ("number", "integer"), **bounds: float):
+    """A field's ``json_schema_extra`` when a validator bounds its numbers with a message of its
+    own (naming the column or the rule): the JSON Schema states the same bounds (``minimum``,
+    ``exclusiveMaximum``, …) on every number of the field — the field itself, a list's items, a
+    map's values, each branch of a union — so a client reading GET /v1/methods knows them."""
+    def apply(schema: dict[str, Any]) -> None:
+        if schema.get("type") in types_:
+            schema.update(bounds)
+        for key in ("items", "additionalProperties"):
+            if isinstance(schema.get(key), dict):
+                apply(schema[key])
+        for branch in schema.get("anyOf", []):
+            apply(branch)
+    return apply

@@ -74,7 +74,7 @@ def misfit_params(params: Params, shape: str) -> list[str]:
     fields = type(params).model_fields
     marker = _ONLY.get(shape)
     return [name for name in sorted(params.model_fields_set)
-            if marker and (fields[name].json_schema_extra or {}).get(marker)
+            if marker and isinstance(extra := fields[name].json_schema_extra, dict) and extra.get(marker)
             and getattr(params, name) != fields[name].get_default(call_default_factory=True)]
 
 

@@ -42,6 +42,7 @@ from app.privacy.dp_release.projection import (
     eigh_desc, filter_by_importance, importance, project, sensitive_release, top_k,
 )
 from app.privacy.guarantees import guarantee
+from app.privacy.json_types import schema_bounds
 from app.privacy.noise import laplace_mechanism
 from app.privacy.registry import MethodKind, MethodInputError, MethodSpec, register
 from app.privacy.results import ReleaseResult
@@ -65,7 +66,8 @@ class IcahdpParams(TableParams):
         "metadata's encoded_columns); replaces the DP covariance, whose share goes to the projection")
     sensitive: dict[str, float] | None = Field(
         None, description="sensitive column → preference sp ∈ [0, 1] (1 = most sensitive); these "
-        "columns leave the projection and get their own budget from sensitive_share")
+        "columns leave the projection and get their own budget from sensitive_share",
+        json_schema_extra=schema_bounds(minimum=0.0, maximum=1.0))
     sensitive_share: float = Field(0.2, gt=0.0, lt=1.0, description="fraction of ε split among "
                                    "the sensitive columns (used only when 'sensitive' is given)")
     levels: int = Field(3, ge=1, le=10, description="number of sensitivity levels G_1..G_m")

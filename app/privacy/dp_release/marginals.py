@@ -34,6 +34,7 @@ import pandas as pd
 from pydantic import Field, field_validator
 
 from app.privacy.context import RunContext
+from app.privacy.json_types import schema_bounds
 from app.privacy.data import ColumnInfo
 from app.privacy.dp_release.common import MAX_EPSILON, NEIGHBOURING, TableParams, check_references
 from app.privacy.dp_release.encoding import ColumnPlan, check_declared, declared_plan, domain_warnings
@@ -64,7 +65,8 @@ class SynthParams(TableParams):
         "many values gets one level per integer, else its lower bound alone in the first bin (a "
         "spike such as capital-gain = 0 survives) and runs of consecutive integers in the others. "
         "One number for every numeric column or column → number, or column → the bin edges "
-        "themselves, from the lower to the upper declared bound")
+        "themselves, from the lower to the upper declared bound",
+        json_schema_extra=schema_bounds(types_=("integer",), minimum=2, maximum=MAX_BINS))
     rows: int | None = Field(None, ge=1, le=2_000_000, description="rows of the synthetic table; "
                              "default the number of input records")
     iterations: int = Field(2000, ge=50, le=20_000, description="mirror-descent iterations of the "

@@ -30,6 +30,7 @@ from app.privacy.itemsets.encoding import one_hot, read_fimi
 from app.privacy.itemsets.mining import Level, apriori
 from app.privacy.itemsets.supports import all_combinations, exact_oracle, release_oracle
 from app.privacy.itemsets.release import ItemParams, MaskParams, PngParams, prepare_items, run_mask, run_png
+from app.privacy.json_types import schema_bounds
 from app.privacy.plotting import legend_below, log_axis, spans_a_decade
 from app.privacy.registry import MethodKind, MethodSpec, Params, MethodSource, register
 from app.privacy.results import ReportResult, render_figure
@@ -43,7 +44,8 @@ ESTIMATORS = ("pooled", "stratified")
 class ExperimentItemsetsParams(Params):
     datasets: list[DatasetName] = Field(["mushroom", "chess", "retail", "adult"], min_length=1)
     ps: list[float] = Field([0.6, 0.7, 0.8, 0.9], min_length=1, max_length=8,
-                            description="mean keep probabilities compared (MASK p = PN/g mean p)")
+                            description="mean keep probabilities compared (MASK p = PN/g mean p)",
+                            json_schema_extra=schema_bounds(exclusiveMinimum=0.5, exclusiveMaximum=1.0))
     seeds: int = Field(3, ge=1, le=10, description="independent randomizations per setting")
     max_len: int = Field(4, ge=1, le=4, description="itemset sizes evaluated: 1..max_len")
     minsup: dict[str, float] | None = Field(
@@ -53,7 +55,8 @@ class ExperimentItemsetsParams(Params):
     group_sizes: list[Annotated[int, Field(ge=1, le=10**9)] | Literal["n/5"]] = Field(
         [2, 100, "n/5"], min_length=1, max_length=6)
     grouping_ps: list[float] = Field([0.8, 0.9], min_length=1, max_length=4,
-                                     description="mean p of the PN/g designs in the grouping comparison")
+                                     description="mean p of the PN/g designs in the grouping comparison",
+                                     json_schema_extra=schema_bounds(exclusiveMinimum=0.5, exclusiveMaximum=1.0))
     group_size: int = Field(100, ge=1, le=10**9, description="PN/g group size in the error-vs-p comparison")
     retail_top_items: int = Field(100, ge=10, le=1000, description="retail: keep its N most frequent items")
     pruning_max_len: int = Field(3, ge=1, le=3, description="pruning study: every itemset up to this size")

@@ -28,6 +28,7 @@ from pydantic import Field, field_validator
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
 from app.privacy.experiments import datasets_dir
+from app.privacy.json_types import schema_bounds
 from app.privacy.dtpd import DTPDClassifier
 from app.privacy.naive_bayes import PPNBClassifier, release_randomization
 from app.privacy.plotting import legend_below
@@ -51,7 +52,8 @@ class ExperimentPPNBParams(Params):
         description="synthetic bank-card customers and/or UCI Adult")
     p0_grid: list[float] = Field(
         default_factory=lambda: list(PAPER_GRID), min_length=1, max_length=30,
-        description="p0 of ERRPH (Figure 2) and p of Figure 3; each in (0, 1], not 0.5")
+        description="p0 of ERRPH (Figure 2) and p of Figure 3; each in (0, 1], not 0.5",
+        json_schema_extra=schema_bounds(exclusiveMinimum=0.0, maximum=1.0))
     seeds: list[Annotated[int, Field(ge=0, le=2**32 - 1)]] = Field(
         default_factory=lambda: [0, 1, 2], min_length=1, max_length=10,
         description="one run per seed; plots show mean ± standard deviation")

@@ -27,6 +27,7 @@ from app.privacy.itemsets.groups import (
     MAX_COLUMN_GROUPS, POOLED_ASSUMPTION, Grouping, png_grouping, privacy_figures, row_keep_probabilities,
 )
 from app.privacy.itemsets.supports import randomized_items, reconstruct_step
+from app.privacy.json_types import schema_bounds
 from app.privacy.registry import (
     TABLES_ONLY, DataShape, MethodKind, MethodInputError, MethodSpec, Params, register, register_reconstructor,
 )
@@ -97,7 +98,8 @@ class PngParams(ItemParams):
     ps: list[float] | dict[str, float] = Field(
         ..., description="keep probability per group, each in [0.5, 1]: a list in group order "
         "(recycled when shorter than the number of groups) or, with group_column, a map from the "
-        "column's value to p ('*' = every other value)")
+        "column's value to p ('*' = every other value)",
+        json_schema_extra=schema_bounds(minimum=0.5, maximum=1.0))
     group_size: int | None = Field(
         None, ge=1, description="rows per group (the last group may be short); default: as many "
         "equal groups as entries in ps")
