@@ -45,7 +45,7 @@ def to_response(row) -> dict[str, Any]:
     return {"id": row["id"], "job_id": row["job_id"], "method": row["method"],
             "release_id": row["release_id"], "metadata": row["metadata"], "metrics": row["metrics"],
             "created_at": row["created_at"],
-            "links": {"predict": f"/v1/models/{row['id']}/predict"}}
+            "links": {"self": f"/v1/models/{row['id']}", "predict": f"/v1/models/{row['id']}/predict"}}
 
 
 def list_page(session: Session, principal: Principal, *, release_id: uuid.UUID | None,

@@ -129,3 +129,14 @@ def test_a_model_is_read_from_the_database_once_per_process(client, ppnb_model, 
     for _ in range(3):
         assert client.post(url, headers=auth(headers), json=body).json()["predictions"] == ["young"]
     assert reads == []
+
+
+def test_a_model_links_itself_as_jobs_releases_and_reports_do(client, ppnb_model):
+    """A model's links named only predict: every other resource's links start with `self`
+    (apic acceptance check)."""
+    headers, predict = ppnb_model
+    url = predict.removesuffix("/predict")
+    model = client.get(url, headers=auth(headers)).json()
+    assert model["links"] == {"self": url, "predict": predict}
+    listed = client.get("/v1/models", headers=auth(headers)).json()["items"]
+    assert next(m for m in listed if m["id"] == model["id"])["links"] == model["links"]
