@@ -59,7 +59,7 @@ SpreadsheetSafe = Annotated[bool, Query(
     "injection advice); the cells then differ from the data, so it is off by default")]
 IfNoneMatch = Annotated[str | None, Header(
     max_length=4096, description="the ETag of a copy kept from an earlier download (or a list, or *): "
-    "a 304 without the rows when it is this representation's")]
+    "a 304 without a body when it is this representation's")]
 IdempotencyKey = Annotated[str | None, Header(
     min_length=1, max_length=200, description="a retry with the same key and the same request answers the original "
     "(200) instead of creating another; the same key with another request is a 409")]
