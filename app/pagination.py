@@ -33,8 +33,9 @@ def _bigint(text: str) -> bool:
 
 
 def decode_id(cursor: str | None) -> int | None:
-    """A `next` cursor that is a ledger entry's id (a positive bigint)."""
-    if cursor is None:
+    """A `next` cursor that is a ledger entry's id (a positive bigint); empty is none given, as
+    on the other lists (a URL template's `?cursor=` with no value yet)."""
+    if not cursor:
         return None
     if not _bigint(cursor):
         raise Unprocessable("cursor must be the `next` value of a previous page")
@@ -44,8 +45,8 @@ def decode_id(cursor: str | None) -> int | None:
 def decode_position(cursor: str | None) -> tuple[int, int] | None:
     """A `next` cursor of the audit trail: ``<txn>.<id>``, an event's ``position``. A bare id is
     the `next` of a version before migration 0003, which gave the events of that time txn 0: a
-    follower that kept one across the upgrade resumes after that event."""
-    if cursor is None:
+    follower that kept one across the upgrade resumes after that event. Empty is none given."""
+    if not cursor:
         return None
     if _bigint(cursor):
         return 0, int(cursor)

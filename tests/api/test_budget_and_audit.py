@@ -304,7 +304,7 @@ def test_a_job_whose_dataset_was_deleted_cannot_be_retried(client, owner, make_k
     assert client.get(f"/v1/jobs/{job['id']}", headers=auth(owner)).json()["status"] == "failed"
 
 
-@pytest.mark.parametrize("cursor", ["99999999999999999999", "１２", "", "-1", "1e3"])
+@pytest.mark.parametrize("cursor", ["99999999999999999999", "１２", "-1", "1e3"])
 def test_a_cursor_that_no_page_gave_is_named(client, owner, cursor):
     """A cursor past the bigint range reached PostgreSQL and came back as the generic
     'a value in the request cannot be processed'; full-width digits passed `isdigit`."""
@@ -312,6 +312,18 @@ def test_a_cursor_that_no_page_gave_is_named(client, owner, cursor):
     for url in ("/v1/audit", f"/v1/datasets/{ds['id']}/budget/entries"):
         assert_problem(client.get(url, headers=auth(owner), params={"cursor": cursor}), 422,
                        "cursor must be the `next` value")
+
+
+def test_an_empty_cursor_is_the_first_page_on_every_list(client, owner):
+    """`?cursor=` with no value (a URL template before the first `next`) was the first page on
+    the keyset lists and a 422 on the audit trail and the ledger (dash acceptance check)."""
+    ds = _binary_dataset(client, owner)
+    for url in ("/v1/audit", f"/v1/datasets/{ds['id']}/budget/entries", "/v1/jobs", "/v1/releases",
+                "/v1/datasets", "/v1/reports", "/v1/models"):
+        first = client.get(url, headers=auth(owner), params={"limit": 1})
+        empty = client.get(url, headers=auth(owner), params={"limit": 1, "cursor": ""})
+        assert empty.status_code == 200, (url, empty.text)
+        assert empty.json()["items"] == first.json()["items"], url
 
 
 @pytest.mark.parametrize("cursor", [f"now_{uuid.uuid4()}", f"today_{uuid.uuid4()}",
