@@ -6,12 +6,55 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
 
 Notion = Literal["local_dp", "central_dp", "k_anonymity", "none"]
+# how a stored guarantee spells an unbounded ε (JSON has no infinity); a one-value enum, as the
+# jobs' ε (a generated client reads a number-or-const union as the const alone)
+_Unbounded = Annotated[Literal["Infinity"], WithJsonSchema({"type": "string", "enum": ["Infinity"]})]
+
+
+class Guarantees(BaseModel):
+    """What a release guarantees: the keys every release carries (``guarantee`` builds them).
+    A method's own figures sit beside them — per-column ε and breach (`columns`), k, l, t, the
+    accountant of a DP synthesizer — and a step run on a release adds `chain_guarantees`, the
+    earlier steps' keys, oldest first."""
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
+
+    notion: Notion = Field(..., description="local_dp (each record randomized on its own), central_dp "
+                           "(a DP computation over the table), k_anonymity, or none (no formal guarantee)")
+    private: bool = Field(..., description="the notion holds for the whole released table: false when a "
+                          "column is published as the input held it, the randomness was seeded (test "
+                          "mode), or the step gives no formal guarantee. The syntactic releases "
+                          "(kanonymity, rfka, hamdist) guarantee their quasi-identifiers or selected "
+                          "features and stay true beside the columns they pass through (sensitive, label)")
+    epsilon: float | _Unbounded | None = Field(
+        ..., description="the record-level ε this step delivers (\"Infinity\" when unbounded; null "
+        "when the notion has none)")
+    delta: float | None = Field(..., description="the δ of an (ε, δ) guarantee; null for pure ε")
+    protected_columns: list[str] = Field(..., description="the columns the guarantee covers")
+    unprotected_columns: list[str] = Field(
+        ..., description="the columns released as the input held them, outside the guarantee")
+    random_source: str = Field(..., description="where the randomness came from (the OS CSPRNG unless "
+                               "seeded in test mode)")
+    statements: list[str] = Field(..., description="what the guarantee says, in words")
+    warnings: list[str] = Field(..., description="what it does not cover, or what the release "
+                                "discloses besides")
+
+
+def check_guarantees(guarantees: dict[str, Any], method: str) -> None:
+    """A method's release must state the common keys (a method added by VEIL_PLUGINS that
+    built its own dict instead of calling ``guarantee`` is refused, not published)."""
+    try:
+        Guarantees.model_validate(guarantees)
+    except ValidationError as exc:
+        wrong = ", ".join(sorted({".".join(map(str, e["loc"])) for e in exc.errors()}))
+        raise TypeError(f"method {method!r} returned guarantees without the common keys "
+                        f"(build them with app.privacy.guarantees.guarantee): {wrong}") from None
 
 
 def guarantee(

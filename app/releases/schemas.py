@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from app.privacy.guarantees import Guarantees
 from app.privacy.registry import DataShape
 
 
@@ -29,8 +30,8 @@ class ReleaseSummary(BaseModel):
     source_release_id: uuid.UUID | None
     method: str
     params: dict[str, Any]
-    guarantees: dict[str, Any] = Field(..., description="exactly what the code delivered: notion, "
-                                       "private, epsilon (\"Infinity\" when unbounded), per-column figures")
+    guarantees: Guarantees = Field(..., description="exactly what the code delivered: the common keys "
+                                   "below, and the method's own figures beside them")
     metrics: dict[str, Any]
     shape: DataShape
     rows: int

@@ -24,6 +24,7 @@ from app.jsonsafe import jsonable
 from app.privacy import registry
 from app.privacy.context import Cancelled, RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
+from app.privacy.guarantees import check_guarantees
 from app.privacy.results import ModelResult, ReleaseResult, ReportResult
 from app.privacy.rng import SecureRandom
 
@@ -110,6 +111,7 @@ def _load_input(job: dict[str, Any]) -> MethodInput:
 
 def encode(result, job: dict[str, Any]) -> dict[str, Any]:
     if isinstance(result, ReleaseResult):
+        check_guarantees(result.guarantees, job["method"])  # the API's Release schema promises them
         if result.transactions is not None:
             payload, shape, rows = codec.transactions_to_parquet(result.transactions), "transactions", \
                 result.transactions.n_transactions

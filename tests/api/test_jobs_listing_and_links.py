@@ -8,6 +8,7 @@ import uuid
 import pandas as pd
 
 from app.db import transaction
+from app.privacy.guarantees import guarantee
 from app.releases import service as releases
 from sqlalchemy import text
 from tests.support.api import auth, submit, upload
@@ -33,7 +34,8 @@ def _store_release(job: dict) -> uuid.UUID:
     with transaction() as s:
         row = dict(s.execute(text("SELECT * FROM jobs WHERE id = :j"), {"j": job["id"]}).mappings().one())
         return releases.store(s, job=row, encoded={
-            "payload": buf.getvalue(), "guarantees": {}, "metrics": {}, "metadata": {}, "shape": "table",
+            "payload": buf.getvalue(), "guarantees": guarantee("none", rng="test", private=False),
+            "metrics": {}, "metadata": {}, "shape": "table",
             "columns": [{"name": "a", "type": "numeric"}, {"name": "b", "type": "categorical"}], "rows": 2},
             input_sha256="0" * 64, source_release=None)
 
