@@ -35,6 +35,8 @@ class ReleaseSummary(BaseModel):
     metrics: dict[str, Any]
     shape: DataShape
     rows: int
+    created_at: datetime = Field(..., description="when the release was stored, as every other resource "
+                                 "says it (the same time as provenance.created_at)")
     provenance: Provenance
     links: dict[str, str]
 

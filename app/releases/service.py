@@ -81,7 +81,7 @@ def to_response(row, principal: Principal) -> dict[str, Any]:
             "source_release_id": row["source_release_id"], "method": row["method"],
             "params": row["params"], "guarantees": row["guarantees"], "metrics": row["metrics"],
             "metadata": row["metadata"], "chain": row["chain"], "shape": row["shape"],
-            "rows": row["rows"], "columns": row["columns"],
+            "rows": row["rows"], "columns": row["columns"], "created_at": row["created_at"],
             "provenance": {"input_sha256": _input_sha256(row, principal), "output_sha256": row["output_sha256"],
                            "code_version": row["code_version"], "created_by": str(row["created_by"]),
                            "created_at": row["created_at"], "job_id": str(row["job_id"])},

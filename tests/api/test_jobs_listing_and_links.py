@@ -89,6 +89,8 @@ def test_the_release_list_gives_summaries_and_each_release_its_details(client, o
     assert {"metadata", "chain", "columns"} <= set(full) and not {"metadata", "chain", "columns"} & set(item)
     assert item == {k: v for k, v in full.items() if k not in ("metadata", "chain", "columns")}
     assert item["links"]["self"] == f"/v1/releases/{rid}"
+    # created_at at the top, as every other list's items have it (dash acceptance check's note)
+    assert item["created_at"] == full["provenance"]["created_at"] and item["created_at"].endswith("Z")
 
 
 def test_a_failure_on_raw_data_shows_its_message_to_owners_only(client, make_key):
