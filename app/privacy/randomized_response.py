@@ -338,6 +338,10 @@ def _validated(name: str, p0: float, p: np.ndarray, params: ErrphParams) -> np.n
     if (np.any(p == 0) or p0 >= 1.0) and not params.allow_zero_probabilities:
         raise MethodInputError(f"column {name!r}: some p_j = 0 makes ε infinite; "
                                "set allow_zero_probabilities to accept that")
+    if int(probability_threshold(p0)) == 0:  # no 32-bit word keeps the cell
+        raise MethodInputError(f"column {name!r}: p0 = {p0:.6g} is within 2^-33 of 0, so no cell is "
+                               "ever kept: the release would be pure noise (nothing could be "
+                               "reconstructed); use p0 ≥ 1.2e-10")
     return p
 
 

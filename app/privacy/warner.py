@@ -85,8 +85,10 @@ class WarnerParams(Params):
 
     @model_validator(mode="after")
     def _p_informative(self):
-        if self.p == 0.5:
-            raise ValueError("p = 0.5 publishes pure noise: nothing could be reconstructed")
+        if int(probability_threshold(1.0 - self.p)) == 2**31:  # p = 0.5, or within 2^-33 of it
+            raise ValueError("p = 0.5 (or within 2^-33 of it, where every cell flips with "
+                             "probability exactly 1/2) publishes pure noise: nothing could be "
+                             "reconstructed")
         # the realized flip threshold decides, not p itself: a p within 2^-33 of 1 never flips
         # (ε = ∞, the cells published as they are) and needs the same consent as p = 1
         if math.isinf(warner_epsilon(self.p)) and not self.allow_zero_probabilities:

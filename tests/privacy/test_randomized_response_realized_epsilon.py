@@ -14,7 +14,7 @@ from app.privacy.randomized_response import (
     ErrphParams, delivered_epsilon, epsilon_bound, local_epsilon, randomize_codes, realized_segments,
     run_errph,
 )
-from app.privacy.registry import get
+from app.privacy.registry import MethodInputError, get
 from app.privacy.rng import SecureRandom
 from app.privacy.warner import WarnerParams, run_warner
 
@@ -150,3 +150,26 @@ def test_a_zero_probability_is_never_published_wherever_it_sits():
     columns = [ColumnInfo("race", "categorical", categories=("a", "b", "c", "d", "e"), distinct=5)]
     params = ErrphParams(p0=0.5, p={"race": [0.125] * 4 + [0.0]}, allow_zero_probabilities=True)
     assert get("errph").epsilon_cost(params, columns) == math.inf
+
+
+@pytest.mark.parametrize("p", [0.5 + 1e-12, 0.5 - 1e-12, 0.5 + 2**-34])
+def test_warner_p_so_close_to_half_that_every_cell_flips_at_one_half_is_refused(p):
+    """p = 0.5 is refused as pure noise, but a p within 2^-33 of it realizes the same flip
+    threshold 2^31: it was accepted at ε = 0 and its reconstruction divided by 2p - 1 ≈ 10^-12
+    (estimates of ±5·10^9). mask refuses the same p (edges acceptance check)."""
+    with pytest.raises(ValueError, match="pure noise"):
+        WarnerParams(p=p)
+
+
+@pytest.mark.parametrize("where", ["p0", "per_column"])
+def test_errph_p0_that_realizes_no_kept_cell_is_refused(where):
+    """A p0 below 2^-33 realizes the keep threshold T0 = 0: no cell is ever kept, the release is
+    pure noise (ε 0), and reconstruct divided by p0 = 10^-12 (estimates of 7·10^9; a PPNB model
+    trained on it refused every raw record as 'too far outside the range'). Refused at
+    submission with the smallest p0 that keeps a cell (edges acceptance check)."""
+    cols = [ColumnInfo("c", "categorical", distinct=3)]
+    params = (ErrphParams(p0=1e-12) if where == "p0"
+              else ErrphParams(per_column={"c": {"p0": 1e-12}}))
+    with pytest.raises(MethodInputError, match=r"column 'c': p0 = 1e-12 .* pure noise.*p0 ≥ 1.2e-10"):
+        get("errph").validate_against(params, cols, None)
+    get("errph").validate_against(ErrphParams(p0=2**-32), cols, None)  # one word kept: fine
