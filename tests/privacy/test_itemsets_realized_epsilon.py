@@ -74,3 +74,18 @@ def test_an_unknown_item_count_is_not_priced_as_zero():
         spec.epsilon_cost(spec.params(p=0.9), unknown)
     assert spec.epsilon_cost(spec.params(p=0.9, items=["a", "b"]), unknown) == pytest.approx(2 * math.log(9), rel=1e-6)
     assert spec.epsilon_cost(spec.params(p=0.9, top_items=3), unknown) == pytest.approx(3 * math.log(9), rel=1e-6)
+
+
+@pytest.mark.parametrize("ps", [[0.5], [0.5, 0.5 + 1e-12], {"x": 0.5, "*": 0.5}])
+def test_png_with_every_keep_probability_at_one_half_is_refused_as_pure_noise(ps):
+    """mask refuses p = 0.5 (pure noise), png refuses every p_t = 1 (nothing randomized), but png
+    with every p_t at 0.5 (or within 2^-33 of it) was accepted at ε = 0 and its release could
+    not be analysed: frequent_itemsets and reconstruct then failed 'every row was randomized
+    with p = 0.5' (edges acceptance check). One group at 0.5 beside others stays allowed."""
+    from pydantic import ValidationError
+
+    png = registry.get("png").params
+    extra = {"group_column": "x"} if isinstance(ps, dict) else {}
+    with pytest.raises(ValidationError, match="every keep probability is 0.5 .*pure noise"):
+        png(ps=ps, **extra)
+    assert png(ps=[0.5, 0.9]).ps == [0.5, 0.9]

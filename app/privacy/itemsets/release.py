@@ -128,6 +128,10 @@ class PngParams(ItemParams):
             raise ValueError("every keep probability is 1 (or within 2^-33 of 1, where no bit "
                              "can flip): nothing would be randomized; to publish the rows as "
                              "they are use mask with p = 1 and allow_zero_probabilities")
+        if all(_pure_noise(p) for p in values):  # as mask refuses p = 0.5
+            raise ValueError("every keep probability is 0.5 (or within 2^-33 of it): every bit "
+                             "would flip with probability 1/2 and the release would be pure "
+                             "noise; give at least one p_t above 0.5")
         return v
 
     @model_validator(mode="after")
