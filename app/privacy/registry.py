@@ -140,6 +140,14 @@ class MethodSpec:
     # The `kind` its reports show, when not the method's name (reconstruct's say "reconstruction").
     report_kind: str | None = None
     docs: str = ""  # relative path of the method's doc page
+    # The parameters whose larger values make a job slower, most effective first: a job stopped
+    # by its time limit names them with the values it ran at, so the caller knows what to lower.
+    slow_params: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        unknown = [n for n in self.slow_params if n not in self.params.model_fields]
+        if unknown:
+            raise ValueError(f"method {self.name!r}: slow_params {unknown} are not parameters of it")
 
     def epsilon_cost(self, params: Any, columns: list[ColumnInfo]) -> float | None:
         if self.epsilon is None:

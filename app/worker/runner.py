@@ -204,7 +204,8 @@ def _run_child(job, inputs: dict[str, Any], tmp: Path, shutting_down: Callable[[
                 # columns: a few rounds of ~4 minutes each, 15% of its progress, said nothing)
                 failure = {"type": "time_limit", "message":
                            f"the job exceeded its time limit of {settings.job_time_limit_s:g} s, "
-                           f"stopped at {stage!r} ({progress:.0%} done)"}
+                           f"stopped at {stage!r} ({progress:.0%} done): "
+                           + _time_limit_advice(job, progress, now - started)}
                 break
             rss = isolation.rss_bytes(proc.pid)
             if rss > limit_bytes:
@@ -232,6 +233,19 @@ def _run_child(job, inputs: dict[str, Any], tmp: Path, shutting_down: Callable[[
     with open(result_path, "rb") as f:
         out = pickle.load(f)
     return out if "error" in out else out["ok"]
+
+
+def _time_limit_advice(job, progress: float, elapsed: float) -> str:
+    """What to change: the method's slow parameters with the values the job ran at (rfk_anonymity
+    at its maxima on 3,000 rows needs hours; the stage alone did not say which to lower)."""
+    spec = registry.get(job["method"])
+    params = job["params"] or {}
+    named = [f"{n} ({params[n]!r})" if n in params else n for n in (spec.slow_params if spec else ())]
+    pace = (f"at this pace it would need about {elapsed / progress:,.0f} s in all; "
+            if progress >= 0.005 else "")
+    lower = (f"lower {', '.join(named[:-1])} or {named[-1]}, or " if len(named) > 1
+             else f"lower {named[0]}, or " if named else "")
+    return f"{pace}{lower}run it on fewer rows or columns, or raise VEIL_JOB_TIME_LIMIT_S"
 
 
 def _beat(job, progress: float, stage: str) -> bool | None:

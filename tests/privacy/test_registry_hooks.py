@@ -73,3 +73,13 @@ def test_an_item_randomizer_is_known_by_its_published_metadata_not_its_name(plug
     assert "reconstructed" in mined.data["supports"]
     with pytest.raises(MethodInputError, match="already randomized"):
         registry.get("png").validate_against(PngParams(ps=[0.9]), release.columns, source)
+
+
+def test_slow_params_must_be_parameters_of_the_method():
+    """A time-limited job names its method's slow_params with their values (edges acceptance
+    check): a name that is not a parameter would be advice nobody can follow."""
+    fields = dict(name="x", family="f", kind=registry.MethodKind.release, summary="", params=PngParams,
+                  guarantee="", paper="", run=lambda *a: None)
+    with pytest.raises(ValueError, match=r"slow_params \['nope'\]"):
+        registry.MethodSpec(**fields, slow_params=("nope",))
+    assert registry.MethodSpec(**fields, slow_params=("group_size",)).slow_params == ("group_size",)

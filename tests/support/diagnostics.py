@@ -95,7 +95,8 @@ for name, params, run, hierarchies in (
         ("diag_no_hierarchies", HierarchiesParams, run_hierarchies, False)):
     register(MethodSpec(name=name, family="diagnostics", kind=MethodKind.release,
                         summary=f"test-suite diagnostic ({name})", params=params, guarantee="none",
-                        paper="none", run=run, produces_randomness=False, uses_hierarchies=hierarchies))
+                        paper="none", run=run, produces_randomness=False, uses_hierarchies=hierarchies,
+                        slow_params=("seconds",) if params is SleepParams else ()))
 register(MethodSpec(name="diag_dp_hog", family="diagnostics", kind=MethodKind.release,
                     summary="test-suite diagnostic (diag_dp_hog)", params=DpHogParams, guarantee="none",
                     paper="none", run=run_dp_hog, epsilon=lambda params, columns: params.epsilon))

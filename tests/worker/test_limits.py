@@ -25,6 +25,10 @@ def test_time_limit_fails_the_job_and_the_worker_goes_on(client, small):
     assert done["status"] == "failed" and done["error"]["type"] == "time_limit"
     assert "3 s" in done["error"]["message"]
     assert "stopped at 'sleeping' (" in done["error"]["message"], done["error"]  # what it was doing
+    # and which parameter to lower, with the value it ran at: rfk_anonymity at its maxima
+    # (repeats 50, n_estimators 500, …) on 3,000 rows said only "stopped at 'sensitivity split
+    # 15/50' (1% done)" (edges acceptance check)
+    assert "lower seconds (30" in done["error"]["message"], done["error"]
     quick = submit(client, headers, "diag_sleep", {"seconds": 0.1}, dataset_id=ds["id"]).json()
     assert wait_job(client, headers, quick["id"])["status"] == "succeeded"
 

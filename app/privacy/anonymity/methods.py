@@ -244,6 +244,7 @@ register(MethodSpec(
     produces_randomness=False,
     uses_hierarchies=True,
     docs="docs/methods/kanonymity.md",
+    slow_params=('time_budget', 'max_lattice_nodes'),
 ))
 
 
@@ -475,4 +476,5 @@ register(MethodSpec(
     produces_randomness=False,
     uses_hierarchies=True,
     docs="docs/methods/rfk_anonymity.md",
+    slow_params=('repeats', 'n_estimators', 'stability_runs', 'eval_repeats', 'sample_size'),
 ))

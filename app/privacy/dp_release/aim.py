@@ -292,4 +292,5 @@ register(MethodSpec(
     check=_check,
     check_rows=at_least_two_records,
     docs="docs/methods/aim.md",
+    slow_params=('rounds', 'round_iterations', 'iterations', 'max_model_size', 'max_cells', 'rows'),
 ))

@@ -295,4 +295,5 @@ register(MethodSpec(
     check=_check,
     check_rows=at_least_two_records,
     docs="docs/methods/mst.md",
+    slow_params=('iterations', 'max_cells', 'rows'),
 ))

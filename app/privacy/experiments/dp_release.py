@@ -472,4 +472,5 @@ register(MethodSpec(
     produces_randomness=False,
     check=check_epsilons,
     docs="docs/methods/experiment_dp_release.md",
+    slow_params=('repetitions', 'train_rows', 'test_rows'),
 ))

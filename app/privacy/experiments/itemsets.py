@@ -427,4 +427,5 @@ register(MethodSpec(
     sources=frozenset({MethodSource.none}),
     produces_randomness=False,
     docs="docs/methods/experiment_itemsets.md",
+    slow_params=('seeds', 'max_len', 'retail_top_items'),
 ))

@@ -473,4 +473,5 @@ register(MethodSpec(
     sources=frozenset({MethodSource.none}),
     produces_randomness=False,
     docs="docs/methods/experiment_ppnb.md",
+    slow_params=('max_train_rows', 'max_test_rows'),
 ))

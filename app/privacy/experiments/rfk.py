@@ -250,4 +250,5 @@ register(MethodSpec(
     sources=frozenset({MethodSource.none}),
     produces_randomness=False,
     docs="docs/methods/experiment_rfk.md",
+    slow_params=('repeats', 'n_estimators', 'stability_runs', 'eval_repeats', 'sample_size'),
 ))

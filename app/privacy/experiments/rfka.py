@@ -354,4 +354,5 @@ register(MethodSpec(
     sources=frozenset({MethodSource.none}),
     produces_randomness=False,
     docs="docs/methods/experiment_rfka.md",
+    slow_params=('n_estimators', 'forest_seeds', 'cv_repeats', 'folds', 'adult_sample'),
 ))

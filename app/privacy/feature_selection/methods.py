@@ -413,6 +413,7 @@ register(MethodSpec(
     check_rows=at_least_k_records,
     produces_randomness=False,  # the forest's randomness is not what protects anyone
     docs="docs/methods/rfka.md",
+    slow_params=('n_estimators', 'beam_width', 'max_oob_rows'),
 ))
 
 register(MethodSpec(
@@ -430,4 +431,5 @@ register(MethodSpec(
     check_rows=at_least_k_records,
     produces_randomness=False,
     docs="docs/methods/hamdist.md",
+    slow_params=('beam_width',),
 ))

@@ -290,4 +290,5 @@ register(MethodSpec(
     check=_check,
     produces_randomness=False,
     docs="docs/methods/frequent_itemsets.md",
+    slow_params=('max_len', 'max_candidates', 'max_rules'),
 ))
