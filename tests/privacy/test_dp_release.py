@@ -237,6 +237,16 @@ def test_user_basis_replaces_the_covariance_share():
             IcahdpParams(epsilon=1.0, basis=[[1.0]]), data.columns, None)
 
 
+def test_a_basis_whose_columns_are_not_independent_is_refused():
+    """An all-zero basis was accepted without a word and orthonormalized into the standard axes,
+    a basis the caller never gave (edges acceptance check); a repeated column the same."""
+    for basis, column in (([[0.0], [0.0], [0.0], [0.0]], 1), ([[1.0, 2.0], [1.0, 2.0], [0.0, 0.0], [0.0, 0.0]], 2),
+                          ([[1.0, 0.0], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0]], 2)):
+        with pytest.raises(ValueError, match=f"basis column {column} is zero or a combination"):
+            IcahdpParams(epsilon=1.0, basis=basis)
+    IcahdpParams(epsilon=1.0, basis=[[1.0, 1.0], [1.0, -1.0], [0.0, 1e-9], [0.0, 0.0]])  # independent
+
+
 def test_params_reject_shares_that_leave_nothing_for_the_projection():
     with pytest.raises(ValueError):
         IcahdpParams(epsilon=1.0, mean_share=0.5, covariance_share=0.5)

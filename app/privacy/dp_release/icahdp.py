@@ -110,6 +110,7 @@ class IcahdpParams(TableParams):
                 raise ValueError("basis must be a non-empty rectangular width × k matrix")
             if self.k is not None and self.k != len(self.basis[0]):
                 raise ValueError("k differs from the basis' number of columns")
+            orthonormalized(self.basis)  # refuses columns that are not independent
         for name, sp in (self.sensitive or {}).items():
             if not 0.0 <= sp <= 1.0:
                 raise ValueError(f"sensitive preference of {name!r} must lie in [0, 1]")
@@ -150,16 +151,31 @@ def _plans(data: MethodInput, params: IcahdpParams, frame: pd.DataFrame | None,
     return projection, [p for p in plans if p.name in sensitive]
 
 
+def orthonormalized(rows: list[list[float]]) -> np.ndarray:
+    """A user's basis with orthonormal columns spanning the same space (needed for the √k
+    bound): each column scaled to a largest entry of 1, then QR. Columns that are not linearly
+    independent are refused (ValueError): QR turned an all-zero basis into the standard axes, a
+    basis the caller never gave."""
+    basis = np.asarray(rows, dtype=float)
+    if not np.isfinite(basis).all():
+        raise ValueError("basis entries must be finite numbers")
+    if basis.shape[1] > basis.shape[0]:
+        raise ValueError(f"basis has {basis.shape[1]} columns but {basis.shape[0]} rows: at most as "
+                         "many independent columns as rows")
+    peak = np.abs(basis).max(axis=0)
+    q, r = np.linalg.qr(basis / np.where(peak > 0, peak, 1.0))
+    dependent = np.flatnonzero(np.abs(np.diag(r)) <= 1e-9)
+    if dependent.size:
+        raise ValueError(f"basis column {dependent[0] + 1} is zero or a combination of the columns "
+                         "before it: give k linearly independent columns")
+    return q
+
+
 def _user_basis(rows: list[list[float]], width: int) -> np.ndarray:
-    """The user's basis with orthonormal columns (needed for the √k bound). Each column is
-    scaled by its largest entry first: the span is unchanged, and a column norm can no longer
-    overflow (entries near 1e308 made QR return NaN, which failed the job after its noise)."""
     basis = np.asarray(rows, dtype=float)
     if basis.shape[0] != width:
         raise MethodInputError(f"basis has {basis.shape[0]} rows, the encoding is {width} wide")
-    peak = np.abs(basis).max(axis=0)
-    basis, _ = np.linalg.qr(basis / np.where(peak > 0, peak, 1.0))
-    return basis
+    return orthonormalized(rows)
 
 
 def _decoding(params: IcahdpParams) -> str:
