@@ -52,7 +52,8 @@ class ItemParams(Params):
         "others are dropped. On a transaction file this declares the item universe: an item that "
         "occurs in no transaction is published too (randomized like the rest), so the release no "
         "longer discloses which items occur (without it the universe is read from the data, and "
-        "the release warns). On a table, each must be an item of its encoding (column=value)")
+        "the release warns). On a table, each must be an item of its encoding (column=value). An "
+        "item listed twice is published once, at its first place")
     top_items: int | None = Field(
         None, ge=1, le=100_000, description="publish only the N most frequent items (the choice "
         "reads the raw data: which items are the most frequent is disclosed)")
