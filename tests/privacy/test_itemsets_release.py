@@ -469,3 +469,24 @@ def test_a_release_beyond_the_runs_memory_is_refused_before_randomizing():
     assert spec.run(data, spec.params(p=0.6), RunContext(rng=SecureRandom(seed=1),
                                                          memory_limit_bytes=10_000_000)).transactions is not None
     assert spec.run(data, spec.params(p=0.6), RunContext(rng=SecureRandom(seed=1))).transactions is not None
+
+
+def test_a_map_of_keep_probabilities_is_checked_against_declared_categories_at_submission():
+    """A map missing a value of the group column failed as a job (refunded) though the column's
+    categories were declared (edges acceptance check): with them it is a 422 at submission,
+    naming the values (the caller's own declaration); without them the run checks the data."""
+    spec = registry.get("png")
+    declared = [ColumnInfo("region", "categorical", categories=("north", "south"), missing=3),
+                ColumnInfo("sex", "categorical")]
+
+    def check(ps, columns=declared):
+        spec.validate_against(spec.params(group_column="region", ps=ps, columns=["sex"]), columns, None)
+
+    with pytest.raises(MethodInputError, match=r"no keep probability for 2 declared value\(s\) of column "
+                                               r"'region': 'south', '<missing>'; add them or a '\*' entry"):
+        check({"north": 0.9})
+    with pytest.raises(MethodInputError, match="outside the declared categories of column 'region': 'east'"):
+        check({"east": 0.9, "*": 0.8})
+    check({"north": 0.9, "*": 0.8})
+    check({"north": 0.9, "south": 0.7, "<missing>": 0.8})
+    check({"north": 0.9}, [ColumnInfo("region", "categorical", missing=0), ColumnInfo("sex", "categorical")])

@@ -66,6 +66,27 @@ def png_grouping(params: PngParams, n: int, frame: pd.DataFrame | None,
     })
 
 
+def check_group_map(ps: dict[str, float], info) -> None:
+    """At submission, a map of keep probabilities against the column's declared categories (the
+    caller's own declaration, so its values may be named): a key outside them, or a declared
+    value — or the missing cells the profile counts — with no p and no '*' entry. Without
+    declared categories the data's values are checked when the job runs."""
+    if info.categories is None:
+        return
+    declared = [str(c) for c in info.categories]
+    unknown = [key for key in ps if key not in declared and key not in (MISSING_GROUP, DEFAULT_GROUP)]
+    if unknown:
+        raise MethodInputError(f"ps names {len(unknown)} value(s) outside the declared categories of "
+                               f"column {info.name!r}: " + ", ".join(map(repr, unknown[:10])))
+    if DEFAULT_GROUP in ps:
+        return
+    uncovered = [v for v in declared + ([MISSING_GROUP] if info.missing else []) if v not in ps]
+    if uncovered:
+        raise MethodInputError(f"ps gives no keep probability for {len(uncovered)} declared value(s) of "
+                               f"column {info.name!r}: " + ", ".join(map(repr, uncovered[:10]))
+                               + "; add them or a '*' entry")
+
+
 def check_group_count(ps: list[float], column: str, groups: int) -> None:
     """A list of keep probabilities for a group column gives one per value the column holds
     (a missing cell is a value); checked at submission from the profile, and on the data."""

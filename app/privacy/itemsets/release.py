@@ -23,7 +23,7 @@ from app.privacy.itemsets.encoding import (
     Encoded, check_chosen_columns, default_item_columns, one_hot,
 )
 from app.privacy.itemsets.groups import (
-    check_group_count, epsilon_bit,
+    check_group_count, check_group_map, epsilon_bit,
     MAX_COLUMN_GROUPS, POOLED_ASSUMPTION, Grouping, png_grouping, privacy_figures, row_keep_probabilities,
 )
 from app.privacy.itemsets.supports import randomized_items, reconstruct_step
@@ -385,6 +385,8 @@ def _check(params: ItemParams, columns: list[ColumnInfo], source: SourceRelease 
             raise MethodInputError(f"unknown column {group_column!r}")
         if isinstance(params.ps, list) and info.distinct is not None:  # the profile knows the groups
             check_group_count(params.ps, group_column, info.distinct + (info.missing > 0))
+        if isinstance(params.ps, dict):  # it failed as a job, refunded (edges acceptance check)
+            check_group_map(params.ps, info)
 
 
 def _epsilon_upper_bound(params: ItemParams, columns: list[ColumnInfo]) -> float:
