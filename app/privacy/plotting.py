@@ -17,7 +17,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.legend import Legend
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 #: share of the figure width the legend may take before it wraps to another row
 _MAX_WIDTH_SHARE = 0.96
@@ -98,7 +98,8 @@ def _plain(value: float, _pos=None) -> str:
 def log_axis(ax: Axes, axis: str = "y") -> None:
     """Put ``ax``'s value axis on a log scale with labels a reader can take in: plain numbers at
     1, 2 and 5 × 10ⁿ while the axis spans at most 2.5 decades, at the decades only beyond, and the
-    minor ticks unlabelled. matplotlib's default labels minor ticks as soon as an axis spans about
+    minor ticks unlabelled; on a range that holds fewer than two of those, evenly spaced round
+    values. matplotlib's default labels minor ticks as soon as an axis spans about
     a decade, which wrote 2×10⁻², 3×10⁻², 4×10⁻², 6×10⁻² up a 3-inch panel (experiment_itemsets'
     grouping bars). Call it after the data are drawn."""
     scale, target = (ax.set_yscale, ax.yaxis) if axis == "y" else (ax.set_xscale, ax.xaxis)
@@ -106,7 +107,34 @@ def log_axis(ax: Axes, axis: str = "y") -> None:
     ax.autoscale_view()
     low, high = ax.get_ylim() if axis == "y" else ax.get_xlim()
     decades = math.log10(high / low) if low > 0 and high > 0 else math.inf
-    target.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)))
+    major = LogLocator(base=10, subs=(1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,))
+    if decades < 1 and sum(low <= t <= high for t in major.tick_values(low, high)) < 2:
+        # a narrow range holding one 1-2-5 value (0.0055-0.016: only '0.01') said nothing of its
+        # span: evenly spaced round values then (0.006, 0.008, …, 0.016)
+        major = MaxNLocator(nbins=5)
+    target.set_major_locator(major)
     target.set_major_formatter(FuncFormatter(_plain))
     target.set_minor_locator(LogLocator(base=10, subs=np.arange(2, 10) / 1.0))
     target.set_minor_formatter(NullFormatter())
+
+
+def tilt_crowded_tick_labels(fig: Figure, axes: Iterable[Axes]) -> None:
+    """Tilt the x tick labels of a panel where, laid out, two of them overlap — by 45°, or
+    upright if they still do: experiment_dp_release's twelve ε on a log axis wrote '0.010.02'
+    (0.01 and 0.02 a third of a decade apart). Call it after the ticks are set and before
+    ``legend_below`` (which lays the figure out again, with room for the tilted labels)."""
+    fig.tight_layout()
+    renderer = _renderer(fig)
+
+    def crowded(labels) -> bool:
+        boxes = [t.get_window_extent(renderer) for t in labels]
+        return any(a.overlaps(b) for a, b in zip(boxes, boxes[1:]))
+
+    for ax in axes:
+        labels = [t for t in ax.xaxis.get_ticklabels() if t.get_visible() and t.get_text()]
+        for rotation, valign in ((45, "top"), (90, "center")):
+            if not crowded(labels):
+                break
+            for label in labels:
+                label.set(rotation=rotation, horizontalalignment="right",
+                          verticalalignment=valign, rotation_mode="anchor")

@@ -21,3 +21,10 @@ def datasets_dir() -> Path:
             if candidate.is_dir():
                 return candidate
     raise FileNotFoundError("shared datasets not found: set VEIL_DATASETS_DIR")
+
+
+def distinct(values: list | None) -> list | None:
+    """Pydantic validator body for an experiment's grid: each value once, in the order given. A
+    repeated dataset, ε or seed ran again as the same grid point (duplicated table rows, a
+    'spread over seeds' of one seed, a plot whose line ran back to its start)."""
+    return None if values is None else list(dict.fromkeys(values))

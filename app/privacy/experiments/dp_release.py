@@ -29,7 +29,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from pydantic import Field  # noqa: E402
+from pydantic import Field, field_validator  # noqa: E402
 from sklearn.compose import ColumnTransformer  # noqa: E402
 from sklearn.impute import SimpleImputer  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402
@@ -43,8 +43,8 @@ import app.privacy.dp_release.dppro  # noqa: E402,F401
 import app.privacy.dp_release.icahdp  # noqa: E402,F401
 from app.privacy.dp_release.marginals import SynthParams, build_columns, marginal  # noqa: E402
 import app.privacy.dp_release.mst  # noqa: E402,F401
-from app.privacy.experiments import datasets_dir  # noqa: E402
-from app.privacy.plotting import legend_below  # noqa: E402
+from app.privacy.experiments import datasets_dir, distinct  # noqa: E402
+from app.privacy.plotting import legend_below, tilt_crowded_tick_labels  # noqa: E402
 from app.privacy import registry  # noqa: E402
 from app.privacy.registry import MethodKind, MethodInputError, MethodSpec, Params, MethodSource, register  # noqa: E402
 from app.privacy.results import ReportResult, render_figure  # noqa: E402
@@ -279,6 +279,8 @@ class ExperimentDpReleaseParams(Params):
     seed: int | None = Field(None, description="seed of the releases' noise (reproducible runs; "
                              "default: the CSPRNG) and of the splits")
 
+    _distinct = field_validator("tasks", "methods", "epsilons")(classmethod(lambda cls, v: distinct(v)))
+
 
 def run_protocol(params: ExperimentDpReleaseParams, ctx: RunContext,
                  extra: dict[str, Releaser] | None = None) -> ReportResult:
@@ -382,6 +384,7 @@ def _plot(runs: pd.DataFrame, task: str, labels: dict[str, str]):
         ax.set_title(title, fontsize=10)
     axes[0].set_ylabel("misclassification rate")
     fig.suptitle(f"SVM misclassification rate vs ε — {task}")
+    tilt_crowded_tick_labels(fig, axes)
     legend_below(fig, axes, fontsize=8)
     return fig
 

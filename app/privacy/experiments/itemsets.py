@@ -25,7 +25,7 @@ from pydantic import Field, field_validator
 
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, TransactionData
-from app.privacy.experiments import datasets_dir
+from app.privacy.experiments import datasets_dir, distinct
 from app.privacy.itemsets.encoding import one_hot, read_fimi
 from app.privacy.itemsets.mining import Level, apriori
 from app.privacy.itemsets.supports import all_combinations, exact_oracle, release_oracle
@@ -61,12 +61,14 @@ class ExperimentItemsetsParams(Params):
     retail_top_items: int = Field(100, ge=10, le=1000, description="retail: keep its N most frequent items")
     pruning_max_len: int = Field(3, ge=1, le=3, description="pruning study: every itemset up to this size")
 
+    _distinct = field_validator("datasets", "group_sizes")(classmethod(lambda cls, v: distinct(v)))
+
     @field_validator("ps", "grouping_ps")
     @classmethod
     def _open_interval(cls, v):
         if any(not 0.5 < p < 1.0 for p in v):
             raise ValueError("each p must lie in (0.5, 1)")
-        return v
+        return distinct(v)
 
 
 # ------------------------------------------------------------------------------ designs
@@ -386,7 +388,7 @@ def run_experiment_itemsets(data: MethodInput, params: ExperimentItemsetsParams,
             _plot_vs_p(vs_p_table, "recall", "recall of frequent itemsets", names, titles)),
         "itemsets_precision_vs_p": render_figure(
             _plot_vs_p(vs_p_table, "precision", "precision of frequent itemsets", names, titles)),
-        **{f"itemsets_grouping_p{int(round(p * 100))}": render_figure(
+        **{grouping_plot_name(p): render_figure(
             _plot_grouping(group_table[group_table["p"] == p], names, p)) for p in params.grouping_ps},
         "itemsets_pruning": render_figure(_plot_pruning(prune_table, names, prune_titles)),
     }
@@ -403,6 +405,13 @@ def run_experiment_itemsets(data: MethodInput, params: ExperimentItemsetsParams,
         tables=tables,
         plots=plots,
     )
+
+
+def grouping_plot_name(mean_p: float) -> str:
+    """'itemsets_grouping_p80' for 0.8, 'itemsets_grouping_p801' for 0.801: the decimals of p, at
+    least two. Whole percents were the name (int(round(100 p))), so 0.801 and 0.804 made one
+    plot, the second overwriting the first."""
+    return f"itemsets_grouping_p{repr(float(mean_p)).split('.')[1].ljust(2, '0')}"
 
 
 def _json_records(frame: pd.DataFrame) -> list[dict[str, Any]]:

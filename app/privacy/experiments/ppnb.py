@@ -27,12 +27,12 @@ from pydantic import Field, field_validator
 
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
-from app.privacy.experiments import datasets_dir
+from app.privacy.experiments import datasets_dir, distinct
 from app.privacy.json_types import schema_bounds
 from app.privacy.dtpd import DTPDClassifier
 from app.privacy.naive_bayes import PPNBClassifier, release_randomization
 from app.privacy.plotting import legend_below
-from app.privacy.randomized_response import ErrphParams, run_errph
+from app.privacy.randomized_response import ErrphParams, probability_threshold, run_errph
 from app.privacy.registry import MethodKind, MethodInputError, MethodSpec, Params, MethodSource, register
 from app.privacy.results import ReportResult, render_figure
 from app.privacy.rng import SecureRandom
@@ -70,12 +70,23 @@ class ExperimentPPNBParams(Params):
     def _grid(cls, v):
         if any(not 0.0 < p <= 1.0 or p == 0.5 for p in v):
             raise ValueError("every p0 must be in (0, 1] and not 0.5 (DTPD is undefined there)")
+        # what the 32-bit thresholds realize decides, as the randomizers check it: a p0 near 0.5
+        # passed here and failed the job 'internal' at Figure 3's Warner release
+        for p in v:
+            if int(probability_threshold(1.0 - p)) == 2**31:
+                raise ValueError(f"p0 = {p!r} is within 2^-33 of 0.5, where Warner's flip "
+                                 "threshold is exactly 1/2 (not 0.5: DTPD is undefined there)")
+            if int(probability_threshold(p)) == 0:
+                raise ValueError(f"p0 = {p!r} is within 2^-33 of 0: ERRPH would keep no cell "
+                                 "(pure noise); use p0 ≥ 1.2e-10")
         return sorted(set(v))
 
     @field_validator("train_sizes")
     @classmethod
     def _sizes(cls, v):
         return sorted(set(v))
+
+    _distinct = field_validator("datasets", "seeds")(classmethod(lambda cls, v: distinct(v)))
 
 
 # ------------------------------------------------------------------------------ datasets

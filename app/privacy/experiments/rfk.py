@@ -23,7 +23,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 from sklearn.metrics import adjusted_rand_score
 
 from app.privacy.anonymity.anonymize import Options, anonymize
@@ -33,7 +33,7 @@ from app.privacy.anonymity.rfk import RfkConfig, mean_accuracy, rfk_pipeline, st
 from app.privacy.anonymity.risk import frame_risk
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
-from app.privacy.experiments import datasets_dir
+from app.privacy.experiments import datasets_dir, distinct
 from app.privacy.plotting import legend_below, log_axis, spans_a_decade
 from app.privacy.registry import MethodKind, MethodSpec, Params, MethodSource, register
 from app.privacy.results import ReportResult, render_figure
@@ -53,6 +53,9 @@ PAPER_TIERS = {
              "age": 3, "balance": 4, "job": 4, "campaign": 4, "pdays": 4, "month": 4,
              "housing": 4, "previous": 4, "loan": 4, "education": 5},
 }
+# The label of each dataset: its most common value's count and the records (the (p,α,k) baseline
+# needs alpha at least that share; tests check these against the files).
+LABEL_MAJORITY = {"adult": ("income", 24720, 32561), "bank": ("y", 39922, 45211)}
 # The paper's claims (Fig. 1 and 3), in accuracy points: RFK minus the baseline at E.
 PAPER_CLAIMS = {
     "adult": {"vs_kanonymity": {3: 0.5, 4: 1.6}, "vs_pak": {4: 0.4, 5: 1.9}},
@@ -64,7 +67,9 @@ class ExperimentRfkParams(Params):
     datasets: list[DatasetName] = Field(["adult", "bank"], min_length=1, max_length=2,
                                         description="the paper's datasets to run")
     k: int = Field(5, ge=3, le=1000, description="k of every anonymization (paper: K > 2)")
-    p: int = Field(2, ge=2, le=10, description="(p,α,k) baseline: distinct labels per class")
+    # both labels are binary: a larger p failed the job after the whole RFK pipeline
+    p: int = Field(2, ge=2, le=2, description="(p,α,k) baseline: distinct labels per class (both "
+                   "datasets' labels are binary, so 2 is the only value)")
     alpha: float = Field(0.9, gt=0.0, le=1.0, description="(p,α,k) baseline: largest share of a "
                          "label in a class")
     repeats: int = Field(4, ge=1, le=50, description="splits per sensitivity estimate (paper: 20)")
@@ -74,6 +79,21 @@ class ExperimentRfkParams(Params):
                              "train and test on; the anonymizations cover the whole dataset")
     eval_repeats: int = Field(2, ge=1, le=10, description="splits each accuracy is averaged over")
     seed: int = Field(0, ge=0, description="seeds samples, splits and forests")
+
+    _distinct = field_validator("datasets")(classmethod(lambda cls, v: distinct(v)))
+
+    @model_validator(mode="after")
+    def _alpha_feasible(self):
+        # no class can hold a label at a lower share than the whole table does: the (p,α,k)
+        # baseline then failed the job after the whole RFK pipeline had run
+        for name in self.datasets:
+            label, count, total = LABEL_MAJORITY[name]
+            if count / total > self.alpha + 1e-12:
+                raise ValueError(f"alpha = {self.alpha:g} is impossible on {name}: its most common "
+                                 f"{label} holds {count:,} of {total:,} records "
+                                 f"({count / total:.4f}), and no class can hold it at a lower share; "
+                                 f"alpha must be ≥ {count / total:.4f}")
+        return self
 
 
 def load(name: str) -> tuple[pd.DataFrame, list[ColumnInfo], dict[str, pd.DataFrame], str]:

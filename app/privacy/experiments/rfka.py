@@ -25,7 +25,7 @@ from sklearn.svm import SVC
 
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
-from app.privacy.experiments import datasets_dir
+from app.privacy.experiments import datasets_dir, distinct
 from app.privacy.feature_selection import HamdistParams, RfkaParams, run_hamdist, run_rfka
 from app.privacy.feature_selection.methods import SEED_004
 from app.privacy.feature_selection.selection import class_ids
@@ -75,6 +75,8 @@ class ExperimentRfkaParams(Params):
     cv_repeats: int = Field(1, ge=1, le=10, description="repetitions of the CV with reshuffled "
                             "folds (paper: 1); both methods are scored on the same folds")
     seed: int = Field(0, ge=0, description="seeds the Adult sample, the CV splits and the forests")
+
+    _distinct = field_validator("datasets")(classmethod(lambda cls, v: distinct(v)))
 
     @field_validator("variants")
     @classmethod
@@ -227,7 +229,8 @@ def _figure(summary: pd.DataFrame, variants: list[str], value: str, ylabel: str,
     datasets = list(dict.fromkeys(summary.dataset))
     fig = Figure(figsize=(5.2 * len(datasets), 3.8))
     axes = fig.subplots(1, len(datasets), squeeze=False)
-    shifts = np.linspace(-0.15, 0.15, len(variants))  # side by side, error bars apart
+    # side by side, error bars apart; a single variant on its K (it sat 0.15 to the left)
+    shifts = np.linspace(-0.15, 0.15, len(variants)) if len(variants) > 1 else np.zeros(1)
     for ax, name in zip(axes[0], datasets):
         part = summary[summary.dataset == name]
         x = np.arange(len(part))
@@ -236,6 +239,7 @@ def _figure(summary: pd.DataFrame, variants: list[str], value: str, ylabel: str,
             ax.errorbar(x + shift, part[f"{variant}_{value}"], yerr=spread, capsize=3,
                         label=_LABELS[variant], **_STYLES[variant])
         ax.set_xticks(x, [str(k) for k in part.K])
+        ax.set_xlim(-0.5, len(part) - 0.5)  # one K: its tick in the middle, not on an edge
         ax.set_xlabel("K (0 = no protection)")
         ax.set_ylabel(ylabel)
         ax.set_title(name.replace("_", " "))
