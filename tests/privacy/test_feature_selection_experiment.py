@@ -137,3 +137,28 @@ def test_bad_experiment_parameters():
         ExperimentRfkaParams(datasets=["iris"])
     with pytest.raises(ValidationError):
         ExperimentRfkaParams(variants=["rfka"])  # the baseline must run
+
+
+def test_a_step_reports_its_progress_and_stops_when_cancelled():
+    """Each (dataset, K, variant) step ran under a bare context: a step on the whole Adult table
+    showed 0 % for over five minutes and a cancel waited for its end (expe acceptance check). The
+    forest's progress now shows inside the step's share, and a cancel stops the step."""
+    from app.privacy.context import Cancelled
+    from app.privacy.rng import SecureRandom
+
+    seen: list[tuple[float, str]] = []
+    params = ExperimentRfkaParams(datasets=["breast_cancer"], ks=[2, 5], variants=["rfka", "hamdist"],
+                                 n_estimators=50)
+    run_experiment_rfka(None, params, RunContext(SecureRandom(seed=1), on_progress=lambda f, s: seen.append((f, s))))
+    inside = [(f, s) for f, s in seen if "OOB permutation importance" in s]
+    assert inside and all(s.startswith("breast_cancer: rfka at K = ") for _, s in inside)
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and 0 < inside[0][0] < 0.25  # the first of 4 steps
+    asked = {"stop": False}
+
+    def progress(fraction, stage):
+        asked["stop"] = "OOB permutation importance" in stage  # cancel inside the first step
+
+    with pytest.raises(Cancelled):
+        run_experiment_rfka(None, params, RunContext(SecureRandom(seed=1), on_progress=progress,
+                                                     should_stop=lambda: asked["stop"]))

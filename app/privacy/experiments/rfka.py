@@ -150,22 +150,21 @@ def lookup_auc(release: pd.DataFrame, label: str, folds: int, seed: int,
 
 # ------------------------------------------------------------------------------ the run
 def _measure(dataset: str, frame, columns, label, variant: str, k: int, bins: int,
-             params: ExperimentRfkaParams, forest_seed: int) -> dict:
+             params: ExperimentRfkaParams, ctx: RunContext) -> dict:
     run, model, extra, _ = VARIANTS[variant]
     # discrete_values = 0: the experiment's own bins settings decide the encoding (≥ 10 bins
     # keeps Breast Cancer's raw scores, fewer bins them; Adult has no discrete numeric column)
     kwargs = {"label": label, "k": max(k, 1), "bins": bins, "discrete_values": 0,
               "n_estimators": params.n_estimators, **extra}
     started = time.perf_counter()
-    release = run(MethodInput(columns=columns, frame=frame), model(**kwargs),
-                  RunContext(rng=SecureRandom(seed=forest_seed)))
+    release = run(MethodInput(columns=columns, frame=frame), model(**kwargs), ctx)
     seconds = time.perf_counter() - started
     folds = svm_auc(release.frame, label, params.folds, params.seed, params.cv_repeats)
     converged = svm_auc(release.frame, label, params.folds, params.seed, params.cv_repeats,
                         tol=CONVERGED_TOL)
     lookup = lookup_auc(release.frame, label, params.folds, params.seed, params.cv_repeats)
     decisions = release.metadata["feature_selection"]["decisions"]
-    return {"dataset": dataset, "K": k, "method": variant, "forest_seed": forest_seed,
+    return {"dataset": dataset, "K": k, "method": variant, "forest_seed": ctx.rng.seed,
             "auc": float(folds.mean()), "auc_std": float(folds.std()), "fold_auc": folds.tolist(),
             "lookup_auc": float(lookup.mean()),
             "auc_converged": float(converged.mean()), "fold_auc_converged": converged.tolist(),
@@ -313,9 +312,11 @@ def run_experiment_rfka(data: MethodInput | None, params: ExperimentRfkaParams,
         for k in params.ks:
             for variant, seeds in runs:
                 for s in range(seeds):
-                    ctx.progress(done / steps, f"{name}: {variant} at K = {k}")
-                    rows.append(_measure(name, frame, columns, label, variant, k, bins, params,
-                                         forest_seed=params.seed * 100 + s))
+                    step = f"{name}: {variant} at K = {k}"
+                    ctx.progress(done / steps * 0.98, step)  # the plots take the last 2 %
+                    inner = ctx.within(SecureRandom(seed=params.seed * 100 + s), done / steps * 0.98,
+                                       (done + 1) / steps * 0.98, step)
+                    rows.append(_measure(name, frame, columns, label, variant, k, bins, params, inner))
                     done += 1
     table = pd.DataFrame(rows)
     summary = _summary(table)
