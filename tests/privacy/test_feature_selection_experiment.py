@@ -162,3 +162,15 @@ def test_a_step_reports_its_progress_and_stops_when_cancelled():
     with pytest.raises(Cancelled):
         run_experiment_rfka(None, params, RunContext(SecureRandom(seed=1), on_progress=progress,
                                                      should_stop=lambda: asked["stop"]))
+
+
+def test_a_k_above_a_datasets_records_is_refused_naming_ks_and_the_dataset():
+    """It failed the job as 'k = 1000 exceeds the number of records (683)' (expe acceptance check)."""
+    from app.privacy.experiments.rfka import BREAST_CANCER_RECORDS, load_breast_cancer
+
+    assert len(load_breast_cancer()[0]) == BREAST_CANCER_RECORDS
+    with pytest.raises(ValidationError, match="ks holds 1000, more than the 683 records of breast_cancer"):
+        ExperimentRfkaParams(datasets=["breast_cancer"], ks=[2, 1000])
+    with pytest.raises(ValidationError, match=r"more than the 300 records of adult \(adult_sample\)"):
+        ExperimentRfkaParams(datasets=["adult"], ks=[500], adult_sample=300)
+    ExperimentRfkaParams(datasets=["breast_cancer", "adult"], ks=[683], adult_sample=700)
