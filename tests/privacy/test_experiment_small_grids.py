@@ -189,3 +189,20 @@ def test_rfk_duplicated_datasets_run_once():
 def test_rfka_duplicated_datasets_run_once():
     assert ExperimentRfkaParams(datasets=["adult", "breast_cancer", "adult"]).datasets == \
         ["adult", "breast_cancer"]
+
+
+@pytest.mark.parametrize("std, titled", [(None, False), (0.01, True)])
+def test_a_legend_speaks_of_error_bars_and_bands_only_where_they_are_drawn(std, titled):
+    """One seed draws no error bars (itemsets: std null) and bands of no width (ppnb: std 0), yet
+    the legend's title said '± 1 sd over the seeds' (expe acceptance check)."""
+    from app.privacy.experiments.itemsets import ERROR_BARS, _plot_vs_p
+    from app.privacy.experiments.ppnb import BANDS, _bands_title
+
+    table = pd.DataFrame({"dataset": "mushroom", "scheme": "MASK", "estimator": "pooled", "p": [0.8, 0.9],
+                          "error": [0.02, 0.01], "error_std": [np.nan if std is None else std] * 2})
+    fig = _plot_vs_p(table, "error", "error", ["mushroom"], {})
+    title = fig.legends[0].get_title().get_text()
+    assert (title == ERROR_BARS) if titled else (title == "")
+    bands = pd.DataFrame({"std": [0.0 if std is None else std] * 2})
+    assert _bands_title(bands) == (BANDS if titled else None)
+    assert _bands_title(bands, "dotted: raw") == (f"{BANDS}; dotted: raw" if titled else "dotted: raw")

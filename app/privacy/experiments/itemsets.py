@@ -301,7 +301,8 @@ def _plot_vs_p(table: pd.DataFrame, metric: str, ylabel: str, datasets: list[str
             log_axis(ax)
     _ylabel_first_column(axes, ylabel)
     fig.suptitle(title or f"{ylabel[:1].upper()}{ylabel[1:]} vs mean keep probability")
-    legend_below(fig, axes, title=ERROR_BARS)
+    bars = f"{metric}_std" in table and table[f"{metric}_std"].fillna(0).gt(0).any()
+    legend_below(fig, axes, title=ERROR_BARS if bars else None)  # one seed draws no bars
     return fig
 
 
