@@ -8,6 +8,7 @@ from sqlalchemy import Integer, bindparam, func, insert, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
+from app.sql import any_of
 from app.tables import budget_entries, budgets
 
 
@@ -20,6 +21,13 @@ _GET = select(budgets).where(budgets.c.dataset_id == bindparam("d"))  # built on
 
 def get(session: Session, dataset_id: uuid.UUID):
     return session.execute(_GET, {"d": dataset_id}).mappings().first()
+
+
+def totals(session: Session, dataset_ids: list[uuid.UUID]) -> dict[uuid.UUID, tuple[Decimal | None, Decimal]]:
+    """(cap, spent) of each dataset that has a budget row (one without has neither yet)."""
+    q = select(budgets.c.dataset_id, budgets.c.epsilon_total, budgets.c.epsilon_spent).where(
+        budgets.c.dataset_id == any_of("ids"))
+    return {d: (total, spent) for d, total, spent in session.execute(q, {"ids": dataset_ids})}
 
 
 def set_total(session: Session, dataset_id: uuid.UUID, total: Decimal | None) -> bool:

@@ -29,11 +29,15 @@ class BudgetEntry(BaseModel):
     at: datetime
 
 
-class Budget(BaseModel):
+class BudgetFigures(BaseModel):
+    """A dataset's ε budget in three numbers (its ledger: GET /v1/datasets/{id}/budget)."""
+    epsilon_total: float | None = Field(..., description="the ε cap; null when there is none")
+    epsilon_spent: Epsilon = Field(..., description="ε debited and not refunded")
+    epsilon_remaining: Epsilon | None = Field(..., description="what the cap leaves; null without a cap")
+
+
+class Budget(BudgetFigures):
     dataset_id: uuid.UUID
-    epsilon_total: float | None
-    epsilon_spent: Epsilon
-    epsilon_remaining: Epsilon | None
     entries: list[BudgetEntry] = Field(
         ..., description="the latest entries of the ledger (at most 100), oldest first; the whole "
         "ledger: GET /v1/datasets/{dataset_id}/budget/entries")

@@ -93,13 +93,25 @@ def view(session: Session, dataset_id: uuid.UUID) -> dict[str, Any]:
     if row is None:  # no debit and no cap yet (a read used to insert it every time: a write per read)
         repository.ensure_row(session, dataset_id)
         row = repository.get(session, dataset_id)
-    total = None if row["epsilon_total"] is None else float(row["epsilon_total"])
-    spent = float(row["epsilon_spent"])
     shown = repository.latest_entries(session, dataset_id, ENTRIES_SHOWN)
     count = len(shown) if len(shown) < ENTRIES_SHOWN else repository.count_entries(session, dataset_id)
-    return {"dataset_id": dataset_id, "epsilon_total": total, "epsilon_spent": jsonable(spent),
-            "epsilon_remaining": None if total is None else jsonable(max(total - spent, 0.0)),
+    return {"dataset_id": dataset_id, **_figures(row["epsilon_total"], row["epsilon_spent"]),
             "entries": [_entry(e) for e in shown], "entry_count": count}
+
+
+def _figures(total: Decimal | None, spent: Decimal) -> dict[str, Any]:
+    cap = None if total is None else float(total)
+    return {"epsilon_total": cap, "epsilon_spent": jsonable(float(spent)),
+            "epsilon_remaining": None if cap is None else jsonable(max(cap - float(spent), 0.0))}
+
+
+NO_BUDGET = _figures(None, Decimal(0))  # a dataset no job has debited and no cap was set for
+
+
+def figures_of(session: Session, dataset_ids: list[uuid.UUID]) -> dict[uuid.UUID, dict[str, Any]]:
+    """Each dataset's cap, spent and remaining ε, as ``view`` gives them (one query)."""
+    found = repository.totals(session, dataset_ids) if dataset_ids else {}
+    return {d: _figures(*found[d]) if d in found else NO_BUDGET for d in dataset_ids}
 
 
 def ledger_page(session: Session, dataset_id: uuid.UUID, after: int | None, limit: int) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.budgets.schemas import BudgetFigures
 from app.datasets.schema import ColumnRole, ColumnType
 from app.openapi_parts import SENT_WHOLE
 from app.privacy.json_types import JsonTyped
@@ -41,6 +42,8 @@ class DatasetSummary(BaseModel):
     size_bytes: int
     hierarchies: list[str] = Field(default_factory=list, description="columns with a hierarchy")
     deleted: bool = False
+    budget: BudgetFigures = Field(..., description="its ε budget as GET …/budget gives it (cap, spent, "
+                                  "remaining; the ledger there)")
     created_at: datetime
 
 

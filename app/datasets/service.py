@@ -18,6 +18,7 @@ from app import codec, pagination
 from app.audit.service import record
 from app.auth.schemas import Principal
 from app.blobs import repository as blobs
+from app.budgets import service as budgets
 from app.config import get_settings
 from app.datasets import isolated, parsing, repository
 from app.datasets.schema import (
@@ -39,16 +40,26 @@ def parse_schema_field(raw: str | None) -> SchemaUpdate | None:
     return schema_update_from(schema_json(raw, "the schema field"), "the schema field")
 
 
-def to_response(row, hierarchy_columns: list[str] | None = None) -> dict[str, Any]:
-    return {**to_summary({**row, "column_count": len(row["columns"])}, hierarchy_columns),
+def to_response(row, hierarchy_columns: list[str] | None = None,
+                budget: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {**to_summary({**row, "column_count": len(row["columns"])}, hierarchy_columns, budget),
             "columns": public_columns(row["columns"])}
 
 
-def to_summary(row, hierarchy_columns: list[str] | None = None) -> dict[str, Any]:
+def to_summary(row, hierarchy_columns: list[str] | None = None,
+               budget: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``budget``: its figures (budgets.figures_of); None for a dataset just stored (none yet)."""
     return {"id": row["id"], "name": row["name"], "format": row["format"], "shape": row["shape"],
             "rows": row["rows"], "column_count": row["column_count"], "sha256": row["sha256"],
             "size_bytes": row["size_bytes"], "hierarchies": sorted(hierarchy_columns or []),
-            "deleted": row["deleted_at"] is not None, "created_at": row["created_at"]}
+            "deleted": row["deleted_at"] is not None, "budget": budget or budgets.NO_BUDGET,
+            "created_at": row["created_at"]}
+
+
+def _stored(session: Session, row) -> dict[str, Any]:
+    """A stored dataset's answer: its hierarchies and budget read for it."""
+    return to_response(row, _hierarchy_columns(session, row["id"]),
+                       budgets.figures_of(session, [row["id"]])[row["id"]])
 
 
 @dataclass(frozen=True)
@@ -145,7 +156,7 @@ def create_synthetic(session: Session, principal: Principal, *, generator: str, 
 def _replay(session: Session, existing, request_hash: str) -> dict[str, Any]:
     if existing["request_hash"] != request_hash:
         raise Conflict("this Idempotency-Key was used for a different upload")
-    return to_response(existing, _hierarchy_columns(session, existing["id"]))
+    return _stored(session, existing)
 
 
 def _sha256(path: Path) -> str:
@@ -172,14 +183,16 @@ def get_row(session: Session, principal: Principal, dataset_id: uuid.UUID, *, li
 
 
 def get(session: Session, principal: Principal, dataset_id: uuid.UUID) -> dict[str, Any]:
-    return to_response(get_row(session, principal, dataset_id), _hierarchy_columns(session, dataset_id))
+    return _stored(session, get_row(session, principal, dataset_id))
 
 
 def list_page(session: Session, principal: Principal, cursor: str | None, limit: int) -> dict[str, Any]:
     after = pagination.decode(cursor)
     rows = repository.list_page(session, principal.tenant, after=after, limit=limit)
-    hier = repository.hierarchy_columns(session, [r["id"] for r in rows]) if rows else {}
-    return pagination.page(rows, limit, lambda r: to_summary(r, hier.get(r["id"], [])))
+    ids = [r["id"] for r in rows]
+    hier = repository.hierarchy_columns(session, ids) if rows else {}
+    figures = budgets.figures_of(session, ids)
+    return pagination.page(rows, limit, lambda r: to_summary(r, hier.get(r["id"], []), figures[r["id"]]))
 
 
 def profile(session: Session, principal: Principal, dataset_id: uuid.UUID) -> dict[str, Any]:
