@@ -30,6 +30,12 @@ def test_small_protocol_reports_both_styles_per_method_and_epsilon():
     assert set(runs["method"]) == {"icahdp_strict", "dppro", "noprivacy"}
     assert runs["error_raw_holdout"].between(0, 1).all() and runs["error_release_split"].between(0, 1).all()
     assert math.isinf(runs.loc[runs["method"] == "noprivacy", "epsilon"].iloc[0])
+    # NoPrivacy's ε is the service's "Infinity" everywhere the report gives it: the data's runs
+    # and marginal summary said null while the tables said "Infinity" (expe acceptance check)
+    from app.jsonsafe import jsonable
+    published = jsonable({"data": report.data, "marginals": report.tables["summary_marginals"].to_dict("records")})
+    for where in (published["data"]["runs"], published["data"]["marginals"]["summary"], published["marginals"]):
+        assert {r["epsilon"] for r in where if r["method"] == "noprivacy"} == {"Infinity"}
     assert set(report.plots) == {"coil_caravan"} and report.plots["coil_caravan"].png[:4] == b"\x89PNG"
     summary = report.tables["summary_raw_holdout"]
     assert {"eps=0.5", "eps=5", "no privacy"} <= set(summary.columns)
