@@ -45,6 +45,8 @@ class DatasetSummary(BaseModel):
     budget: BudgetFigures = Field(..., description="its ε budget as GET …/budget gives it (cap, spent, "
                                   "remaining; the ledger there)")
     created_at: datetime
+    links: dict[str, str] = Field(..., description="self, data (CSV), profile, budget, and the lists of "
+                                  "its jobs and releases")
 
 
 class Dataset(DatasetSummary):

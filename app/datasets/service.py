@@ -53,7 +53,16 @@ def to_summary(row, hierarchy_columns: list[str] | None = None,
             "rows": row["rows"], "column_count": row["column_count"], "sha256": row["sha256"],
             "size_bytes": row["size_bytes"], "hierarchies": sorted(hierarchy_columns or []),
             "deleted": row["deleted_at"] is not None, "budget": budget or budgets.NO_BUDGET,
-            "created_at": row["created_at"]}
+            "created_at": row["created_at"], "links": _links(row["id"])}
+
+
+def _links(dataset_id: uuid.UUID) -> dict[str, str]:
+    """Where the dataset's data, profile, budget and what was made from it are (a client that
+    follows links had none to follow from a dataset)."""
+    url = f"/v1/datasets/{dataset_id}"
+    return {"self": url, "data": f"{url}/data?format=csv", "profile": f"{url}/profile",
+            "budget": f"{url}/budget", "jobs": f"/v1/jobs?dataset_id={dataset_id}",
+            "releases": f"/v1/releases?dataset_id={dataset_id}"}
 
 
 def _stored(session: Session, row) -> dict[str, Any]:

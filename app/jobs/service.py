@@ -224,6 +224,10 @@ def to_response(session: Session, row, principal: Principal,
         results = repository.results_of(session, [row["id"]])[row["id"]]
     refunded, results = results["epsilon_refunded"], results["result"]
     links = {"self": f"/v1/jobs/{row['id']}"}
+    if row["release_id"] is not None:  # what it ran on
+        links["source_release"] = f"/v1/releases/{row['release_id']}"
+    elif row["dataset_id"] is not None:
+        links["dataset"] = f"/v1/datasets/{row['dataset_id']}"
     if results["release_ids"]:
         links["release"] = f"/v1/releases/{results['release_ids'][0]}"
     if results["report_id"]:
