@@ -87,12 +87,16 @@ def check_group_map(ps: dict[str, float], info) -> None:
                                + "; add them or a '*' entry")
 
 
-def check_group_count(ps: list[float], column: str, groups: int) -> None:
+def check_group_count(ps: list[float], column: str, groups: int, declared: bool) -> None:
     """A list of keep probabilities for a group column gives one per value the column holds
-    (a missing cell is a value); checked at submission from the profile, and on the data."""
+    (a missing cell is a value); checked at submission from the profile, and on the data. The
+    message gives the order the list follows: the declared categories' (missing last), else the
+    values sorted as text."""
     if len(ps) != groups:
+        order = (f"in the order of its declared categories, {MISSING_GROUP} last" if declared
+                 else f"in the order of the values sorted as text, {MISSING_GROUP} among them")
         raise MethodInputError(f"ps lists {len(ps)} probabilities; column {column!r} has {groups} "
-                               "values (give one per value in sorted order, or a map)")
+                               f"values (give one per value {order}, or a map)")
 
 
 def _column_grouping(params: PngParams, frame: pd.DataFrame | None, columns: list[ColumnInfo],
@@ -126,7 +130,8 @@ def _column_grouping(params: PngParams, frame: pd.DataFrame | None, columns: lis
                                    f"column {name!r}; add them or a '*' entry")
         ps_of = [params.ps.get(labels[i], default) for i in present]
     else:
-        check_group_count(params.ps, name, len(present))
+        declared = info is not None and info.categories is not None
+        check_group_count(params.ps, name, len(present), declared=declared)
         ps_of = list(params.ps)
     # Rows are published group by group (random order inside a group with shuffle).
     tiebreak = rng.uint64(len(codes)) if params.shuffle else np.arange(len(codes))

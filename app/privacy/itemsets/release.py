@@ -384,7 +384,8 @@ def _check(params: ItemParams, columns: list[ColumnInfo], source: SourceRelease 
         if info is None:
             raise MethodInputError(f"unknown column {group_column!r}")
         if isinstance(params.ps, list) and info.distinct is not None:  # the profile knows the groups
-            check_group_count(params.ps, group_column, info.distinct + (info.missing > 0))
+            check_group_count(params.ps, group_column, info.distinct + (info.missing > 0),
+                              declared=info.categories is not None)
         if isinstance(params.ps, dict):  # it failed as a job, refunded (edges acceptance check)
             check_group_map(params.ps, info)
 
