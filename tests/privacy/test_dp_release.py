@@ -145,6 +145,22 @@ def test_paper_mode_says_it_is_not_private_and_lists_its_raw_data_steps(adult):
     assert result.metadata["icahdp"]["epsilon_noise_spent"] == pytest.approx(2.0)
 
 
+def test_paper_mode_names_the_columns_it_changed(adult):
+    """Paper mode protects nothing, but it changes every column it releases: its guarantees list
+    them in protected_columns, as trr's (notion none) do, since that list is how later steps
+    know which columns a step changed. It listed none, so frequent_itemsets on a paper-mode
+    release counted education and sex with no note that icahdp had changed them, as it says for
+    a strict one (walk acceptance check)."""
+    from app.privacy.data import columns_changed_by
+    result = run_icahdp(adult, IcahdpParams(epsilon=1.0, mode="paper", k=2), ctx())
+    released = list(result.frame.columns)
+    g = result.guarantees
+    assert g["notion"] == "none" and g["private"] is False
+    assert g["protected_columns"] == released and g["unprotected_columns"] == []
+    step = {"method": "icahdp", "guarantees": g}
+    assert columns_changed_by([step], released) == {c: ["icahdp"] for c in released}
+
+
 def test_dppro_states_its_gaussian_guarantee_exactly(adult):
     params = DpproParams(epsilon=1.0, delta=1e-6, k=8)
     result = run_dppro(adult, params, ctx())

@@ -469,7 +469,7 @@ def _run_paper(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> Rele
     return ReleaseResult(
         frame=out, columns=_ordered_infos(out, released_plans),
         guarantees=guarantee(
-            "none", rng=ctx.rng.name, private=False, epsilon=None, protected_columns=[],
+            "none", rng=ctx.rng.name, private=False, epsilon=None, protected_columns=list(out.columns),
             unprotected_columns=[], statements=statements,
             warnings=["not differentially private: " + "; ".join(non_private)],
             non_private_steps=non_private, nominal_epsilon=params.epsilon),
