@@ -112,6 +112,22 @@ def test_release_spends_exactly_its_rho_and_lists_every_step(release):
     json.dumps(result.metadata)  # plain JSON
 
 
+def test_the_statements_point_at_keys_the_release_has(release):
+    """They sent a reader to metadata.measurements and metadata.accountant; the measurements are
+    under the method's own key and the accountant is in the guarantees (walk acceptance check)."""
+    import re
+
+    _, release = release
+    text = " ".join(release.guarantees["statements"])
+    paths = re.findall(r"\b(metadata|guarantees)\.([\w.]+[\w])", text)
+    assert paths
+    for root, path in paths:
+        node = release.metadata if root == "metadata" else release.guarantees
+        for key in path.split("."):
+            assert key in node, (root, path)
+            node = node[key]
+
+
 def test_ledger_refuses_to_overspend():
     ledger = Ledger(rho=0.1)
     ledger.spend(0.06, {"kind": "select"})

@@ -443,8 +443,9 @@ def statements(method: str, epsilon: float, delta: float, ctx: RunContext) -> li
         f"(ε, δ)-differential privacy with ε = {epsilon:g}, δ = {delta:.3g} for the whole synthetic "
         f"table: {NEIGHBOURING}",
         f"{method} reads the data only through the measurements and selections listed in "
-        "metadata.measurements / metadata.selections; each is charged in ρ-zCDP, the ρ add up to at "
-        "most the ρ that converts to (ε, δ) (metadata.accountant, metadata.conversion)",
+        f"metadata.{method}.measurements / metadata.{method}.selections; each is charged in ρ-zCDP, "
+        "the ρ add up to at most the ρ that converts to (ε, δ) (guarantees.accountant, "
+        "guarantees.conversion)",
         "measurements are integer counts plus discrete Gaussian noise on a power-of-two grid; "
         "selections are exponential mechanisms on exact rational scores, sampled exactly (no "
         "floating-point argmax)",
