@@ -54,6 +54,16 @@ def probability_threshold(prob: float) -> np.uint32:
     return np.uint32(min(max(round(prob * _SCALE), 0), _SCALE - 1))
 
 
+def keeps_no_cell(p0: float) -> bool:
+    """p0 within 2^-33 of 0: its keep threshold is 0, no cell is ever kept (pure noise)."""
+    return int(probability_threshold(p0)) == 0
+
+
+def flips_as_a_coin(p: float) -> bool:
+    """A keep probability p within 2^-33 of 1/2: the flip threshold is exactly 2^31 (pure noise)."""
+    return int(probability_threshold(1.0 - p)) == 2**31
+
+
 def randomize_codes(codes: np.ndarray, p0: float, p: np.ndarray, rng: SecureRandom) -> np.ndarray:
     """ERRPH on integer codes in [0, k): keep with probability p0, else publish j w.p. p[j].
 
@@ -338,7 +348,7 @@ def _validated(name: str, p0: float, p: np.ndarray, params: ErrphParams) -> np.n
     if (np.any(p == 0) or p0 >= 1.0) and not params.allow_zero_probabilities:
         raise MethodInputError(f"column {name!r}: some p_j = 0 makes ε infinite; "
                                "set allow_zero_probabilities to accept that")
-    if int(probability_threshold(p0)) == 0:  # no 32-bit word keeps the cell
+    if keeps_no_cell(p0):  # no 32-bit word keeps the cell
         raise MethodInputError(f"column {name!r}: p0 = {p0:.6g} is within 2^-33 of 0, so no cell is "
                                "ever kept: the release would be pure noise (nothing could be "
                                "reconstructed); use p0 ≥ 1.2e-10")

@@ -17,8 +17,8 @@ from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.guarantees import guarantee, unchanged_columns
 from app.privacy.randomized_response import (
-    CHUNK, MISSINGNESS_PUBLISHED, domain_labels, encode_column, planned_k, probability_threshold,
-    reconstruct_categorical,
+    CHUNK, MISSINGNESS_PUBLISHED, domain_labels, encode_column, flips_as_a_coin, planned_k,
+    probability_threshold, reconstruct_categorical,
 )
 from app.privacy.registry import (
     MethodKind, MethodInputError, MethodSpec, Params, register, register_channel_builder, register_reconstructor,
@@ -85,7 +85,7 @@ class WarnerParams(Params):
 
     @model_validator(mode="after")
     def _p_informative(self):
-        if int(probability_threshold(1.0 - self.p)) == 2**31:  # p = 0.5, or within 2^-33 of it
+        if flips_as_a_coin(self.p):  # p = 0.5, or within 2^-33 of it
             raise ValueError("p = 0.5 (or within 2^-33 of it, where every cell flips with "
                              "probability exactly 1/2) publishes pure noise: nothing could be "
                              "reconstructed")

@@ -8,6 +8,7 @@ from fastapi.responses import Response, StreamingResponse
 from pydantic import AfterValidator
 
 from app.auth.dependencies import ReaderPrincipal
+from app.conditional import ETAG_HEADER, NOT_MODIFIED, not_modified
 from app.deps import OffLoopRoute, SessionDep, known_method
 from app.errors import problem_responses
 from app.openapi_parts import (MEDIA_BY_FORMAT, Cursor, IfNoneMatch, PageSize, ReleaseId, SpreadsheetSafe,
@@ -37,11 +38,8 @@ def get_release(release_id: ReleaseId, principal: ReaderPrincipal, session: Sess
 
 @router.get("/{release_id}/data", response_class=StreamingResponse,
             responses={200: {"description": "the release's rows", "content": table_content(),
-                              "headers": {"ETag": {"description": "this representation's validator",
-                                                   "schema": {"type": "string"}}}},
-                       304: {"description": "If-None-Match holds the ETag: the copy the caller kept "
-                                            "is current (no body)"},
-                       **problem_responses(401, 403, 404, 422, 503)})
+                             "headers": ETAG_HEADER},
+                       **NOT_MODIFIED, **problem_responses(401, 403, 404, 422, 503)})
 def download_release(release_id: ReleaseId, principal: ReaderPrincipal, session: SessionDep,
                      format: TableFormat = "csv", spreadsheet_safe: SpreadsheetSafe = False,
                      if_none_match: IfNoneMatch = None) -> Response:
@@ -51,6 +49,6 @@ def download_release(release_id: ReleaseId, principal: ReaderPrincipal, session:
     no browser or proxy cache keeps a release, the caller's own copy is its business)."""
     etag, body = service.download(session, principal, release_id, format, spreadsheet_safe, if_none_match)
     if body is None:
-        return Response(status_code=304, headers={"ETag": etag})
+        return not_modified(etag)
     return StreamingResponse(body, media_type=MEDIA_BY_FORMAT[format], headers={
         "ETag": etag, "Content-Disposition": f'attachment; filename="release-{release_id}.{format}"'})

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Path, Query, Response
 from pydantic import AfterValidator, BaseModel, Field
 
 from app.auth.dependencies import ReaderPrincipal
+from app.conditional import ETAG_HEADER, NOT_MODIFIED, not_modified
 from app.deps import OffLoopRoute, SessionDep
 from app.errors import NotFound, problem_responses
 from app.openapi_parts import Cursor, IfNoneMatch, PageSize, ReportId
@@ -61,11 +62,8 @@ def get_report(report_id: ReportId, principal: ReaderPrincipal, session: Session
 
 @router.get("/{report_id}/plots/{filename}", response_class=Response,
             responses={200: {"description": "the plot", "content": binary_content("image/png", "image/svg+xml"),
-                             "headers": {"ETag": {"description": "the plot's validator",
-                                                  "schema": {"type": "string"}}}},
-                       304: {"description": "If-None-Match holds the ETag: the copy the caller kept "
-                                            "is current (no body)"},
-                       **problem_responses(401, 403, 404, 422, 503)})
+                             "headers": ETAG_HEADER},
+                       **NOT_MODIFIED, **problem_responses(401, 403, 404, 422, 503)})
 def get_plot(report_id: ReportId,
              filename: Annotated[str, Path(description="`{name}.png` or `{name}.svg`, as in the report's `plots`")], principal: ReaderPrincipal,
              session: SessionDep, if_none_match: IfNoneMatch = None) -> Response:
@@ -76,5 +74,5 @@ def get_plot(report_id: ReportId,
         raise NotFound("plots are served as {name}.png or {name}.svg")
     etag, data = service.plot(session, principal, report_id, name, fmt, if_none_match)
     if data is None:
-        return Response(status_code=304, headers={"ETag": etag})
+        return not_modified(etag)
     return Response(data, media_type="image/png" if fmt == "png" else "image/svg+xml", headers={"ETag": etag})

@@ -32,7 +32,7 @@ from app.privacy.json_types import schema_bounds
 from app.privacy.dtpd import DTPDClassifier
 from app.privacy.naive_bayes import PPNBClassifier, release_randomization
 from app.privacy.plotting import legend_below
-from app.privacy.randomized_response import ErrphParams, probability_threshold, run_errph
+from app.privacy.randomized_response import ErrphParams, flips_as_a_coin, keeps_no_cell, run_errph
 from app.privacy.registry import MethodKind, MethodInputError, MethodSpec, Params, MethodSource, register
 from app.privacy.results import ReportResult, render_figure
 from app.privacy.rng import SecureRandom
@@ -73,10 +73,10 @@ class ExperimentPPNBParams(Params):
         # what the 32-bit thresholds realize decides, as the randomizers check it: a p0 near 0.5
         # passed here and failed the job 'internal' at Figure 3's Warner release
         for p in v:
-            if int(probability_threshold(1.0 - p)) == 2**31:
+            if flips_as_a_coin(p):
                 raise ValueError(f"p0 = {p!r} is within 2^-33 of 0.5, where Warner's flip "
                                  "threshold is exactly 1/2 (not 0.5: DTPD is undefined there)")
-            if int(probability_threshold(p)) == 0:
+            if keeps_no_cell(p):
                 raise ValueError(f"p0 = {p!r} is within 2^-33 of 0: ERRPH would keep no cell "
                                  "(pure noise); use p0 ≥ 1.2e-10")
         return sorted(set(v))

@@ -74,17 +74,22 @@ def check_group_map(ps: dict[str, float], info) -> None:
     if info.categories is None:
         return
     declared = [str(c) for c in info.categories]
-    unknown = [key for key in ps if key not in declared and key not in (MISSING_GROUP, DEFAULT_GROUP)]
+    unknown, uncovered = _map_gaps(ps, declared + [MISSING_GROUP],
+                                   declared + ([MISSING_GROUP] if info.missing else []))
     if unknown:
         raise MethodInputError(f"ps names {len(unknown)} value(s) outside the declared categories of "
                                f"column {info.name!r}: " + ", ".join(map(repr, unknown[:10])))
-    if DEFAULT_GROUP in ps:
-        return
-    uncovered = [v for v in declared + ([MISSING_GROUP] if info.missing else []) if v not in ps]
     if uncovered:
         raise MethodInputError(f"ps gives no keep probability for {len(uncovered)} declared value(s) of "
                                f"column {info.name!r}: " + ", ".join(map(repr, uncovered[:10]))
                                + "; add them or a '*' entry")
+
+
+def _map_gaps(ps: dict[str, float], labels: list[str], needed: list[str]) -> tuple[list[str], list[str]]:
+    """A map's keys that name no label, and the needed labels it gives no p (none with '*')."""
+    unknown = [key for key in ps if key not in labels and key != DEFAULT_GROUP]
+    uncovered = [] if DEFAULT_GROUP in ps else [v for v in needed if v not in ps]
+    return unknown, uncovered
 
 
 def check_group_count(ps: list[float], column: str, groups: int, declared: bool) -> None:
@@ -120,11 +125,11 @@ def _column_grouping(params: PngParams, frame: pd.DataFrame | None, columns: lis
     if len(present) > MAX_COLUMN_GROUPS:
         raise MethodInputError(f"column {name!r} has more than {MAX_COLUMN_GROUPS} values: too many groups")
     if isinstance(params.ps, dict):
-        unknown = [key for key in params.ps if key not in labels and key != DEFAULT_GROUP]
+        # the data's values are not named (the submission check names declared ones)
+        unknown, uncovered = _map_gaps(params.ps, labels, [labels[i] for i in present])
         if unknown:
             raise MethodInputError(f"ps names {len(unknown)} value(s) that column {name!r} does not hold")
         default = params.ps.get(DEFAULT_GROUP)
-        uncovered = [i for i in present if labels[i] not in params.ps and default is None]
         if uncovered:
             raise MethodInputError(f"ps gives no keep probability for {len(uncovered)} value(s) of "
                                    f"column {name!r}; add them or a '*' entry")
