@@ -18,7 +18,7 @@ from sqlalchemy.exc import OperationalError, InterfaceError
 from sqlalchemy.orm import Session
 
 from app.db import _sessionmaker
-from app.errors import ServiceUnavailable, Unauthorized, Unprocessable
+from app.errors import ServiceUnavailable, Unauthorized, Unprocessable, UnsupportedMediaType
 
 
 async def get_session() -> AsyncIterator[Session]:
@@ -102,6 +102,17 @@ class OffLoopRoute(APIRoute):
 
 def _needs_key(dependant) -> bool:
     return isinstance(dependant.call, SecurityBase) or any(_needs_key(d) for d in dependant.dependencies)
+
+
+def is_json(media: str) -> bool:
+    kind = media.split(";", 1)[0].strip().lower()
+    return kind == "application/json" or kind.endswith("+json")
+
+
+def not_json(media: str) -> UnsupportedMediaType:
+    """The 415 of a JSON operation whose body came with another Content-Type (or none)."""
+    needed = "the body must be JSON sent with 'Content-Type: application/json'"
+    return UnsupportedMediaType(f"{needed}; this request's Content-Type is {media[:100]!r}" if media else needed)
 
 
 class StrictJsonRequest(Request):

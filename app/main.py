@@ -24,9 +24,9 @@ from app.db import POOL_OVERFLOW, POOL_SIZE, UPLOAD_CONNECTIONS
 from app.datasets import isolated
 from app.datasets.router import BODY_MODELS
 from app.datasets.router import router as datasets_router
-from app.deps import declared_query, known_query_only
+from app.deps import declared_query, is_json, known_query_only, not_json
 from app.errors import (PROBLEM_MEDIA, BadRequest, FrameworkError, InternalError, MethodNotAllowed,
-                        NotFound, ProblemDetail, ServiceUnavailable, Unprocessable, UnsupportedMediaType,
+                        NotFound, ProblemDetail, ServiceUnavailable, Unprocessable,
                         VeilError, problem_response)
 from app.jobs.router import router as jobs_router
 from app.methods.router import router as methods_router
@@ -76,11 +76,6 @@ def _methods_of_path(request: Request, fallback: str | None) -> str:
     if "GET" in methods:
         methods.add("HEAD")
     return ", ".join(sorted(methods)) or fallback or ""
-
-
-def _is_json(media: str) -> bool:
-    kind = media.split(";", 1)[0].strip().lower()
-    return kind == "application/json" or kind.endswith("+json")
 
 
 MAX_LISTED_ERRORS = 100
@@ -216,14 +211,11 @@ def create_app() -> FastAPI:
         if total > len(errors):
             detail += f" (and {total - 1} more errors; the first {len(errors)} are listed)"
         media = request.headers.get("content-type", "")
-        if first["loc"] == ["body"] and not _is_json(media):
+        if first["loc"] == ["body"] and not is_json(media):
             # `curl -d '{…}'` without the header sends a form: FastAPI then validates the raw
             # bytes and says "Input should be a valid dictionary", which names nothing. A body
             # of the wrong media type is a 415, as an upload or a hierarchy sent as a form is.
-            return _problem(UnsupportedMediaType(
-                "the body must be JSON sent with 'Content-Type: application/json'; this "
-                f"request's Content-Type is {media[:100]!r}" if media else
-                "the body must be JSON sent with 'Content-Type: application/json'"), request)
+            return _problem(not_json(media), request)
         return _problem(Unprocessable(detail, errors=errors), request)
 
     @app.exception_handler(StarletteHTTPException)

@@ -15,7 +15,7 @@ from app.datasets import service
 from app.datasets.parsing import FORMATS
 from app.datasets.schema import BARE_OR_WRAPPED, SchemaUpdate, schema_json, schema_update_from
 from app.datasets.schemas import Dataset, DatasetPage, Hierarchy, Profile, SyntheticRequest
-from app.deps import OffLoopRoute, SessionDep
+from app.deps import OffLoopRoute, SessionDep, is_json, not_json
 from app.errors import Unprocessable, UnsupportedMediaType, problem_responses
 from app.openapi_parts import (MEDIA_BY_FORMAT, Cursor, DatasetId, HierarchyColumn, IdempotencyKey, PageSize,
                                SpreadsheetSafe, TableFormat, table_content)
@@ -152,6 +152,9 @@ async def schema_body(request: Request) -> SchemaUpdate:
     raw = await request.body()
     if not raw.strip():
         raise Unprocessable(f"the request body is empty: send the overrides as JSON, {BARE_OR_WRAPPED}")
+    media = request.headers.get("content-type", "")
+    if not is_json(media):  # as every JSON operation answers (it read any media type as JSON)
+        raise not_json(media)
     # parsed and validated in a thread: a large map would hold this process's event loop
     return await run_in_threadpool(lambda: schema_update_from(schema_json(raw, "the request body"), "the schema"))
 

@@ -284,8 +284,9 @@ def test_schema_put_takes_the_bare_map_like_the_upload_field(client, owner):
     r = client.put(url, headers=auth(owner), json={"columns": {"age": {"bound": [0, 1]}}})
     assert_problem(r, 422, "columns.age.bound: Extra inputs are not permitted")
     assert_problem(client.put(url, headers=auth(owner), json=[1]), 422, "the schema must be a JSON object")
-    assert_problem(client.put(url, headers=auth(owner), content=b"{nope"), 422, "not valid JSON (line 1, column 2)")
-    assert_problem(client.put(url, headers=auth(owner), content=b"\xff\xfe"), 422, "not valid JSON")
+    json_h = {**auth(owner), "Content-Type": "application/json"}
+    assert_problem(client.put(url, headers=json_h, content=b"{nope"), 422, "not valid JSON (line 1, column 2)")
+    assert_problem(client.put(url, headers=json_h, content=b"\xff\xfe"), 422, "not valid JSON")
     assert_problem(client.put(url, headers=auth(owner)), 422, "the request body is empty")
     assert_problem(client.put(url, content=b"{nope"), 401)  # the key is checked before the body
     after = client.get(f"/v1/datasets/{ds['id']}", headers=auth(owner)).json()
