@@ -223,6 +223,9 @@ audit_events = Table(
     Index("ix_audit_dataset", "dataset_id", "txn", "id"),
     Index("ix_audit_release", "release_id", "txn", "id"),
     Index("ix_audit_txn", "txn", "id"),  # admins: every tenant's
+    Index("ix_audit_tenant_action", "tenant", "action", "txn", "id"),  # ?action=
+    Index("ix_audit_action", "action", "txn", "id"),  # ?action= across tenants (admins)
+    Index("ix_audit_actor", "actor", "txn", "id"),  # ?actor=: a key is one tenant's
 )
 
 worker_heartbeats = Table(
