@@ -71,8 +71,8 @@ def privbayes_releaser(degree: int = 1) -> Releaser:
     from DataSynthesizer.DataDescriber import DataDescriber
     from DataSynthesizer.DataGenerator import DataGenerator
 
-    def release(data: MethodInput, eps: float, rng: SecureRandom) -> pd.DataFrame:
-        seed = int(rng.integers(2**31 - 1, 1)[0])
+    def release(data: MethodInput, eps: float, ctx: RunContext) -> pd.DataFrame:
+        seed = int(ctx.rng.integers(2**31 - 1, 1)[0])
         categorical = {c.name: c.type != "numeric" for c in data.columns}
         with tempfile.TemporaryDirectory() as tmp:
             src, desc = Path(tmp) / "in.csv", Path(tmp) / "description.json"
@@ -156,9 +156,9 @@ def smartnoise_releaser(kind: str, patched: bool, bins: int = 32) -> Releaser:
         raise ImportError("smartnoise-synth is not installed in the peers' interpreter")
     last: dict[str, float] = {}
 
-    def release(data: MethodInput, eps: float, rng: SecureRandom) -> pd.DataFrame:
+    def release(data: MethodInput, eps: float, ctx: RunContext) -> pd.DataFrame:
         spec = {"kind": kind, "patched": patched, "epsilon": eps, "delta": 1e-9, "bins": bins,
-                "seed": int(rng.integers(2**31 - 1, 1)[0]),
+                "seed": int(ctx.rng.integers(2**31 - 1, 1)[0]),
                 "bounds": {c.name: list(c.bounds) for c in data.columns if c.type == "numeric"}}
         with tempfile.TemporaryDirectory() as tmp:
             src, out = Path(tmp) / "in.csv", Path(tmp) / "out.csv"
@@ -184,17 +184,17 @@ def dpl_pca_releaser(k: int = 5, share: float = 0.3) -> Releaser:
     diffprivlib()
     from diffprivlib.models import PCA
 
-    def release(data: MethodInput, eps: float, rng: SecureRandom) -> pd.DataFrame:
+    def release(data: MethodInput, eps: float, ctx: RunContext) -> pd.DataFrame:
         plans = [plan_column(c, None, None, data.frame, require_declared=True) for c in data.columns]
         enc = Encoding(plans)
         X = enc.encode(data.frame)
         pca = PCA(n_components=min(k, enc.width), epsilon=eps * share,
                   data_norm=math.sqrt(enc.max_l1_norm),
                   bounds=(np.zeros(enc.width), np.ones(enc.width)),
-                  random_state=int(rng.integers(2**31 - 1, 1)[0]))
+                  random_state=int(ctx.rng.integers(2**31 - 1, 1)[0]))
         pca.fit(X)
         params = IcahdpParams(epsilon=eps * (1 - share), basis=pca.components_.T.tolist())
-        return run_icahdp(data, params, RunContext(rng)).frame
+        return run_icahdp(data, params, ctx).frame
 
     return release
 

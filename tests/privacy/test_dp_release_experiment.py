@@ -147,3 +147,33 @@ def test_marginal_tvd_sees_a_broken_dependence_but_not_the_marginals():
     shuffled = frame.apply(lambda col: col.to_numpy()[rng.permutation(len(col))])
     one, two = marginal_tvd(frame, shuffled, task.data.columns)
     assert one == pytest.approx(0.0, abs=1e-12) and two > 0.05
+
+
+def test_each_release_runs_in_the_experiments_context_its_progress_and_its_cancel():
+    """The releases took a bare context: an AIM release inside the experiment reported no
+    progress and a cancel waited for it to end (left in session 15's note)."""
+    from app.privacy.context import Cancelled
+
+    seen: list[tuple[float, str]] = []
+    stop = {"now": False}
+    calls = []
+
+    def slow(data, eps, ctx):  # a peer release that reports half way and then checks for a cancel
+        calls.append(eps)
+        ctx.progress(0.5, "half")
+        stop["now"] = len(calls) == 3
+        ctx.check_cancelled()
+        return data.frame
+
+    params = ExperimentDpReleaseParams(tasks=["coil_caravan"], methods=["noprivacy"], epsilons=[1.0, 2.0],
+                                       repetitions=2, train_rows=200, test_rows=200, seed=1)
+    outer = RunContext(SecureRandom(seed=1), on_progress=lambda f, s: seen.append((f, s)),
+                       should_stop=lambda: stop["now"])
+    with pytest.raises(Cancelled):
+        run_protocol(params, outer, extra={"slow": slow})
+    assert calls == [1.0, 2.0, 1.0]  # stopped inside the third release, not after the repetition
+    halves = [(f, s) for f, s in seen if s.endswith(": half")]
+    # repetition 1 takes [0, 0.5] of the progress, in thirds: two releases and the evaluation
+    assert [round(f, 4) for f, _ in halves] == [round(1 / 12, 4), round(3 / 12, 4), round(0.5 + 1 / 12, 4)]
+    assert halves[0][1] == "coil_caravan repetition 1, slow at ε = 1: half"
+    assert [f for f, _ in seen] == sorted(f for f, _ in seen)  # progress never goes back

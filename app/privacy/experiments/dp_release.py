@@ -182,7 +182,9 @@ def svm_error(train: pd.DataFrame, tests: list[pd.DataFrame], columns: list[Colu
             for t in tests]
 
 
-Releaser = Callable[[MethodInput, float, SecureRandom], pd.DataFrame]
+# a release of the data at ε; the context carries its randomness (ctx.rng), the experiment's
+# cancel and memory limit, and its share of the experiment's progress
+Releaser = Callable[[MethodInput, float, RunContext], pd.DataFrame]
 
 
 # each compared release: the registered method and the parameters it runs with besides ε
@@ -198,8 +200,7 @@ RELEASES: dict[str, tuple[str, dict]] = {
 def builtin_releasers() -> dict[str, Releaser]:
     def releaser(method: str, extra: dict) -> Releaser:
         spec = registry.get(method)
-        return lambda data, eps, rng: spec.run(
-            data, spec.params(epsilon=eps, **extra), RunContext(rng)).frame
+        return lambda data, eps, ctx: spec.run(data, spec.params(epsilon=eps, **extra), ctx).frame
     return {name: releaser(method, extra) for name, (method, extra) in RELEASES.items()}
 
 
@@ -312,16 +313,21 @@ def run_protocol(params: ExperimentDpReleaseParams, ctx: RunContext,
             runs: list[tuple[str, float, pd.DataFrame, float]] = []
             if "noprivacy" in params.methods:
                 runs.append(("noprivacy", math.inf, train_raw, 0.0))
-            for name, releaser in releasers.items():
-                for eps in params.epsilons:
-                    rng = ctx.rng if params.seed is None else SecureRandom(
-                        seed=zlib.crc32(f"{params.seed}:{task_name}:{rep}:{name}:{eps}".encode()))
-                    start = time.perf_counter()
-                    release = releaser(data, eps, rng)
-                    seconds = time.perf_counter() - start
-                    timings.setdefault(name, []).append(seconds)
-                    runs.append((name, eps, release, seconds))
-                    ctx.check_cancelled()
+            # the repetition's share of the progress, split evenly between its releases and
+            # their evaluation (an AIM release on Adult takes seconds to a minute: the inner
+            # runs report their own progress and stop on cancel)
+            share, shares = (done - 1) / steps, len(releasers) * len(params.epsilons) + 1
+            for i, (name, eps) in enumerate(itertools.product(releasers, params.epsilons)):
+                rng = ctx.rng if params.seed is None else SecureRandom(
+                    seed=zlib.crc32(f"{params.seed}:{task_name}:{rep}:{name}:{eps}".encode()))
+                inner = ctx.within(rng, share + i / shares / steps, share + (i + 1) / shares / steps,
+                                   stage=f"{task_name} repetition {rep + 1}, {labels[name]} at ε = {eps:g}")
+                start = time.perf_counter()
+                release = releasers[name](data, eps, inner)
+                seconds = time.perf_counter() - start
+                timings.setdefault(name, []).append(seconds)
+                runs.append((name, eps, release, seconds))
+                ctx.check_cancelled()
             for name, eps, release, seconds in runs:
                 order_r = split_rng.permutation(len(release))
                 cut_r = int(0.7 * len(release))
