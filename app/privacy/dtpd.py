@@ -166,10 +166,12 @@ class DTPDClassifier(ClassifierMixin, BaseEstimator):
         return out
 
     def predict_proba(self, X) -> np.ndarray:
-        return self.tree_distribution_[self._leaves(X)]
+        leaves = self._leaves(X)  # checks the fit first: NotFittedError, not AttributeError
+        return self.tree_distribution_[leaves]
 
     def predict(self, X) -> np.ndarray:
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        best = np.argmax(self.predict_proba(X), axis=1)
+        return self.classes_[best]
 
     @property
     def n_nodes_(self) -> int:

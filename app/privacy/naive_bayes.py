@@ -221,7 +221,8 @@ class PPNBClassifier(ClassifierMixin, BaseEstimator):
         return np.exp(self.predict_log_proba(X))
 
     def predict(self, X) -> np.ndarray:
-        return self.classes_[np.argmax(self._joint_log_likelihood(X), axis=1)]
+        best = np.argmax(self._joint_log_likelihood(X), axis=1)  # checks the fit first
+        return self.classes_[best]
 
 
 # ---------------------------------------------------------------------- analysis methods

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from scipy.stats import norm
 from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import cross_val_score
 from sklearn.naive_bayes import CategoricalNB, GaussianNB
 from sklearn.preprocessing import OrdinalEncoder
@@ -380,3 +381,15 @@ def test_fit_refuses_hyperparameters_out_of_range(make):
     frame = pd.DataFrame({"a": ["x", "y"] * 10})
     with pytest.raises(ValueError, match="must be ≥"):
         make().fit(frame, np.array(["p", "q", "q", "p"] * 5))
+
+
+@pytest.mark.parametrize("make", [PPNBClassifier, DTPDClassifier])
+@pytest.mark.parametrize("method", ["predict", "predict_proba", "score"])
+def test_an_unfitted_estimator_raises_not_fitted_error(make, method):
+    """scikit-learn's contract (check_estimators_unfitted): every prediction method of an
+    unfitted estimator raises NotFittedError — predict and score raised AttributeError
+    ('no attribute classes_'), DTPD's predict_proba too (spec 01 acceptance check)."""
+    frame = pd.DataFrame({"a": ["x", "y"] * 3})
+    args = (frame, ["p", "q"] * 3) if method == "score" else (frame,)
+    with pytest.raises(NotFittedError):
+        getattr(make(), method)(*args)
