@@ -94,7 +94,10 @@ class Job(BaseModel):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
-    links: dict[str, str] = Field(default_factory=dict)
+    links: dict[str, str] = Field(default_factory=dict, description=(
+        "self, what the job ran on (dataset or source_release) and what it made (release, report, "
+        "model): those the caller's role can read (an analyst is not given the dataset or a report "
+        "on it, an admin only self)"))
 
 
 class JobPage(BaseModel):

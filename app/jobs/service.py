@@ -223,23 +223,34 @@ def to_response(session: Session, row, principal: Principal,
     if results is None:
         results = repository.results_of(session, [row["id"]])[row["id"]]
     refunded, results = results["epsilon_refunded"], results["result"]
-    links = {"self": f"/v1/jobs/{row['id']}"}
-    if row["release_id"] is not None:  # what it ran on
-        links["source_release"] = f"/v1/releases/{row['release_id']}"
-    elif row["dataset_id"] is not None:
-        links["dataset"] = f"/v1/datasets/{row['dataset_id']}"
-    if results["release_ids"]:
-        links["release"] = f"/v1/releases/{results['release_ids'][0]}"
-    if results["report_id"]:
-        links["report"] = f"/v1/reports/{results['report_id']}"
-    if results["model_id"]:
-        links["model"] = f"/v1/models/{results['model_id']}"
     return {"id": row["id"], "method": row["method"], "status": row["status"],
             "progress": row["progress"], "stage": row["stage"], "error": _error_for(principal, row),
             "result": results, "dataset_id": row["dataset_id"], "release_id": row["release_id"],
             "params": row["params"], "epsilon": _eps(row["epsilon"]), "epsilon_refunded": refunded,
             "cancel_requested": bool(row["cancel_requested"]), "attempt": row["attempt"], "created_at": row["created_at"],
-            "started_at": row["started_at"], "finished_at": row["finished_at"], "links": links}
+            "started_at": row["started_at"], "finished_at": row["finished_at"],
+            "links": _links(row, results, principal)}
+
+
+def _links(row, results: dict[str, Any], principal: Principal) -> dict[str, str]:
+    """The job, what it ran on and what it made — those the caller's role can read: the
+    dataset and a report on it are its owners' (analysts had links that answered 403), and
+    an admin reads jobs, not what they made."""
+    links = {"self": f"/v1/jobs/{row['id']}"}
+    if principal.role == Role.admin:
+        return links
+    owner = principal.role == Role.owner
+    if row["release_id"] is not None:  # what it ran on
+        links["source_release"] = f"/v1/releases/{row['release_id']}"
+    elif row["dataset_id"] is not None and owner:
+        links["dataset"] = f"/v1/datasets/{row['dataset_id']}"
+    if results["release_ids"]:
+        links["release"] = f"/v1/releases/{results['release_ids'][0]}"
+    if results["report_id"] and (owner or row["dataset_id"] is None or row["release_id"] is not None):
+        links["report"] = f"/v1/reports/{results['report_id']}"
+    if results["model_id"]:
+        links["model"] = f"/v1/models/{results['model_id']}"
+    return links
 
 
 def _eps(value: Decimal | None) -> float | str | None:

@@ -38,7 +38,9 @@ class ReleaseSummary(BaseModel):
     created_at: datetime = Field(..., description="when the release was stored, as every other resource "
                                  "says it (the same time as provenance.created_at)")
     provenance: Provenance
-    links: dict[str, str]
+    links: dict[str, str] = Field(..., description=(
+        "self, data, job, source_release for a chained release, and dataset for the tenant's "
+        "owners (the dataset answers them only)"))
 
 
 class Release(ReleaseSummary):

@@ -85,14 +85,16 @@ def to_response(row, principal: Principal) -> dict[str, Any]:
             "provenance": {"input_sha256": _input_sha256(row, principal), "output_sha256": row["output_sha256"],
                            "code_version": row["code_version"], "created_by": str(row["created_by"]),
                            "created_at": row["created_at"], "job_id": str(row["job_id"])},
-            "links": _links(row)}
+            "links": _links(row, principal)}
 
 
-def _links(row) -> dict[str, str]:
-    """The release, its rows, the job that made it and what it was made from (the dataset's
-    link answers its owners only)."""
+def _links(row, principal: Principal) -> dict[str, str]:
+    """The release, its rows, the job that made it and what it was made from; the dataset for
+    its owners only (an analyst's link to it answered 403)."""
     links = {"self": f"/v1/releases/{row['id']}", "data": f"/v1/releases/{row['id']}/data?format=csv",
-             "job": f"/v1/jobs/{row['job_id']}", "dataset": f"/v1/datasets/{row['dataset_id']}"}
+             "job": f"/v1/jobs/{row['job_id']}"}
+    if principal.role == Role.owner:
+        links["dataset"] = f"/v1/datasets/{row['dataset_id']}"
     if row["source_release_id"] is not None:
         links["source_release"] = f"/v1/releases/{row['source_release_id']}"
     return links

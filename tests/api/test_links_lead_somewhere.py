@@ -10,9 +10,9 @@ from tests.support.api import auth, submit, upload
 DATA = b"colour,size\n" + b"".join(f"{'rgb'[i % 3]},{'SML'[i % 2]}\n".encode() for i in range(60))
 
 
-def _follow(client, owner, links: dict[str, str]) -> None:
+def _follow(client, key, links: dict[str, str]) -> None:
     for name, url in links.items():
-        answer = client.get(url, headers=auth(owner))
+        answer = client.get(url, headers=auth(key))
         assert answer.status_code == 200, (name, url, answer.text[:200])
 
 
@@ -39,3 +39,29 @@ def test_links_of_a_dataset_its_jobs_and_releases_lead_somewhere(client, owner):
     _follow(client, owner, chained["links"])
     listed = client.get("/v1/datasets", headers=auth(owner), params={"limit": 200}).json()["items"]
     assert next(d for d in listed if d["id"] == ds["id"])["links"] == ds["links"]
+
+
+def test_an_analyst_and_an_admin_are_given_the_links_they_can_follow(client, owner, make_key):
+    """An analyst's release and job named the dataset (owners only: 403), a raw-data job its
+    report (owners only) too, and an admin's job named a release it cannot read."""
+    analyst, admin = make_key("analyst", owner["X-Tenant"]), make_key("admin")
+    ds = upload(client, owner, DATA, "seen.csv").json()
+    released = _run(client, owner, "errph", {"p0": 0.5, "columns": ["colour"]}, dataset_id=ds["id"])
+    risk = _run(client, owner, "risk", {"quasi_identifiers": ["colour", "size"]}, dataset_id=ds["id"])
+    on_release = _run(client, owner, "risk", {"quasi_identifiers": ["size"]},
+                      release_id=released["result"]["release_ids"][0])
+    for job in (released, risk, on_release):
+        as_analyst = client.get(job["links"]["self"], headers=auth(analyst)).json()["links"]
+        _follow(client, analyst, as_analyst)
+        assert "dataset" not in as_analyst
+        as_admin = client.get(job["links"]["self"], headers=auth(admin)).json()["links"]
+        _follow(client, admin, as_admin)
+        assert set(as_admin) == {"self"}
+    assert "report" not in client.get(risk["links"]["self"], headers=auth(analyst)).json()["links"]
+    assert "report" in client.get(on_release["links"]["self"], headers=auth(analyst)).json()["links"]
+    release = client.get(released["links"]["release"], headers=auth(analyst)).json()
+    assert set(release["links"]) == {"self", "data", "job"}
+    _follow(client, analyst, release["links"])
+    listed = client.get("/v1/releases", headers=auth(analyst)).json()["items"]
+    assert {frozenset(r["links"]) for r in listed} == {frozenset({"self", "data", "job"})}
+    assert "dataset" in client.get(released["links"]["release"], headers=auth(owner)).json()["links"]
