@@ -145,6 +145,18 @@ def test_paper_mode_says_it_is_not_private_and_lists_its_raw_data_steps(adult):
     assert result.metadata["icahdp"]["epsilon_noise_spent"] == pytest.approx(2.0)
 
 
+def test_paper_mode_lists_the_missing_value_check_when_it_drops_nothing(adult):
+    """Spec 03: paper mode's metadata lists each step that consulted the raw data. The missing-
+    value filter reads every column's exact missing share; when it dropped nothing it was not
+    listed, as if it had not read the data (spec23 acceptance check). With max_missing = 1 no
+    column can be dropped, so nothing is read and nothing is listed."""
+    steps = run_icahdp(adult, IcahdpParams(epsilon=1.0, mode="paper", k=2), ctx()).metadata["icahdp"]["non_private_steps"]
+    assert any("missing values" in s and "dropped: none" in s for s in steps), steps
+    steps = run_icahdp(adult, IcahdpParams(epsilon=1.0, mode="paper", k=2, max_missing=1.0),
+                       ctx()).metadata["icahdp"]["non_private_steps"]
+    assert not any("fraction of missing values" in s for s in steps), steps
+
+
 def test_paper_mode_names_the_columns_it_changed(adult):
     """Paper mode protects nothing, but it changes every column it releases: its guarantees list
     them in protected_columns, as trr's (notion none) do, since that list is how later steps

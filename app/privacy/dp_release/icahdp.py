@@ -395,7 +395,9 @@ def _run_paper(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> Rele
         non_private.append("bounds/categories read from the data for: " + ", ".join(from_data))
     if too_many:
         dropped.update({name: "too many missing values" for name in too_many})
-        non_private.append("attributes dropped by their exact fraction of missing values")
+    if params.max_missing < 1.0:  # every column's exact missing share was read, dropped or not
+        non_private.append(f"attributes checked against max_missing = {params.max_missing:g} by their exact "
+                           "fraction of missing values (dropped: " + (", ".join(too_many) or "none") + ")")
     threshold = PAPER_DEFAULT_THRESHOLD if params.threshold is None else params.threshold
     ctx.progress(0.05, "entropy filter")
     weights, _ = importance(frame, projection, params.bins, None)
