@@ -1,13 +1,15 @@
 """Experiments: one module per paper's evaluation protocol, each registered as a method of
 kind ``experiment`` that returns a report with tables and plots.
 
-Experiments read the shared real datasets; ``datasets_dir()`` finds them.
+Experiments read the shared real datasets; ``dataset_file()`` finds each file.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from app.privacy.registry import MethodInputError
 
 
 def datasets_dir() -> Path:
@@ -21,6 +23,23 @@ def datasets_dir() -> Path:
             if candidate.is_dir():
                 return candidate
     raise FileNotFoundError("shared datasets not found: set VEIL_DATASETS_DIR")
+
+
+def dataset_file(*parts: str) -> Path:
+    """A file of the shared public datasets (``dataset_file("adult", "adult_train.csv")``), or a
+    MethodInputError naming it: the Docker image has no shared datasets, and a missing one failed
+    the experiment as `internal` "FileNotFoundError at …". The message names the file relative to
+    the folder, never the server's own paths."""
+    try:
+        path = datasets_dir().joinpath(*parts)
+    except FileNotFoundError:
+        path = None
+    if path is None or not path.is_file():
+        raise MethodInputError(
+            f"the shared public dataset file {'/'.join(parts)} is not available to this service: "
+            "set VEIL_DATASETS_DIR to the folder of the shared datasets (the Docker image has none; "
+            "mount them into the worker)")
+    return path
 
 
 def distinct(values: list | None) -> list | None:

@@ -43,7 +43,7 @@ import app.privacy.dp_release.dppro  # noqa: E402,F401
 import app.privacy.dp_release.icahdp  # noqa: E402,F401
 from app.privacy.dp_release.marginals import SynthParams, build_columns, marginal  # noqa: E402
 import app.privacy.dp_release.mst  # noqa: E402,F401
-from app.privacy.experiments import datasets_dir, distinct  # noqa: E402
+from app.privacy.experiments import dataset_file, distinct  # noqa: E402
 from app.privacy.plotting import legend_below, tilt_crowded_tick_labels  # noqa: E402
 from app.privacy import registry  # noqa: E402
 from app.privacy.registry import MethodKind, MethodInputError, MethodSpec, Params, MethodSource, register  # noqa: E402
@@ -105,10 +105,8 @@ def _binary(mask: pd.Series) -> pd.Series:
 def _adult_income() -> Task:
     """The issue-8 protocol: release adult_train, test on adult_test (records with a missing
     value dropped in both: 30,162 / 15,060), target income > 50K."""
-    root = datasets_dir() / "adult"
-
     def read(file: str) -> pd.DataFrame:
-        f = pd.read_csv(root / file, na_values="?", skipinitialspace=True).dropna().reset_index(drop=True)
+        f = pd.read_csv(dataset_file("adult", file), na_values="?", skipinitialspace=True).dropna().reset_index(drop=True)
         f[TARGET] = _binary(f.pop("income").str.rstrip(".") == ">50K")
         return f
 
@@ -119,11 +117,10 @@ def _adult_income() -> Task:
 
 
 def load_task(name: str) -> Task:
-    root = datasets_dir()
     if name == "adult_income":
         return _adult_income()
     if name.startswith("adult"):
-        f = pd.read_csv(root / "adult" / "adult_train.csv", na_values="?", skipinitialspace=True)
+        f = pd.read_csv(dataset_file("adult", "adult_train.csv"), na_values="?", skipinitialspace=True)
         if name == "adult_degree":
             f[TARGET] = _binary(f["education"].isin(DEGREES))
             f = f.drop(columns=["education", "education-num"])
@@ -134,7 +131,7 @@ def load_task(name: str) -> Task:
             desc = "Adult: is married (marital-status Married-*); marital-status dropped, relationship kept"
         return Task(name, MethodInput(declared_schema(f, ADULT_BOUNDS), f), desc)
     if name.startswith("coil"):
-        f = pd.read_csv(root / "coil2000" / "coil2000.csv")
+        f = pd.read_csv(dataset_file("coil2000", "coil2000.csv"))
         if name == "coil_caravan":
             f[TARGET] = _binary(f["caravan"] == 1)
             f = f.drop(columns=["caravan"])
@@ -146,7 +143,7 @@ def load_task(name: str) -> Task:
                     "(attr_31 MHKOOP ≥ 5, the paper's 'house'); attr_30/31 dropped")
         bounds = {c: coil_bounds(c) for c in f.columns if c.startswith("attr_")}
         return Task(name, MethodInput(declared_schema(f, bounds), f), desc)
-    f = pd.read_csv(root / "bank" / "bank_full.csv")
+    f = pd.read_csv(dataset_file("bank", "bank_full.csv"))
     f[TARGET] = f.pop("y")
     return Task(name, MethodInput(declared_schema(f, BANK_BOUNDS), f), "Bank marketing: subscribed (y)")
 

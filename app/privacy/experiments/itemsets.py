@@ -25,7 +25,7 @@ from pydantic import Field, field_validator
 
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, TransactionData
-from app.privacy.experiments import datasets_dir, distinct
+from app.privacy.experiments import dataset_file, distinct
 from app.privacy.itemsets.encoding import one_hot, read_fimi
 from app.privacy.itemsets.mining import Level, apriori
 from app.privacy.itemsets.supports import all_combinations, exact_oracle, release_oracle
@@ -94,14 +94,13 @@ def equal_epsilon_p(ps: list[float]) -> float:
 
 # ------------------------------------------------------------------------------- data
 def load_dataset(name: str, retail_top_items: int) -> tuple[TransactionData, str]:
-    root = datasets_dir()
     if name == "adult":
-        frame = pd.read_csv(root / "adult" / "adult_train.csv", na_values=["?"], skipinitialspace=True)
+        frame = pd.read_csv(dataset_file("adult", "adult_train.csv"), na_values=["?"], skipinitialspace=True)
         columns = [ColumnInfo(c, "numeric" if frame[c].dtype.kind in "if" else "categorical")
                    for c in frame.columns]
         chosen = [c.name for c in columns if c.type == "categorical"]
         return one_hot(frame, columns, chosen, 5).transactions, "one-hot of " + ", ".join(chosen)
-    td = read_fimi(root / "itemsets" / f"{name}.dat")
+    td = read_fimi(dataset_file("itemsets", f"{name}.dat"))
     if name == "retail":
         restricted = prepare_items(MethodInput(columns=[], transactions=td), ItemParams(top_items=retail_top_items))
         return restricted.transactions, f"the {retail_top_items} most frequent of {td.n_items} items"

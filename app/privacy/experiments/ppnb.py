@@ -27,13 +27,13 @@ from pydantic import Field, field_validator
 
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
-from app.privacy.experiments import datasets_dir, distinct
+from app.privacy.experiments import dataset_file, distinct
 from app.privacy.json_types import schema_bounds
 from app.privacy.dtpd import DTPDClassifier
 from app.privacy.naive_bayes import PPNBClassifier, release_randomization
 from app.privacy.plotting import legend_below
 from app.privacy.randomized_response import ErrphParams, flips_as_a_coin, keeps_no_cell, run_errph
-from app.privacy.registry import MethodKind, MethodInputError, MethodSpec, Params, MethodSource, register
+from app.privacy.registry import MethodKind, MethodSpec, Params, MethodSource, register
 from app.privacy.results import ReportResult, render_figure
 from app.privacy.rng import SecureRandom
 from app.privacy.rr_channels import MISSING, as_release_input
@@ -122,8 +122,7 @@ def load_split(name: str, max_train: int, max_test: int) -> Split:
         train = generate_bank_customers(min(50_000, max_train), seed=20070801)
         test = generate_bank_customers(min(5_000, max_test), seed=20070802)
         return Split(name, train, test, list(NUMERIC), list(CATEGORICAL), LABEL)
-    folder = datasets_dir() / "adult"
-    read = lambda f: pd.read_csv(folder / f, na_values="?", skipinitialspace=True)  # noqa: E731
+    read = lambda f: pd.read_csv(dataset_file("adult", f), na_values="?", skipinitialspace=True)  # noqa: E731
     train, test = read("adult_train.csv"), read("adult_test.csv")
     for frame in (train, test):  # adult.test writes the class with a trailing dot in some copies
         frame["income"] = frame["income"].astype(str).str.rstrip(".")
@@ -422,12 +421,7 @@ def _findings(fig2: pd.DataFrame, fig3: pd.DataFrame, full_sizes: dict[str, int]
 
 
 def run_experiment_ppnb(data: MethodInput, params: ExperimentPPNBParams, ctx: RunContext) -> ReportResult:
-    splits = []
-    for name in params.datasets:
-        try:
-            splits.append(load_split(name, params.max_train_rows, params.max_test_rows))
-        except FileNotFoundError as exc:
-            raise MethodInputError(f"dataset {name!r} is not available: {exc}") from None
+    splits = [load_split(name, params.max_train_rows, params.max_test_rows) for name in params.datasets]
     n_grid = len(params.p0_grid)
     total = sum(n_grid * (1 + len([n for n in params.train_sizes if n < len(s.train)])) * (1 + params.figure3)
                 for s in splits)

@@ -33,7 +33,7 @@ from app.privacy.anonymity.rfk import RfkConfig, mean_accuracy, rfk_pipeline, st
 from app.privacy.anonymity.risk import frame_risk
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
-from app.privacy.experiments import datasets_dir, distinct
+from app.privacy.experiments import dataset_file, distinct
 from app.privacy.plotting import legend_below, log_axis, spans_a_decade
 from app.privacy.registry import MethodKind, MethodSpec, Params, MethodSource, register
 from app.privacy.results import ReportResult, render_figure
@@ -97,14 +97,13 @@ class ExperimentRfkParams(Params):
 
 
 def load(name: str) -> tuple[pd.DataFrame, list[ColumnInfo], dict[str, pd.DataFrame], str]:
-    root = datasets_dir()
     if name == "adult":
-        frame = pd.read_csv(root / "adult" / "adult_train.csv", na_values="?", skipinitialspace=True)
+        frame = pd.read_csv(dataset_file("adult", "adult_train.csv"), na_values="?", skipinitialspace=True)
         numeric, label = ADULT_NUMERIC, "income"
-        hierarchies = {c: parse_arx_hierarchy((root / "adult" / "hierarchies" / f"{c}.csv").read_text())
+        hierarchies = {c: parse_arx_hierarchy(dataset_file("adult", "hierarchies", f"{c}.csv").read_text())
                        for c in ADULT_HIERARCHIES}
     else:
-        frame = pd.read_csv(root / "bank" / "bank_full.csv")
+        frame = pd.read_csv(dataset_file("bank", "bank_full.csv"))
         numeric, label, hierarchies = BANK_NUMERIC, "y", {}
     columns = [ColumnInfo(c, "numeric" if c in numeric else "categorical",
                           role="label" if c == label else "quasi_identifier") for c in frame.columns]

@@ -25,7 +25,7 @@ from sklearn.svm import SVC
 
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
-from app.privacy.experiments import datasets_dir, distinct
+from app.privacy.experiments import dataset_file, distinct
 from app.privacy.feature_selection import HamdistParams, RfkaParams, run_hamdist, run_rfka
 from app.privacy.feature_selection.methods import SEED_004
 from app.privacy.feature_selection.selection import class_ids
@@ -110,7 +110,7 @@ class ExperimentRfkaParams(Params):
 
 # ------------------------------------------------------------------------------ datasets
 def load_breast_cancer() -> tuple[pd.DataFrame, list[ColumnInfo], str]:
-    frame = pd.read_csv(datasets_dir() / "breast_cancer" / "breast_cancer_wisconsin.csv")
+    frame = pd.read_csv(dataset_file("breast_cancer", "breast_cancer_wisconsin.csv"))
     columns = [ColumnInfo(c, "numeric", role="quasi_identifier", integer=True, bounds=(1.0, 10.0))
                for c in frame.columns if c != "class"]
     frame["class"] = frame["class"].map({2: "benign", 4: "malignant"})
@@ -118,7 +118,7 @@ def load_breast_cancer() -> tuple[pd.DataFrame, list[ColumnInfo], str]:
 
 
 def load_adult_sample(n: int, seed: int) -> tuple[pd.DataFrame, list[ColumnInfo], str]:
-    frame = pd.read_csv(datasets_dir() / "adult" / "adult_train.csv", na_values="?",
+    frame = pd.read_csv(dataset_file("adult", "adult_train.csv"), na_values="?",
                         skipinitialspace=True).dropna().reset_index(drop=True)
     if n < len(frame):
         frame, _ = train_test_split(frame, train_size=n, stratify=frame["income"],
