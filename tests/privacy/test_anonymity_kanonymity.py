@@ -550,3 +550,31 @@ def test_mondrian_does_not_depend_on_the_order_of_the_quasi_identifiers(adult, p
         assert len(np.unique(other)) == len(np.unique(partitions[0]))
     assert {q: round(v, 12) for q, v in runs[0].metrics["ncp_per_qi"].items()} == \
         {q: round(v, 12) for q, v in runs[1].metrics["ncp_per_qi"].items()}
+
+
+def test_an_unchanged_column_that_determines_a_quasi_identifier_is_named_and_measured(mondrian_k10, adult):
+    """Adult's education-num, released unchanged beside the generalized education, is a code for
+    it: an attacker who knows a person's education (a declared quasi-identifier) reads it back
+    from education-num, and the classes are then far smaller than k (spec 04 acceptance audit:
+    the k = 10 release of these 8 QIs on the 30,162 complete records has 1,451 records alone in
+    their class that way). The release said private, with no warning."""
+    frame, hierarchies = adult
+    g = mondrian_k10.guarantees
+    assert g["determined_by_unprotected"] == {"education": ["education-num"]}
+    # independent: the released QIs with education read through education-num (= the raw value)
+    through = mondrian_k10.frame.copy()
+    through["education"] = frame["education"].to_numpy()
+    sizes = class_sizes(through, ADULT_QIS)
+    figures = mondrian_k10.metrics["risk_through_unchanged_columns"]
+    assert figures["smallest_class"] == sizes.min() < 10
+    assert figures["sample_uniques"] == int((sizes == 1).sum()) > 0
+    assert figures["quasi_identifiers_read_through"] == {"education": ["education-num"]}
+    assert g["private"] is False
+    warning = next(w for w in g["warnings"] if "education-num" in w)
+    assert "'education'" in warning and f"smallest class is {sizes.min()}" in warning
+    # without the code column the release keeps its guarantee and says nothing of the kind
+    alone = _run(frame.drop(columns=["education-num"]), hierarchies, k=10)
+    assert alone.guarantees["private"] is True
+    assert alone.guarantees["determined_by_unprotected"] == {}
+    assert "risk_through_unchanged_columns" not in alone.metrics
+    assert not any("determine" in w for w in alone.guarantees["warnings"])

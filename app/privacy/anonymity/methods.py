@@ -12,12 +12,12 @@ from pydantic import Field, model_validator
 from app.privacy.anonymity.anonymize import Anonymized, Options, anonymize, flat_warning
 from app.privacy.anonymity.models import Constraints
 from app.privacy.anonymity.rfk import RfkConfig, rfk_pipeline
-from app.privacy.anonymity.risk import class_size_table, prosecutor_risk
+from app.privacy.anonymity.risk import class_size_table, frame_risk, prosecutor_risk
 from app.privacy.anonymity.roles import resolve_quasi_identifiers, resolve_sensitive
 from app.privacy.anonymity.verify import equivalence_classes
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease, columns_changed_by
-from app.privacy.guarantees import guarantee
+from app.privacy.guarantees import guarantee, raw_determinants
 from app.privacy.registry import (
     MethodKind, MethodInputError, at_least_k_records, MethodSpec, Params, MethodSource, register, require_declared_classes,
 )
@@ -105,9 +105,41 @@ def release_columns(columns: list[ColumnInfo], frame_columns, generalized: list[
     return out
 
 
+def read_through_unchanged(table, result: Anonymized, qis: list[str],
+                           released: list[str]) -> tuple[dict[str, list[str]], dict | None, list[str]]:
+    """The quasi-identifiers that a column released unchanged determines in the input (each of
+    its values goes with one value of the QI: Adult's education-num is a code for education),
+    and the prosecutor risk over the QIs once those are read through it — an attacker who knows a
+    person's education finds it, exact, in education-num, whatever the release did to the
+    education column. Returns ({qi: [columns]}, the risk figures or None, warnings); the
+    figures are given only when some QI is determined, the warning only when reading it back
+    splits the released classes."""
+    unchanged = [c for c in released if c not in qis]
+    determined = raw_determinants(table, unchanged, qis)
+    if not determined:
+        return {}, None, []
+    through = result.frame.copy()
+    for q in determined:  # the determinant's value stands for the QI's input value
+        through[q] = table.loc[through.index, q].to_numpy()
+    figures = frame_risk(through, qis, result.metrics["risk"]["threshold"])
+    figures["quasi_identifiers_read_through"] = determined
+    if figures["classes"] == result.metrics["classes"]:
+        return determined, figures, []
+    named = "; ".join(f"{q!r} by {', '.join(map(repr, cols))}" for q, cols in determined.items())
+    return determined, figures, [
+        f"columns released unchanged determine quasi-identifiers in this table ({named}: each of "
+        "their values goes with one value of the quasi-identifier), so an attacker who knows the "
+        "quasi-identifier reads it back from them and the generalization does not hide it: over "
+        f"the quasi-identifiers read that way the smallest class is {figures['smallest_class']} "
+        f"(k = {result.achieved.k} without them) and {figures['sample_uniques']} records are "
+        "alone in their class (metrics.risk_through_unchanged_columns) — declare those columns "
+        "quasi-identifiers too, or leave them out"]
+
+
 def guarantees_of(result: Anonymized, constraints: Constraints, qis: list[str], released: list[str],
                   *, private: bool, extra_statements: list[str] | None = None,
-                  extra_warnings: list[str] | None = None) -> dict:
+                  extra_warnings: list[str] | None = None,
+                  determined: dict[str, list[str]] | None = None) -> dict:
     achieved = result.achieved.as_dict()
     statements = [
         f"verified independently on the released table: every class of the quasi-identifiers "
@@ -134,6 +166,7 @@ def guarantees_of(result: Anonymized, constraints: Constraints, qis: list[str], 
         k=achieved["k"], k_requested=constraints.k, l=achieved.get("l"), alpha=achieved.get("alpha"),
         t=achieved.get("t"), t_distance=result.metadata.get("t_distance"),
         suppressed=result.metrics["suppressed"], verified=True,
+        determined_by_unprotected=determined or {},
     )
 
 
@@ -207,6 +240,11 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
         warnings.append(f"the label {labels[0]!r} is a quasi-identifier here: it is generalized like "
                         "the others, so a model trained on the release learns the generalized classes")
     released = list(result.frame.columns)
+    determined, through, through_warnings = read_through_unchanged(
+        frame.drop(columns=identifiers), result, qis, released)
+    metrics = dict(result.metrics)
+    if through is not None:
+        metrics["risk_through_unchanged_columns"] = through
     metadata = dict(result.metadata)
     if identifiers:
         metadata["dropped_identifiers"] = identifiers
@@ -214,9 +252,11 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
     return ReleaseResult(
         frame=result.frame.reset_index(drop=True),
         columns=release_columns(data.columns, released, qis),
-        guarantees=guarantees_of(result, params.constraints(), qis, released, private=True,
-                                 extra_warnings=warnings),
-        metrics=result.metrics,
+        guarantees=guarantees_of(
+            result, params.constraints(), qis, released,
+            private=through is None or through["smallest_class"] >= params.k,
+            extra_warnings=warnings + through_warnings, determined=determined),
+        metrics=metrics,
         metadata=metadata,
         hierarchies_used=result.metadata.get("uploaded_hierarchies", []),
     )
@@ -413,8 +453,12 @@ def run_rfk(data: MethodInput, params: RfkParams, ctx: RunContext) -> ReleaseRes
             f"attributes the highest re-identification risk is {risk_all['highest']:.3g}, "
             f"{risk_all['sample_uniques_share']:.1%} of records are unique and "
             f"{risk_all['records_at_risk']:.1%} are in classes smaller than {params.risk_threshold}")
+    determined, through, through_warnings = read_through_unchanged(
+        table, result, figures["anonymized"], released)
+    warnings += through_warnings
     metrics = {
         **result.metrics, "E": release_E, "k": params.k,
+        **({"risk_through_unchanged_columns": through} if through is not None else {}),
         "information_loss": {key: figures[key] for key in
                              ("ncp_anonymized", "ncp_all", "ncp_sum", "ncp_per_attribute")},
         "accuracy": {"release": figures["accuracy"], "original": outcome.original_accuracy,
@@ -441,7 +485,7 @@ def run_rfk(data: MethodInput, params: RfkParams, ctx: RunContext) -> ReleaseRes
             private=not unchanged,
             extra_statements=[f"RFK-anonymity table E = {release_E}: tiers 1..{release_E} of the "
                               "random-forest sensitivity ranking are k-anonymized together"],
-            extra_warnings=warnings),
+            extra_warnings=warnings, determined=determined),
         metrics=metrics,
         metadata=metadata,
         hierarchies_used=result.metadata.get("uploaded_hierarchies", []),
