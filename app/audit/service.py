@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import uuid
 from contextvars import ContextVar
+from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app import pagination
 from app.audit import repository
+from app.auth.schemas import Principal, Role
+from app.errors import Forbidden, Unprocessable
 from app.jsonsafe import jsonable
 
 
@@ -35,3 +39,30 @@ def record_job(session: Session, job, *, actor: str, action: str,
     record(session, tenant=job["tenant"], actor=actor, action=action, subject_type="job",
            subject_id=job["id"], dataset_id=job["dataset_id"], release_id=job["release_id"],
            details=details)
+
+
+def list_page(session: Session, principal: Principal, *, dataset_id: uuid.UUID | None,
+              release_id: uuid.UUID | None, actor: str | None, action: str | None,
+              since: datetime | None, until: datetime | None, cursor: str | None, limit: int,
+              tenant: str | None, settled: bool) -> dict[str, Any]:
+    """A page of the trail: owners read their tenant's, admins any tenant's (``tenant``),
+    analysts none."""
+    if principal.role == Role.analyst:
+        raise Forbidden("the audit trail is readable by owners and admins")
+    if since is not None and until is not None and _utc(since) > _utc(until):
+        raise Unprocessable(f"since ({since.isoformat()}) is after until ({until.isoformat()}): "
+                            "no event can be in that range")
+    from app.auth.service import tenant_scope  # here: app.auth.service records its events through this module
+
+    rows = repository.list_events(session, tenant=tenant_scope(principal, tenant), dataset_id=dataset_id,
+                                  release_id=release_id, actor=actor, action=action, since=since,
+                                  until=until, after=pagination.decode_position(cursor), limit=limit,
+                                  settled=settled)
+    return pagination.position_page(rows, limit, lambda r: {
+        "subject": r["subject_id"], "position": pagination.position(r),
+        **{k: v for k, v in r.items() if k not in ("subject_id", "txn")}})
+
+
+def _utc(moment: datetime) -> datetime:
+    """A time without an offset is UTC (as the database reads it)."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)

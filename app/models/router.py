@@ -1,52 +1,19 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator
 
 from app.auth.dependencies import ReaderPrincipal
 from app.deps import OffLoopRoute, SessionDep, known_method
 from app.errors import problem_responses
 from app.models import service
-from app.openapi_parts import SENT_WHOLE, Cursor, ModelId, PageSize
-from app.privacy.json_types import JsonTyped
+from app.models.schemas import Model, ModelPage, Prediction, PredictRequest
+from app.openapi_parts import Cursor, ModelId, PageSize
 
 router = APIRouter(prefix="/v1/models", tags=["models"], route_class=OffLoopRoute)
-
-
-class Model(BaseModel):
-    id: uuid.UUID
-    job_id: uuid.UUID
-    method: str
-    release_id: uuid.UUID | None
-    metadata: dict[str, Any]
-    metrics: dict[str, Any]
-    created_at: datetime
-    links: dict[str, str]
-
-
-class PredictRequest(JsonTyped):
-    model_config = ConfigDict(extra="forbid")
-    records: list[dict[str, Any]] = Field(..., min_length=1, max_length=100_000,
-                                          description="raw records with the model's feature columns")
-
-
-class Prediction(BaseModel):
-    model_config = SENT_WHOLE
-    predictions: list[Any]
-    classes: list[str]
-    probabilities: list[list[float]] | None
-    unreadable: dict[str, list[int]] = Field(
-        default_factory=dict, description="per feature, the records (0-based) whose value the model "
-        "could not read and left out of their score: outside the published domain, or missing")
-
-
-class ModelPage(BaseModel):
-    items: list[Model]
-    next: str | None
 
 
 @router.get("", response_model=ModelPage, responses=problem_responses(401, 403, 422, 503))

@@ -1,11 +1,10 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator
 
 from app.auth.dependencies import ReaderPrincipal
 from app.conditional import ETAG_HEADER, NOT_MODIFIED, not_modified
@@ -14,28 +13,9 @@ from app.errors import NotFound, problem_responses
 from app.openapi_parts import Cursor, IfNoneMatch, PageSize, ReportId
 from app.openapi_parts import binary_content
 from app.reports import service
+from app.reports.schemas import Report, ReportPage
 
 router = APIRouter(prefix="/v1/reports", tags=["reports"], route_class=OffLoopRoute)
-
-
-class ReportSummary(BaseModel):
-    id: uuid.UUID
-    kind: str
-    job_id: uuid.UUID
-    dataset_id: uuid.UUID | None
-    release_id: uuid.UUID | None
-    plots: dict[str, dict[str, str]]
-    created_at: datetime
-    links: dict[str, str]
-
-
-class Report(ReportSummary):
-    data: dict[str, Any]
-
-
-class ReportPage(BaseModel):
-    items: list[ReportSummary] = Field(..., description="summaries: a report's data is at its `links.self`")
-    next: str | None
 
 
 @router.get("", response_model=ReportPage, responses=problem_responses(401, 403, 422, 503))
