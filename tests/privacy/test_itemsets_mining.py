@@ -211,3 +211,23 @@ def test_mining_a_randomized_table_release_says_its_supports_are_not_the_origina
     # a dataset's counts stay exact, with no such note
     report = mine(MethodInput(columns=columns, frame=frame), minsup=0.2, max_len=2)
     assert report.data["supports"].startswith("exact counts of the input") and report.data["notes"] == []
+
+
+def test_stratified_mining_reports_the_excluded_p_half_rows():
+    """Spec 02 §2: with the stratified estimator, groups with p_t = 0.5 carry no information and
+    must be reported as excluded, the estimate covering the remaining rows only. reconstruct said
+    so; frequent_itemsets mined on the remaining rows without a word and gave n_transactions as
+    every row (png {0.9, 0.5} on chess through the API: 3,196 where 1,598 rows were used —
+    spec23 acceptance check). The pooled estimator uses every row and says nothing of it."""
+    dense = correlated(1200, 6, seed=3)
+    params = {"ps": [0.9, 0.5], "group_size": 100}
+    data = as_release(run("png", MethodInput(columns=[], transactions=csr_of(dense)), **params), "png", params)
+    report = mine(data, minsup=0.2, max_len=2, estimator="stratified")
+    assert report.data["n_transactions"] == 1200
+    assert report.data["rows_used"] == 600 and report.data["excluded_strata_p"] == [0.5]
+    assert any("p = 0.5" in note and "600 of the 1200" in note for note in report.data["notes"]), report.data["notes"]
+    pooled = mine(data, minsup=0.2, max_len=2, estimator="pooled")
+    assert pooled.data["rows_used"] == 1200 and pooled.data["excluded_strata_p"] == []
+    assert not any("p = 0.5" in note for note in pooled.data["notes"])
+    exact = mine(MethodInput(columns=[], transactions=csr_of(dense)), minsup=0.2, max_len=2)
+    assert exact.data["rows_used"] == 1200 and exact.data["excluded_strata_p"] == []

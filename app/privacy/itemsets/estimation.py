@@ -35,6 +35,12 @@ Path = Literal["weight", "kronecker"]
 NO_INFORMATION_P = 0.5
 
 
+def no_information(strata_p: np.ndarray) -> np.ndarray:
+    """Strata randomized with p = 0.5: their bits are pure noise, so the stratified estimator
+    leaves them out (the pooled one keeps them in its mixture)."""
+    return np.abs(np.asarray(strata_p, dtype=np.float64) - NO_INFORMATION_P) <= 1e-12
+
+
 def binomial_pmf(n: int, p: float) -> np.ndarray:
     return np.array([comb(n, i) * p**i * (1.0 - p) ** (n - i) for i in range(n + 1)])
 
@@ -82,7 +88,7 @@ def estimate_supports(counts: np.ndarray, strata_rows: np.ndarray, strata_p: np.
     counts = np.asarray(counts, dtype=np.float64)
     strata_rows = np.asarray(strata_rows, dtype=np.float64)
     strata_p = np.asarray(strata_p, dtype=np.float64)
-    informative = np.abs(strata_p - NO_INFORMATION_P) > 1e-12
+    informative = ~no_information(strata_p)
     present = strata_rows > 0
     if not np.any(informative & present):
         raise MethodInputError("every row was randomized with p = 0.5 (pure noise): the release "

@@ -234,6 +234,11 @@ def run_frequent_itemsets(data: MethodInput, params: FrequentItemsetsParams, ctx
                                      "leave [0, 1] by noise"]
     if oracle.grouped and params.estimator == "pooled":
         notes.append(POOLED_ASSUMPTION)
+    rows_used, excluded = oracle.coverage(params.estimator)
+    if excluded:
+        notes.append(f"the stratified estimator leaves out the rows randomized with p = 0.5 (pure noise, "
+                     f"no information): the supports cover the {rows_used} of the {oracle.matrix.n_rows} "
+                     "transactions in the other groups")
     changed = changed_columns_note(data, params)
     if changed:
         notes.append(changed)
@@ -247,7 +252,8 @@ def run_frequent_itemsets(data: MethodInput, params: FrequentItemsetsParams, ctx
         kind="frequent_itemsets",
         data={"minsup": params.minsup, "max_len": params.max_len, "min_confidence": params.min_confidence,
               "max_rule_len": params.max_rule_len,
-              "supports": how, "n_transactions": oracle.matrix.n_rows, "n_items": len(labels),
+              "supports": how, "n_transactions": oracle.matrix.n_rows, "rows_used": rows_used,
+              "excluded_strata_p": excluded, "n_items": len(labels),
               "levels": [{"size": i + 1, "candidates": lv.candidates, "frequent": len(lv.itemsets)}
                          for i, lv in enumerate(levels)],
               "itemsets": _records(itemsets), "rules": _records(rules), "rules_truncated": truncated,

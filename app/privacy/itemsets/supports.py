@@ -13,7 +13,7 @@ import numpy as np
 from app.privacy.context import RunContext
 from app.privacy.data import MethodInput, TransactionData, columns_changed_by, named_with_steps
 from app.privacy.itemsets import bits
-from app.privacy.itemsets.estimation import Estimator, Path, estimate_supports
+from app.privacy.itemsets.estimation import Estimator, Path, estimate_supports, no_information
 from app.privacy.itemsets.groups import POOLED_ASSUMPTION, row_keep_probabilities
 from app.privacy.registry import MethodInputError
 
@@ -73,6 +73,14 @@ class SupportOracle:
         est = estimate_supports(counts, self.matrix.seg_rows, self.strata_p, k,
                                 estimator or self.estimator, self.path)
         return est.support, est.se, est.rows_used, est.excluded_strata
+
+    def coverage(self, estimator: Estimator | None = None) -> tuple[int, list[float]]:
+        """(rows the supports cover, keep probabilities of the strata left out): the stratified
+        estimator leaves out the p = 0.5 strata; exact counts and the pooled estimator use every row."""
+        if self.exact or (estimator or self.estimator) != "stratified":
+            return self.matrix.n_rows, []
+        out = (self.matrix.seg_rows > 0) & no_information(self.strata_p)
+        return int(self.matrix.seg_rows[~out].sum()), sorted({float(p) for p in self.strata_p[out]})
 
     def published(self, itemsets: np.ndarray) -> np.ndarray:
         """Share of the released rows holding every item (no reconstruction)."""
