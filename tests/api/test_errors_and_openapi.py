@@ -136,6 +136,17 @@ def test_job_parameter_errors_name_the_problem(client, owner):
         assert_problem(submit(client, owner, method, params, dataset_id=ds["id"]), 422, "is given 2 times")
     assert_problem(client.put(f"/v1/datasets/{ds['id']}/schema", headers=auth(owner),
                               json={"cat": {"categories": ["x", "y", "x"]}}), 422, "'x' is given 2 times")
+    # an option of the other algorithm was ignored: suppression with Mondrian released a
+    # coarser table than asked, a Mondrian option with the lattice changed nothing (spec04 note)
+    assert_problem(submit(client, owner, "kanonymity", {"k": 2, "suppression": 0.04}, dataset_id=ds["id"]), 422,
+                   "suppression = 0.04 applies to algorithm 'lattice' only, and this job runs 'mondrian'")
+    assert_problem(submit(client, owner, "kanonymity", {"k": 2, "algorithm": "lattice", "time_budget": 5,
+                                                        "categorical_release": "children"}, dataset_id=ds["id"]),
+                   422, "categorical_release = 'children' applies to algorithm 'mondrian' only")
+    ok = submit(client, owner, "kanonymity", {"k": 2, "algorithm": "lattice", "suppression": 0.04,
+                                              "categorical_release": "ancestor", "quasi_identifiers": ["cat"]},
+                dataset_id=ds["id"])
+    assert ok.status_code == 202, ok.text  # the other algorithm's option at its default is no change
     assert_problem(submit(client, owner, "errph", {}, dataset_id=ds["id"], seed=1), 422, "seed")
     assert_problem(submit(client, owner, "errph", {}), 422, "needs a dataset_id or a release_id")
     assert_problem(submit(client, owner, "errph", {}, dataset_id="00000000-0000-0000-0000-000000000000"), 404)

@@ -71,6 +71,14 @@ class KAnonymityParams(Params):
     def _combination(self):
         if self.l is not None and self.l > self.k:
             raise ValueError("l cannot exceed k: a class of k records holds at most k distinct values")
+        # an option of the other algorithm was ignored without a word: suppression = 0.04 with
+        # Mondrian (which suppresses nothing) released a coarser table than the caller asked for
+        ignored = [f"{name} = {getattr(self, name)!r}" for name in _ONLY_FOR[_OTHER[self.algorithm]]
+                   if getattr(self, name) != type(self).model_fields[name].default]
+        if ignored:
+            raise ValueError(f"{', '.join(ignored)} {'apply' if len(ignored) > 1 else 'applies'} to "
+                             f"algorithm '{_OTHER[self.algorithm]}' only, "
+                             f"and this job runs '{self.algorithm}': drop it or choose the other algorithm")
         return self
 
     def constraints(self) -> Constraints:
@@ -83,6 +91,12 @@ class KAnonymityParams(Params):
                        numeric_generalization=self.numeric_generalization,
                        auto_levels=self.auto_levels, max_lattice_nodes=self.max_lattice_nodes,
                        metric=self.metric)
+
+
+# the options one algorithm reads and the other does not (their descriptions start so)
+_ONLY_FOR = {"lattice": ("suppression", "time_budget", "max_lattice_nodes", "metric"),
+             "mondrian": ("categorical_release", "categorical_coding", "numeric_generalization")}
+_OTHER = {"lattice": "mondrian", "mondrian": "lattice"}
 
 
 def _roles(params: KAnonymityParams, columns: list[ColumnInfo]) -> tuple[list[str], str | None]:
