@@ -9,7 +9,11 @@ RUN pip install --no-cache-dir --upgrade pip build \
  && pip wheel --no-cache-dir --wheel-dir /wheels .
 
 FROM python:3.11-slim AS runtime
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 VEIL_HOST=0.0.0.0 VEIL_PORT=8000
+# The image has no git checkout: releases record `<version>+<VEIL_COMMIT>`, given at build time
+# (`docker build --build-arg VEIL_COMMIT=$(git rev-parse --short HEAD) .`; compose passes the
+# variable of the same name), else the bare version.
+ARG VEIL_COMMIT=""
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 VEIL_HOST=0.0.0.0 VEIL_PORT=8000 VEIL_COMMIT=${VEIL_COMMIT}
 RUN useradd --create-home --uid 10001 veil
 COPY --from=build /wheels /wheels
 RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels

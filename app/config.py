@@ -109,10 +109,12 @@ class Settings(BaseSettings):
                              "without '_', then a secret")
         return value or None
 
-    @field_validator("metrics_token", mode="before")
+    @field_validator("metrics_token", "commit", mode="before")
     @classmethod
-    def _empty_token_is_none(cls, value):
-        return value or None  # compose passes ${VEIL_METRICS_TOKEN:-}: set but empty = no token
+    def _empty_is_none(cls, value):
+        # compose passes ${VEIL_METRICS_TOKEN:-}, the image an unset build argument VEIL_COMMIT:
+        # set but empty = not set
+        return value or None
 
     @field_validator("log_level")
     @classmethod

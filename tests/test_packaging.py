@@ -44,6 +44,22 @@ def test_image_installs_this_package_as_non_root():
     assert "migrations*" in project["tool"]["setuptools"]["packages"]["find"]["include"]
 
 
+def test_the_image_stamps_the_commit_given_at_build_time(monkeypatch):
+    """The image has no git checkout: its releases recorded the bare version. The commit comes
+    as a build argument (compose passes VEIL_COMMIT, empty when unset), and an empty VEIL_COMMIT
+    is no commit — it failed the settings' pattern and every process with it (spec56 note)."""
+    docker = (ROOT / "Dockerfile").read_text()
+    assert 'ARG VEIL_COMMIT=""' in docker and "VEIL_COMMIT=${VEIL_COMMIT}" in docker
+    compose = (ROOT / "docker-compose.yml").read_text()
+    assert "VEIL_COMMIT: ${VEIL_COMMIT:-}" in compose and compose.count("build: *build") == 2
+    from app.config import Settings
+
+    monkeypatch.setenv("VEIL_COMMIT", "")
+    assert Settings().commit is None
+    monkeypatch.setenv("VEIL_COMMIT", "1a2b3c4")
+    assert Settings().commit == "1a2b3c4"
+
+
 def test_compose_services():
     compose = (ROOT / "docker-compose.yml").read_text()
     for service in ("postgres:", "migrate:", "api:", "worker:"):
