@@ -29,7 +29,7 @@ def test_the_wide_integer_check_reads_the_schema_once_whatever_the_width(tmp_pat
     for width in (10, 500):
         table = pa.table({f"c{i}": pa.array([1.5, 2.0]) for i in range(width)})
         counting = _CountingTable(table)
-        assert parsing._keep_wide_integers_exact(tmp_path / "unused.csv", None, counting) is counting
+        assert parsing._as_written(tmp_path / "unused.csv", None, counting) is counting
         assert counting.schema_reads == 1, (width, counting.schema_reads)
 
 

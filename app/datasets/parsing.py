@@ -6,6 +6,7 @@ messages (which echo row text) are translated, not passed on.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -174,23 +175,27 @@ def _read_csv(path: Path, fmt: str, limits: Limits, text_columns: frozenset[str]
                                    convert_options=pacsv.ConvertOptions(include_columns=[])).column_names
             return _read_csv_as_text(path, parse_opts, names, text_columns)
         raise _csv_problem(path, parse_opts, message) from None
-    return _keep_wide_integers_exact(path, parse_opts, table)
+    return _as_written(path, parse_opts, table)
 
 
-def _keep_wide_integers_exact(path: Path, parse_opts, table: pa.Table) -> pa.Table:
-    """pyarrow reads an integer beyond int64 (a 20-digit identifier) as a double and its
-    digits are gone: such columns are read again as text and kept as text when every value
-    is an integer literal."""
+def _as_written(path: Path, parse_opts, table: pa.Table) -> pa.Table:
+    """Columns whose parsed values would not give the text back are read again as text.
+    pyarrow reads an integer beyond int64 (a 20-digit identifier) as a double and its digits
+    are gone: such a column is kept as text when every value is an integer literal. A date or
+    time it parses is rewritten (2024-01-31T10:00:00+02:00 became 2024-01-31 08:00:00Z, 10:00
+    10:00:00), while Veil keeps dates and times as text categories: they stay as written."""
     names, types = table.column_names, table.schema.types  # built once: a list per column was quadratic
     wide = [n for i, n in enumerate(names) if pa.types.is_floating(types[i]) and _beyond_exact(table.column(i))]
-    if not wide or len(set(names)) < len(names):  # repeated names are refused later
+    temporal = [n for i, n in enumerate(names) if pa.types.is_temporal(types[i])]
+    if not (wide or temporal) or len(set(names)) < len(names):  # repeated names are refused later
         return table
     convert = pacsv.ConvertOptions(null_values=NULL_VALUES, strings_can_be_null=True,
-                                   include_columns=wide, column_types={n: pa.string() for n in wide})
+                                   include_columns=wide + temporal,
+                                   column_types={n: pa.string() for n in wide + temporal})
     text = pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=_BLOCK),
                           parse_options=parse_opts, convert_options=convert)
-    for name in wide:
-        if _integer_literals(text.column(name)):
+    for name in wide + temporal:
+        if name in temporal or _integer_literals(text.column(name)):
             table = table.set_column(names.index(name), name, text.column(name))
     return table
 
@@ -327,6 +332,7 @@ def _read_jsonl(path: Path, limits: Limits) -> pa.Table:
         raise _jsonl_problem(str(exc)) from None
     if table.num_columns > limits.max_columns:
         raise Unprocessable(f"the file has {table.num_columns} columns; the limit is {limits.max_columns}")
+    table = _jsonl_as_written(path, table)
     for name in table.column_names:
         t = table.schema.field(name).type
         if pa.types.is_nested(t) and not is_item_lists(table.schema):
@@ -339,6 +345,53 @@ def _read_jsonl(path: Path, limits: Limits) -> pa.Table:
                 raise Unprocessable(f"column {name!r} holds a value that is not valid UTF-8 "
                                     "text") from None
     return table
+
+
+def _jsonl_as_written(path: Path, table: pa.Table) -> pa.Table:
+    """What the JSON reader parsed beyond the file's text, given back as written: a string it
+    took for a timestamp (2024-01-31 became 2024-01-31 00:00:00, 2024-01-31T10:00:00+02:00
+    2024-01-31 08:00:00: its offset gone) is read again as text; an integer beyond int64 it
+    took for a double (a 20-digit identifier, rounded) is kept as its digits when every value
+    of the column is an integer literal, as in a CSV."""
+    names, types = table.column_names, table.schema.types
+    temporal = [n for i, n in enumerate(names) if pa.types.is_temporal(types[i])]
+    if temporal:
+        schema = pa.schema([(n, pa.string()) for n in temporal])
+        text = pajson.read_json(path, read_options=pajson.ReadOptions(block_size=_BLOCK),
+                                parse_options=pajson.ParseOptions(explicit_schema=schema))
+        for name in temporal:
+            table = table.set_column(names.index(name), name, text.column(name))
+    wide = [n for i, n in enumerate(names) if pa.types.is_floating(types[i]) and _beyond_exact(table.column(i))]
+    for name, digits in _integer_literal_texts(path, wide, table.num_rows).items():
+        table = table.set_column(names.index(name), name, digits)
+    return table
+
+
+class _IntegerLiteral(str):
+    """A JSON number written without a fraction or an exponent, as its text."""
+
+
+def _integer_literal_texts(path: Path, names: list[str], rows: int) -> dict[str, pa.Array]:
+    """The columns of ``names`` whose every value is an integer literal (or null), as text.
+    Read with Python's json, a line at a time — only for such columns, which are rare: the
+    Arrow reader gives no number's text."""
+    if not names:
+        return {}
+    kept: dict[str, list] = {n: [] for n in names}
+    with open(path, "rb") as f:
+        for line in f:
+            if not line.strip():
+                continue  # the Arrow reader skips blank lines too
+            record = json.loads(line, parse_int=_IntegerLiteral)
+            for name in list(kept):
+                value = record.get(name)
+                if value is None or isinstance(value, _IntegerLiteral):
+                    kept[name].append(None if value is None else str(value))
+                else:
+                    del kept[name]
+            if not kept:
+                return {}
+    return {n: pa.array(v, pa.string()) for n, v in kept.items() if len(v) == rows}
 
 
 def _jsonl_problem(message: str) -> Unprocessable:

@@ -5,6 +5,7 @@ not as an internal error."""
 from __future__ import annotations
 
 import io
+import json
 
 import pyarrow.parquet as pq
 import pytest
@@ -111,3 +112,29 @@ def test_categorical_values_are_released_as_written(client, owner, algorithm):
     raw = client.get(f"/v1/releases/{release}/data", headers=auth(owner), params={"format": "parquet"})
     released = pq.read_table(io.BytesIO(raw.content)).column("code").to_pylist()
     assert sorted(set(released)) == ["+5", "007", "012", "7"], released
+
+
+WHEN = ["2024-01-31", "2024-01-31T10:00:00", "2024-01-31 10:00", "2024-01-31T10:00:00+02:00",
+        "2024-01-31 10:00:00.5", "12:34"]
+
+
+@pytest.mark.parametrize("content, name", [
+    (("".join(f"{c}," for c in ("day", "stamp", "minute", "offset", "fraction")) + "clock\n"
+      + ",".join(WHEN) + "\n" + ",".join(WHEN) + "\n").encode(), "when.csv"),
+    ("".join(json.dumps({k: v for k, v in zip(("day", "stamp", "minute", "offset", "fraction", "clock"), WHEN)})
+             + "\n" for _ in range(2)).encode(), "when.jsonl"),
+])
+def test_dates_and_times_keep_their_text_as_written(client, owner, content, name):
+    """Dates and times are text categories, but the readers parsed them first and Veil wrote
+    the parsed value back: 2024-01-31T10:00:00+02:00 came back as '2024-01-31 08:00:00Z' from
+    a CSV and '2024-01-31 08:00:00' from JSON Lines (two hours off, its offset gone), a JSON date
+    as '2024-01-31 00:00:00', 10:00 as 10:00:00 — and categories or a hierarchy declared as
+    the owner wrote the values were refused (roundtrip acceptance check)."""
+    names = ["day", "stamp", "minute", "offset", "fraction", "clock"]
+    ds = upload(client, owner, content, name)
+    assert ds.status_code == 201, ds.text
+    assert [(c["name"], c["type"]) for c in ds.json()["columns"]] == [(n, "categorical") for n in names]
+    for column, written in zip(names, WHEN):
+        assert _column(client, owner, ds.json()["id"], column) == [written, written]
+    declared = {n: {"categories": [w]} for n, w in zip(names, WHEN)}
+    assert upload(client, owner, content, name, schema=declared).status_code == 201

@@ -49,6 +49,8 @@ WIDE = ["12345678901234567890", "1152921504606846977", "9007199254740993"]  # > 
     # a decimal of scale 0 is an integer column too: its values all came back as 1.2345678901234567e+19
     (_parquet(pa.table({"id": pa.array([decimal.Decimal(v) for v in WIDE] + [None], pa.decimal128(38, 0)),
                         "x": [0, 1, 2, 9]})), "ids_decimal.parquet"),
+    # JSON numbers: beyond int64 the reader took a double (12345678901234567890 → 1.2345678901234567e+19)
+    ("".join(f'{{"id": {v}, "x": {i}}}\n' for i, v in enumerate(WIDE + ["null"])).encode(), "ids.jsonl"),
 ])
 def test_integers_beyond_2_53_keep_every_digit(client, owner, content, name):
     """Identifiers of 17-20 digits were read into float64 (Veil's numeric type) and came back
@@ -71,3 +73,7 @@ def test_numbers_beyond_2_53_that_are_not_integer_literals_stay_numeric(client, 
     scaled = pa.array([decimal.Decimal("12345678901234567890.5"), decimal.Decimal("1.5")], pa.decimal128(38, 1))
     ds = upload(client, owner, _parquet(pa.table({"v": scaled})), "big.parquet").json()
     assert [c["type"] for c in ds["columns"]] == ["numeric"]
+    # JSON numbers written with an exponent or a decimal point, beside integers beyond 2^64
+    ds = upload(client, owner, b'{"v": 1e20, "w": 18446744073709551616.0}\n'
+                b'{"v": 18446744073709551616, "w": 2}\n', "big.jsonl").json()
+    assert [c["type"] for c in ds["columns"]] == ["numeric", "numeric"]
