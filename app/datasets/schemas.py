@@ -80,7 +80,12 @@ class Profile(BaseModel):
 
 
 class Hierarchy(BaseModel):
+    model_config = SENT_WHOLE
     dataset_id: uuid.UUID
     column: str
     levels: int
     values: int
+    warnings: list[str] = Field(default_factory=list, description=(
+        "what the upload kept but you should look at: in a numeric column, labels that read as "
+        "intervals ('20-24', '[20, 25)', '<20', '>=90', '90+') but do not hold every value under "
+        "them (a release shows them as written), and leaves that are not numbers (ignored)"))

@@ -247,6 +247,8 @@ def update_schema(session: Session, principal: Principal, dataset_id: uuid.UUID,
         # Now lock, and land the change only on the data and schema the child worked from.
         _refuse_if_changed(session, principal, row, for_update=True)
         _refuse_under_active_jobs(session, dataset_id)
+        if changed:  # under the lock: no hierarchy upload is checking against the old values
+            _refuse_unfitting_hierarchies(session, dataset_id, row["columns"], columns, out_path)
         blob_id = None
         if changed:  # types changed: store the re-coded data, drop the old copy
             blob_id = blobs.write(session, out_path.read_bytes())
@@ -256,6 +258,33 @@ def update_schema(session: Session, principal: Principal, dataset_id: uuid.UUID,
            subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id,
            details={"columns": sorted(update.columns)})
     return get(session, principal, dataset_id)
+
+
+def _refuse_unfitting_hierarchies(session: Session, dataset_id: uuid.UUID, before: list[dict[str, Any]],
+                                  after: list[dict[str, Any]], recoded: Path) -> None:
+    """A column whose type changes keeps its hierarchy only if that fits its re-coded values
+    (a numeric column's leaves match as numbers, a categorical one's as written: '07' holds
+    the number 7, not the text '7'). The change was accepted, and every job along the hierarchy
+    failed later naming the values."""
+    from app.privacy.anonymity.hierarchies import hierarchy_findings, parse_arx_hierarchy
+    from app.privacy.registry import MethodInputError
+
+    old = {c["name"]: c["type"] for c in before}
+    retyped = [c for c in after if old.get(c["name"]) != c["type"]]
+    texts = repository.hierarchy_texts(session, dataset_id) if retyped else {}
+    for col in (c for c in retyped if c["name"] in texts):
+        name, kind = col["name"], col["type"]
+        advice = (f"delete it first (DELETE /v1/datasets/{dataset_id}/hierarchies/{name}) or upload "
+                  "one that fits both ways")
+        try:
+            hierarchy = parse_arx_hierarchy(texts[name], max_cell_length=get_settings().max_cell_length)
+        except MethodInputError as exc:  # stored before a parsing rule changed: name it too
+            raise Unprocessable(f"column {name!r} has a hierarchy that no longer reads: {exc}; {advice}") from None
+        values = _value_strings(pd.read_parquet(recoded, columns=[name])[name])
+        found = hierarchy_findings(hierarchy, values, kind == "numeric")
+        if problems := found.sentences():
+            raise Unprocessable(f"column {name!r} has a hierarchy that would not fit its values as {kind}: "
+                                + "; ".join(problems) + f"; {advice}", errors=found.issues())
 
 
 def _refuse_if_changed(session: Session, principal: Principal, row, *, for_update: bool = False) -> None:
@@ -280,7 +309,9 @@ def _refuse_under_active_jobs(session: Session, dataset_id: uuid.UUID) -> None:
 
 def put_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID, column: str,
                   text: str) -> dict[str, Any]:
-    from app.privacy.anonymity.hierarchies import hierarchy_findings, parse_arx_hierarchy
+    from app.privacy.anonymity.hierarchies import (
+        hierarchy_findings, interval_label_warnings, not_number_warnings, parse_arx_hierarchy,
+    )
     from app.privacy.registry import MethodInputError
 
     # First, one change of the column's hierarchy at a time: the row lock below takes this
@@ -290,8 +321,8 @@ def put_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID,
     # FOR KEY SHARE until commit: a concurrent delete (FOR UPDATE) waits, or has committed and
     # this answers 404 — a hierarchy lists the column's values and must not outlive the data.
     row = get_row(session, principal, dataset_id, live=True, for_key_share=True)
-    names = [c["name"] for c in row["columns"]]
-    if row["shape"] != "table" or column not in names:
+    types = {c["name"]: c["type"] for c in row["columns"]}
+    if row["shape"] != "table" or column not in types:
         raise NotFound(f"dataset {dataset_id} has no column {column!r}")
     try:
         hierarchy = parse_arx_hierarchy(text, max_cell_length=get_settings().max_cell_length)
@@ -300,17 +331,20 @@ def put_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID,
     # that column only: the whole table decoded here stayed in the API process's memory
     values = codec.parquet_column(blobs.read(session, row["blob_id"]), column)
     strings = _value_strings(values)
-    found = hierarchy_findings(hierarchy, strings)
+    numeric = types[column] == "numeric"  # its leaves match as numbers, as the jobs match them
+    found = hierarchy_findings(hierarchy, strings, numeric)
     if problems := found.sentences():
         raise Unprocessable(f"hierarchy for {column!r} does not fit the data: " + "; ".join(problems)
                             + " (errors names every value)", errors=found.issues())
+    warnings = (not_number_warnings(found, column) + interval_label_warnings(hierarchy, strings)
+                if numeric else [])
     repository.upsert_hierarchy(session, dataset_id, column, text, levels=int(hierarchy.shape[1]))
     record(session, tenant=principal.tenant, actor=principal.actor, action="dataset.hierarchy_set",
            subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id,
            details={"column": column, "levels": int(hierarchy.shape[1]),
                     "sha256": hashlib.sha256(text.encode()).hexdigest()})
     return {"dataset_id": dataset_id, "column": column, "levels": int(hierarchy.shape[1]),
-            "values": int(hierarchy.shape[0])}
+            "values": int(hierarchy.shape[0]), "warnings": warnings}
 
 
 def get_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID, column: str) -> str:

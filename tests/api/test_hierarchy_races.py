@@ -42,14 +42,14 @@ def test_the_last_hierarchy_event_in_the_trail_names_the_hierarchy_in_force(clie
     in_check, second_done = threading.Event(), threading.Event()
     real_findings = hierarchies.hierarchy_findings
 
-    def findings(hierarchy, values):
+    def findings(hierarchy, values, *rest):
         if not in_check.is_set():  # the first upload: wait in its check for the second one
             in_check.set()
             deadline = time.monotonic() + 30
             while not second_done.is_set() and not _someone_waits_on_a_lock():
                 assert time.monotonic() < deadline, "the second upload neither finished nor waited"
                 time.sleep(0.02)
-        return real_findings(hierarchy, values)
+        return real_findings(hierarchy, values, *rest)
 
     monkeypatch.setattr(hierarchies, "hierarchy_findings", findings)
     with ThreadPoolExecutor(1) as pool:

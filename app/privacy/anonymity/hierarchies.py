@@ -18,6 +18,7 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -44,22 +45,26 @@ def parse_arx_hierarchy(text: str, max_cell_length: int = MAX_CELL_LENGTH) -> pd
     repeats an earlier one, or an empty file."""
     if text.startswith("\ufeff"):
         text = text[1:]
+    lines = text.splitlines()
+    delimiter = _delimiter(lines)
+    separated = "" if delimiter == ";" else f" (fields separated by {delimiter!r})"
     rows: list[list[str]] = []
     seen: dict[tuple, int] = {}  # row (leaf normalized) -> its line
     width = None
     first_line = 0
-    for line_no, line in enumerate(text.splitlines(), start=1):
+    for line_no, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        fields = [f.strip() for f in next(csv.reader([line], delimiter=";", quotechar='"'))]
+        fields = _fields(line, delimiter)
         if width is None:
             width, first_line = len(fields), line_no
             if width < 2:
                 raise MethodInputError(
-                    f"hierarchy line {line_no}: a row needs at least two fields (value;…;*), found 1")
+                    f"hierarchy line {line_no}: a row needs at least two fields (value;…;*), found 1: "
+                    "no ';' (ARX's separator), ',' or tab separates fields on it")
         elif len(fields) != width:
-            raise MethodInputError(
-                f"hierarchy line {line_no}: {len(fields)} fields, expected {width} as on line {first_line}")
+            raise MethodInputError(f"hierarchy line {line_no}: {len(fields)} fields, expected {width} "
+                                   f"as on line {first_line}{separated}")
         empty = [i for i, f in enumerate(fields) if f == ""]
         if empty:
             raise MethodInputError(f"hierarchy line {line_no}: field {empty[0] + 1} is empty")
@@ -80,6 +85,20 @@ def parse_arx_hierarchy(text: str, max_cell_length: int = MAX_CELL_LENGTH) -> pd
         raise MethodInputError("hierarchy is empty: expected one row per value, value;level1;…;*")
     frame = pd.DataFrame(rows, columns=[f"level_{i}" for i in range(width)], dtype=object)
     return frame
+
+
+DELIMITERS = (";", ",", "\t")
+
+
+def _fields(line: str, delimiter: str) -> list[str]:
+    return [f.strip() for f in next(csv.reader([line], delimiter=delimiter, quotechar='"'))]
+
+
+def _delimiter(lines: list[str]) -> str:
+    """ARX writes ';'. A file whose first row has none outside quotes but a ',' or a tab (a
+    spreadsheet's or pandas' CSV) is read with that one; a ';' file is read as before."""
+    first = next((line for line in lines if line.strip()), "")
+    return next((d for d in DELIMITERS if len(_fields(first, d)) >= 2), ";")
 
 
 def parse_hierarchies(texts: dict[str, str], max_cell_length: int = MAX_CELL_LENGTH) -> dict[str, pd.DataFrame]:
@@ -118,6 +137,28 @@ def normalize_value(value) -> str | None:
     return str(int(integral.group(1))) if integral else text
 
 
+_NUMBER = r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
+_NUMBER_TEXT = re.compile(_NUMBER)
+
+
+def leaf_key(value, numeric: bool = False) -> str | None:
+    """normalize_value, and in a numeric column a leaf written as a number is that number:
+    '017', '7.50' and '1e3' match the data's 17, 7.5 and 1000 (read as numbers, the data kept
+    no leading or trailing zeros). Text that is not a number is kept (it matches no value)."""
+    key = normalize_value(value)
+    if numeric and key is not None and _NUMBER_TEXT.fullmatch(key):
+        number = float(key)
+        if math.isfinite(number):
+            return normalize_value(number)
+    return key
+
+
+def _near_key(value: str) -> str:
+    """What a value is matched on to point at a leaf written otherwise: case and a number's
+    leading or trailing zeros ignored."""
+    return leaf_key(value, numeric=True).casefold()
+
+
 def _named(values: list[str]) -> str:
     shown = ", ".join(repr(v) for v in values[:MAX_NAMED])
     more = len(values) - MAX_NAMED
@@ -131,13 +172,21 @@ class HierarchyFindings:
     missing: list[str]  # data values with no leaf
     multi: list[tuple[int, str, list[str]]]  # (level, node, its parents at level + 1)
     clashes: list[str]  # group labels equal to another row's data value
+    near: dict[str, str]  # missing data value -> the leaf that writes it otherwise (case, zeros)
+    not_numbers: list[str]  # leaves of a numeric column that are not numbers (ignored: a warning)
 
     def sentences(self) -> list[str]:
         """Every missing data value and every node with two parents, naming up to MAX_NAMED of
         each (``issues`` lists all); [] when fine."""
         problems: list[str] = []
         if self.missing:
-            problems.append(f"{len(self.missing)} data value(s) missing from the hierarchy: {_named(self.missing)}")
+            sentence = f"{len(self.missing)} data value(s) missing from the hierarchy: {_named(self.missing)}"
+            if self.near:
+                pairs = [f"{v!r} as {leaf!r}" for v, leaf in self.near.items()]
+                sentence += (f"; {len(pairs)} of them are written otherwise in the hierarchy ({_AS_WRITTEN}): "
+                             + ", ".join(pairs[:MAX_NAMED]) + (f" (and {len(pairs) - MAX_NAMED} more)"
+                                                               if len(pairs) > MAX_NAMED else ""))
+            problems.append(sentence)
         for level in sorted({lv for lv, _, _ in self.multi}):
             multi = [(name, options) for lv, name, options in self.multi if lv == level]
             for name, options in multi[:MAX_NAMED]:
@@ -154,7 +203,8 @@ class HierarchyFindings:
         """The same findings one item each: every missing data value and every node with two
         parents by name (the sentences stop at MAX_NAMED), up to MAX_ISSUE_CHARS of text (a
         cell may hold 65,536 characters)."""
-        issues = [{"loc": ["hierarchy", "level_0"], "msg": f"data value {v!r} is missing from the hierarchy",
+        issues = [{"loc": ["hierarchy", "level_0"], "msg": f"data value {v!r} is missing from the hierarchy"
+                   + (f" (it has {self.near[v]!r}: {_AS_WRITTEN})" if v in self.near else ""),
                    "type": "hierarchy_missing_value"} for v in self.missing]
         issues += [{"loc": ["hierarchy", f"level_{level}"],
                     "msg": f"value {name!r} at level {level} has {len(options)} parents at level {level + 1}: "
@@ -170,11 +220,15 @@ class HierarchyFindings:
         return issues
 
 
-def hierarchy_findings(hierarchy: pd.DataFrame, values: Iterable) -> HierarchyFindings:
-    """(Hierarchies are small: plain dictionaries beat pandas here.)"""
+_AS_WRITTEN = "values match as written, case and leading zeros included"
+
+
+def hierarchy_findings(hierarchy: pd.DataFrame, values: Iterable, numeric: bool = False) -> HierarchyFindings:
+    """``numeric``: the column is numeric, so its leaves match as numbers (leaf_key).
+    (Hierarchies are small: plain dictionaries beat pandas here.)"""
     rows = hierarchy.to_numpy(dtype=object)
-    leaves = [normalize_value(v) for v in rows[:, 0]]
-    data_values = {normalize_value(v) for v in values} - {None}
+    leaves = [leaf_key(v, numeric) for v in rows[:, 0]]
+    data_values = {leaf_key(v, numeric) for v in values} - {None}
     multi = []
     for level in range(rows.shape[1] - 1):
         child = leaves if level == 0 else [str(x) for x in rows[:, level]]
@@ -193,15 +247,117 @@ def hierarchy_findings(hierarchy: pd.DataFrame, values: Iterable) -> HierarchyFi
                       for j, label in enumerate(row)
                       if str(label) in leaf_set and str(label) != leaf
                       and not (j == len(row) - 1 and str(label) == ROOT)})
-    return HierarchyFindings(sorted(data_values - leaf_set), multi, clashes)
+    missing = sorted(data_values - leaf_set)
+    near: dict[str, str] = {}
+    if missing:  # a value the hierarchy writes otherwise ('white' for White, '07' for 7): point at it
+        written = {}
+        for leaf in leaves:
+            written.setdefault(_near_key(leaf), leaf)
+        near = {v: written[_near_key(v)] for v in missing if _near_key(v) in written}
+    not_numbers = [leaf for leaf in leaves if numeric and not _NUMBER_TEXT.fullmatch(leaf)]
+    return HierarchyFindings(missing, multi, clashes, near, not_numbers)
 
 
-def hierarchy_problems(hierarchy: pd.DataFrame, values: Iterable) -> list[str]:
-    return hierarchy_findings(hierarchy, values).sentences()
+def hierarchy_problems(hierarchy: pd.DataFrame, values: Iterable, numeric: bool = False) -> list[str]:
+    return hierarchy_findings(hierarchy, values, numeric).sentences()
 
 
-def hierarchy_issues(hierarchy: pd.DataFrame, values: Iterable) -> list[dict[str, Any]]:
-    return hierarchy_findings(hierarchy, values).issues()
+def hierarchy_issues(hierarchy: pd.DataFrame, values: Iterable, numeric: bool = False) -> list[dict[str, Any]]:
+    return hierarchy_findings(hierarchy, values, numeric).issues()
+
+
+def not_number_warnings(findings: HierarchyFindings, column: str) -> list[str]:
+    """The leaves a numeric column cannot hold: allowed, as any leaf absent from the data, but
+    named (a row for 'unknown' in an age hierarchy is ignored, not a value)."""
+    if not findings.not_numbers:
+        return []
+    return [f"{len(findings.not_numbers)} leaf value(s) of the hierarchy are not numbers, and column "
+            f"{column!r} is numeric, so no value of it can be one: {_named(findings.not_numbers)}; "
+            "they are ignored"]
+
+
+# ------------------------------------------------------------------ labels that read as intervals
+# A label of a numeric column's hierarchy that reads as an interval is checked against the leaves
+# under it: ARX's own Adult age hierarchy puts 20 under '15-19' and '0-19'. Labels are the
+# user's words and are released as written, so a label that does not hold its values is a
+# warning at upload, never a refusal. Forms read: 'a-b' (both ends in, as ARX and the automatic
+# hierarchies write them; an en or em dash too), '[a, b)' with either bracket on either side,
+# '<a', '<=a' ('≤'), '>a', '>=a' ('≥') and 'a+' (a or more). A 'b' below 'a' is no interval
+# ('2020-01' is a month).
+_N = f"({_NUMBER})"
+_DASHED = re.compile(rf"{_N}\s*[-\u2013\u2014]\s*{_N}")
+_BRACKETED = re.compile(rf"([\[(])\s*{_N}\s*[,;]\s*{_N}\s*([\])])")
+_COMPARED = re.compile(rf"(<=|>=|<|>|\u2264|\u2265)\s*{_N}")
+_OR_MORE = re.compile(rf"{_N}\s*\+")
+MAX_NAMED_OUTSIDE = 5  # values named in the warning, each with its labels
+
+Interval = tuple[float, bool, float, bool]  # lower end, lower end in, upper end, upper end in
+
+
+def read_interval(label: str) -> Interval | None:
+    """The interval a label names, or None when it names none."""
+    inf = math.inf
+    if m := _DASHED.fullmatch(label):
+        lo, hi = float(m.group(1)), float(m.group(2))
+        return (lo, True, hi, True) if lo <= hi else None
+    if m := _BRACKETED.fullmatch(label):
+        lo, hi = float(m.group(2)), float(m.group(3))
+        return (lo, m.group(1) == "[", hi, m.group(4) == "]") if lo <= hi else None
+    if m := _COMPARED.fullmatch(label):
+        op, x = m.group(1), float(m.group(2))
+        return {"<": (-inf, False, x, False), "<=": (-inf, False, x, True), "\u2264": (-inf, False, x, True),
+                ">": (x, False, inf, False), ">=": (x, True, inf, False), "\u2265": (x, True, inf, False)}[op]
+    if m := _OR_MORE.fullmatch(label):
+        return float(m.group(1)), True, inf, False
+    return None
+
+
+def _holds(interval: Interval, x: float) -> bool:
+    lo, lo_in, hi, hi_in = interval
+    return (lo < x or (lo_in and lo == x)) and (x < hi or (hi_in and x == hi))
+
+
+def interval_label_warnings(hierarchy: pd.DataFrame, values: Iterable) -> list[str]:
+    """For a numeric column: the leaves that lie outside a label above them which reads as an
+    interval, the data's ``values`` named first (those a release can show under the label)."""
+    rows = hierarchy.to_numpy(dtype=object)
+    data = {leaf_key(v, numeric=True) for v in values} - {None}
+    intervals: dict[str, Interval | None] = {}
+    outside: list[tuple[str, list[str]]] = []  # leaf as written, the labels that do not hold it
+    for row in rows:
+        leaf = str(row[0])
+        if not _NUMBER_TEXT.fullmatch(leaf):
+            continue
+        x = float(leaf)
+        wrong = []
+        for label in map(str, row[1:]):
+            if label not in intervals:
+                intervals[label] = read_interval(label)
+            if intervals[label] is not None and not _holds(intervals[label], x) and label not in wrong:
+                wrong.append(label)
+        if wrong:
+            outside.append((leaf, wrong))
+    if not outside:
+        return []
+    in_data = [item for item in outside if leaf_key(item[0], numeric=True) in data]
+    if in_data:
+        head = (f"{len(in_data)} of the data's values lie outside an interval label above them in the "
+                f"hierarchy ({len(outside)} of its {len(rows)} values)")
+    else:
+        head = (f"{len(outside)} of the hierarchy's {len(rows)} values lie outside an interval label above "
+                "them (none of them occurs in the data)")
+    ordered = in_data + [item for item in outside if item not in in_data]
+    named = []
+    for leaf, labels in ordered[:MAX_NAMED_OUTSIDE]:
+        quoted = [repr(label) for label in labels]
+        named.append(f"{leaf} under " + (quoted[0] if len(quoted) == 1
+                                         else ", ".join(quoted[:-1]) + " and " + quoted[-1]))
+    more = len(ordered) - MAX_NAMED_OUTSIDE
+    return [head + ": " + "; ".join(named) + (f" (and {more} more values)" if more > 0 else "")
+            + ". A release shows the labels as written, so its reader would place these values in the "
+            "wrong interval; they are kept as written (labels are yours): correct them if they are "
+            "wrong. Read as intervals: 'a-b' (both ends in), '[a, b)', '(a, b]', '<a', '<=a', '>a', "
+            "'>=a', 'a+'"]
 
 
 def flat_hierarchy(values: Iterable) -> pd.DataFrame:
@@ -241,13 +397,38 @@ class IntervalLevels:
     @classmethod
     def build(cls, lo: float, hi: float, levels: int, integer: bool) -> IntervalLevels:
         finest = _nice_width((hi - lo) / 2.0**levels, integer)
-        return cls(lo=float(lo), widths=tuple(finest * 2.0**j for j in range(levels)), integer=integer)
+        # an integer column's cells start on an integer, so that 'a-b' holds a..b (bounds may
+        # be declared as 0.5)
+        origin = math.floor(lo) if integer else float(lo)
+        return cls(lo=float(origin), widths=tuple(finest * 2.0**j for j in range(levels)), integer=integer)
+
+    def starts(self, level: int, index: np.ndarray) -> np.ndarray:
+        """Where the cells ``index`` of a level start: lo + index · width, summed in decimal from
+        the shortest writings of both, so 0.1 · 3 is 0.3 (not 0.30000000000000004) and a
+        label's ends are the numbers that decide which values it holds."""
+        index = np.asarray(index, dtype=np.int64)
+        if self.integer:
+            return self.lo + index * self.widths[level - 1]
+        cells, inverse = np.unique(index, return_inverse=True)
+        lo, width = Decimal(repr(self.lo)), Decimal(repr(self.widths[level - 1]))
+        return np.array([float(lo + int(i) * width) for i in cells], dtype=float)[inverse].reshape(index.shape)
+
+    def cells(self, level: int, x: np.ndarray) -> np.ndarray:
+        """The cell of each value x of a level: starts(i) <= x < starts(i + 1). (Dividing alone
+        put 0.6 in [0.5, 0.6) when the width was 0.1.)"""
+        x = np.asarray(x, dtype=float)
+        index = np.floor((x - self.lo) / self.widths[level - 1]).astype(np.int64)
+        if self.integer:
+            return index
+        index = index - (x < self.starts(level, index))
+        return index + (x >= self.starts(level, index + 1))
 
     def interval(self, level: int, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Closed interval [a, b] of the cells ``index`` of a level (1-based level)."""
-        width = self.widths[level - 1]
-        a = self.lo + index * width
-        return a, (a + width - 1) if self.integer else a + width
+        """Interval [a, b] of the cells ``index`` of a level (1-based level): closed for integer
+        columns, else [a, b) (b the next cell's start)."""
+        index = np.asarray(index, dtype=np.int64)
+        a = self.starts(level, index)
+        return a, (a + self.widths[level - 1] - 1) if self.integer else self.starts(level, index + 1)
 
     def label(self, level: int, index: int) -> str:
         a, b = self.interval(level, np.array([index]))
@@ -261,7 +442,7 @@ def interval_hierarchy(values: np.ndarray, lo: float, hi: float, levels: int,
     distinct = np.unique(values[~np.isnan(values)])
     columns = {"level_0": [_fmt(v) for v in distinct]}
     for level in range(1, levels + 1):
-        index = np.floor((distinct - spec.lo) / spec.widths[level - 1]).astype(np.int64)
+        index = spec.cells(level, distinct)
         cells, inverse = np.unique(index, return_inverse=True)
         labels = np.array([spec.label(level, int(i)) for i in cells], dtype=object)
         columns[f"level_{level}"] = labels[inverse]
@@ -332,8 +513,8 @@ def _node_spans(paths: np.ndarray, numbers: np.ndarray, lo: float, hi: float,
             span[0], span[1] = min(span[0], x), max(span[1], x)
         for label, (a, b) in extent.items():
             if spans_of is not None and 0 < level <= len(spans_of.widths):
-                index = np.floor((a - spans_of.lo) / spans_of.widths[level - 1])
-                ia, ib = spans_of.interval(level, np.array([index]))
+                index = spans_of.cells(level, np.array([a]))
+                ia, ib = spans_of.interval(level, index)
                 a, b = float(ia[0]), float(ib[0])
             out[(depth, label)] = (min(max(a, lo), hi), max(min(b, hi), lo))
     for label in set(paths[:, 0]):
@@ -349,11 +530,14 @@ def build_tree(column: str, series: pd.Series, hierarchy: pd.DataFrame, *, numer
     the hierarchy misses a data value or gives a node two parents."""
     codes, uniques = pd.factorize(series, use_na_sentinel=True)
     names = [normalize_value(v) for v in uniques]
-    problems = hierarchy_problems(hierarchy, [n for n in names if n is not None])
+    problems = hierarchy_problems(hierarchy, [n for n in names if n is not None], numeric)
     if problems:
         raise MethodInputError(f"hierarchy of column {column!r}: " + "; ".join(problems))
     rows = hierarchy.to_numpy(dtype=object)
-    leaves = [normalize_value(v) for v in rows[:, 0]]
+    leaves = [leaf_key(v, numeric) for v in rows[:, 0]]
+    if numeric:  # a leaf that is no number matches no value of a numeric column: ignored
+        keep = [bool(_NUMBER_TEXT.fullmatch(leaf)) for leaf in leaves]
+        rows, leaves = rows[keep], [leaf for leaf, k in zip(leaves, keep) if k]
     first = {}
     # parse_arx_hierarchy refuses repeated rows; a frame built otherwise may still list a
     # leaf twice with the same parents (two parents are refused above): keep its first row
@@ -374,9 +558,7 @@ def build_tree(column: str, series: pd.Series, hierarchy: pd.DataFrame, *, numer
         paths = np.column_stack([np.full(len(paths), ROOT, dtype=object), paths])
     spans = None
     if numeric:
-        numbers = pd.to_numeric(pd.Series(paths[:, -1]), errors="coerce").to_numpy(dtype=float)
-        if np.isnan(numbers).any():
-            raise MethodInputError(f"hierarchy of numeric column {column!r} has leaves that are not numbers")
+        numbers = np.array([float(leaf) for leaf in paths[:, -1]], dtype=float)
         lo, hi = value_range
         spans = _node_spans(paths, numbers, lo, hi, spans_of)
     paths = paths[np.array([leaf in present for leaf in paths[:, -1]], dtype=bool)]
