@@ -312,41 +312,42 @@ def read_interval(label: str) -> Interval | None:
     return None
 
 
-def _holds(interval: Interval, x: float) -> bool:
-    lo, lo_in, hi, hi_in = interval
-    return (lo < x or (lo_in and lo == x)) and (x < hi or (hi_in and x == hi))
-
-
 def interval_label_warnings(hierarchy: pd.DataFrame, values: Iterable) -> list[str]:
     """For a numeric column: the leaves that lie outside a label above them which reads as an
     interval, the data's ``values`` named first (those a release can show under the label)."""
     rows = hierarchy.to_numpy(dtype=object)
     data = {leaf_key(v, numeric=True) for v in values} - {None}
-    intervals: dict[str, Interval | None] = {}
-    outside: list[tuple[str, list[str]]] = []  # leaf as written, the labels that do not hold it
-    for row in rows:
-        leaf = str(row[0])
-        if not _NUMBER_TEXT.fullmatch(leaf):
+    leaves = rows[:, 0].astype(str)
+    x = pd.to_numeric(pd.Series(leaves), errors="coerce").to_numpy(dtype=float)
+    numbers = np.array([bool(_NUMBER_TEXT.fullmatch(leaf)) for leaf in leaves]) & np.isfinite(x)
+    wrong = np.zeros(rows.shape, dtype=bool)  # [row, level]: the label does not hold the leaf
+    for level in range(1, rows.shape[1]):
+        labels, inverse = np.unique(rows[:, level].astype(str), return_inverse=True)
+        read = [read_interval(label) for label in labels]  # vectorized over rows, one read per label
+        if not any(read):
             continue
-        x = float(leaf)
-        wrong = []
-        for label in map(str, row[1:]):
-            if label not in intervals:
-                intervals[label] = read_interval(label)
-            if intervals[label] is not None and not _holds(intervals[label], x) and label not in wrong:
-                wrong.append(label)
-        if wrong:
-            outside.append((leaf, wrong))
+        ends = np.array([r if r is not None else (-math.inf, True, math.inf, True) for r in read], dtype=float)
+        lo, lo_in, hi, hi_in = (ends[inverse, i] for i in range(4))
+        holds = ((lo < x) | ((lo_in == 1) & (lo == x))) & ((x < hi) | ((hi_in == 1) & (x == hi)))
+        wrong[:, level] = numbers & ~holds
+    outside: list[tuple[str, list[str]]] = []  # leaf as written, the labels that do not hold it
+    for i in np.flatnonzero(wrong.any(axis=1)):
+        labels = []
+        for label in rows[i, 1:][wrong[i, 1:]]:
+            if str(label) not in labels:
+                labels.append(str(label))
+        outside.append((leaves[i], labels))
     if not outside:
         return []
-    in_data = [item for item in outside if leaf_key(item[0], numeric=True) in data]
+    first = [leaf_key(leaf, numeric=True) in data for leaf, _ in outside]
+    in_data = [item for item, shown_first in zip(outside, first) if shown_first]
     if in_data:
         head = (f"{len(in_data)} of the data's values lie outside an interval label above them in the "
                 f"hierarchy ({len(outside)} of its {len(rows)} values)")
     else:
         head = (f"{len(outside)} of the hierarchy's {len(rows)} values lie outside an interval label above "
                 "them (none of them occurs in the data)")
-    ordered = in_data + [item for item in outside if item not in in_data]
+    ordered = in_data + [item for item, shown_first in zip(outside, first) if not shown_first]
     named = []
     for leaf, labels in ordered[:MAX_NAMED_OUTSIDE]:
         quoted = [repr(label) for label in labels]
