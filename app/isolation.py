@@ -10,7 +10,8 @@ import threading
 import time
 
 _mp = mp.get_context("forkserver")
-_preload: dict[str, None] = {}  # ordered, without repeats
+# ordered, without repeats; first, what makes the forkserver and its children ignore SIGTERM
+_preload: dict[str, None] = {"app.forkserver_signals": None}
 
 
 def forkserver(preload: list[str]):

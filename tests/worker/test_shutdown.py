@@ -4,7 +4,11 @@ used one and waited for the stall timeout before)."""
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
+import time
 
 import pytest
 from sqlalchemy import text
@@ -12,7 +16,7 @@ from sqlalchemy import text
 from app.db import transaction
 
 from tests.support.api import auth, submit, upload, wait_job
-from tests.worker.conftest import WorkerPool
+from tests.worker.conftest import ROOT, WorkerPool
 
 GRACE_S = 3
 
@@ -75,6 +79,42 @@ def test_a_job_still_running_after_the_grace_period_is_queued_again_without_usin
     assert done["status"] == "succeeded" and done["attempt"] == 2, done
     with transaction() as s:  # the stopped attempt was given back
         assert s.execute(text("SELECT max_attempts FROM jobs WHERE id = :j"), {"j": job["id"]}).scalar_one() == 4
+
+
+def _group_worker(workers: WorkerPool) -> subprocess.Popen:
+    """One worker leading its own process group, as `veil serve` is under systemd or
+    `kill -- -PGID`: a stop signal then reaches the worker, its forkserver and the job's process."""
+    workers.stop()  # no other worker may take the job
+    proc = subprocess.Popen([sys.executable, "-m", "app", "worker"], env=workers.env, cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    workers.procs.append(proc)
+    workers.wait_ready()
+    return proc
+
+
+@pytest.mark.parametrize("seconds, status", [(1.5, "succeeded"), (GRACE_S + 4, "queued")])
+def test_sigterm_to_the_whole_process_group_keeps_the_grace_period(client, workers, owner_and_dataset,
+                                                                   seconds, status):
+    """SIGTERM to the worker's process group (systemd's default KillMode, `kill -- -PGID`) also
+    reached the forkserver the job's process comes from: it died, the worker read the job's
+    exit code as 255 and recorded it `crashed` at once (an attempt used, retried or failed),
+    while the job's process ran on unseen (operator acceptance check)."""
+    headers, ds = owner_and_dataset
+    proc = _group_worker(workers)
+    job = submit(client, headers, "diag_sleep", {"seconds": seconds}, dataset_id=ds["id"]).json()
+    wait_job(client, headers, job["id"], until={"running"})
+    time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGTERM)
+    assert proc.wait(GRACE_S + 30) == 0
+    workers.procs.remove(proc)
+    stopped = client.get(f"/v1/jobs/{job['id']}", headers=auth(headers)).json()
+    assert stopped["status"] == status and stopped["attempt"] == 1, stopped
+    events = client.get("/v1/audit", params={"action": "job.requeued"}, headers=auth(headers)).json()["items"]
+    assert [e["details"] for e in events if e["subject"] == job["id"]] == (
+        [] if status == "succeeded" else [{"attempt": 1, "reason": "worker shutdown"}])
+    workers.add()
+    workers.wait_ready()
+    assert wait_job(client, headers, job["id"], timeout=60)["status"] == "succeeded"
 
 
 def test_a_heartbeat_the_database_does_not_answer_leaves_the_job_running(monkeypatch):
