@@ -56,7 +56,8 @@ TableFormat = Annotated[Literal["csv", "jsonl", "parquet"],
 SpreadsheetSafe = Annotated[bool, Query(
     description="csv only: a text cell starting with =, +, -, @, a tab or a carriage return gets a "
     "leading ' so a spreadsheet shows it instead of running it as a formula (OWASP's CSV "
-    "injection advice); the cells then differ from the data, so it is off by default")]
+    "injection advice), and the file starts with a UTF-8 byte-order mark (Excel needs it to read "
+    "non-ASCII text); the cells then differ from the data, so it is off by default")]
 IfNoneMatch = Annotated[str | None, Header(
     max_length=4096, description="the ETag of a copy kept from an earlier download (or a list, or *): "
     "a 304 without a body when it is this representation's")]

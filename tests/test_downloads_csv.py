@@ -38,11 +38,23 @@ def test_dictionary_columns_are_decoded_a_batch_at_a_time():
 def test_formula_cells_are_escaped_in_every_batch_and_the_header_comes_once():
     values = pa.array(["=1+1", "ok", None, "-x"] * 30_000)
     table = pa.table({"s": values, "d": values.dictionary_encode()})
-    text = b"".join(csv_batches(table, spreadsheet_safe=True)).decode()
+    text = b"".join(csv_batches(table, spreadsheet_safe=True)).decode("utf-8-sig")
     lines = text.splitlines()
     assert lines[0] == '"s","d"' and text.count('"s","d"') == 1 and len(lines) == 120_001
     assert lines[1:5] == ['"\'=1+1","\'=1+1"', '"ok","ok"', ",", '"\'-x","\'-x"']
     assert b"".join(csv_batches(table.slice(0, 0))).decode() == '"s","d"\n'
+
+
+def test_a_spreadsheet_safe_csv_starts_with_a_utf8_byte_order_mark():
+    """Excel reads a CSV without a byte-order mark in the system's code page: the file made to
+    be opened in a spreadsheet showed 'café' as 'cafÃ©' and 東京 as 'æ\x9d±äº¬' (roundtrip
+    acceptance check). The mark comes once, before the header, also when there are no rows;
+    the plain CSV, for pipelines, has none."""
+    table = pa.table({"café": pa.array(["東京", "=x"] * 40_000)})
+    safe = b"".join(csv_batches(table, spreadsheet_safe=True))
+    assert safe.startswith(b"\xef\xbb\xbf\"caf\xc3\xa9\"\n") and safe.count(b"\xef\xbb\xbf") == 1
+    assert b"".join(csv_batches(table.slice(0, 0), spreadsheet_safe=True)) == "\ufeff\"café\"\n".encode()
+    assert b"".join(csv_batches(table)).startswith('"café"\n'.encode())
 
 
 

@@ -12,16 +12,21 @@ import pyarrow.csv as pacsv
 from app import codec
 
 
+# Excel reads a CSV without it in the system's code page (café as cafÃ©): the file made to be
+# opened in a spreadsheet starts with it; the plain CSV, for pipelines, does not
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
 def csv_batches(table: pa.Table | codec.StoredTable | codec.StoredTransactions,
                 spreadsheet_safe: bool = False) -> Iterator[bytes]:
     # each batch is decoded (dictionaries to text) and escaped on its own: done on the whole
     # table first, a 23 MiB release of 1,000,000 categorical rows took 230 MiB more
-    first = True
+    first, start = True, _UTF8_BOM if spreadsheet_safe else b""
     for batch in table.to_batches(max_chunksize=50_000):
-        yield _csv(_prepared(pa.Table.from_batches([batch]), spreadsheet_safe), header=first)
-        first = False
+        yield start + _csv(_prepared(pa.Table.from_batches([batch]), spreadsheet_safe), header=first)
+        first, start = False, b""
     if first:  # no rows: still send the header
-        yield _csv(_prepared(table.schema.empty_table(), spreadsheet_safe), header=True)
+        yield start + _csv(_prepared(table.schema.empty_table(), spreadsheet_safe), header=True)
 
 
 def _prepared(table: pa.Table, spreadsheet_safe: bool) -> pa.Table:

@@ -15,15 +15,18 @@ DATA = (b'name,n,note\n"=HYPERLINK(""http://x"",""y"")",-3,plain\n+1 555,4,@sum\
 
 
 def _rows(text: str) -> list[list[str]]:
-    return list(csv.reader(io.StringIO(text)))
+    return list(csv.reader(io.StringIO(text.removeprefix("\ufeff"))))  # the spreadsheet file's BOM
 
 
 def test_dataset_csv_escapes_formula_cells_only_when_asked(client, owner):
     ds = upload(client, owner, DATA, "f.csv").json()
     url = f"/v1/datasets/{ds['id']}/data"
-    plain = _rows(client.get(url, headers=auth(owner)).text)
+    plain = client.get(url, headers=auth(owner))
+    safe = client.get(url, headers=auth(owner), params={"spreadsheet_safe": "true"})
+    # a UTF-8 byte-order mark, so that Excel reads the text as UTF-8: the spreadsheet's file only
+    assert safe.content.startswith(b"\xef\xbb\xbf\"name\"") and plain.content.startswith(b'"name"')
+    plain, safe = _rows(plain.text), _rows(safe.text)
     assert plain[1][0] == '=HYPERLINK("http://x","y")' and plain[2][2] == "@sum"
-    safe = _rows(client.get(url, headers=auth(owner), params={"spreadsheet_safe": "true"}).text)
     assert [r[0] for r in safe[1:]] == ["'=HYPERLINK(\"http://x\",\"y\")", "'+1 555", "'-dash", "ok"]
     assert [r[2] for r in safe[1:]] == ["plain", "'@sum", "'\ttab", ""]
     assert [r[1] for r in safe[1:]] == [r[1] for r in plain[1:]] == ["-3", "4", "5", "-1.5"]  # numbers as they are
