@@ -86,6 +86,7 @@ class Hierarchy(BaseModel):
     levels: int
     values: int
     warnings: list[str] = Field(default_factory=list, description=(
-        "what the upload kept but you should look at: in a numeric column, labels that read as "
-        "intervals ('20-24', '[20, 25)', '<20', '>=90', '90+') but do not hold every value under "
-        "them (a release shows them as written), and leaves that are not numbers (ignored)"))
+        "what the upload kept but you should look at: a last level of several values (a root '*' "
+        "is added above them; a header row gives one), and in a numeric column labels that read "
+        "as intervals ('20-24', '[20, 25)', '<20', '>=90', '90+') but do not hold every value "
+        "under them (a release shows them as written) and leaves that are not numbers (ignored)"))

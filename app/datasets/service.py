@@ -310,7 +310,7 @@ def _refuse_under_active_jobs(session: Session, dataset_id: uuid.UUID) -> None:
 def put_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID, column: str,
                   text: str) -> dict[str, Any]:
     from app.privacy.anonymity.hierarchies import (
-        hierarchy_findings, interval_label_warnings, not_number_warnings, parse_arx_hierarchy,
+        hierarchy_findings, interval_label_warnings, not_number_warnings, parse_arx_hierarchy, top_warnings,
     )
     from app.privacy.registry import MethodInputError
 
@@ -336,8 +336,8 @@ def put_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID,
     if problems := found.sentences():
         raise Unprocessable(f"hierarchy for {column!r} does not fit the data: " + "; ".join(problems)
                             + " (errors names every value)", errors=found.issues())
-    warnings = (not_number_warnings(found, column) + interval_label_warnings(hierarchy, strings)
-                if numeric else [])
+    warnings = top_warnings(hierarchy, strings, numeric) + (
+        not_number_warnings(found, column) + interval_label_warnings(hierarchy, strings) if numeric else [])
     repository.upsert_hierarchy(session, dataset_id, column, text, levels=int(hierarchy.shape[1]))
     record(session, tenant=principal.tenant, actor=principal.actor, action="dataset.hierarchy_set",
            subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id,

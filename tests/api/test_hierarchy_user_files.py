@@ -39,6 +39,11 @@ def test_a_comma_separated_hierarchy_is_read_and_a_numeric_columns_leaves_match_
     assert r.json() == {"dataset_id": ds["id"], "column": "zip", "levels": 3, "values": 20, "warnings": []}
     r = _put(client, owner, ds["id"], "sex", "M,*\nF,*\n")
     assert r.status_code == 200, r.text
+    r = _put(client, owner, ds["id"], "sex", "level_0,level_1\nM,*\nF,*\n")  # pandas' header row
+    assert r.status_code == 200 and r.json()["warnings"] == [
+        "the hierarchy's last level holds 2 values ('*', 'level_1'), not one: a root '*' is added above "
+        "them; the first row ('level_0', 'level_1') holds no value of the data and shares no label with "
+        "another row: if it is a header, remove it"]
     r = _put(client, owner, ds["id"], "sex", "m;*\nF;*\n")
     body = assert_problem(r, 422, "1 data value(s) missing from the hierarchy: 'M'; 1 of them are written "
                                   "otherwise in the hierarchy (values match as written, case and leading "

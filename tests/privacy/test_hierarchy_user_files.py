@@ -8,7 +8,7 @@ import pytest
 
 from app.privacy.anonymity.hierarchies import (
     build_tree, hierarchy_findings, hierarchy_issues, hierarchy_problems, interval_hierarchy,
-    interval_label_warnings, parse_arx_hierarchy,
+    interval_label_warnings, parse_arx_hierarchy, top_warnings,
 )
 from app.privacy.registry import MethodInputError
 from tests.privacy.test_anonymity_support import adult_complete, adult_hierarchy_text
@@ -134,3 +134,17 @@ def test_the_automatic_hierarchies_hold_their_labels():
     h, _ = interval_hierarchy(np.linspace(0.0, 1.0, 101), 0, 1, 4, False)
     assert sorted(set(h["level_1"]))[:4] == ["[0, 0.1)", "[0.1, 0.2)", "[0.2, 0.3)", "[0.3, 0.4)"]
     assert h.loc[h["level_0"] == "0.6", "level_1"].item() == "[0.6, 0.7)"
+
+
+def test_a_top_level_of_several_values_is_named_and_a_header_row_pointed_at():
+    """A root '*' is added above a last level of several values: documented, but the upload said
+    nothing, and a pandas export's header row ('level_0,level_1') gave one such top silently."""
+    race = adult_hierarchy_text("race").replace(";", ",")
+    values = adult_complete()["race"].unique()
+    assert top_warnings(parse_arx_hierarchy(race), values) == []
+    (warning,) = top_warnings(parse_arx_hierarchy("level_0,level_1\n" + race), values)
+    assert warning == ("the hierarchy's last level holds 2 values ('*', 'level_1'), not one: a root '*' "
+                       "is added above them; the first row ('level_0', 'level_1') holds no value of the data and "
+                       "shares no label with another row: if it is a header, remove it")
+    (warning,) = top_warnings(parse_arx_hierarchy("a;x\nb;y\n"), ["a", "b"])
+    assert warning == "the hierarchy's last level holds 2 values ('x', 'y'), not one: a root '*' is added above them"

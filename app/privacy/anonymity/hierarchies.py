@@ -276,6 +276,24 @@ def not_number_warnings(findings: HierarchyFindings, column: str) -> list[str]:
             "they are ignored"]
 
 
+def top_warnings(hierarchy: pd.DataFrame, values: Iterable, numeric: bool = False) -> list[str]:
+    """A last level of several values gets a root '*' above it (build_tree): said, and a first row
+    that holds no data value and shares no label with another row is pointed at as a likely
+    header (a pandas export's 'level_0,level_1' gives such a top)."""
+    rows = hierarchy.to_numpy(dtype=object)
+    tops = sorted({str(t) for t in rows[:, -1]})
+    if len(tops) < 2:
+        return []
+    warning = f"the hierarchy's last level holds {len(tops)} values ({_named(tops)}), not one: a root '*' is added above them"
+    data = {leaf_key(v, numeric) for v in values}
+    others = {str(label) for label in rows[1:, 1:].ravel()}
+    first = [str(cell) for cell in rows[0]]
+    if len(rows) > 1 and leaf_key(first[0], numeric) not in data and not others & set(first[1:]):
+        warning += (f"; the first row ({', '.join(repr(cell) for cell in first)}) holds no value of the data and "
+                    "shares no label with another row: if it is a header, remove it")
+    return [warning]
+
+
 # ------------------------------------------------------------------ labels that read as intervals
 # A label of a numeric column's hierarchy that reads as an interval is checked against the leaves
 # under it: ARX's own Adult age hierarchy puts 20 under '15-19' and '0-19'. Labels are the
