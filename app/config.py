@@ -12,6 +12,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 # Upload slots per API process the connection pool has room for (app/db.py): a larger
 # VEIL_MAX_CONCURRENT_UPLOADS was accepted and silently served as this many.
 MAX_UPLOAD_SLOTS = 8
+# Every duration is at most 30 days: a stall timeout of 1e13 s is no PostgreSQL interval (each
+# worker exited at its first reap) and a heartbeat or grace period past threading.TIMEOUT_MAX
+# (~292 years) an OverflowError; for a limit, 30 days is as good as none.
+MAX_SECONDS = 30 * 24 * 3600
 
 
 class Settings(BaseSettings):
@@ -52,22 +56,22 @@ class Settings(BaseSettings):
     # most this many per API process receive at once, and one whose body stalls this long
     # between two chunks is answered 408 (a slow client cannot pin the service).
     max_concurrent_uploads: int = Field(4, ge=1, le=MAX_UPLOAD_SLOTS)
-    body_idle_timeout_s: float = Field(30.0, gt=0)
+    body_idle_timeout_s: float = Field(30.0, gt=0, le=MAX_SECONDS)
     # An upload is read in a child process (app/datasets/isolated.py), killed when it needs
     # more memory than this (413) or takes longer (422): the API process keeps none of it.
     upload_memory_limit_mb: int = Field(2048, ge=1)
-    upload_parse_time_limit_s: float = Field(300.0, gt=0)
+    upload_parse_time_limit_s: float = Field(300.0, gt=0, le=MAX_SECONDS)
 
     # Jobs.
-    job_time_limit_s: float = Field(900.0, gt=0)
+    job_time_limit_s: float = Field(900.0, gt=0, le=MAX_SECONDS)
     job_memory_limit_mb: int = Field(4096, ge=1)
     max_attempts: int = Field(3, ge=1)
-    stall_timeout_s: float = Field(30.0, gt=0)
-    heartbeat_interval_s: float = Field(2.0, gt=0)
+    stall_timeout_s: float = Field(30.0, gt=0, le=MAX_SECONDS)
+    heartbeat_interval_s: float = Field(2.0, gt=0, le=MAX_SECONDS)
     # A worker told to stop (SIGTERM/SIGINT) takes no new job and lets a running one finish for
     # this long; then it stops the job's process and queues the job again without using one of
     # its attempts. `veil serve` waits this long plus 5 s before it kills a worker.
-    worker_shutdown_grace_s: float = Field(8.0, ge=0)
+    worker_shutdown_grace_s: float = Field(8.0, ge=0, le=MAX_SECONDS)
     tenant_max_active_jobs: int = Field(50, ge=1)
 
     # Reproducible test mode: seeds accepted, releases marked "not private".

@@ -49,6 +49,15 @@ def _veil(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.Co
     ({"VEIL_STALL_TIMEOUT_S": "inf"}, "VEIL_STALL_TIMEOUT_S"),
     ({"VEIL_JOB_TIME_LIMIT_S": "1e400"}, "VEIL_JOB_TIME_LIMIT_S"),
     ({"VEIL_WORKER_SHUTDOWN_GRACE_S": "inf"}, "VEIL_WORKER_SHUTDOWN_GRACE_S"),
+    # finite but past what the waits can take: a stall timeout of 1e13 s is no PostgreSQL
+    # interval (every worker exited at its first reap, "queue connection lost"), a heartbeat or
+    # grace period past threading's TIMEOUT_MAX an OverflowError traceback (operator acceptance check)
+    ({"VEIL_STALL_TIMEOUT_S": "1e13"}, "VEIL_STALL_TIMEOUT_S"),
+    ({"VEIL_HEARTBEAT_INTERVAL_S": "1e10", "VEIL_STALL_TIMEOUT_S": "1e11"}, "VEIL_HEARTBEAT_INTERVAL_S"),
+    ({"VEIL_WORKER_SHUTDOWN_GRACE_S": "1e10"}, "VEIL_WORKER_SHUTDOWN_GRACE_S"),
+    ({"VEIL_JOB_TIME_LIMIT_S": "1e300"}, "VEIL_JOB_TIME_LIMIT_S"),
+    ({"VEIL_BODY_IDLE_TIMEOUT_S": "1e300"}, "VEIL_BODY_IDLE_TIMEOUT_S"),
+    ({"VEIL_UPLOAD_PARSE_TIME_LIMIT_S": "1e300"}, "VEIL_UPLOAD_PARSE_TIME_LIMIT_S"),
     # an empty host made uvicorn listen on every interface, unsaid (operator audit)
     ({"VEIL_HOST": ""}, "VEIL_HOST"),
     # a folder that is not there: every experiment_* job failed when it ran (operator audit)
