@@ -136,6 +136,9 @@ def _delimiter(path: Path, fmt: str, limits: Limits) -> tuple[str, int]:
     line = head if newline < 0 else head[:newline]
     if newline < 0 and len(head) == cap:
         raise Unprocessable(f"the header line is longer than {cap} bytes")
+    if re.fullmatch(rb"(\xef\xbb\xbf)?sep=[,;\t|]\r?", line, flags=re.IGNORECASE):
+        raise Unprocessable("the first line is Excel's separator hint ('sep=…'), not the header: "
+                            "remove that line and upload the file again")
     delimiter = "\t" if fmt == "tsv" or (b"\t" in line and b"," not in line) else ","
     if delimiter == "," and b"," not in line and b";" in line:
         following = head[newline + 1:].split(b"\n", 1)[0] if newline >= 0 else b""
@@ -175,7 +178,36 @@ def _read_csv(path: Path, fmt: str, limits: Limits, text_columns: frozenset[str]
                                    convert_options=pacsv.ConvertOptions(include_columns=[])).column_names
             return _read_csv_as_text(path, parse_opts, names, text_columns)
         raise _csv_problem(path, parse_opts, message) from None
+    _refuse_text_not_utf8(table)
     return _as_written(path, parse_opts, table)
+
+
+def _refuse_text_not_utf8(table: pa.Table) -> None:
+    """The reader takes a column holding bytes that are not UTF-8 for binary: a spreadsheet's
+    CSV saved in Windows-1252 or Latin-1 (José as 'Jos\\xe9'). Named with its first such row."""
+    for name, t in zip(table.column_names, table.schema.types):
+        t = t.value_type if pa.types.is_dictionary(t) else t  # text is read dictionary-encoded
+        if not (pa.types.is_binary(t) or pa.types.is_large_binary(t)):
+            continue
+        row = 1
+        for chunk in table.column(name).chunks:
+            chunk = chunk.dictionary_decode() if pa.types.is_dictionary(chunk.type) else chunk
+            try:
+                pc.cast(chunk, pa.string())
+            except pa.ArrowInvalid:
+                row += next(i for i, v in enumerate(chunk.to_pylist()) if v is not None and not _utf8(v))
+                break
+            row += len(chunk)
+        raise Unprocessable(f"column {name!r}, row {row} holds text that is not UTF-8 (Windows-1252 or "
+                            "Latin-1?): save the file as UTF-8 (a spreadsheet's 'CSV UTF-8')")
+
+
+def _utf8(value: bytes) -> bool:
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _as_written(path: Path, parse_opts, table: pa.Table) -> pa.Table:
@@ -554,8 +586,11 @@ def _check_names(names: list[str]) -> None:
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise Unprocessable(f"column {dup!r} appears more than once in the header")
-    if any(not str(n).strip() for n in names):
-        raise Unprocessable("a column has an empty name")
+    blank = next((i for i, n in enumerate(names) if not str(n).strip()), None)
+    if blank is not None:
+        cause = (" (the row labels pandas' to_csv and R's write.csv write by default: save with "
+                 "to_csv(index=False) or write.csv(row.names = FALSE), or name the column)") if blank == 0 else ""
+        raise Unprocessable(f"column {blank + 1} of {len(names)} has an empty name{cause}")
 
 
 def _check_finite(name: str, series: pd.Series) -> None:

@@ -119,6 +119,16 @@ def test_schema_field_not_json(client, owner):
     ("a,b\n1,2\n3,4\n".encode("utf-16"), "u.csv", 422, "not UTF-8 text (it looks like UTF-16"),
     ("a\tb\n1\t2\n".encode("utf-16-le"), "u.tsv", 422, "not UTF-8 text"),
     (b"a,b\n1,2\n3,-1e309\n", "o.csv", 422, "column 'b', row 2: an infinite number"),
+    # what pandas' to_csv and R's write.csv write by default: the row labels under an empty name
+    # ('a column has an empty name', naming neither the column nor the cause; roundtrip acceptance check)
+    (b",a,b\n0,1,x\n1,2,y\n", "pandas.csv", 422, "column 1 of 3 has an empty name"),
+    (b'"","a"\n"1",2\n', "r.csv", 422, "to_csv(index=False)"),
+    (b"a,,b\n1,2,3\n", "gap.csv", 422, "column 2 of 3 has an empty name"),
+    # Excel's separator hint: read as a header of two columns, the second without a name
+    (b"sep=,\na,b\n1,2\n", "excel.csv", 422, "Excel's separator hint"),
+    # a spreadsheet's Windows-1252 CSV: named the column only, not the row nor the way out
+    ("name,age\nZoe,30\nJosé,40\n".encode("cp1252"), "w.csv", 422,
+     "column 'name', row 2 holds text that is not UTF-8 (Windows-1252 or Latin-1?): save the file as UTF-8"),
 ])
 def test_bad_files_are_4xx_naming_the_problem(client, owner, data, name, status, fragment):
     assert_problem(upload(client, owner, data, name), status, fragment)
