@@ -70,10 +70,27 @@ def detect_format(path: Path, filename: str | None, declared: str | None) -> str
     if head == b"PAR1":
         return "parquet"
     suffix = Path(filename or "").suffix.lower()
+    if _EXTENSIONS.get(suffix) == "transactions" and _tab_separated_table(path):
+        raise Unprocessable("every line holds the same number of tab-separated fields: a tab-separated "
+                            "table (a spreadsheet's 'Text (Tab delimited)' .txt)? send it with format=tsv "
+                            "or a .tsv name; transactions whose items are separated by tabs: send "
+                            "format=transactions")
     if suffix in _EXTENSIONS:
         return _EXTENSIONS[suffix]
     raise UnsupportedMediaType("cannot tell the file's format from its name; send a `format` field "
                                f"({', '.join(FORMATS)})")
+
+
+def _tab_separated_table(path: Path) -> bool:
+    """The file's first MiB of lines holds a table's shape: at least two lines, each with the
+    same number of tabs (a transaction file's lines differ in length)."""
+    with open(path, "rb") as f:
+        head = f.read(1 << 20)
+    lines = head.removeprefix(b"\xef\xbb\xbf").split(b"\n")
+    if len(head) == 1 << 20:
+        lines = lines[:-1]  # cut off by the read
+    filled = [line for line in lines if line.strip()]
+    return len(filled) >= 2 and b"\t" in filled[0] and len({line.count(b"\t") for line in filled}) == 1
 
 
 def parse(path: Path, fmt: str, limits: Limits, text_columns: frozenset[str] = frozenset()) -> Parsed:

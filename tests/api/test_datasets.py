@@ -591,3 +591,22 @@ def test_a_hierarchy_that_misses_many_values_is_refused_naming_every_one(client,
     assert all(e["loc"] == ["hierarchy", "level_0"] for e in missing)
     (two,) = [e for e in body["errors"] if e["type"] == "hierarchy_two_parents"]
     assert two["msg"] == "value 'v00' at level 0 has 2 parents at level 1: 'g', 'h'"
+
+
+def test_a_tab_separated_table_named_txt_is_not_read_as_transactions_without_a_word(client, make_key):
+    """A spreadsheet's 'Text (Tab delimited)' export is a .txt file: it was read as a FIMI
+    transaction file, its header a transaction and every cell an item ('New' and 'York' apart),
+    answered 201 (roundtrip acceptance check). A .txt or .dat file whose every line holds the
+    same number of tab-separated fields is refused pointing at format=tsv; declared
+    format=transactions reads it as before, and tab-separated transactions of varying lengths
+    still read as transactions."""
+    headers = make_key("owner")
+    table = "\ufeffname\tage\tcity\r\nZoe\t30\tNew York\r\nJosé\t40\tParis\r\n".encode()
+    for name in ("export.txt", "export.dat"):
+        assert_problem(upload(client, headers, table, name), 422, "tab-separated", "format=tsv",
+                       "format=transactions")
+    ds = upload(client, headers, table, "export.txt", format="tsv").json()
+    assert [c["name"] for c in ds["columns"]] == ["name", "age", "city"] and ds["rows"] == 2
+    assert upload(client, headers, table, "export.txt", format="transactions").json()["shape"] == "transactions"
+    ragged = upload(client, headers, b"1\t2\t3\n4\t5\n6\t7\t8\t9\n", "items.txt").json()
+    assert (ragged["shape"], ragged["rows"]) == ("transactions", 3)
