@@ -63,7 +63,11 @@ def detect_format(path: Path, filename: str | None, declared: str | None) -> str
             raise UnsupportedMediaType(f"unknown format {declared!r}; use one of {', '.join(FORMATS)}")
         return declared
     with open(path, "rb") as f:
-        head = f.read(4)
+        first = f.read(512)
+    head = first[:4]
+    if _workbook(first, filename):
+        raise UnsupportedMediaType("a spreadsheet workbook (Excel or OpenDocument) is not read: save the "
+                                   "sheet as CSV UTF-8 (or the table as Parquet) and upload that")
     if head[:2] == b"\x1f\x8b" or head == b"PK\x03\x04" or head[:3] == b"BZh" or head[:4] == b"\x28\xb5\x2f\xfd":
         raise UnsupportedMediaType("compressed uploads are not accepted; upload the uncompressed "
                                    "file (Parquet is compressed internally)")
@@ -79,6 +83,22 @@ def detect_format(path: Path, filename: str | None, declared: str | None) -> str
         return _EXTENSIONS[suffix]
     raise UnsupportedMediaType("cannot tell the file's format from its name; send a `format` field "
                                f"({', '.join(FORMATS)})")
+
+
+_OLE2 = bytes.fromhex("D0CF11E0A1B11AE1")  # an Office compound file: a legacy .xls
+_WORKBOOK_SUFFIXES = (".xlsx", ".xlsm", ".xls", ".ods", ".numbers")
+_WORKBOOK_FIRST_ENTRIES = (b"[Content_Types].xml", b"mimetype")  # Office Open XML, OpenDocument
+
+
+def _workbook(first: bytes, filename: str | None) -> bool:
+    """A spreadsheet file: a compound file, or a zip archive named as a workbook or whose first
+    entry (its local header's name, at byte 30) is what Office Open XML and OpenDocument put first."""
+    if first.startswith(_OLE2):
+        return True
+    if not first.startswith(b"PK\x03\x04"):
+        return False
+    name = first[30:30 + int.from_bytes(first[26:28], "little")]
+    return name in _WORKBOOK_FIRST_ENTRIES or Path(filename or "").suffix.lower() in _WORKBOOK_SUFFIXES
 
 
 def _tab_separated_table(path: Path) -> bool:

@@ -8,6 +8,7 @@ import io
 import json
 import statistics
 import time
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
@@ -101,8 +102,28 @@ def test_schema_field_not_json(client, owner):
     assert_problem(r, 422, "not valid JSON")
 
 
+def _zip(*names: str) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name in names:
+            z.writestr(name, "<x/>")
+    return buf.getvalue()
+
+
+_OLE2 = bytes.fromhex("D0CF11E0A1B11AE1") + bytes(504)  # a legacy .xls (an Office compound file)
+
+
 @pytest.mark.parametrize("data, name, status, fragment", [
     (b"a,b\n1,2\n3,4,5\n6,7\n", "r.csv", 422, "unparsable row 2: expected 2 fields, found 3"),
+    # spreadsheet workbooks were 'compressed uploads are not accepted; upload the uncompressed
+    # file' (.xlsx, .ods: zip archives) or 'cannot tell the file's format', then 'not UTF-8
+    # text (it looks like UTF-16…)' (.xls) (roundtrip acceptance check)
+    (_zip("[Content_Types].xml", "xl/workbook.xml"), "book.xlsx", 415, "a spreadsheet workbook"),
+    (_zip("[Content_Types].xml", "xl/workbook.xml"), "book.csv", 415, "save the sheet as CSV UTF-8"),
+    (_zip("mimetype", "content.xml"), "book.ods", 415, "a spreadsheet workbook"),
+    (_OLE2, "book.xls", 415, "a spreadsheet workbook"),
+    (_OLE2, "book.csv", 415, "a spreadsheet workbook"),
+    (_zip("data.csv"), "data.zip", 415, "compressed uploads are not accepted"),
     (b"", "e.csv", 422, "empty"),
     (b"\xef\xbb\xbf", "bom.csv", 422, "the uploaded file is empty"),  # was "a header but no rows"
     (b"\r\n\n", "lines.csv", 422, "the uploaded file is empty"),
