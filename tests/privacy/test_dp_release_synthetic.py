@@ -286,6 +286,24 @@ def test_release_has_the_declared_columns_values_and_size(release, data):
     assert infos["x"].bounds == (18.0, 90.0) and infos["a"].categories == tuple("pqrs")
 
 
+@pytest.mark.parametrize("method", ["mst", "aim"])
+def test_a_boolean_column_stays_boolean_in_a_release_of_a_release(release, method):
+    """A release lists a boolean column's domain as text (categories "False", "True": the
+    schema's categories are text), and a job on that release read those as text categories: its
+    synthetic f came out as the strings "True"/"False" (a category column in the Parquet
+    download, where `f == True` holds nowhere) while its schema still said boolean (synth
+    acceptance sweep). A boolean column's categories are its truth values."""
+    _, first = release
+    assert first.frame["f"].dtype == bool
+    info = next(c for c in first.columns if c.name == "f")
+    assert info.type == "boolean" and info.categories == ("False", "True")
+    spec = registry.get(method)
+    params = spec.params(epsilon=2.0, bins=16, iterations=200, columns=["a", "f"])
+    again = spec.run(MethodInput(first.columns, first.frame), params, ctx(3)).frame
+    assert again["f"].dtype == bool and set(again["f"]) <= {False, True}
+    assert 0.2 < again["f"].mean() < 0.4  # 0.3 in the data
+
+
 def test_one_way_marginals_are_close_and_the_measured_dependence_survives(release, data):
     _, result = release
     real, syn = data.frame, result.frame

@@ -90,3 +90,29 @@ def test_aim_job_runs_in_the_worker_and_lists_its_rounds(client, make_key, worke
     meta = rel["metadata"]["aim"]
     assert meta["rounds"] == len(meta["selections"]) >= 1 and meta["rho_spent"] <= meta["rho"]
     assert rel["rows"] == 800 and rel["guarantees"]["epsilon"] == pytest.approx(2.0)
+
+
+def test_a_boolean_column_downloads_as_booleans_from_a_release_of_a_release(client, make_key, workers):
+    """A release lists its boolean columns with the categories "False"/"True" (a schema's
+    categories are text); mst or aim on that release read them as text categories, and the
+    Parquet download's column was a category of the strings "True"/"False" — `frame.flag ==
+    True` matched no row — while the release's schema said boolean (synth acceptance sweep)."""
+    headers = make_key("owner")
+    rng = np.random.default_rng(5)
+    table = pd.DataFrame({"flag": rng.random(400) < 0.3, "v": rng.integers(0, 7, 400)})
+    ds = upload(client, headers, table.to_csv(index=False).encode(), "flags.csv",
+                schema={"flag": {"type": "boolean"}, "v": {"bounds": [0, 6], "integer": True}}).json()
+    source = ds["id"]
+    for step, method in enumerate(("mst", "aim")):
+        params = {"epsilon": 2.0, "iterations": 200}
+        r = submit(client, headers, method, params, **({"dataset_id": source} if step == 0 else {"release_id": source}))
+        assert r.status_code == 202, r.text
+        job = wait_job(client, headers, r.json()["id"], timeout=240)
+        assert job["status"] == "succeeded", (job["status"], job["error"])
+        source = job["result"]["release_ids"][0]
+        columns = client.get(f"/v1/releases/{source}", headers=auth(headers)).json()["columns"]
+        assert next(c for c in columns if c["name"] == "flag")["type"] == "boolean"
+        body = client.get(f"/v1/releases/{source}/data", headers=auth(headers), params={"format": "parquet"})
+        frame = pd.read_parquet(io.BytesIO(body.content))
+        assert frame["flag"].dtype == bool, (method, frame["flag"].dtype)
+        assert 0.15 < frame["flag"].mean() < 0.45  # 0.3 in the data

@@ -278,7 +278,7 @@ def plan_column(info: ColumnInfo, bounds: dict[str, tuple[float, float]] | None,
     if given_c is not None:
         cats, source = tuple(given_c), "params"
     elif info.categories is not None:
-        cats, source = tuple(info.categories), "schema"
+        cats, source = schema_categories(info), "schema"
     elif info.type == "boolean" and frame is not None and pd.api.types.is_bool_dtype(frame[name]):
         cats, source = (False, True), "type"
     elif require_declared or frame is None:
@@ -293,6 +293,16 @@ def plan_column(info: ColumnInfo, bounds: dict[str, tuple[float, float]] | None,
     if (problem := categories_problem(cats)) is not None:
         raise MethodInputError(f"column {name!r}: categories {problem}")
     return ColumnPlan(name, "categorical", categories=cats, source=source, info=info)
+
+
+def schema_categories(info: ColumnInfo) -> tuple[Any, ...]:
+    """A column's categories as its schema lists them; a schema's categories are text, so a
+    boolean column's ("False", "True", as a release lists its boolean columns) stand for its truth
+    values. Read as text, a job on a release turned the column into the strings "True"/"False"."""
+    cats = tuple(info.categories or ())
+    if info.type == "boolean" and cats and set(cats) <= {"False", "True"}:
+        return tuple(c == "True" for c in cats)
+    return cats
 
 
 def _categories_in(series: pd.Series) -> tuple[Any, ...]:
