@@ -202,6 +202,20 @@ def test_domains_come_from_the_declared_schema_never_from_the_data(data):
         run_mst(MethodInput(SCHEMA, bad), MstParams(epsilon=1.0), ctx())
 
 
+def test_too_many_categories_are_refused_counting_the_missing_level_aloud():
+    """1,024 declared categories were refused as "column 'many' has 1025 levels (limit 1024)": the
+    level the message added is the missing one, which it did not say (synth acceptance sweep)."""
+    def column(k: int) -> list[ColumnInfo]:
+        return [ColumnInfo("many", "categorical", categories=tuple(f"c{i}" for i in range(k)))]
+
+    assert build_columns(SynthParams(epsilon=1.0), column(1023))[0].size == 1024
+    with pytest.raises(MethodInputError) as refused:
+        build_columns(SynthParams(epsilon=1.0), column(1024))
+    message = str(refused.value)
+    assert "'many'" in message and "1024 categories" in message and "missing" in message
+    assert "at most 1023 categories" in message
+
+
 def test_given_bin_edges_keep_a_spike_exactly():
     """32 equal bins over capital-gain's [0, 99999] put 0 in [0, 3125) and decode it uniformly:
     the 92% of Adult's records at 0 came out at 0 almost never. A bin [0, 1) holds exactly 0."""

@@ -230,8 +230,10 @@ def build_columns(params: SynthParams, infos: list[ColumnInfo]) -> list[Column]:
                 col = Column(plan, bins=bins)
         else:
             col = Column(plan)
-        if col.size > MAX_LEVELS:
-            raise MethodInputError(f"column {info.name!r} has {col.size} levels (limit {MAX_LEVELS})")
+        if col.size > MAX_LEVELS:  # only a categorical column can: bins are at most MAX_BINS
+            raise MethodInputError(
+                f"column {info.name!r} has {col.values} categories, {col.size} levels with the missing "
+                f"level every column gets (limit {MAX_LEVELS} levels: at most {MAX_LEVELS - 1} categories)")
         out.append(col)
     return out
 
