@@ -86,12 +86,26 @@ class CategoricalChannel:
         if n == 0:
             raise ValueError("no published values to reconstruct from")
         lam = counts / n
-        full = (lam - np.asarray(self.offset)) / self.scale
-        se = np.sqrt(lam * (1.0 - lam) / n) / abs(self.scale)
+        offset = np.asarray(self.offset)
+        full = (lam - offset) / self.scale
+        se = np.sqrt(self.share_variance(lam) / n) / abs(self.scale)
         pick = [self.labels.index(lab) for lab in self.domain]
         pi_hat = full[pick]
         return {"n": int(n), "published_share": lam[pick], "estimate": pi_hat,
-                "standard_error": se[pick], "consistent": project_to_simplex(pi_hat)}
+                "standard_error": se[pick], "consistent": project_to_simplex(pi_hat),
+                "published_count": counts[pick]}
+
+    def share_variance(self, lam: np.ndarray) -> np.ndarray:
+        """λ(1 − λ) at the published shares moved into the range the channel can publish,
+        offset_j + scale·[0, 1]: the noise alone publishes a value with probability offset_j,
+        so a published share below it (a rare value that no cell happened to take) is a draw
+        from a λ_j ≥ offset_j — at λ̂_j = 0 the plain plug-in gave a standard error of 0 and an
+        interval of one point (acceptance check: 17 % of the rarest value's SEs were 0 at
+        n = 100, p0 = 0.95, and its 95 % intervals covered 82 %)."""
+        offset = np.asarray(self.offset)
+        low, high = offset + min(self.scale, 0.0), offset + max(self.scale, 0.0)
+        feasible = np.clip(lam, low, high)
+        return feasible * (1.0 - feasible)
 
 
 def project_to_simplex(v: np.ndarray) -> np.ndarray:
