@@ -132,11 +132,32 @@ def _pooled(counts, strata_rows, strata_p, k, path) -> SupportEstimate:
     row = inverse[-1]
     var = np.zeros(counts.shape[0])
     # Cov(c') evaluated under the pooled assumption (stratum s holds n_s/n of every state).
+    first, second = np.zeros_like(chat), np.zeros_like(chat)
     for w, m in zip(weights, matrices):
         published = chat @ m.T  # (B, d): expected published counts of the stratum (/ its weight)
-        var += w * (published @ row**2 - chat @ (row @ m) ** 2)
+        gain = row @ m  # a_s[v]: what a row of true state v adds to ĉ_last, on average, in stratum s
+        var += w * (published @ row**2 - chat @ gain**2)
+        centred = gain[None, :] - (chat @ gain)[:, None] / n
+        first += w * centred
+        second += w * centred**2
+    if n > 1:
+        var += _allocation_variance(chat, first, second, n)
     return SupportEstimate(support=chat[:, -1] / n, se=np.sqrt(np.maximum(var, 0.0)) / n,
                            rows_used=int(n), estimator="pooled")
+
+
+def _allocation_variance(chat: np.ndarray, first: np.ndarray, second: np.ndarray, n: float) -> np.ndarray:
+    """The variance the random assignment of rows to groups adds to the pooled ĉ_last.
+
+    Given the assignment, E[ĉ_last] = Σ_i a_{s(i)}[v_i] with a_s = (last row of M̄⁻¹)·M(p_s);
+    Σ_s w_s a_s[v] = [v = last], so it is unbiased over assignments, but a row of state v
+    adds a_s[v] — which differs between strata — wherever it lands. Rows dealt at random into
+    groups of fixed sizes (shuffle = true, the assumption of this estimator) give, as for a
+    completely randomized design, Var = n/(n−1) Σ_v c_v Var_s(a_s[v] − ā_s) with weights
+    w_s = n_s/n and ā_s = Σ_v c_v a_s[v]/n (``first``, ``second``: the weighted first and
+    second moments of the centred a_s). Without it the SE was too small by up to 27 % (calib
+    acceptance check, mushroom, png {1.0, 0.6}: 95 % intervals covered 85-92 %)."""
+    return n / (n - 1.0) * (chat * (second - first**2)).sum(axis=1)
 
 
 def _invert(matrix: np.ndarray, k: int) -> np.ndarray:
