@@ -6,6 +6,7 @@ import collections
 import functools
 import inspect
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Annotated
 
@@ -18,7 +19,20 @@ from sqlalchemy.exc import OperationalError, InterfaceError
 from sqlalchemy.orm import Session
 
 from app.db import _sessionmaker
-from app.errors import ServiceUnavailable, Unauthorized, Unprocessable, UnsupportedMediaType
+from app.errors import (DATABASE_FULL, DISK_FULL_SQLSTATE, InsufficientStorage, ServiceUnavailable, Unauthorized,
+                        Unprocessable, UnsupportedMediaType, VeilError, out_of_disk_space)
+
+log = logging.getLogger("veil.api")
+
+
+def database_problem(exc: BaseException) -> VeilError:
+    """What a request that the database failed is told: out of disk space (it answers but
+    cannot write: 507, not a passing state) or unavailable (503, ask again)."""
+    if out_of_disk_space(exc):
+        log.error("the database is out of disk space (SQLSTATE %s): writes fail until space is freed",
+                  DISK_FULL_SQLSTATE)
+        return InsufficientStorage(DATABASE_FULL)
+    return ServiceUnavailable("the database is unavailable; retry later")
 
 
 async def get_session() -> AsyncIterator[Session]:
@@ -36,7 +50,7 @@ async def get_session() -> AsyncIterator[Session]:
     except BaseException as exc:
         await _in_thread(_rollback_and_close, session)
         if isinstance(exc, (OperationalError, InterfaceError)):
-            raise ServiceUnavailable("the database is unavailable; retry later") from exc
+            raise database_problem(exc) from exc
         raise
     await _in_thread(_commit_and_close, session)
 
@@ -53,7 +67,7 @@ def _commit_and_close(session: Session) -> None:
         session.commit()
     except (OperationalError, InterfaceError) as exc:
         session.rollback()
-        raise ServiceUnavailable("the database is unavailable; retry later") from exc
+        raise database_problem(exc) from exc
     except BaseException:
         session.rollback()
         raise

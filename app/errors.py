@@ -22,7 +22,8 @@ class ProblemDetail(BaseModel):
         "`request-timeout` (408), `conflict` (409), `budget-exhausted` (409: the dataset's ε budget "
         "cannot pay the job; PUT …/budget raises the cap), `payload-too-large` (413), "
         "`unsupported-media-type` (415), `unprocessable` (422), `too-many-requests` (429), "
-        "`internal` (500), `service-unavailable` (503), `error` (any other status)"))
+        "`internal` (500), `service-unavailable` (503), `insufficient-storage` (507: the server is out "
+        "of disk space; nothing was stored), `error` (any other status)"))
     title: str = Field(..., description="the kind of problem, in words (the same for every problem of a `type`)")
     status: int = Field(..., description="the HTTP status")
     detail: str = Field(..., description="this occurrence, in words: names the parameter, column or resource")
@@ -125,6 +126,23 @@ class ServiceUnavailable(VeilError):
     default_headers = RETRY_AFTER
 
 
+class InsufficientStorage(VeilError):
+    """The server is out of disk space (its temporary folder, or the database's): nothing was
+    stored, and asking again helps only once an operator has freed space, so no Retry-After."""
+    status, title, slug = 507, "Insufficient storage", "insufficient-storage"
+
+
+NO_SPACE_ERRNOS = (28, 122)  # ENOSPC, EDQUOT (a quota): the disk is full for this process
+DISK_FULL_SQLSTATE = "53100"  # PostgreSQL's disk_full
+
+
+def out_of_disk_space(exc: BaseException) -> bool:
+    """An OSError of a full disk or quota, or PostgreSQL's disk_full (SQLAlchemy wraps it)."""
+    if isinstance(exc, OSError):
+        return exc.errno in NO_SPACE_ERRNOS
+    return getattr(getattr(exc, "orig", None), "sqlstate", None) == DISK_FULL_SQLSTATE
+
+
 class FrameworkError(VeilError):
     """A status the framework raised that has no class of its own."""
 
@@ -134,6 +152,11 @@ class FrameworkError(VeilError):
         super().__init__(detail, headers=headers)
         self.status = status
 
+
+DATABASE_FULL = ("the database is out of disk space: nothing was stored; ask again once an operator "
+                 "has freed space")
+TEMP_FULL = ("the server is out of disk space for the request's temporary files: nothing was "
+             "stored; ask again once an operator has freed space")
 
 PROBLEM_MEDIA = "application/problem+json"
 PROBLEM_SCHEMA = {"$ref": "#/components/schemas/ProblemDetail"}  # app.main publishes the model
@@ -154,6 +177,7 @@ _DECLARED: dict[int, tuple[str, type[VeilError], str]] = {
           "the tenant already has 20 queued or running jobs; wait for some to finish"),
     503: ("Database unavailable or the service busy", ServiceUnavailable,
           "the database is unavailable; retry later"),
+    507: ("The server is out of disk space", InsufficientStorage, DATABASE_FULL),
 }
 
 

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import pickle
 import threading
 import time
+from typing import Any
+
+from app.errors import out_of_disk_space
 
 _mp = mp.get_context("forkserver")
 # ordered, without repeats; first, what makes the forkserver and its children ignore SIGTERM
@@ -30,6 +34,25 @@ def rss_bytes(pid: int | None) -> int:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
+
+
+# A child that cannot write its result because the disk is full exits with this status
+# (sysexits' EX_TEMPFAIL), so its parent can say so: without a result it read as a crash.
+NO_SPACE_EXIT = 75
+
+
+def write_result(path: str, out: Any) -> None:
+    """The child's result, written whole or not at all (its parent reads it once the child
+    has exited); the disk full: exit NO_SPACE_EXIT."""
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "wb") as f:
+            pickle.dump(out, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except OSError as exc:
+        if out_of_disk_space(exc):
+            os._exit(NO_SPACE_EXIT)
+        raise
 
 
 def exit_with_parent(parent_pid: int) -> None:

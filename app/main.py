@@ -6,6 +6,7 @@ import contextlib
 import gc
 import logging
 import re
+import tempfile
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -24,10 +25,10 @@ from app.db import POOL_OVERFLOW, POOL_SIZE, UPLOAD_CONNECTIONS
 from app.datasets import isolated
 from app.datasets.router import BODY_MODELS
 from app.datasets.router import router as datasets_router
-from app.deps import declared_query, is_json, known_query_only, not_json
-from app.errors import (PROBLEM_MEDIA, BadRequest, FrameworkError, InternalError, MethodNotAllowed,
-                        NotFound, ProblemDetail, ServiceUnavailable, Unprocessable,
-                        VeilError, problem_response)
+from app.deps import database_problem, declared_query, is_json, known_query_only, not_json
+from app.errors import (PROBLEM_MEDIA, TEMP_FULL, BadRequest, FrameworkError, InsufficientStorage,
+                        InternalError, MethodNotAllowed, NotFound, ProblemDetail, Unprocessable,
+                        VeilError, out_of_disk_space, problem_response)
 from app.jobs.router import router as jobs_router
 from app.methods.router import router as methods_router
 from app.middleware import BodyLimit, HeadAsGet, InFlightLimit, RequestContext
@@ -145,13 +146,13 @@ _FASTAPI_422 = "#/components/schemas/HTTPValidationError"  # FastAPI's default 4
 def _declare_app_wide_problems(doc: dict) -> None:
     """Problems that no route raises itself, declared where they can happen: a query parameter
     the operation does not take (``known_query_only``: 422, any operation), the in-flight limit
-    (503, any operation but /healthz), the body limit, the stalled-body timeout and a compressed
+    (503, any operation but /healthz), a full disk (507, the same), the body limit, the stalled-body timeout and a compressed
     body (413, 408, 415, any operation with a request body), the key check (401, any operation with security).
     An operation that takes no key says so (``security: []``) rather than leaving it unsaid."""
     for path, ops in doc["paths"].items():
         for op in ops.values():
             op.setdefault("security", [])
-            statuses = [422] + ([503] if path not in InFlightLimit.EXEMPT else [])
+            statuses = [422] + ([503, 507] if path not in InFlightLimit.EXEMPT else [])
             if "requestBody" in op:
                 statuses += [408, 413, 415]
             if op.get("security"):
@@ -247,7 +248,17 @@ def create_app() -> FastAPI:
     @app.exception_handler(OperationalError)
     @app.exception_handler(InterfaceError)
     async def database_down(request: Request, exc: DBAPIError):
-        return _problem(ServiceUnavailable("the database is unavailable; retry later"), request)
+        return _problem(database_problem(exc), request)
+
+    @app.exception_handler(OSError)
+    async def disk_full(request: Request, exc: OSError):
+        # the upload's body or the reading child's table in a full temporary folder (an
+        # OSError the handler below answered 500 "an unexpected error occurred")
+        if out_of_disk_space(exc):
+            log.error("out of disk space in the temporary folder %s (%s)", tempfile.gettempdir(),
+                      exc.strerror)
+            return _problem(InsufficientStorage(TEMP_FULL), request)
+        return await unexpected(request, exc)
 
     @app.exception_handler(DataError)
     async def value_refused(request: Request, exc: DataError):

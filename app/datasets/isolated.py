@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass
@@ -25,7 +26,8 @@ from app.config import get_settings
 from app.datasets.encode import Encoded, apply_schema_update, encode_upload
 from app.datasets.parsing import Limits
 from app.datasets.schema import SchemaUpdate
-from app.errors import PayloadTooLarge, Unprocessable, VeilError
+from app.errors import (TEMP_FULL, InsufficientStorage, PayloadTooLarge, Unprocessable, VeilError,
+                        out_of_disk_space)
 
 log = logging.getLogger("veil.uploads")
 _POLL_S = 0.02
@@ -114,6 +116,8 @@ def _run(spec: dict[str, Any], result_path: Path, task: _Task) -> Any:
             proc.kill()
         proc.join(5)
     if not result_path.exists():
+        if proc.exitcode == isolation.NO_SPACE_EXIT:
+            raise _no_space(what)
         log.error("the process reading an upload (%s) ended without a result (exit code %s)",
                   what, proc.exitcode)
         raise Unprocessable(task.ended)
@@ -122,6 +126,12 @@ def _run(spec: dict[str, Any], result_path: Path, task: _Task) -> Any:
     if "ok" in out:
         return out["ok"]
     raise _reraised(out["error"], what, memory_limit_mb, task)
+
+
+def _no_space(what: str) -> InsufficientStorage:
+    log.error("reading an upload (%s): out of disk space in the temporary folder %s", what,
+              tempfile.gettempdir())
+    return InsufficientStorage(TEMP_FULL)
 
 
 def _too_large(memory_limit_mb: int, task: _Task = _UPLOAD) -> PayloadTooLarge:
@@ -136,6 +146,8 @@ def _reraised(error: dict[str, Any], fmt: str, memory_limit_mb: int, task: _Task
         return errors.FrameworkError(error["status"], error["detail"])
     if error["kind"] == "memory":
         return _too_large(memory_limit_mb, task)
+    if error["kind"] == "no_space":
+        return _no_space(fmt)
     log.error("reading an upload (%s) failed with %s at %s", fmt, error["type"], error["where"])
     return Unprocessable(task.failed.format(fmt=fmt))
 
@@ -158,9 +170,7 @@ def _child(spec: dict[str, Any]) -> None:
         out = {"error": {"kind": "memory"}}
     except Exception as exc:  # never a data value: the type and where, not the text
         frame = traceback.extract_tb(exc.__traceback__)[-1]
-        out = {"error": {"kind": "internal", "type": type(exc).__name__,
+        kind = "no_space" if out_of_disk_space(exc) else "internal"
+        out = {"error": {"kind": kind, "type": type(exc).__name__,
                          "where": f"{os.path.basename(frame.filename)}:{frame.lineno}"}}
-    tmp = spec["result_path"] + ".tmp"
-    with open(tmp, "wb") as f:
-        pickle.dump(out, f, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(tmp, spec["result_path"])
+    isolation.write_result(spec["result_path"], out)

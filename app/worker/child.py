@@ -20,6 +20,7 @@ import pyarrow.parquet  # noqa: F401
 
 from app import codec, isolation
 from app.config import get_settings
+from app.errors import out_of_disk_space
 from app.jsonsafe import jsonable
 from app.privacy import registry
 from app.privacy.context import Cancelled, RunContext
@@ -61,16 +62,15 @@ def main(job: dict[str, Any], progress_queue, stop_event, drawn_event=None) -> N
     except MemoryError:
         out = {"error": {"type": "memory_limit", "message": "the job ran out of memory"}}
     except Exception as exc:  # never leak data values: report the type and where, not the text
+        if out_of_disk_space(exc):  # a method's own files in a full folder; the worker knows what was drawn
+            os._exit(isolation.NO_SPACE_EXIT)
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         where = f"{os.path.basename(frame.filename)}:{frame.lineno}"  # the worker logs it, with the job
         out = {"error": {"type": "internal", "message": f"the method failed ({type(exc).__name__} "
                                                         f"at {where})"}}
     if "error" in out:  # whether any randomness was drawn decides a refund (app/worker/runner.py)
         out["randomness_drawn"] = rng.bytes_drawn > 0
-    tmp = job["result_path"] + ".tmp"
-    with open(tmp, "wb") as f:
-        pickle.dump(out, f, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(tmp, job["result_path"])
+    isolation.write_result(job["result_path"], out)  # the disk full: exit NO_SPACE_EXIT
 
 
 def _run(job: dict[str, Any], rng: SecureRandom, progress_queue, stop_event) -> dict[str, Any]:

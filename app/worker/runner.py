@@ -26,6 +26,7 @@ from app.config import get_settings
 from app.datasets import repository as datasets_repo
 from app.datasets.schema import column_infos
 from app.db import transaction
+from app.errors import out_of_disk_space
 from app.jobs import repository as jobs_repo
 from app.jobs.service import source_of
 from app.jsonsafe import jsonable
@@ -40,7 +41,8 @@ WORKER_ID = f"{os.uname().nodename}:{os.getpid()}"
 _CANCEL_GRACE_S = 2.0
 _RETRYABLE = {"crashed"}  # a child that died unexpectedly may succeed on another attempt
 # failures refunded when the job drew no randomness ("randomness_drawn" False in its outcome)
-_REFUNDABLE = {"invalid_input", "input_deleted", "memory_limit", "time_limit", "cancelled", "crashed"}
+_REFUNDABLE = {"invalid_input", "input_deleted", "memory_limit", "time_limit", "cancelled", "crashed",
+               "no_disk_space"}
 
 # Test-only fault injection, read once at start: the reliability tests (tests/reliability,
 # docs/reliability.md) make a worker die at the worst moments of a job. Never set in production.
@@ -98,16 +100,15 @@ def execute(job_id: uuid.UUID, shutting_down: Callable[[], bool] = _never) -> No
                    details={"attempt": job["attempt"], "worker": WORKER_ID})
         inputs = _load_inputs(session, job)
     t1 = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="veil-job-") as tmp:
-        outcome = _run_child(job, inputs, Path(tmp), shutting_down)
-        t2 = time.perf_counter()
-        try:
-            error = _finish_when_the_database_answers(job, inputs, outcome)
-            _fault_point("exit_after_commit")
-        except Fenced:
-            error = None
-            log.warning("job %s attempt %s was fenced off; its result is discarded",
-                        job_id, job["attempt"])
+    outcome = _run_in_temporary_folder(job, inputs, shutting_down)
+    t2 = time.perf_counter()
+    try:
+        error = _finish_when_the_database_answers(job, inputs, outcome)
+        _fault_point("exit_after_commit")
+    except Fenced:
+        error = None
+        log.warning("job %s attempt %s was fenced off; its result is discarded",
+                    job_id, job["attempt"])
     if error is not None and error["type"] == "worker_shutdown":
         log.info("job %s (%s) attempt %s stopped by the worker's shutdown: queued again", job_id,
                  job["method"], job["attempt"])
@@ -151,14 +152,40 @@ def _load_inputs(session, job) -> dict[str, Any]:
             "source": dataclasses.asdict(source_of(source_release)) if source_release else None}
 
 
-def _run_child(job, inputs: dict[str, Any], tmp: Path, shutting_down: Callable[[], bool]) -> dict[str, Any]:
+def _no_disk_space(randomness_drawn: bool) -> dict[str, Any]:
+    """A full temporary folder: the attempt fails at once, saying so. Its write raised out of the
+    task, and the job stayed `running` until the stall timeout, then failed `stalled` (the
+    server's folder is in the log, not in the tenant's message)."""
+    return {"error": {"type": "no_disk_space", "message":
+                      "the worker had no disk space left for the job's files: nothing was released; "
+                      "an admin can retry the job once an operator has freed space"},
+            "randomness_drawn": randomness_drawn}
+
+
+def _run_in_temporary_folder(job, inputs: dict[str, Any], shutting_down: Callable[[], bool]) -> dict[str, Any]:
     if "error" in inputs:
         return inputs
+    try:
+        folder = tempfile.TemporaryDirectory(prefix="veil-job-")
+    except OSError as exc:
+        if not out_of_disk_space(exc):
+            raise
+        return _no_disk_space(randomness_drawn=False)
+    with folder as tmp:
+        return _run_child(job, inputs, Path(tmp), shutting_down)
+
+
+def _run_child(job, inputs: dict[str, Any], tmp: Path, shutting_down: Callable[[], bool]) -> dict[str, Any]:
     settings = get_settings()
     input_path = None
     if inputs["payload"] is not None:
         input_path = str(tmp / "input.parquet")
-        Path(input_path).write_bytes(inputs["payload"])
+        try:
+            Path(input_path).write_bytes(inputs["payload"])
+        except OSError as exc:  # before the job's process starts: nothing ran
+            if not out_of_disk_space(exc):
+                raise
+            return _no_disk_space(randomness_drawn=False)
     spec = {
         "method": job["method"], "params": job["params"], "seed": job["seed"],
         "input_path": input_path, "shape": inputs["shape"], "columns": inputs["columns"],
@@ -226,6 +253,8 @@ def _run_child(job, inputs: dict[str, Any], tmp: Path, shutting_down: Callable[[
         # stopped by a limit before its first draw: nothing random was computed (refunded)
         return {"error": failure, "randomness_drawn": drawn.is_set()}
     result_path = Path(spec["result_path"])
+    if not result_path.exists() and proc.exitcode == isolation.NO_SPACE_EXIT:
+        return _no_disk_space(randomness_drawn=drawn.is_set())  # it ran, and could not write its result
     if not result_path.exists():
         return {"error": {"type": "crashed", "message":
                           f"the job's process ended without a result (exit code {proc.exitcode})"},
@@ -293,8 +322,9 @@ def _log_failure(job, error: dict[str, str]) -> None:
     if error["type"] in ("invalid_input", "cancelled", "input_deleted"):
         log.info("job %s (%s) attempt %s ended: %s", job["id"], job["method"], job["attempt"], error["type"])
     else:  # our own messages: the exception's type and line, a limit, an exit code
-        log.error("job %s (%s) attempt %s failed: %s: %s", job["id"], job["method"], job["attempt"],
-                  error["type"], error["message"])
+        where = f" (the temporary folder {tempfile.gettempdir()})" if error["type"] == "no_disk_space" else ""
+        log.error("job %s (%s) attempt %s failed: %s: %s%s", job["id"], job["method"], job["attempt"],
+                  error["type"], error["message"], where)
 
 
 def _finish(job, inputs: dict[str, Any], outcome: dict[str, Any]) -> dict[str, str] | None:
