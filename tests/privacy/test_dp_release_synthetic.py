@@ -240,6 +240,20 @@ def test_given_bin_edges_keep_a_spike_exactly():
             SynthParams(epsilon=1.0, bins=bins)
 
 
+def test_an_integer_column_with_fractional_bounds_takes_edges_from_its_first_to_its_last_integer():
+    """bounds [20.5, 60.5] on an integer column (its integers 21..60) refused every edge list:
+    the edges had to start at 20.5 and be integers at once (synth acceptance sweep)."""
+    age = ColumnInfo("age", "numeric", integer=True, bounds=(20.5, 60.5))
+    [col] = build_columns(SynthParams(epsilon=1.0, bins={"age": [21, 30, 60]}), [age])
+    assert col.bin_edges() == [21, 30, 61]
+    assert col.codes(pd.Series([17.0, 21.0, 29.0, 30.0, 60.0, 75.0])).tolist() == [0, 0, 0, 1, 1, 1]
+    decoded = col.decode(np.array([0] * 500 + [1] * 500), SecureRandom(seed=4))
+    assert decoded[:500].min() >= 21 and decoded[:500].max() <= 29 and decoded[500:].max() <= 60
+    for bins in ([20.5, 30, 60.5], [20, 30, 60], [21, 30, 61]):
+        with pytest.raises(MethodInputError, match="from 21 to 60"):
+            build_columns(SynthParams(epsilon=1.0, bins={"age": bins}), [age])
+
+
 def test_an_integer_columns_lower_bound_has_its_own_bin_by_default():
     """Equal bins decoded uniformly turned Adult's capital-gain zeros (92 %) into values spread
     over [0, 3125): 0.0 % zeros in aim's synthetic table, and 99 % of its rows held both a gain

@@ -262,9 +262,15 @@ def lower_bound_alone(plan: ColumnPlan, bins: int) -> tuple[float, ...]:
 
 
 def given_edges(plan: ColumnPlan, edges: list[float]) -> tuple[float, ...]:
-    """The caller's bin edges of a numeric column, checked against its declared bounds; for an
-    integer column in bin_edges' form (each bin's first integer, then the last integer + 1)."""
+    """The caller's bin edges of a numeric column, checked against its declared bounds (an integer
+    column's: its first and last integer within them); for an integer column in bin_edges' form
+    (each bin's first integer, then the last integer + 1)."""
     name, lo, hi = plan.name, plan.lo, plan.hi
+    if plan.integer and (lo != math.ceil(lo) or hi != math.floor(hi)):  # bounds [20.5, 60.5]
+        lo, hi = float(math.ceil(lo)), float(math.floor(hi))
+        if edges[0] != lo or edges[-1] != hi:
+            raise MethodInputError(f"bins of column {name!r}: an integer column's edges run from its first "
+                                   f"to its last integer within its bounds, from {lo:g} to {hi:g}")
     if edges[0] != lo or edges[-1] != hi:
         raise MethodInputError(f"bins of column {name!r}: the edges must start at its lower bound "
                                f"({lo:g}) and end at its upper bound ({hi:g})")
