@@ -629,7 +629,8 @@ def _few_cells_note(name: str, channel: CategoricalChannel, counts: np.ndarray) 
         return None
     named = ", ".join(map(repr, few[:NAMED_VALUES])) + (f" and {len(few) - NAMED_VALUES} more"
                                                          if len(few) > NAMED_VALUES else "")
-    return (f"column {name!r}: {len(few)} of its {len(channel.domain)} values have fewer than "
+    verb = "has" if len(few) == 1 else "have"
+    return (f"column {name!r}: {len(few)} of its {len(channel.domain)} values {verb} fewer than "
             f"{FEW_PUBLISHED_CELLS} published cells ({named}): their ±1.96 standard error intervals "
             "(the plot's error bars) are rough — with so few cells the normal approximation covers "
             "80-93 % rather than 95 %")

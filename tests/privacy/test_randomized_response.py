@@ -634,7 +634,8 @@ def test_values_with_few_published_cells_are_named_in_the_notes():
     few = [VALUES[i] for i in np.flatnonzero(counts < 10)]
     assert few  # the rare values
     [note] = [n for n in section["notes"] if "published cells" in n]
-    assert f"{len(few)} of its 5 values have fewer than 10 published cells" in note
+    verb = "has" if len(few) == 1 else "have"
+    assert f"{len(few)} of its 5 values {verb} fewer than 10 published cells" in note
     assert all(repr(v) in note for v in few) and "rough" in note
     big = MethodInput(columns=cols, frame=pd.DataFrame({"c": np.random.default_rng(9).choice(VALUES, 20_000, p=RARE_PI)}))
     section = _reconstruct(big, run_errph(big, params, ctx()), "errph", params)[0]
