@@ -103,19 +103,17 @@ def execute(job_id: uuid.UUID, shutting_down: Callable[[], bool] = _never) -> No
     outcome = _run_in_temporary_folder(job, inputs, shutting_down)
     t2 = time.perf_counter()
     try:
-        error = _finish_when_the_database_answers(job, inputs, outcome)
+        error, ended = _finish_when_the_database_answers(job, inputs, outcome)
         _fault_point("exit_after_commit")
     except Fenced:
-        error = None
+        error, ended = None, "fenced off"
         log.warning("job %s attempt %s was fenced off; its result is discarded",
                     job_id, job["attempt"])
-    if error is not None and error["type"] == "worker_shutdown":
-        log.info("job %s (%s) attempt %s stopped by the worker's shutdown: queued again", job_id,
-                 job["method"], job["attempt"])
-    elif error is not None:
+    if error is not None and error["type"] != "worker_shutdown":
         _log_failure(job, error)
-    log.info("job %s (%s) attempt %s: load %.3f s, run %.3f s, store %.3f s", job_id, job["method"],
-             job["attempt"], t1 - t0, t2 - t1, time.perf_counter() - t2)
+    # what became of the attempt, as its audit event says (procrastinate logs "Success" for all)
+    log.info("job %s (%s) attempt %s %s: load %.3f s, run %.3f s, store %.3f s", job_id, job["method"],
+             job["attempt"], ended, t1 - t0, t2 - t1, time.perf_counter() - t2)
 
 
 def _load_inputs(session, job) -> dict[str, Any]:
@@ -291,7 +289,8 @@ def _beat(job, progress: float, stage: str) -> bool | None:
         return False
 
 
-def _finish_when_the_database_answers(job, inputs: dict[str, Any], outcome: dict[str, Any]) -> dict[str, str] | None:
+def _finish_when_the_database_answers(job, inputs: dict[str, Any],
+                                     outcome: dict[str, Any]) -> tuple[dict[str, str] | None, str]:
     """_finish, retried while the database is away, for up to the stall timeout: the result of
     a long job is not thrown away for a blip (after the stall timeout a reaper may have given
     the job a new attempt, and this one is fenced off anyway)."""
@@ -327,8 +326,10 @@ def _log_failure(job, error: dict[str, str]) -> None:
                   error["type"], error["message"], where)
 
 
-def _finish(job, inputs: dict[str, Any], outcome: dict[str, Any]) -> dict[str, str] | None:
-    """Store the attempt's outcome; returns its error (None when it succeeded)."""
+def _finish(job, inputs: dict[str, Any], outcome: dict[str, Any]) -> tuple[dict[str, str] | None, str]:
+    """Store the attempt's outcome; returns its error (None when it succeeded) and what became
+    of the job, in words for the log ("succeeded", "requeued (crashed)", "failed (time_limit),
+    ε 1 refunded")."""
     error = outcome.get("error") if isinstance(outcome, dict) else None
     if error and error["type"] == "fenced":
         raise Fenced()
@@ -374,7 +375,17 @@ def _finish(job, inputs: dict[str, Any], outcome: dict[str, Any]) -> dict[str, s
             if _refundable(row, error, outcome):
                 details["refunded_epsilon"] = _refund(session, row, job["id"])
         record_job(session, job, actor="worker", action=action, details=details)
-    return error
+    return error, _ended(action, details)
+
+
+def _ended(action: str, details: dict[str, Any]) -> str:
+    words = action.removeprefix("job.")
+    if "reason" in details or "error" in details:
+        words += f" ({details.get('reason') or details['error']})"
+    if "refunded_epsilon" in details:  # a number, or "Infinity"
+        refunded = details["refunded_epsilon"]
+        words += f", ε {refunded:g} refunded" if isinstance(refunded, float) else f", ε {refunded} refunded"
+    return words
 
 
 def _input_deleted_meanwhile(session, job) -> bool:

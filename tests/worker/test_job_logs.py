@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from tests.support.api import submit, upload, wait_job
+from tests.support.api import auth, submit, upload, wait_job
 from tests.worker.conftest import ROOT, WorkerPool
 
 
@@ -49,3 +49,31 @@ def test_a_failed_job_is_logged_once_as_json_with_its_id(client, make_key, logge
     about = [r for r in records if job["id"] in r["msg"] and r["level"] == "ERROR"]
     assert len(about) == 1, records
     assert "diag_alloc" in about[0]["msg"] and "RuntimeError at diagnostics.py" in about[0]["msg"]
+
+
+def test_every_attempt_logs_its_outcome_with_its_timings(client, make_key, logged_worker):
+    """An operator reading the worker's log could not tell a succeeded job from a failed one
+    (procrastinate says 'ended with status: Success' for both; Veil's own line gave timings
+    only), nor a crashed attempt that is retried from one that failed the job for good, nor
+    whether its ε was refunded (operator acceptance check)."""
+    headers = make_key("owner")
+    ds = upload(client, headers, b"a,b\n1,x\n2,y\n", "s.csv").json()
+    client.put(f"/v1/datasets/{ds['id']}/budget", headers=auth(headers), json={"epsilon_total": 10})
+    ok = submit(client, headers, "diag_sleep", {"seconds": 0}, dataset_id=ds["id"]).json()
+    crash = submit(client, headers, "diag_crash", {}, dataset_id=ds["id"]).json()
+    for job in (ok, crash):
+        wait_job(client, headers, job["id"], timeout=60)
+    refused = submit(client, headers, "diag_dp_hog", {"epsilon": 1.0, "seconds": 30},
+                     dataset_id=ds["id"]).json()
+    wait_job(client, headers, refused["id"], until={"running"})
+    client.post(f"/v1/jobs/{refused['id']}/cancel", headers=auth(headers))
+    wait_job(client, headers, refused["id"], timeout=60)
+    records = [json.loads(line) for line in logged_worker.read_text().splitlines() if line.strip()]
+
+    def outcomes(job_id: str) -> list[str]:
+        return [r["msg"].split(" attempt ", 1)[1].split(":", 1)[0] for r in records
+                if r["logger"] == "veil.runner" and r["msg"].startswith(f"job {job_id} ") and "load " in r["msg"]]
+
+    assert outcomes(ok["id"]) == ["1 succeeded"]
+    assert outcomes(crash["id"]) == ["1 requeued (crashed)", "2 requeued (crashed)", "3 failed (crashed)"]
+    assert outcomes(refused["id"]) == ["1 cancelled, ε 1 refunded"]

@@ -148,9 +148,9 @@ def test_storing_an_outcome_is_retried_while_the_database_is_away(monkeypatch):
         calls.append(1)
         if len(calls) < 3:
             raise OperationalError("COMMIT", {}, Exception("server closed the connection"))
-        return None
+        return None, "succeeded"
 
     monkeypatch.setattr(runner, "_finish", finish)
     monkeypatch.setattr(runner.time, "sleep", lambda s: None)
-    assert runner._finish_when_the_database_answers({"id": "j", "attempt": 1}, {}, {}) is None
+    assert runner._finish_when_the_database_answers({"id": "j", "attempt": 1}, {}, {}) == (None, "succeeded")
     assert len(calls) == 3
