@@ -122,7 +122,8 @@ def _first_model(columns: list[Column], truth, sigmas: list[float], ledger: Ledg
         measured.append(Measurement((col.name,), y, sigma))
         if y[col.missing_level] < MISSING_SIGMAS * sigma:
             mask[(col.name,)] = np.where(np.arange(col.size) == col.missing_level, NO_MASS, 0.0)
-    model = MirrorDescent(sizes, measured, n, mask)
+    frozen = {c: sizes[c] - 1 for (c,) in mask}  # the missing level is the last
+    model = MirrorDescent(sizes, measured, n, mask, frozen)
     return _Rounds(ledger, measured, model, model.run(iterations), [c[0] for c in mask])
 
 
@@ -161,7 +162,7 @@ def _adaptive_rounds(state: _Rounds, weights: dict[Clique, float], truth, sizes:
         y = ledger.measure(truth[pick], sigma, ctx.rng,
                            {"kind": "measure", "clique": list(pick), "stage": f"round {state.rounds}"})
         state.measured.append(Measurement(pick, y.reshape([sizes[a] for a in pick]), sigma))
-        state.model = MirrorDescent(sizes, state.measured, n, state.model.potentials)
+        state.model = MirrorDescent(sizes, state.measured, n, state.model.potentials, state.model.frozen)
         state.maximal = state.model.run(params.round_iterations)
         moved = np.abs(state.model.tree.project(state.maximal, pick) - estimates[pick]).sum()
         if moved <= BIAS * sigma * truth[pick].size and not terminate:  # anneal: less noise

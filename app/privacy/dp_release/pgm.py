@@ -268,11 +268,18 @@ def maximal_subset(cliques: list[Clique]) -> list[Clique]:
 class MirrorDescent:
     """mbi's mirror descent (Armijo step: accept when the loss drops by at least half the
     linear prediction, step × 1.01 then, else step × 0.5) on potentials over the maximal
-    measured cliques, in numpy; warm-startable."""
+    measured cliques, in numpy; warm-startable.
+
+    ``frozen`` (attribute → level): levels whose potentials are never updated, so a level the
+    starting potentials give no mass (log-potential -10⁴) keeps none — a gradient step would
+    otherwise raise it whenever a measurement shows counts there, the step growing ×1.01 at
+    each accepted iteration."""
 
     def __init__(self, sizes: dict[str, int], measurements: list[Measurement], total: float,
-                 potentials: dict[Clique, np.ndarray] | None = None) -> None:
+                 potentials: dict[Clique, np.ndarray] | None = None,
+                 frozen: dict[str, int] | None = None) -> None:
         self.sizes, self.total = sizes, float(total)
+        self.frozen = dict(frozen or {})
         self.measurements = measurements
         self.tree = JunctionTree(sizes, maximal_subset([m.clique for m in measurements]))
         self.route = {m.clique: next(c for c in self.tree.cliques if set(m.clique) <= set(c))
@@ -300,6 +307,10 @@ class MirrorDescent:
             diff = (sum_to(c, mu[c], m.clique) - m.values) / m.sigma
             loss += 0.5 * float(np.vdot(diff, diff))
             grad[c] = grad[c] + _aligned(m.clique, diff / m.sigma, c, self.sizes)
+        for c, g in grad.items():
+            for axis, a in enumerate(c):
+                if a in self.frozen:
+                    g[(slice(None),) * axis + (self.frozen[a],)] = 0.0
         return loss, grad
 
     def run(self, iterations: int) -> dict[Clique, np.ndarray]:
