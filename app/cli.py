@@ -252,7 +252,9 @@ def cmd_worker(_args) -> None:
 
     logging_setup.configure(get_settings().log_level)
     logging.getLogger("pgserver").setLevel(logging.WARNING)
-    _database_ready()
+    # as an owner: the embedded PostgreSQL stops when this worker exits as its last user (one
+    # started without `veil serve` left it running); under `veil serve` the serve outlives it
+    _database_ready(owner=True)
     run()
 
 

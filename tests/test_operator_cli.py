@@ -145,6 +145,17 @@ def test_a_new_data_dir_asks_for_migrate_and_keeps_no_postgresql_running(tmp_pat
     assert not left, f"PostgreSQL left running: {left}"
 
 
+
+def test_a_worker_on_its_own_leaves_no_postgresql_running(tmp_path):
+    """`veil worker` in embedded mode without a `veil serve` started the data directory's
+    PostgreSQL and left it running when it exited — here at once, refusing a database with no
+    Veil schema (operator acceptance check). A worker of a running `veil serve` leaves it up."""
+    env = {"VEIL_DATA_DIR": str(tmp_path), "VEIL_PLUGINS": ""}
+    done = _veil("worker", env=env)
+    assert done.returncode == 3 and "veil migrate" in done.stderr, done.stderr
+    left = [p.pid for p in psutil.process_iter(["cmdline"]) if str(tmp_path) in " ".join(p.info["cmdline"] or [])]
+    assert not left, f"PostgreSQL left running: {left}"
+
 def test_an_unwritable_openapi_output_is_one_line(tmp_path):
     (tmp_path / "file").write_text("")
     done = _veil("openapi", "--output", str(tmp_path / "file" / "openapi.json"), env={})
