@@ -42,7 +42,7 @@ _CANCEL_GRACE_S = 2.0
 _RETRYABLE = {"crashed"}  # a child that died unexpectedly may succeed on another attempt
 # failures refunded when the job drew no randomness ("randomness_drawn" False in its outcome)
 _REFUNDABLE = {"invalid_input", "input_deleted", "memory_limit", "time_limit", "cancelled", "crashed",
-               "no_disk_space"}
+               "no_disk_space", "method_unavailable"}
 
 # Test-only fault injection, read once at start: the reliability tests (tests/reliability,
 # docs/reliability.md) make a worker die at the worst moments of a job. Never set in production.
@@ -163,6 +163,13 @@ def _no_disk_space(randomness_drawn: bool) -> dict[str, Any]:
 def _run_in_temporary_folder(job, inputs: dict[str, Any], shutting_down: Callable[[], bool]) -> dict[str, Any]:
     if "error" in inputs:
         return inputs
+    if registry.get(job["method"]) is None:
+        # VEIL_PLUGINS set for the API but not for this worker, or a worker of an older version:
+        # its process failed 'internal' (an AttributeError) keeping the ε, although nothing ran
+        return {"error": {"type": "method_unavailable", "message":
+                          f"this worker has no method {job['method']!r} (a VEIL_PLUGINS module the API "
+                          "loads and it does not, or an older version): nothing ran; an admin can retry "
+                          "the job once every worker has it"}, "randomness_drawn": False}
     try:
         folder = tempfile.TemporaryDirectory(prefix="veil-job-")
     except OSError as exc:
