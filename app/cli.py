@@ -288,10 +288,11 @@ def cmd_keys_list(args) -> None:
         while True:
             page = list_page(session, tenant=args.tenant, cursor=cursor, limit=200)
             if cursor is None:  # once the database answered: a failure prints no header on stdout
-                print(f"{'id':<36}  {'key (prefix)':<19}  {'tenant':<20} {'role':<8} {'state':<24} label")
+                print(f"{'id':<36}  {'key (prefix)':<23}  {'tenant':<20} {'role':<8} {'state':<24} label")
             for k in page["items"]:
                 state = f"revoked {k['revoked_at']:%Y-%m-%d %H:%M}" if k["revoked_at"] else "active"
-                print(f"{k['id']}  veil_{k['prefix']}_…  {k['tenant']:<20} {k['role']:<8} {state:<24} "
+                shown = f"veil_{k['prefix']}_…"  # a prefix has 1-16 characters
+                print(f"{k['id']}  {shown:<23}  {k['tenant']:<20} {k['role']:<8} {state:<24} "
                       f"{k['label'] or ''}")
             if not (cursor := page["next"]):
                 break
@@ -337,28 +338,39 @@ def cmd_docs(_args) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="veil", description="Veil privacy service")
+    parser = argparse.ArgumentParser(
+        prog="veil", description="Veil privacy service",
+        epilog="Settings come from the environment: DATABASE_URL (unset: an embedded PostgreSQL in "
+               "VEIL_DATA_DIR, default ./.veil), VEIL_HOST, VEIL_PORT, VEIL_LOG_LEVEL, the limits and "
+               "the rest listed in README.md; a value that is not valid stops any command naming it.")
     sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="run the API and worker processes (embedded PostgreSQL "
-                           "unless DATABASE_URL is set)")
-    serve.add_argument("--workers", type=_count, default=None, help="worker processes (default VEIL_WORKERS=2)")
+    serve = sub.add_parser(
+        "serve", help="run the API and worker processes (embedded PostgreSQL unless DATABASE_URL is set)",
+        description="Run the API (VEIL_API_PROCESSES processes, default 2, on VEIL_HOST:VEIL_PORT, "
+                    "default 127.0.0.1:8000) and its worker processes, migrating the database first. "
+                    "One veil serve per VEIL_DATA_DIR. SIGTERM or Ctrl-C: running jobs get "
+                    "VEIL_WORKER_SHUTDOWN_GRACE_S (8 s) to finish, then are queued again.")
+    serve.add_argument("--workers", type=_count, default=None,
+                       help="worker processes (default VEIL_WORKERS, 2; 0 when workers run elsewhere)")
     serve.set_defaults(fn=cmd_serve)
     sub.add_parser("worker", help="run one worker process").set_defaults(fn=cmd_worker)
     sub.add_parser("migrate", help="apply database migrations").set_defaults(fn=cmd_migrate)
     keys = sub.add_parser("keys", help="API keys").add_subparsers(dest="keys_command", required=True)
     create = keys.add_parser("create", help="create an API key and print it once")
-    create.add_argument("--tenant", required=True)
-    create.add_argument("--role", required=True, choices=["owner", "analyst", "admin"])
-    create.add_argument("--label", default=None)
+    create.add_argument("--tenant", required=True, help="the tenant the key acts in (1-64 letters, digits, _ . -)")
+    create.add_argument("--role", required=True, choices=["owner", "analyst", "admin"],
+                        help="owner: data, jobs, budgets; analyst: releases, reports, models; "
+                             "admin: operations across tenants and keys")
+    create.add_argument("--label", default=None, help="a note shown by `veil keys list`")
     create.set_defaults(fn=cmd_keys_create)
     listing = keys.add_parser("list", help="list the keys (never their secrets), revoked ones included")
-    listing.add_argument("--tenant", default=None)
+    listing.add_argument("--tenant", default=None, help="only this tenant's keys")
     listing.set_defaults(fn=cmd_keys_list)
     revoke = keys.add_parser("revoke", help="revoke a key at once, by its id or by the key itself")
     revoke.add_argument("key", help="the key's id (from `veil keys list`) or the whole key")
     revoke.set_defaults(fn=cmd_keys_revoke)
     api = sub.add_parser("openapi", help="write the OpenAPI document")
-    api.add_argument("--output", default="openapi/openapi.json")
+    api.add_argument("--output", default="openapi/openapi.json", help="where (default: openapi/openapi.json)")
     api.set_defaults(fn=cmd_openapi)
     sub.add_parser("docs", help="regenerate the methods index of the docs from the registry"
                    ).set_defaults(fn=cmd_docs)

@@ -272,3 +272,38 @@ def test_a_command_names_its_connections_and_keeps_an_operators_name(monkeypatch
     monkeypatch.setattr(parser, "parse_args", lambda argv: type("A", (), {"command": "worker", "fn": ran.append})())
     cli.main(["worker"])
     assert ran and os.environ["PGAPPNAME"] == expected
+
+
+def test_the_help_says_where_the_settings_come_from():
+    """`veil --help` and `veil serve --help` named no setting (an operator could not find how to
+    set the port or the data directory from them), and `--output` of `veil openapi` gave no
+    default (operator acceptance check)."""
+    parser = build_parser()
+    top = parser.format_help()
+    assert "VEIL_DATA_DIR" in top and "DATABASE_URL" in top and "README" in top
+    sub = {name: action for action in parser._subparsers._group_actions for name, action in action.choices.items()}
+    serve = sub["serve"].format_help()
+    assert all(name in serve for name in ("VEIL_HOST", "VEIL_PORT", "VEIL_WORKERS", "VEIL_API_PROCESSES"))
+    assert "openapi/openapi.json" in sub["openapi"].format_help()
+
+
+def test_the_key_list_columns_line_up_whatever_the_prefix(database, capsys, monkeypatch):
+    """A development key of a short prefix (VEIL_DEV_API_KEY=veil_opext_…) shifted the rest of its
+    line left of the header's columns (operator acceptance check)."""
+    from app import cli
+    from app.auth.schemas import Role
+    from app.auth.service import ensure_key
+    from app.db import transaction
+
+    tenant = "align" + os.urandom(3).hex()
+    with transaction() as session:
+        ensure_key(session, tenant=tenant, role=Role.owner, key="veil_ab_" + os.urandom(16).hex())
+        ensure_key(session, tenant=tenant, role=Role.analyst, key="veil_0123456789abcdef_" + os.urandom(16).hex())
+    monkeypatch.setitem(cli.__dict__, "_database_ready", lambda owner=False: None)
+    cli.cmd_keys_list(type("A", (), {"tenant": tenant})())
+    header, *rows = capsys.readouterr().out.splitlines()
+    assert len(rows) == 2
+    for row in rows:
+        for column in ("tenant", "role", "state"):
+            at = header.index(column)
+            assert row[at - 1] == " " and row[at] != " ", (header, row)
