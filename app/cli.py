@@ -26,10 +26,38 @@ def _database_ready(owner: bool = False):
     if settings.database_url:
         return None
     _usable_data_dir(settings.data_dir)
-    server = embedded_server(settings.data_dir, owner=owner)
+    log_path = (Path(settings.data_dir) / "pg" / "log").resolve()
+    since = log_path.stat().st_size if log_path.exists() else 0
+    pg_logger = logging.getLogger("pgserver")
+    level = pg_logger.level
+    pg_logger.setLevel(logging.CRITICAL)  # its failure dumps the whole PostgreSQL log, as JSON lines
+    try:
+        server = embedded_server(settings.data_dir, owner=owner)
+    except Exception as exc:  # pg_ctl's or initdb's failure, in a traceback: the reason is in PostgreSQL's log
+        reason = _postgres_said(log_path, since) or f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+        raise SystemExit(f"veil: the embedded PostgreSQL in {log_path.parent} (VEIL_DATA_DIR) did not start: "
+                         f"{reason} (its log: {log_path})") from None
+    finally:
+        pg_logger.setLevel(level)
     os.environ["DATABASE_URL"] = to_sqlalchemy_url(server.get_uri())
     get_settings.cache_clear()
     return server
+
+
+def _postgres_said(log_path: Path, since: int) -> str:
+    """What PostgreSQL logged after ``since`` (its log's size before the start): the reason it did
+    not start — a full disk ("could not write lock file …: No space left on device"), a setting
+    it cannot read."""
+    import re
+
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(since)
+            text = f.read(65536).decode(errors="replace")
+    except OSError:
+        return ""
+    said = [m.group(2).strip() for m in re.finditer(r"\] (LOG|FATAL|PANIC|ERROR|DETAIL|HINT):\s+(.*)", text)]
+    return "; ".join(dict.fromkeys(said))[:600]
 
 
 def _usable_data_dir(data_dir) -> Path:

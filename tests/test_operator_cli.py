@@ -307,3 +307,20 @@ def test_the_key_list_columns_line_up_whatever_the_prefix(database, capsys, monk
         for column in ("tenant", "role", "state"):
             at = header.index(column)
             assert row[at - 1] == " " and row[at] != " ", (header, row)
+
+
+def test_an_embedded_postgresql_that_does_not_start_is_one_line_with_its_reason(tmp_path):
+    """The embedded PostgreSQL refusing to start (its data directory's disk full: "could not
+    write lock file postmaster.pid: No space left on device"; a setting it cannot read) was a
+    traceback of pg_ctl's CalledProcessError, the reason only in <data dir>/pg/log (operator
+    acceptance check)."""
+    env = {"VEIL_DATA_DIR": str(tmp_path)}
+    assert _veil("migrate", env=env).returncode == 0
+    with open(tmp_path / "pg" / "postgresql.conf", "a") as conf:
+        conf.write("\nshared_buffers = 'plenty'\n")
+    for command in (("keys", "list"), ("migrate",)):
+        done = _veil(*command, env=env)
+        assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+        line = done.stderr.strip().splitlines()[-1]
+        assert "PostgreSQL" in line and "did not start" in line and "shared_buffers" in line, line
+        assert str(tmp_path / "pg" / "log") in line
