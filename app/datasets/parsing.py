@@ -58,19 +58,21 @@ class Parsed:
 
 
 def detect_format(path: Path, filename: str | None, declared: str | None) -> str:
-    if declared:
-        if declared not in FORMATS:
-            raise UnsupportedMediaType(f"unknown format {declared!r}; use one of {', '.join(FORMATS)}")
-        return declared
+    if declared and declared not in FORMATS:
+        raise UnsupportedMediaType(f"unknown format {declared!r}; use one of {', '.join(FORMATS)}")
     with open(path, "rb") as f:
         first = f.read(512)
     head = first[:4]
+    # checked whatever the declared format: with format=csv an .xlsx, .xls or gzip file was
+    # 'not UTF-8 text (it looks like UTF-16…)', not what to do about it
     if _workbook(first, filename):
         raise UnsupportedMediaType("a spreadsheet workbook (Excel or OpenDocument) is not read: save the "
                                    "sheet as CSV UTF-8 (or the table as Parquet) and upload that")
-    if head[:2] == b"\x1f\x8b" or head == b"PK\x03\x04" or head[:3] == b"BZh" or head[:4] == b"\x28\xb5\x2f\xfd":
+    if _compressed(head):
         raise UnsupportedMediaType("compressed uploads are not accepted; upload the uncompressed "
                                    "file (Parquet is compressed internally)")
+    if declared:
+        return declared
     if head == b"PAR1":
         return "parquet"
     suffix = Path(filename or "").suffix.lower()
@@ -83,6 +85,12 @@ def detect_format(path: Path, filename: str | None, declared: str | None) -> str
         return _EXTENSIONS[suffix]
     raise UnsupportedMediaType("cannot tell the file's format from its name; send a `format` field "
                                f"({', '.join(FORMATS)})")
+
+
+def _compressed(head: bytes) -> bool:
+    """gzip, zip, bzip2 ('BZh' and its block size digit: a header 'BZh_score,…' is text) or zstd."""
+    return (head[:2] == b"\x1f\x8b" or head == b"PK\x03\x04" or head == b"\x28\xb5\x2f\xfd"
+            or (head[:3] == b"BZh" and head[3:4] in b"123456789" and len(head) == 4))
 
 
 _OLE2 = bytes.fromhex("D0CF11E0A1B11AE1")  # an Office compound file: a legacy .xls

@@ -155,6 +155,32 @@ def test_bad_files_are_4xx_naming_the_problem(client, owner, data, name, status,
     assert_problem(upload(client, owner, data, name), status, fragment)
 
 
+@pytest.mark.parametrize("data, name, fmt, fragment", [
+    (_zip("[Content_Types].xml", "xl/workbook.xml"), "book.xlsx", "csv", "save the sheet as CSV UTF-8"),
+    (_zip("mimetype", "content.xml"), "book.ods", "tsv", "a spreadsheet workbook"),
+    (_OLE2, "book.xls", "csv", "a spreadsheet workbook"),
+    (_OLE2, "book.xls", "transactions", "a spreadsheet workbook"),
+    (gzip.compress(b"a\n1\n"), "z.csv", "csv", "compressed uploads are not accepted"),
+    (_zip("data.csv"), "data.zip", "jsonl", "compressed uploads are not accepted"),
+], ids=["xlsx-csv", "ods-tsv", "xls-csv", "xls-transactions", "gzip-csv", "zip-jsonl"])
+def test_a_declared_format_does_not_hide_a_workbook_or_an_archive(client, owner, data, name, fmt, fragment):
+    """A `format` field skipped the workbook and archive checks: an .xlsx or .xls sent with
+    format=csv was 422 'the file is not UTF-8 text (it looks like UTF-16 or UTF-32, or holds NUL
+    bytes)', a gzip file the same — not the 415 that says to save the sheet as CSV UTF-8 or to
+    upload the uncompressed file (docs walk)."""
+    assert_problem(upload(client, owner, data, name, format=fmt), 415, fragment)
+
+
+def test_a_header_that_starts_like_bzip2_is_a_table(client, owner):
+    """bzip2's signature is 'BZh' and a block size digit: a column named 'BZh_score' is no archive,
+    with or without a declared format."""
+    for fields in ({}, {"format": "csv"}):
+        r = upload(client, owner, b"BZh_score,b\n1,2\n", "s.csv", **fields)
+        assert r.status_code == 201, r.text
+    assert_problem(upload(client, owner, b"BZh91AY&SY" + bytes(20), "x.csv", format="csv"), 415,
+                   "compressed uploads are not accepted")
+
+
 def test_huge_finite_numbers_and_long_names(client, owner):
     """Values past 1e154 used to overflow the profile's standard deviation (a generic 422 from
     the database); a name over the 300 characters the table holds was the same generic 422."""
