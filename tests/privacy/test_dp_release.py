@@ -157,6 +157,18 @@ def test_paper_mode_lists_the_missing_value_check_when_it_drops_nothing(adult):
     assert not any("fraction of missing values" in s for s in steps), steps
 
 
+def test_paper_mode_lists_the_imputation_only_where_a_cell_was_missing(adult):
+    """'missing numeric cells imputed by the exact mean' was listed on every paper-mode release,
+    also when no numeric column held a missing cell (or the only one was dropped: walk2 check)."""
+    steps = run_icahdp(adult, IcahdpParams(epsilon=1.0, mode="paper", k=2), ctx()).metadata["icahdp"]["non_private_steps"]
+    assert not any("imputed" in s for s in steps), steps
+    frame = adult.frame.copy()
+    frame.loc[frame.index[:50], "age"] = np.nan
+    holed = MethodInput(adult.columns, frame)
+    steps = run_icahdp(holed, IcahdpParams(epsilon=1.0, mode="paper", k=2), ctx()).metadata["icahdp"]["non_private_steps"]
+    assert "missing numeric cells imputed by the exact mean: age" in steps, steps
+
+
 def test_paper_mode_names_the_columns_it_changed(adult):
     """Paper mode protects nothing, but it changes every column it releases: its guarantees list
     them in protected_columns, as trr's (notion none) do, since that list is how later steps

@@ -412,8 +412,11 @@ def _run_paper(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> Rele
     X = enc.encode(frame, fill)
     mu = X.mean(axis=0)
     values, vectors = eigh_desc(np.cov(X, rowvar=False, bias=True).reshape(enc.width, enc.width))
-    non_private += ["exact mean (centering and the released mean)",
-                    "exact covariance and its eigenvectors U_k", "missing numeric cells imputed by the exact mean"]
+    non_private += ["exact mean (centering and the released mean)", "exact covariance and its eigenvectors U_k"]
+    imputed = [p.name for p in projection
+               if p.kind == "numeric" and pd.to_numeric(frame[p.name], errors="coerce").isna().any()]
+    if imputed:  # listed only where it happened: after a drop there may be no missing cell left
+        non_private.append("missing numeric cells imputed by the exact mean: " + ", ".join(imputed))
 
     candidates = [k for k in params.candidates() if k <= enc.width] or [min(enc.width, params.candidates()[0])]
     releases, scores, records = {}, {}, {}
