@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -28,20 +29,29 @@ def _database_ready(owner: bool = False):
     _usable_data_dir(settings.data_dir)
     log_path = (Path(settings.data_dir) / "pg" / "log").resolve()
     since = log_path.stat().st_size if log_path.exists() else 0
-    pg_logger = logging.getLogger("pgserver")
-    level = pg_logger.level
-    pg_logger.setLevel(logging.CRITICAL)  # its failure dumps the whole PostgreSQL log, as JSON lines
     try:
-        server = embedded_server(settings.data_dir, owner=owner)
+        with _pgserver_quiet():
+            server = embedded_server(settings.data_dir, owner=owner)
     except Exception as exc:  # pg_ctl's or initdb's failure, in a traceback: the reason is in PostgreSQL's log
         reason = _postgres_said(log_path, since) or f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
         raise SystemExit(f"veil: the embedded PostgreSQL in {log_path.parent} (VEIL_DATA_DIR) did not start: "
                          f"{reason} (its log: {log_path})") from None
-    finally:
-        pg_logger.setLevel(level)
     os.environ["DATABASE_URL"] = to_sqlalchemy_url(server.get_uri())
     get_settings.cache_clear()
     return server
+
+
+@contextlib.contextmanager
+def _pgserver_quiet():
+    """pgserver's own logging off: a failed start dumps the whole PostgreSQL log, as JSON lines
+    (the callers say what PostgreSQL logged, in one line)."""
+    pg_logger = logging.getLogger("pgserver")
+    level = pg_logger.level
+    pg_logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        pg_logger.setLevel(level)
 
 
 def _postgres_said(log_path: Path, since: int) -> str:
@@ -152,6 +162,9 @@ def cmd_serve(args) -> None:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     workers = WorkerPool(args.workers if args.workers is not None else settings.workers)
     workers.start()
+    keeper = PostgresKeeper(server, workers.stopping) if server is not None else None
+    if keeper is not None:
+        keeper.start()
     try:
         base = f"http://{settings.host}:{settings.port}"
         print(f"\nVeil is starting on {base}  "
@@ -170,11 +183,12 @@ def cmd_serve(args) -> None:
                     server_header=False)  # no "server: uvicorn": the stack is nobody's business
     finally:
         workers.stop()
-        if server is not None:
-            # The workers joined the server; one that died without running its exit hooks
-            # (SIGKILL, out of memory) would still count as a user and keep it running.
-            server.global_process_id_list.put([os.getpid()])
-            server.cleanup()
+        if keeper is not None:
+            with keeper.restarting:  # not started again while it is stopped
+                # The workers joined the server; one that died without running its exit hooks
+                # (SIGKILL, out of memory) would still count as a user and keep it running.
+                server.global_process_id_list.put([os.getpid()])
+                server.cleanup()
 
 
 def _own_data_dir(data_dir) -> int:
@@ -270,6 +284,56 @@ class WorkerPool:
                 proc.wait(max(deadline - time.monotonic(), 0.1))
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+class PostgresKeeper:
+    """`veil serve`'s embedded PostgreSQL, started again when it dies, as a worker that dies is.
+    Killed under a running serve (the kernel's OOM killer, a stray kill) it stayed down: every
+    request a 503 and /readyz 'database: unavailable' for good, while /healthz, the image's
+    health check, said 200 and nothing restarted the container. One that cannot start again
+    (its disk full) is retried every 30 s, its reason logged."""
+
+    CHECK_S, RETRY_S = 1.0, 30.0
+
+    def __init__(self, server, stopping: threading.Event) -> None:
+        self.server, self.stopping = server, stopping
+        self.restarting = threading.Lock()
+        self.log = logging.getLogger("veil.serve")
+
+    def start(self) -> None:
+        threading.Thread(target=self._watch, daemon=True, name="postgres-keeper").start()
+
+    def _running(self) -> bool:
+        from pgserver.postgres_server import PostmasterInfo
+
+        info = PostmasterInfo.read_from_pgdata(Path(self.server.pgdata))
+        return info is not None and info.is_running()
+
+    def _watch(self) -> None:
+        wait, said = self.CHECK_S, None
+        while not self.stopping.wait(wait):
+            if self._running():
+                wait, said = self.CHECK_S, None
+                continue
+            with self.restarting:
+                if self.stopping.is_set():
+                    return
+                log_path = Path(self.server.pgdata) / "log"
+                since = log_path.stat().st_size if log_path.exists() else 0
+                try:
+                    with self.server._lock, _pgserver_quiet():  # pgserver's own lock between processes
+                        self.server.ensure_postgres_running()
+                except Exception as exc:
+                    reason = _postgres_said(log_path, since) or type(exc).__name__
+                    if reason != said:
+                        self.log.error("the embedded PostgreSQL in %s stopped and does not start again: "
+                                       "%s (its log: %s); trying every %g s", self.server.pgdata, reason,
+                                       log_path, self.RETRY_S)
+                    wait, said = self.RETRY_S, reason
+                    continue
+                self.log.error("the embedded PostgreSQL in %s had stopped; started it again",
+                               self.server.pgdata)
+                wait, said = self.CHECK_S, None
 
 
 def cmd_worker(_args) -> None:

@@ -40,3 +40,37 @@ def test_sigterm_stops_the_workers_and_the_embedded_postgres(tmp_path):
     time.sleep(1)
     left = [p.pid for p in everything if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not left, f"still running after veil serve exited: {left}"
+
+
+def _postgres_of(data_dir) -> list[psutil.Process]:
+    return [p for p in psutil.process_iter(["name", "cmdline"]) if p.info["name"] == "postgres"
+            and f"-D {data_dir}" in " ".join(p.info["cmdline"] or [])]
+
+
+def test_an_embedded_postgresql_that_dies_is_started_again(tmp_path):
+    """The embedded PostgreSQL killed under a running `veil serve` (the kernel's OOM killer, a
+    stray kill) stayed down: every request a 503 and /readyz 'database: unavailable' for good,
+    while /healthz — the image's health check — said 200, so nothing restarted the container
+    (operator acceptance check: 60 s watched, no recovery). `veil serve` now starts it again,
+    as it starts a worker that died."""
+    data = tmp_path / "serve"
+    server = LiveServer(data, workers=1, env={"VEIL_PLUGINS": ""}, ready_path="/readyz")
+    try:
+        postmaster = min(_postgres_of(data / "pg"), key=lambda p: p.create_time())
+        postmaster.kill()
+        postmaster.wait(10)
+        with server.client() as client:
+            deadline = time.monotonic() + 60
+            while client.get("/readyz").status_code != 200:
+                assert time.monotonic() < deadline, server.log_tail()
+                time.sleep(0.5)
+            made = client.post("/v1/datasets", headers=server.headers,
+                               files={"file": ("t.csv", b"a,b\n1,x\n2,y\n")})
+            assert made.status_code == 201, made.text
+        assert "PostgreSQL" in server.log_tail(200) and "again" in server.log_tail(200)
+    finally:
+        server.stop()
+    assert server.proc.returncode == 0
+    time.sleep(1)
+    assert not [p for p in _postgres_of(data / "pg") if p.is_running()
+                and p.status() != psutil.STATUS_ZOMBIE], "PostgreSQL left running after veil serve exited"
