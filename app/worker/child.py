@@ -119,9 +119,9 @@ def encode(result, job: dict[str, Any]) -> dict[str, Any]:
                         "distinct": result.transactions.n_items, "bounds": None, "categories": None,
                         "integer": False, "inferred": []}]
         else:
-            frame = result.frame
+            columns = _output_columns(result.frame, result.columns, job["columns"])
+            frame = _nullable_booleans(result.frame, columns)
             payload, shape, rows = codec.table_to_parquet(frame), "table", len(frame)
-            columns = _output_columns(frame, result.columns, job["columns"])
         return {"kind": "release", "payload": payload, "shape": shape, "rows": rows,
                 "output_sha256": hashlib.sha256(codec.parquet_download(payload, shape)).hexdigest(),
                 "columns": jsonable(columns), "guarantees": jsonable(_on_source(result.guarantees, job)),
@@ -164,6 +164,16 @@ def _on_source(guarantees: dict[str, Any], job: dict[str, Any]) -> dict[str, Any
                 **{k: step["guarantees"].get(k) for k in CHAIN_KEYS}} for step in steps]
     return {**guarantees, "statements": [*guarantees.get("statements", []), note],
             "chain_guarantees": earlier}
+
+
+def _nullable_booleans(frame: pd.DataFrame, columns: list[dict[str, Any]]) -> pd.DataFrame:
+    """A boolean column with missing cells, as pandas' nullable "boolean" (as a dataset's is
+    stored): a method hands it back as objects (True, False, None), which a Parquet reader read
+    back as object while the dataset's download read as boolean (walk2 acceptance check).
+    Left as it is when a value is no truth value (the schema is the method's word, not this)."""
+    names = [c["name"] for c in columns if c["type"] == "boolean" and frame[c["name"]].dtype == object
+             and pd.api.types.infer_dtype(frame[c["name"]], skipna=True) == "boolean"]
+    return frame.astype({name: "boolean" for name in names}) if names else frame
 
 
 def _output_columns(frame: pd.DataFrame, declared: list[ColumnInfo] | None,

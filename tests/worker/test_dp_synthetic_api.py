@@ -116,3 +116,28 @@ def test_a_boolean_column_downloads_as_booleans_from_a_release_of_a_release(clie
         frame = pd.read_parquet(io.BytesIO(body.content))
         assert frame["flag"].dtype == bool, (method, frame["flag"].dtype)
         assert 0.15 < frame["flag"].mean() < 0.45  # 0.3 in the data
+
+
+def test_a_boolean_column_with_missing_cells_downloads_as_nullable_booleans(client, make_key, workers):
+    """mst hands a boolean column with missing cells back as objects (True, False, None), and
+    the release's Parquet read back as object where the dataset's own download reads as
+    pandas' nullable boolean (walk2 acceptance check)."""
+    headers = make_key("owner")
+    rng = np.random.default_rng(6)
+    flag = pd.Series(rng.random(400) < 0.4).astype("boolean")
+    flag[rng.random(400) < 0.3] = pd.NA
+    table = pd.DataFrame({"flag": flag, "v": rng.integers(0, 7, 400)})
+    ds = upload(client, headers, table.to_csv(index=False).encode(), "holes.csv",
+                schema={"flag": {"type": "boolean"}, "v": {"bounds": [0, 6], "integer": True}}).json()
+    own = pd.read_parquet(io.BytesIO(client.get(f"/v1/datasets/{ds['id']}/data", headers=auth(headers),
+                                                params={"format": "parquet"}).content))
+    assert own["flag"].dtype == "boolean"
+    r = submit(client, headers, "mst", {"epsilon": 20.0, "iterations": 200}, dataset_id=ds["id"])
+    assert r.status_code == 202, r.text
+    job = wait_job(client, headers, r.json()["id"], timeout=240)
+    assert job["status"] == "succeeded", (job["status"], job["error"])
+    body = client.get(f"/v1/releases/{job['result']['release_ids'][0]}/data", headers=auth(headers),
+                      params={"format": "parquet"})
+    frame = pd.read_parquet(io.BytesIO(body.content))
+    assert frame["flag"].isna().sum() > 0  # 30 % missing in the data: kept at this ε
+    assert frame["flag"].dtype == "boolean", frame["flag"].dtype
