@@ -422,11 +422,22 @@ def cmd_openapi(args) -> None:
     print(f"wrote {out}")
 
 
-def cmd_docs(_args) -> None:
-    from app.docs_index import write
+def cmd_docs(args) -> None:
+    from app.docs_index import render_page, write
+    from app.privacy import registry
 
+    if args.method is not None:  # any method's page, a VEIL_PLUGINS one's too, on stdout
+        spec = registry.get(args.method)
+        if spec is None:
+            raise SystemExit(f"veil docs: no method named {args.method!r} (GET /v1/methods lists them)")
+        print(render_page(spec), end="")
+        return
     for path in write():
         print(f"wrote {path}")
+    plugins = sorted(s.name for s in registry.all_methods() if registry.is_plugin(s.name))
+    if plugins:
+        print(f"left out the VEIL_PLUGINS methods ({', '.join(plugins)}): Veil's docs list its own; "
+              "`veil docs --method NAME` prints the page of one")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -464,8 +475,12 @@ def build_parser() -> argparse.ArgumentParser:
     api = sub.add_parser("openapi", help="write the OpenAPI document")
     api.add_argument("--output", default="openapi/openapi.json", help="where (default: openapi/openapi.json)")
     api.set_defaults(fn=cmd_openapi)
-    sub.add_parser("docs", help="regenerate the methods index of the docs from the registry"
-                   ).set_defaults(fn=cmd_docs)
+    docs = sub.add_parser("docs", help="regenerate the methods index of the docs from the registry "
+                          "(Veil's own methods), or print one method's page")
+    docs.add_argument("--method", metavar="NAME", help="print this method's page (parameters, guarantee, "
+                      "an example job) generated from the registry, a VEIL_PLUGINS method's too, "
+                      "instead of writing the index")
+    docs.set_defaults(fn=cmd_docs)
     return parser
 
 
@@ -523,6 +538,28 @@ def _check_plugins() -> None:
             raise SystemExit(f"veil: VEIL_PLUGINS: no module named {name!r} (on this Python's path)")
 
 
+def _import_plugins(command: str) -> None:
+    """The VEIL_PLUGINS modules, imported before anything starts: one that is there but fails to
+    import (a package it lacks, a method name a built-in has) passed the check above, and `veil
+    serve` printed its key, then restarted its API and worker processes in a loop, a traceback
+    each time. `serve` imports them in a process of their own (its own process never holds the
+    library: ~250 MB); a worker imports them anyway."""
+    if command == "serve":
+        done = subprocess.run([sys.executable, "-c", "from app.cli import _import_plugins; "
+                               "_import_plugins('worker')"], capture_output=True, text=True)
+        if done.returncode != 0:
+            lines = done.stderr.strip().splitlines()
+            raise SystemExit(lines[-1] if lines else f"veil: VEIL_PLUGINS: importing them failed "
+                             f"(exit status {done.returncode})")
+        return
+    from app.privacy import registry
+
+    try:
+        registry.load_all()
+    except registry.PluginError as exc:
+        raise SystemExit(f"veil: {exc}") from None
+
+
 _APPLICATION_NAMES = {"serve": "veil-api", "worker": "veil-worker", "cli": "veil-cli"}  # "cli": every other command
 
 
@@ -532,6 +569,8 @@ def main(argv: list[str] | None = None) -> None:
 
     args = build_parser().parse_args(argv)
     _check_settings()
+    if args.command in ("serve", "worker") and os.environ.get("VEIL_PLUGINS", "").strip(" ,"):
+        _import_plugins(args.command)
     # which part of Veil a connection belongs to, in pg_stat_activity (libpq reads PGAPPNAME).
     # An operator's own name is kept; one of ours is inherited (`veil serve` starts its
     # workers, a test process ran a command in-process) and replaced by this command's.
@@ -539,6 +578,11 @@ def main(argv: list[str] | None = None) -> None:
         os.environ["PGAPPNAME"] = _APPLICATION_NAMES.get(args.command, _APPLICATION_NAMES["cli"])
     try:
         args.fn(args)
+    except ImportError as exc:  # a VEIL_PLUGINS module that fails to import (openapi, docs): one line
+        registry = sys.modules.get("app.privacy.registry")
+        if registry is None or not isinstance(exc, registry.PluginError):
+            raise
+        raise SystemExit(f"veil: {exc}") from None
     except (OperationalError, ProgrammingError) as exc:
         command = " ".join(filter(None, (args.command, getattr(args, "keys_command", None))))
         if isinstance(exc.orig, UndefinedTable):  # a new data directory or database

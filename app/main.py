@@ -34,6 +34,7 @@ from app.methods.router import router as methods_router
 from app.middleware import BodyLimit, HeadAsGet, InFlightLimit, RequestContext
 from app.models.router import router as models_router
 from app.ops.router import router as ops_router
+from app.privacy.registry import MethodContractError
 from app.releases.router import router as releases_router
 from app.reports.router import router as reports_router
 from app.security_headers import SecurityHeaders
@@ -277,7 +278,10 @@ def create_app() -> FastAPI:
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception):
-        log.error("unhandled %s", type(exc).__name__, exc_info=exc)
+        if isinstance(exc, MethodContractError):  # a method's own fault, said without data: its message
+            log.error("unhandled %s: %s", type(exc).__name__, exc, exc_info=exc)
+        else:
+            log.error("unhandled %s", type(exc).__name__, exc_info=exc)
         return _problem(InternalError("an unexpected error occurred; it has been logged"), request)
 
     for router in (ops_router, methods_router, datasets_router, budgets_router, jobs_router,

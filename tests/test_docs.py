@@ -73,3 +73,30 @@ def test_every_documented_job_body_validates_against_its_method():
     for where, body in examples:
         spec = registry.get(body["method"])
         spec.params.model_validate(body.get("params", {}))
+
+
+def test_veil_docs_leaves_plugin_methods_out_of_veils_own_pages():
+    """The tests load their diagnostic methods with VEIL_PLUGINS, as an operator loads a
+    third party's: `veil docs` run with it set wrote their rows into Veil's README and its
+    methods index (a checkout's, or an installed package's beside site-packages)."""
+    from app.docs_index import methods_table
+    from app.privacy import registry
+
+    assert registry.get("diag_sleep") is not None  # loaded in this process
+    table = methods_table("")
+    assert "diag_sleep" not in table and "`errph`" in table
+
+
+def test_veil_docs_prints_a_page_for_a_plugin_method():
+    env = {**os.environ, "VEIL_PLUGINS": "tests.support.diagnostics"}
+    done = subprocess.run([sys.executable, "-m", "app", "docs", "--method", "diag_dp_hog"], capture_output=True,
+                          text=True, env=env, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    page = done.stdout
+    assert page.startswith("# `diag_dp_hog`") and "test-suite diagnostic (diag_dp_hog)" in page
+    for said in ("| `epsilon` | number | `1.0` | > 0, ≤ 100 |", "| `draw_first` | boolean | `false` |",
+                 "debited", '"method": "diag_dp_hog"'):
+        assert said in page, page
+    unknown = subprocess.run([sys.executable, "-m", "app", "docs", "--method", "no_such"], capture_output=True,
+                             text=True, env=env, cwd=ROOT, timeout=120)
+    assert unknown.returncode != 0 and "no method named 'no_such'" in unknown.stderr, unknown.stderr

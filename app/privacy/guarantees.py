@@ -48,13 +48,17 @@ class Guarantees(BaseModel):
 
 def check_guarantees(guarantees: dict[str, Any], method: str) -> None:
     """A method's release must state the common keys (a method added by VEIL_PLUGINS that
-    built its own dict instead of calling ``guarantee`` is refused, not published)."""
+    built its own dict instead of calling ``guarantee`` is refused, not published; the job's
+    error names the keys)."""
+    from app.privacy.registry import MethodContractError
+
     try:
         Guarantees.model_validate(guarantees)
     except ValidationError as exc:
-        wrong = ", ".join(sorted({".".join(map(str, e["loc"])) for e in exc.errors()}))
-        raise TypeError(f"method {method!r} returned guarantees without the common keys "
-                        f"(build them with app.privacy.guarantees.guarantee): {wrong}") from None
+        wrong = ", ".join(sorted({".".join(map(str, e["loc"])) or "(not a dict)" for e in exc.errors()}))
+        raise MethodContractError(f"method {method!r} returned guarantees without the common keys, or "
+                                  "with a value of another type (build them with "
+                                  f"app.privacy.guarantees.guarantee): {wrong}") from None
 
 
 def guarantee(

@@ -8,11 +8,14 @@ module of ``app.privacy`` so the registry is complete without a central list.
 from __future__ import annotations
 
 import importlib
+import numbers
 import os
 import pkgutil
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -83,6 +86,18 @@ class MethodInputError(ValueError):
     The message names the problem and is shown to the caller as is: never put data values in it."""
 
 
+class MethodContractError(TypeError):
+    """A method broke the registry's contract (a VEIL_PLUGINS method, usually): its ``epsilon``
+    priced a job at no ε, its run returned no result object, or one of another kind, or a release
+    without the common guarantee keys. The message names the method and what to change and holds
+    no data value: the job's error shows it, and the API's log when a submission meets it."""
+
+
+class PluginError(ImportError):
+    """A VEIL_PLUGINS module that cannot be imported (or registers a name that is taken): the
+    message names the module, the error and where it was raised."""
+
+
 def no_repeats(values, what: str):
     """``values`` unchanged, or a ValueError naming the first one repeated (a caller's list of
     names: its own input, so it may be echoed)."""
@@ -150,10 +165,19 @@ class MethodSpec:
             raise ValueError(f"method {self.name!r}: slow_params {unknown} are not parameters of it")
 
     def epsilon_cost(self, params: Any, columns: list[ColumnInfo]) -> float | None:
+        """The ε a job is debited: None (no DP step), or a number ≥ 0 (∞ included). Anything else
+        is refused here: -5 was debited as it came, giving the budget 5 back, and NaN made the
+        dataset's spent figure NaN (its budget, and the dataset, answered 500 for good)."""
         if self.epsilon is None:
             return None
         cost = self.epsilon(params, columns)
-        return None if cost is None else float(cost)
+        if cost is None:
+            return None
+        if isinstance(cost, bool) or not isinstance(cost, numbers.Real) or not cost >= 0:  # numpy's too
+            raise MethodContractError(f"method {self.name!r} priced the job at ε = {cost!r}: its "
+                                      "MethodSpec.epsilon must return a number ≥ 0 (math.inf for an "
+                                      "unbounded ε) or None (no DP step)")
+        return float(cost)
 
     def validate_against(self, params: Any, columns: list[ColumnInfo],
                          source: SourceRelease | None, rows: int | None = None) -> None:
@@ -167,13 +191,26 @@ _REGISTRY: dict[str, MethodSpec] = {}
 _RECONSTRUCTORS: dict[str, Callable[..., dict[str, Any]]] = {}
 _CHANNEL_BUILDERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 _loaded = False
+_load_error: PluginError | None = None
+_PLUGIN_METHODS: set[str] = set()  # the names the VEIL_PLUGINS modules registered
 
 
 def register(spec: MethodSpec) -> MethodSpec:
     if spec.name in _REGISTRY:
-        raise ValueError(f"method {spec.name!r} is registered twice")
+        first = _REGISTRY[spec.name].run.__module__
+        raise ValueError(f"method {spec.name!r} is registered twice (first by {first}): a VEIL_PLUGINS "
+                         "method needs a name of its own")
     if not issubclass(spec.params, Params):
         raise TypeError(f"{spec.name}: params model must derive from registry.Params")
+    # The OpenAPI document names a params schema after its class: a second class of the same
+    # name (a method module copied as a template) renamed both to their module paths
+    # (`app__privacy__warner__WarnerParams`) under every generated client.
+    taken = next((other for other in _REGISTRY.values() if other.params is not spec.params
+                  and other.params.__name__ == spec.params.__name__), None)
+    if taken is not None:
+        raise ValueError(f"method {spec.name!r}: its params model is named {spec.params.__name__!r}, as "
+                         f"the one of method {taken.name!r} is (the OpenAPI document names a schema "
+                         "after its class): give the class a name of its own")
     _REGISTRY[spec.name] = spec
     return spec
 
@@ -205,18 +242,56 @@ def channel_builder(release_method: str) -> Callable[[dict[str, Any]], dict[str,
     return _CHANNEL_BUILDERS.get(release_method)
 
 
+def plugin_modules() -> list[str]:
+    """The modules VEIL_PLUGINS names, in order."""
+    return [n for n in (part.strip() for part in os.environ.get("VEIL_PLUGINS", "").split(",")) if n]
+
+
 def load_all() -> dict[str, MethodSpec]:
-    """Import every module below app.privacy once; each registers its methods."""
-    global _loaded
+    """Import every module below app.privacy once; each registers its methods. Then the
+    VEIL_PLUGINS modules: one that fails to import raises PluginError, now and at every later
+    call (a registry without its methods is never answered as complete)."""
+    global _loaded, _load_error
+    if _load_error is not None:
+        raise _load_error
     if not _loaded:
         _loaded = True
         package = importlib.import_module("app.privacy")
         for module in pkgutil.walk_packages(package.__path__, prefix="app.privacy."):
             importlib.import_module(module.name)
         # Extra method modules outside the package (e.g. the test suite's diagnostics).
-        for name in filter(None, os.environ.get("VEIL_PLUGINS", "").split(",")):
-            importlib.import_module(name.strip())
+        for name in plugin_modules():
+            before = set(_REGISTRY)
+            try:
+                importlib.import_module(name)
+            except Exception as exc:
+                _load_error = PluginError(_import_failure(name, exc))
+                raise _load_error from exc
+            _PLUGIN_METHODS.update(set(_REGISTRY) - before)
     return _REGISTRY
+
+
+def _import_failure(module: str, exc: BaseException) -> str:
+    """'VEIL_PLUGINS: module 'x' cannot be imported: ModuleNotFoundError: No module named 'y'
+    (/path/x.py, line 3)': the last place in the module's own file, else where it was raised."""
+    where = None
+    if isinstance(exc, SyntaxError) and exc.filename:
+        where = (exc.filename, exc.lineno)
+    else:
+        frames = traceback.extract_tb(exc.__traceback__)
+        own = [f for f in frames if Path(f.filename).stem == module.rsplit(".", 1)[-1]]
+        if own or frames:
+            where = ((own or frames)[-1].filename, (own or frames)[-1].lineno)
+    text = exc.msg if isinstance(exc, SyntaxError) else str(exc)  # a SyntaxError's str says where too
+    text = text.splitlines()[0] if text else ""
+    at = f" ({where[0]}, line {where[1]})" if where else ""
+    return f"VEIL_PLUGINS: module {module!r} cannot be imported: {type(exc).__name__}: {text}{at}"
+
+
+def is_plugin(name: str) -> bool:
+    """Whether a VEIL_PLUGINS module registered the method (Veil's own docs leave it out)."""
+    load_all()
+    return name in _PLUGIN_METHODS
 
 
 def get(name: str) -> MethodSpec | None:

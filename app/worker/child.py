@@ -11,6 +11,7 @@ import hashlib
 import os
 import pickle
 import signal
+import sys
 import traceback
 from typing import Any
 
@@ -48,6 +49,8 @@ class _SignallingRandom(SecureRandom):
 
 def main(job: dict[str, Any], progress_queue, stop_event, drawn_event=None) -> None:
     isolation.exit_with_parent(job["worker_pid"])
+    if job.get("output_path"):
+        _divert_output(job["output_path"])
     # a Ctrl-C reaches the whole process group: the worker decides what becomes of the job
     # (it lets it finish within its shutdown grace period, then stops it and queues it again)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -61,7 +64,10 @@ def main(job: dict[str, Any], progress_queue, stop_event, drawn_event=None) -> N
         out = {"error": {"type": "cancelled", "message": "cancelled while running"}}
     except MemoryError:
         out = {"error": {"type": "memory_limit", "message": "the job ran out of memory"}}
-    except Exception as exc:  # never leak data values: report the type and where, not the text
+    except registry.MethodContractError as exc:  # Veil's own check of the result: no data in it
+        out = {"error": {"type": "internal", "message": str(exc)}}
+    except (Exception, SystemExit) as exc:  # never leak data values: report the type and where, not the text
+        # (a method's sys.exit ended the process without a result: a crash, run three times)
         if out_of_disk_space(exc):  # a method's own files in a full folder; the worker knows what was drawn
             os._exit(isolation.NO_SPACE_EXIT)
         frame = traceback.extract_tb(exc.__traceback__)[-1]
@@ -73,6 +79,22 @@ def main(job: dict[str, Any], progress_queue, stop_event, drawn_event=None) -> N
     isolation.write_result(job["result_path"], out)  # the disk full: exit NO_SPACE_EXIT
 
 
+def _divert_output(path: str) -> None:
+    """What the job's process writes to stdout or stderr (a method's print, a library's warning)
+    goes to a file of the job's folder, not into the worker's log: it went there as bare text
+    between the JSON lines, data values and all (a plugin's debugging print of a record). The
+    worker logs its size (runner.py)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    except OSError:  # a full folder: the job finds out when it writes its result (NO_SPACE_EXIT)
+        return
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
 def _run(job: dict[str, Any], rng: SecureRandom, progress_queue, stop_event) -> dict[str, Any]:
     spec = registry.get(job["method"])
     params = spec.params.model_validate(job["params"])
@@ -82,6 +104,8 @@ def _run(job: dict[str, Any], rng: SecureRandom, progress_queue, stop_event) -> 
 
     report(0.0, "loading the input")  # a limit can stop a job here (a large table's decoding)
     data = _load_input(job)
+    # the method's own stages follow; one that reports none was stopped "at 'loading the input'"
+    report(0.0, "running")
 
     ctx = RunContext(rng=rng, on_progress=report, should_stop=stop_event.is_set,
                      memory_limit_bytes=job.get("memory_limit_bytes"))
@@ -109,7 +133,26 @@ def _load_input(job: dict[str, Any]) -> MethodInput:
                        hierarchies=hierarchies, source=source)
 
 
+_RESULTS = {registry.MethodKind.release: (ReleaseResult,), registry.MethodKind.analysis: (ReportResult, ModelResult),
+            registry.MethodKind.experiment: (ReportResult, ModelResult)}
+
+
+def _check_result_type(result, spec: registry.MethodSpec) -> None:
+    """A release method returns a ReleaseResult, an analysis or experiment a report or a model:
+    an analysis's release was published from an analyst's job with no ε debited."""
+    expected = _RESULTS[spec.kind]
+    if not isinstance(result, expected):
+        names = " or a ".join(t.__name__ for t in expected)
+        got = (f"a {type(result).__name__}" if isinstance(result, (ReleaseResult, ReportResult, ModelResult))
+               else f"{type(result).__name__}, not a result object")
+        raise registry.MethodContractError(
+            f"method {spec.name!r} returned {got}: a method registered as {spec.kind.value} "
+            f"(MethodSpec.kind) returns a {names} (app.privacy.results)")
+
+
 def encode(result, job: dict[str, Any]) -> dict[str, Any]:
+    spec = registry.get(job["method"])
+    _check_result_type(result, spec)
     if isinstance(result, ReleaseResult):
         check_guarantees(result.guarantees, job["method"])  # the API's Release schema promises them
         if result.transactions is not None:
@@ -129,19 +172,17 @@ def encode(result, job: dict[str, Any]) -> dict[str, Any]:
                 "hierarchies_used": (None if result.hierarchies_used is None
                                      else list(result.hierarchies_used))}
     if isinstance(result, ReportResult):
-        spec = registry.get(job["method"])
         if result.kind != (spec.report_kind or spec.name):  # the reports list filters by it
-            raise TypeError(f"{spec.name} returned a report of kind {result.kind!r}; its spec says "
-                            f"{spec.report_kind or spec.name!r} (MethodSpec.report_kind)")
+            raise registry.MethodContractError(
+                f"{spec.name} returned a report of kind {result.kind!r}; its spec says "
+                f"{spec.report_kind or spec.name!r} (MethodSpec.report_kind)")
         data = dict(result.data)
         if result.tables:
             data["tables"] = {name: table.to_dict(orient="records") for name, table in result.tables.items()}
         return {"kind": "report", "report_kind": result.kind, "data": jsonable(data),
                 "plots": {name: {"png": p.png, "svg": p.svg} for name, p in result.plots.items()}}
-    if isinstance(result, ModelResult):
-        return {"kind": "model", "model": pickle.dumps(result.model, protocol=pickle.HIGHEST_PROTOCOL),
-                "metadata": jsonable(result.metadata), "metrics": jsonable(result.metrics)}
-    raise TypeError(f"method returned {type(result).__name__}, not a result object")
+    return {"kind": "model", "model": pickle.dumps(result.model, protocol=pickle.HIGHEST_PROTOCOL),
+            "metadata": jsonable(result.metadata), "metrics": jsonable(result.metrics)}
 
 
 CHAIN_KEYS = ("notion", "private", "epsilon", "delta", "protected_columns", "unprotected_columns")

@@ -196,7 +196,8 @@ def _run_child(job, inputs: dict[str, Any], tmp: Path, shutting_down: Callable[[
         "input_path": input_path, "shape": inputs["shape"], "columns": inputs["columns"],
         "column_infos": [dataclasses.asdict(c) for c in column_infos(inputs["columns"])],
         "hierarchies": inputs["hierarchies"], "source": inputs["source"],
-        "result_path": str(tmp / "result.pickle"), "worker_pid": os.getpid(),
+        "result_path": str(tmp / "result.pickle"), "output_path": str(tmp / "output.txt"),
+        "worker_pid": os.getpid(),
         "memory_limit_bytes": settings.job_memory_limit_mb * 1024 * 1024,
     }
     progress_q = _mp.Queue()
@@ -254,6 +255,7 @@ def _run_child(job, inputs: dict[str, Any], tmp: Path, shutting_down: Callable[[
             proc.kill()
         proc.join(5)
         progress_q.close()
+        _log_output(job, Path(spec["output_path"]))
     if failure is not None:
         # stopped by a limit before its first draw: nothing random was computed (refunded)
         return {"error": failure, "randomness_drawn": drawn.is_set()}
@@ -267,6 +269,19 @@ def _run_child(job, inputs: dict[str, Any], tmp: Path, shutting_down: Callable[[
     with open(result_path, "rb") as f:
         out = pickle.load(f)
     return out if "error" in out else out["ok"]
+
+
+def _log_output(job, path: Path) -> None:
+    """The job's process writes its stdout and stderr to a file (child._divert_output): the log
+    says how much, never what (a method's print may hold data values)."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return
+    if size:
+        log.warning("job %s (%s) attempt %s: its process wrote %d bytes to stdout or stderr, not logged "
+                    "(they may hold data values; a method reports through ctx.progress, its result and "
+                    "its exceptions)", job["id"], job["method"], job["attempt"], size)
 
 
 def _time_limit_advice(job, progress: float, elapsed: float) -> str:

@@ -1,6 +1,6 @@
 """Diagnostic methods for the worker tests (loaded with VEIL_PLUGINS=tests.support.diagnostics):
 a method that sleeps (cancel, time limit, kill mid-job), one that allocates (memory limit),
-one whose process dies (crash), one whose guarantees lack the common keys, two that publish the hierarchies they were given (a method
+one whose process dies (crash), one that prints, one that calls sys.exit, one whose guarantees lack the common keys, two that publish the hierarchies they were given (a method
 registered with uses_hierarchies gets them; the others do not) and say they used those of
 their `used` parameter (all when not passed), and one priced in ε that
 allocates and sleeps, drawing randomness first or not, and may die (refunds after a limit or a
@@ -9,6 +9,7 @@ crash)."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 import numpy as np
@@ -83,6 +84,19 @@ def run_hierarchies(data, params: HierarchiesParams, ctx) -> ReleaseResult:
                                               statements=["diagnostic: the input, unchanged"]))
 
 
+def run_print(data, params: Params, ctx) -> ReleaseResult:
+    """A plugin author's debugging print, of a data value too."""
+    print(f"diag-print stdout: first cell {data.frame.iloc[0, 0]!r}")
+    print("diag-print stderr", file=sys.stderr, flush=True)
+    return ReleaseResult(frame=data.frame.copy(),
+                         guarantees=guarantee("none", rng=ctx.rng.name, private=False,
+                                              statements=["diagnostic: the input, unchanged"]))
+
+
+def run_exit(data, params: Params, ctx):
+    sys.exit(0)
+
+
 def run_bare_guarantees(data, params: Params, ctx) -> ReleaseResult:
     """A plugin that builds its own guarantees dict without the common keys."""
     return ReleaseResult(frame=data.frame.copy(), guarantees={"notion": "none", "note": "mine"})
@@ -90,6 +104,7 @@ def run_bare_guarantees(data, params: Params, ctx) -> ReleaseResult:
 
 for name, params, run, hierarchies in (
         ("diag_bare_guarantees", Params, run_bare_guarantees, False),
+        ("diag_print", Params, run_print, False), ("diag_exit", Params, run_exit, False),
         ("diag_sleep", SleepParams, run_sleep, False), ("diag_alloc", AllocParams, run_alloc, False),
         ("diag_crash", CrashParams, run_crash, False), ("diag_hierarchies", HierarchiesParams, run_hierarchies, True),
         ("diag_no_hierarchies", HierarchiesParams, run_hierarchies, False)):

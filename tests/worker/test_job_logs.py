@@ -77,3 +77,19 @@ def test_every_attempt_logs_its_outcome_with_its_timings(client, make_key, logge
     assert outcomes(ok["id"]) == ["1 succeeded"]
     assert outcomes(crash["id"]) == ["1 requeued (crashed)", "2 requeued (crashed)", "3 failed (crashed)"]
     assert outcomes(refused["id"]) == ["1 cancelled, ε 1 refunded"]
+
+
+def test_a_method_that_prints_leaves_the_log_json_and_its_data_out(client, make_key, logged_worker):
+    """A method's print (a plugin author's debugging, here of a data value) went into the worker's
+    log as bare text between its JSON lines (plugin acceptance sweep). The job's output is kept
+    out of the log, which says how much there was."""
+    headers = make_key("owner")
+    ds = upload(client, headers, b"a,b\nsecret-cell,x\n2,y\n", "s.csv").json()
+    job = submit(client, headers, "diag_print", {}, dataset_id=ds["id"]).json()
+    done = wait_job(client, headers, job["id"], timeout=60)
+    assert done["status"] == "succeeded", done
+    text = logged_worker.read_text()
+    assert "secret-cell" not in text and "diag-print" not in text
+    records = [json.loads(line) for line in text.splitlines() if line.strip()]  # every line is one JSON object
+    about = [r for r in records if job["id"] in r["msg"] and r["level"] == "WARNING"]
+    assert len(about) == 1 and "stdout" in about[0]["msg"] and "bytes" in about[0]["msg"], about
