@@ -26,6 +26,14 @@ class Principal:
     def actor(self) -> str:
         return str(self.key_id)
 
+    def reads_what_came_from(self, row) -> bool:
+        """Whether this key may read what a job or report (``row``: its dataset_id, release_id)
+        says of its input: anything made from a release (post-processing) or by an experiment,
+        and what was computed from a raw dataset for the tenant's owners only — it describes the
+        data with no ε, as the dataset itself does."""
+        on_raw_data = row["dataset_id"] is not None and row["release_id"] is None
+        return self.role == Role.owner or not on_raw_data
+
 
 class KeyCreate(JsonTyped):
     model_config = ConfigDict(extra="forbid")  # a misspelt or unsupported field is refused, not ignored

@@ -239,12 +239,11 @@ def _refuse_text_not_utf8(table: pa.Table) -> None:
             chunk = chunk.dictionary_decode() if pa.types.is_dictionary(chunk.type) else chunk
             try:
                 pc.cast(chunk, pa.string())
-            except pa.ArrowInvalid:
+            except pa.ArrowInvalid:  # the first bad cell is looked for in this chunk only
                 row += next(i for i, v in enumerate(chunk.to_pylist()) if v is not None and not _utf8(v))
-                break
+                raise Unprocessable(f"column {name!r}, row {row} holds text that is not UTF-8 (Windows-"
+                                    "1252 or Latin-1?): save the file as UTF-8 (a spreadsheet's 'CSV UTF-8')")
             row += len(chunk)
-        raise Unprocessable(f"column {name!r}, row {row} holds text that is not UTF-8 (Windows-1252 or "
-                            "Latin-1?): save the file as UTF-8 (a spreadsheet's 'CSV UTF-8')")
 
 
 def _utf8(value: bytes) -> bool:

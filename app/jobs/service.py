@@ -212,8 +212,7 @@ def _error_for(principal: Principal, row) -> dict[str, Any] | None:
     categories", "every cell falls above the cut") that no ε covers. Only owners may run jobs on
     raw datasets and they can read the data itself; analysts and admins see the error's type."""
     error = row["error"]
-    on_raw_data = row["dataset_id"] is not None and row["release_id"] is None
-    if error is None or principal.role == Role.owner or not on_raw_data:
+    if error is None or principal.reads_what_came_from(row):
         return error
     return {**error, "message": RAW_DATA_MESSAGE}
 
@@ -246,7 +245,7 @@ def _links(row, results: dict[str, Any], principal: Principal) -> dict[str, str]
         links["dataset"] = f"/v1/datasets/{row['dataset_id']}"
     if results["release_ids"]:
         links["release"] = f"/v1/releases/{results['release_ids'][0]}"
-    if results["report_id"] and (owner or row["dataset_id"] is None or row["release_id"] is not None):
+    if results["report_id"] and principal.reads_what_came_from(row):
         links["report"] = f"/v1/reports/{results['report_id']}"
     if results["model_id"]:
         links["model"] = f"/v1/models/{results['model_id']}"

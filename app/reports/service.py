@@ -42,8 +42,7 @@ def _readable(principal: Principal, row) -> bool:
     frequent_itemsets' exact supports) describes the raw data with no ε: owners only, as the
     dataset, its profile and a raw-data job's failure message are. Reports made from a release
     (post-processing) or by an experiment (public data) are the tenant's readers'."""
-    on_raw_data = row["dataset_id"] is not None and row["release_id"] is None
-    return principal.role == Role.owner or not on_raw_data
+    return principal.reads_what_came_from(row)
 
 
 def summary(row) -> dict[str, Any]:
