@@ -336,8 +336,8 @@ def put_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID,
     if problems := found.sentences():
         raise Unprocessable(f"hierarchy for {column!r} does not fit the data: " + "; ".join(problems)
                             + " (errors names every value)", errors=found.issues())
-    warnings = top_warnings(hierarchy, strings, numeric) + (
-        not_number_warnings(found, column) + interval_label_warnings(hierarchy, strings) if numeric else [])
+    warnings = top_warnings(hierarchy, found.data, numeric) + (
+        not_number_warnings(found, column) + interval_label_warnings(hierarchy, found.data) if numeric else [])
     repository.upsert_hierarchy(session, dataset_id, column, text, levels=int(hierarchy.shape[1]))
     record(session, tenant=principal.tenant, actor=principal.actor, action="dataset.hierarchy_set",
            subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id,
