@@ -107,6 +107,17 @@ def unchanged_columns(columns: list[str], verb: str, on_release: bool) -> str:
 MAX_DETERMINANT_LEVELS = 1_000  # a raw column with more values is an identifier-like key, not a code
 
 
+def _distinct_pairs(a: np.ndarray, a_size: int, b: np.ndarray, b_size: int) -> int:
+    """How many distinct (a, b) pairs the rows hold, codes 0 ≤ a < a_size, 0 ≤ b < b_size: a
+    count by bincount when the pair space is small (both are small code spaces here), a sort
+    only when it is not. np.unique sorted 10⁶ pairs per (raw, protected) column pair: 48 pairs,
+    5.6 s of kanonymity's read-through check on Adult copied to 995,346 rows."""
+    space = a_size * b_size
+    if space <= max(4 * len(a), 1 << 16):
+        return int(np.count_nonzero(np.bincount(a * b_size + b, minlength=space)))
+    return len(np.unique(a * b_size + b))
+
+
 def raw_determinants(frame: pd.DataFrame, unprotected: list[str], protected: list[str],
                      codes: Mapping[str, np.ndarray] | None = None) -> dict[str, list[str]]:
     """The unprotected columns that determine a protected one in this table: every value of
@@ -119,7 +130,7 @@ def raw_determinants(frame: pd.DataFrame, unprotected: list[str], protected: lis
     (equal values, equal codes; a missing cell -1 or a code of its own): factorizing 10⁶
     strings again cost errph a third of its time."""
     n, codes = len(frame), dict(codes or {})
-    raw = {r: pd.factorize(frame[r], use_na_sentinel=False)[0].astype(np.int64) for r in unprotected}
+    raw = {r: pd.factorize(frame[r], use_na_sentinel=False)[0].astype(np.int64, copy=False) for r in unprotected}
     sizes = {r: int(v.max()) + 1 if n else 0 for r, v in raw.items()}
     keys = [r for r in unprotected if 2 <= sizes[r] <= min(MAX_DETERMINANT_LEVELS, n // 2)]
     out: dict[str, list[str]] = {}
@@ -127,11 +138,11 @@ def raw_determinants(frame: pd.DataFrame, unprotected: list[str], protected: lis
         return out
     for c in protected:
         cells = (codes[c].astype(np.int64) + 1 if c in codes
-                 else pd.factorize(frame[c], use_na_sentinel=False)[0].astype(np.int64))
+                 else pd.factorize(frame[c], use_na_sentinel=False)[0].astype(np.int64, copy=False))
         size = int(cells.max()) + 1
         if np.count_nonzero(np.bincount(cells, minlength=size)) < 2:
             continue  # a constant column is "determined" by anything
-        found = [r for r in keys if len(np.unique(raw[r] * size + cells)) == sizes[r]]
+        found = [r for r in keys if _distinct_pairs(raw[r], sizes[r], cells, size) == sizes[r]]
         if found:
             out[c] = found
     return out

@@ -709,3 +709,12 @@ def test_errph_determinant_check_counts_a_missing_cell_as_a_value(missing):
     assert determined(pd.DataFrame({"education": education, "education_num": code})) == ["education_num"]
     education[np.flatnonzero(level == 0)[0]] = None  # a missing education whose code is 1
     assert determined(pd.DataFrame({"education": education, "education_num": code})) == []
+
+
+@pytest.mark.parametrize("a_size, b_size", [(3, 4), (1000, 5000)])  # counted by bincount / by a sort
+def test_distinct_pairs_counts_what_a_sort_counts(a_size, b_size):
+    from app.privacy.guarantees import _distinct_pairs
+
+    rng = np.random.default_rng(7)
+    a, b = rng.integers(0, a_size, 500), rng.integers(0, b_size, 500)
+    assert _distinct_pairs(a, a_size, b, b_size) == len(set(zip(a.tolist(), b.tolist())))
