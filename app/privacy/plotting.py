@@ -21,6 +21,9 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormat
 
 #: share of the figure width the legend may take before it wraps to another row
 _MAX_WIDTH_SHARE = 0.96
+#: appended to a value axis' label: which way a reader should want the curves to go
+LOWER_IS_BETTER = "lower is better"
+HIGHER_IS_BETTER = "higher is better"
 
 
 def _renderer(fig: Figure):
