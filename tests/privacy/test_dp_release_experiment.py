@@ -66,10 +66,11 @@ def test_plot_tells_every_method_and_peer_apart_without_colour():
     try:
         assert "misclassification" in fig._suptitle.get_text()
         assert_readable(fig)
-        colours = {line.get_label(): line.get_color() for line in fig.axes[0].get_lines()}
+        def colours(figure):  # each method is an errorbar container (its bars drawn or not)
+            return {c.get_label(): c.lines[0].get_color() for c in figure.axes[0].containers}
+
         alone = _plot(runs[runs.method.isin(["dppro", "noprivacy"])], "adult_income", LABELS)
-        assert {line.get_label(): line.get_color() for line in alone.axes[0].get_lines()}["DPPro"] \
-            == colours["DPPro"]  # the same colour whichever methods ran beside it
+        assert colours(alone)["DPPro"] == colours(fig)["DPPro"]  # whichever methods ran beside it
         plt.close(alone)
     finally:
         plt.close(fig)
@@ -89,6 +90,47 @@ def test_majority_line_stays_visible_where_it_equals_noprivacy():
             majority, noprivacy = lines["majority class"], lines["NoPrivacy"]
             assert majority.get_linewidth() >= 2 * noprivacy.get_linewidth()
             assert majority.get_zorder() < noprivacy.get_zorder()
+    finally:
+        plt.close(fig)
+
+
+def test_repetitions_draw_their_standard_error_and_the_plotted_means_are_the_tables():
+    """Plots review: ten repetitions were drawn as bare means (the page's standard errors reach
+    0.13 on CoIL caravan, the size of the gaps its findings read off the figure), the title named
+    the task by its id ('coil_caravan'), and neither axis said it was on a log scale or which way
+    is better."""
+    rng = np.random.default_rng(0)
+    runs = pd.DataFrame([{"task": "coil_caravan", "method": m, "epsilon": e, "repetition": r,
+                          "majority_error": 0.061, "error_release_split": float(rng.uniform(0, 0.5)),
+                          "error_raw_holdout": float(rng.uniform(0, 0.5))}
+                         for m in ("dppro", "icahdp_strict") for e in (0.5, 1.0, 2.0) for r in range(3)]
+                        + [{"task": "coil_caravan", "method": "noprivacy", "epsilon": math.inf, "repetition": r,
+                            "majority_error": 0.061, "error_release_split": 0.06, "error_raw_holdout": 0.061}
+                           for r in range(3)])
+    fig = _plot(runs, "coil_caravan", LABELS)
+    try:
+        assert_readable(fig)
+        assert fig._suptitle.get_text().endswith("CoIL 2000 (the paper's TIC): owns a caravan policy")
+        assert fig.axes[0].get_ylabel() == "misclassification rate (lower is better)"
+        assert all(ax.get_xlabel() == "ε (log scale)" for ax in fig.axes)
+        assert fig.legends[0].get_title().get_text() == \
+            "mean of 3 repetitions; error bars: ± 1 standard error of the mean"
+        for ax, column in zip(fig.axes, ("error_release_split", "error_raw_holdout")):
+            mean = runs.groupby(["method", "epsilon"])[column].mean()
+            se = runs.groupby(["method", "epsilon"])[column].agg(lambda v: v.std(ddof=1) / math.sqrt(len(v)))
+            for container in ax.containers:
+                method = {v: k for k, v in LABELS.items()}[container.get_label()]
+                line, _, (bars,) = container.lines
+                assert np.allclose(line.get_ydata(), mean[method].to_numpy())  # the tables' means
+                half = [(seg[1][1] - seg[0][1]) / 2 for seg in bars.get_segments()]
+                assert np.allclose(half, se[method].to_numpy())
+    finally:
+        plt.close(fig)
+    one = runs[runs.repetition == 0]
+    fig = _plot(one, "coil_caravan", LABELS)
+    try:
+        assert fig.legends[0].get_title().get_text() == "one repetition"
+        assert not any(c.has_yerr for ax in fig.axes for c in ax.containers)
     finally:
         plt.close(fig)
 

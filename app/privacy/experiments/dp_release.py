@@ -44,7 +44,7 @@ import app.privacy.dp_release.icahdp  # noqa: E402,F401
 from app.privacy.dp_release.marginals import SynthParams, build_columns, marginal  # noqa: E402
 import app.privacy.dp_release.mst  # noqa: E402,F401
 from app.privacy.experiments import dataset_file, distinct  # noqa: E402
-from app.privacy.plotting import legend_below, tilt_crowded_tick_labels  # noqa: E402
+from app.privacy.plotting import LOWER_IS_BETTER, legend_below, tilt_crowded_tick_labels  # noqa: E402
 from app.privacy import registry  # noqa: E402
 from app.privacy.registry import MethodKind, MethodInputError, MethodSpec, Params, MethodSource, register  # noqa: E402
 from app.privacy.results import ReportResult, render_figure  # noqa: E402
@@ -67,6 +67,17 @@ ADULT_BOUNDS = {"age": (17, 90), "fnlwgt": (0, 1_500_000), "education-num": (1, 
 BANK_BOUNDS = {"age": (18, 95), "balance": (-10_000, 110_000), "day": (1, 31),
                "duration": (0, 5_000), "campaign": (1, 100), "pdays": (-1, 999), "previous": (0, 300)}
 DEGREES = {"Bachelors", "Masters", "Prof-school", "Doctorate"}
+# what each task's target is and what it leaves out: the report's protocol and each figure's title
+TASK_DESCRIPTIONS = {
+    "adult_degree": "Adult: has a college degree (education Bachelors or above); education columns dropped",
+    "adult_married": "Adult: is married (marital-status Married-*); marital-status dropped, relationship kept",
+    "coil_caravan": "CoIL 2000 (the paper's TIC): owns a caravan policy",
+    "coil_home": ("CoIL 2000: home owners are the majority of the customer's postcode "
+                  "(attr_31 MHKOOP ≥ 5, the paper's 'house'); attr_30/31 dropped"),
+    "bank_y": "Bank marketing: subscribed (y)",
+    "adult_income": ("Adult: income > 50K; release adult_train, test on adult_test (missing-value "
+                     "records dropped)"),
+}
 
 
 def coil_bounds(name: str) -> tuple[int, int]:
@@ -112,8 +123,7 @@ def _adult_income() -> Task:
 
     train, test = read("adult_train.csv"), read("adult_test.csv")
     return Task("adult_income", MethodInput(declared_schema(train, ADULT_BOUNDS), train),
-                "Adult: income > 50K; release adult_train, test on adult_test (missing-value records "
-                "dropped)", holdout=test)
+                TASK_DESCRIPTIONS["adult_income"], holdout=test)
 
 
 def load_task(name: str) -> Task:
@@ -124,28 +134,23 @@ def load_task(name: str) -> Task:
         if name == "adult_degree":
             f[TARGET] = _binary(f["education"].isin(DEGREES))
             f = f.drop(columns=["education", "education-num"])
-            desc = "Adult: has a college degree (education Bachelors or above); education columns dropped"
         else:
             f[TARGET] = _binary(f["marital-status"].fillna("").str.startswith("Married"))
             f = f.drop(columns=["marital-status"])
-            desc = "Adult: is married (marital-status Married-*); marital-status dropped, relationship kept"
-        return Task(name, MethodInput(declared_schema(f, ADULT_BOUNDS), f), desc)
+        return Task(name, MethodInput(declared_schema(f, ADULT_BOUNDS), f), TASK_DESCRIPTIONS[name])
     if name.startswith("coil"):
         f = pd.read_csv(dataset_file("coil2000", "coil2000.csv"))
         if name == "coil_caravan":
             f[TARGET] = _binary(f["caravan"] == 1)
             f = f.drop(columns=["caravan"])
-            desc = "CoIL 2000 (the paper's TIC): owns a caravan policy"
         else:
             f[TARGET] = _binary(f["attr_31"] >= 5)
             f = f.drop(columns=["attr_30", "attr_31"])
-            desc = ("CoIL 2000: home owners are the majority of the customer's postcode "
-                    "(attr_31 MHKOOP ≥ 5, the paper's 'house'); attr_30/31 dropped")
         bounds = {c: coil_bounds(c) for c in f.columns if c.startswith("attr_")}
-        return Task(name, MethodInput(declared_schema(f, bounds), f), desc)
+        return Task(name, MethodInput(declared_schema(f, bounds), f), TASK_DESCRIPTIONS[name])
     f = pd.read_csv(dataset_file("bank", "bank_full.csv"))
     f[TARGET] = f.pop("y")
-    return Task(name, MethodInput(declared_schema(f, BANK_BOUNDS), f), "Bank marketing: subscribed (y)")
+    return Task(name, MethodInput(declared_schema(f, BANK_BOUNDS), f), TASK_DESCRIPTIONS[name])
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -343,8 +348,16 @@ def run_protocol(params: ExperimentDpReleaseParams, ctx: RunContext,
     return report
 
 
-def _summary(runs: pd.DataFrame, column: str) -> pd.DataFrame:
-    table = runs.groupby(["task", "method", "epsilon"])[column].mean().unstack("epsilon")
+def _standard_error(values: pd.Series) -> float:
+    """Of the mean over the repetitions; NaN for one repetition (no spread measured)."""
+    return float(values.std(ddof=1) / math.sqrt(len(values))) if len(values) > 1 else float("nan")
+
+
+def _summary(runs: pd.DataFrame, column: str, statistic: str = "mean") -> pd.DataFrame:
+    """One row per task and method, one column per ε: the mean over the repetitions, or
+    (``statistic="se"``) its standard error."""
+    grouped = runs.groupby(["task", "method", "epsilon"])[column]
+    table = (grouped.mean() if statistic == "mean" else grouped.agg(_standard_error)).unstack("epsilon")
     table.columns = [("no privacy" if math.isinf(c) else f"eps={c:g}") for c in table.columns]
     return table.reset_index()
 
@@ -359,36 +372,71 @@ _STYLES = {"icahdp_strict": dict(color="C2", marker="o", linestyle="-"),
 # peers injected by the benchmarks (run_protocol's ``extra``), in the order they come
 _PEER_STYLES = [dict(color=f"C{i}", marker=m, linestyle=ls) for i, m, ls in
                 [(3, "P", "--"), (6, "X", "-."), (7, "*", ":"), (8, "h", "--"), (9, "<", "-.")]]
+PANELS = {"error_release_split": "70/30 split of the release (the paper's evaluation)",
+          "error_raw_holdout": "train on the release, test on raw records"}
+
+
+def plot_points(runs: pd.DataFrame, task: str) -> pd.DataFrame:
+    """What a task's figure draws: per panel (``column``), method and ε the mean over the
+    repetitions, its standard error and the number of repetitions; the majority-class error
+    is the row of method ``majority``."""
+    sub = runs[runs["task"] == task]
+    rows = []
+    for column in PANELS:
+        for (method, eps), values in sub.groupby(["method", "epsilon"])[column]:
+            rows.append({"column": column, "method": method, "epsilon": eps, "mean": float(values.mean()),
+                         "se": _standard_error(values), "n": len(values)})
+        rows.append({"column": column, "method": "majority", "epsilon": math.inf,
+                     "mean": float(sub["majority_error"].mean()), "se": float("nan"), "n": len(sub)})
+    return pd.DataFrame(rows)
+
+
+def task_title(task: str) -> str:
+    """The data a task's figure is about, in words (its description up to the first ';')."""
+    return TASK_DESCRIPTIONS.get(task, task).split(";")[0]
 
 
 def _plot(runs: pd.DataFrame, task: str, labels: dict[str, str]):
+    return plot_task(plot_points(runs, task), task_title(task), labels,
+                     peers=[m for m in dict.fromkeys(runs["method"]) if m not in _STYLES and m != "noprivacy"])
+
+
+def plot_task(points: pd.DataFrame, title: str, labels: dict[str, str], peers: list[str] = ()):
+    """Both panels of a task from ``plot_points``' frame (the docs re-draw theirs from a page's
+    tables, whose 70/30 panel has no standard errors: NaN draws no bar). Error bars: ± 1
+    standard error of the mean over the repetitions, where more than one ran; the methods'
+    points are then set a little apart along ε so the bars do not hide each other."""
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
-    sub = runs[runs["task"] == task]
-    eps = sorted(e for e in sub["epsilon"].unique() if not math.isinf(e))
-    peers = [m for m in dict.fromkeys(runs["method"]) if m not in _STYLES and m != "noprivacy"]
+    methods = [m for m in dict.fromkeys(points["method"]) if m not in ("noprivacy", "majority")]
     styles = {**_STYLES, **dict(zip(peers, itertools.cycle(_PEER_STYLES)))}
-    for ax, column, title in zip(axes, ["error_release_split", "error_raw_holdout"],
-                                 ["70/30 split of the release (paper)", "train on release, test on raw"]):
-        for method, part in sub.groupby("method"):
-            means = part.groupby("epsilon")[column].mean()
-            if method == "noprivacy":
-                ax.axhline(means.iloc[0], color="k", linestyle="--", linewidth=1.2, zorder=2.1,
-                           label=labels[method])
-            else:
-                ax.plot(means.index, means.values, label=labels.get(method, method), **styles[method])
+    bars = points[points["method"].isin(methods)]["se"].fillna(0).gt(0).any()
+    eps = sorted(e for e in points["epsilon"].unique() if not math.isinf(e))
+    for ax, (column, panel) in zip(axes, PANELS.items()):
+        part = points[points["column"] == column]
+        for i, method in enumerate(methods):
+            line = part[part["method"] == method].sort_values("epsilon")
+            shift = 10 ** ((i - (len(methods) - 1) / 2) * 0.012) if bars else 1.0
+            ax.errorbar(line["epsilon"] * shift, line["mean"], yerr=line["se"] if bars else None, capsize=3,
+                        label=labels.get(method, method), **styles.get(method, _PEER_STYLES[0]))
+        noprivacy = part[part["method"] == "noprivacy"]["mean"]
+        if len(noprivacy):
+            ax.axhline(float(noprivacy.iloc[0]), color="k", linestyle="--", linewidth=1.2, zorder=2.1,
+                       label=labels["noprivacy"])
         # wide and underneath: where the majority class scores as NoPrivacy (CoIL caravan, 0.06)
         # the thin black dashes run through it and both lines stay visible
-        ax.axhline(sub["majority_error"].mean(), color="0.6", linestyle=":", linewidth=3.5, zorder=1.9,
-                   label="majority class")
+        ax.axhline(float(part[part["method"] == "majority"]["mean"].iloc[0]), color="0.6", linestyle=":",
+                   linewidth=3.5, zorder=1.9, label="majority class")
         ax.set_xscale("log")
         ax.minorticks_off()  # only the grid's ε are labelled
         ax.set_xticks(eps, [f"{e:g}" for e in eps])
-        ax.set_xlabel("ε")
-        ax.set_title(title, fontsize=10)
-    axes[0].set_ylabel("misclassification rate")
-    fig.suptitle(f"SVM misclassification rate vs ε — {task}")
+        ax.set_xlabel("ε (log scale)")
+        ax.set_title(panel, fontsize=10)
+    axes[0].set_ylabel(f"misclassification rate ({LOWER_IS_BETTER})")
+    fig.suptitle(f"SVM misclassification rate of each release vs ε — {title}")
     tilt_crowded_tick_labels(fig, axes)
-    legend_below(fig, axes, fontsize=8)
+    n = int(points[points["method"].isin(methods)]["n"].max()) if methods else 1
+    legend_below(fig, axes, fontsize=8, title=(f"mean of {n} repetitions" if n > 1 else "one repetition")
+                 + ("; error bars: ± 1 standard error of the mean" if bars else ""))
     return fig
 
 
@@ -416,6 +464,8 @@ def _report(runs: pd.DataFrame, params: ExperimentDpReleaseParams, labels: dict[
         plt.close(fig)
     release_split = _summary(runs, "error_release_split")
     raw_holdout = _summary(runs, "error_raw_holdout")
+    release_split_se = _summary(runs, "error_release_split", "se")
+    raw_holdout_se = _summary(runs, "error_raw_holdout", "se")
     tvd = runs.groupby(["task", "method", "epsilon"])[["tvd_1way", "tvd_2way", "release_seconds"]].mean()
     tvd = tvd.reset_index()
     data = {
@@ -453,7 +503,9 @@ def _report(runs: pd.DataFrame, params: ExperimentDpReleaseParams, labels: dict[
     }
     return ReportResult(kind="experiment_dp_release", data=data,
                         tables={"summary_release_split": release_split,
-                                "summary_raw_holdout": raw_holdout, "summary_marginals": tvd,
+                                "summary_raw_holdout": raw_holdout,
+                                "se_release_split": release_split_se, "se_raw_holdout": raw_holdout_se,
+                                "summary_marginals": tvd,
                                 "runs": runs},
                         plots=plots)
 
