@@ -84,3 +84,20 @@ def test_figures_tell_series_apart_without_colour(report):
     legend = plot_train_sizes(fig2, refs).legends[0]
     # the full size has one label in every panel (it was 'n = 1,500' and 'n = 32,561' apart)
     assert [t.get_text() for t in legend.get_texts()] == ["n = 300", "all training records"]
+
+
+def test_figures_say_which_way_is_better_and_plot_the_tables_means(report):
+    """Plots review: no axis said that a higher accuracy is the better one. The lines are the
+    figure2 / figure3 tables' means (checked here for every series of Figure 2)."""
+    result, _ = report
+    fig2, fig3, refs = result.tables["figure2"], result.tables["figure3"], result.tables["references"]
+    full = {ds: int(fig2[fig2.dataset == ds].train_rows.max()) for ds in ("synthetic", "adult")}
+    for fig in (plot_figure2(fig2, refs, full), plot_train_sizes(fig2, refs), plot_figure3(fig3, refs, full)):
+        assert fig.axes[0].get_ylabel() == "accuracy on the test set (higher is better)"
+    fig = plot_figure2(fig2, refs, full)
+    for ax, ds in zip(fig.axes, ("synthetic", "adult")):
+        table = fig2[(fig2.dataset == ds) & (fig2.train_rows == full[ds])]
+        drawn = {line.get_label(): list(line.get_ydata()) for line in ax.get_lines() if line.get_marker() != "None"}
+        expected = {(f"PPNB, TRR {trr}" if features == "all" else "PPNB, categorical attributes only"):
+                    list(g.sort_values("p0")["mean"]) for (features, trr), g in table.groupby(["features", "trr"])}
+        assert drawn == expected

@@ -31,7 +31,7 @@ from app.privacy.experiments import dataset_file, distinct
 from app.privacy.json_types import schema_bounds
 from app.privacy.dtpd import DTPDClassifier
 from app.privacy.naive_bayes import PPNBClassifier, release_randomization
-from app.privacy.plotting import legend_below
+from app.privacy.plotting import HIGHER_IS_BETTER, legend_below
 from app.privacy.randomized_response import ErrphParams, flips_as_a_coin, keeps_no_cell, run_errph
 from app.privacy.registry import MethodKind, MethodSpec, Params, MethodSource, register
 from app.privacy.results import ReportResult, render_figure
@@ -309,6 +309,7 @@ def _band(ax, x, mean, std, label, marker="o", **style) -> None:
 
 
 BANDS = "bands: mean ± 1 sd over the seeds"
+ACCURACY = f"accuracy on the test set ({HIGHER_IS_BETTER})"
 
 
 def _bands_title(table: pd.DataFrame, more: str = "") -> str | None:
@@ -343,7 +344,7 @@ def plot_figure2(fig2: pd.DataFrame, refs: pd.DataFrame, full_sizes: dict[str, i
                 ax.axhline(float(acc.iloc[0]), color="black", linestyle=style, linewidth=1,
                            label=model.replace("naive Bayes", "NB"))
         ax.set(title=f"PPNB accuracy against p0 — {ds} ({full_sizes[ds]:,} training records)",
-               xlabel="p0 (ERRPH)", ylabel="accuracy on the test set")
+               xlabel="p0 (ERRPH)", ylabel=ACCURACY)
         ax.title.set_fontsize(10)
         ax.grid(alpha=0.3)
     legend_below(fig, title=_bands_title(fig2))
@@ -367,7 +368,7 @@ def plot_train_sizes(fig2: pd.DataFrame, refs: pd.DataFrame) -> Figure:
             if len(r):
                 ax.axhline(float(r["mean"].iloc[0]), color=ax.lines[-1].get_color(), linestyle=":", linewidth=1)
         ax.set(title=f"PPNB (categorical attributes) by training size — {ds} (all: {sizes[-1]:,})",
-               xlabel="p0 (ERRPH)", ylabel="accuracy on the test set")
+               xlabel="p0 (ERRPH)", ylabel=ACCURACY)
         ax.title.set_fontsize(10)
         ax.grid(alpha=0.3)
     legend_below(fig, title=_bands_title(fig2, "thin dotted lines: NB on the raw data of the same size"))
@@ -394,7 +395,7 @@ def plot_figure3(fig3: pd.DataFrame, refs: pd.DataFrame, full_sizes: dict[str, i
             if len(acc):
                 ax.axhline(float(acc.iloc[0]), color="black", linestyle=style, linewidth=1, label=model)
         ax.set(title=f"PPNB against DTPD, binarized — {ds} ({full_sizes[ds]:,} training records)",
-               xlabel="p (ERRPH p0 = DTPD θ)", ylabel="accuracy on the test set")
+               xlabel="p (ERRPH p0 = DTPD θ)", ylabel=ACCURACY)
         ax.title.set_fontsize(10)
         ax.grid(alpha=0.3)
     legend_below(fig, title=_bands_title(fig3), handlelength=4)  # long enough to show the dashes
