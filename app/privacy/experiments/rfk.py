@@ -34,7 +34,7 @@ from app.privacy.anonymity.risk import frame_risk
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
 from app.privacy.experiments import dataset_file, distinct
-from app.privacy.plotting import legend_below, log_axis, spans_a_decade
+from app.privacy.plotting import HIGHER_IS_BETTER, LOWER_IS_BETTER, legend_below, log_axis, spans_a_decade
 from app.privacy.registry import MethodKind, MethodSpec, Params, MethodSource, register
 from app.privacy.results import ReportResult, render_figure
 
@@ -178,7 +178,8 @@ def run_dataset(name: str, params: ExperimentRfkParams, progress) -> dict:
 # One style per series, the same in every figure of the report (a baseline keeps its colour,
 # marker and line from the accuracy plot to the loss plot), told apart without colour too.
 # The two RFK risk series coincide at most E: the second is drawn as large hollow squares so
-# the filled circles of the first stay visible inside them.
+# the filled circles of the first stay visible inside them. The paper's reported leads are
+# hollow markers without a line, in the colour of the baseline they are measured from.
 _STYLES = {
     "rfk": dict(color="C0", marker="o", linestyle="-", zorder=3),
     "rfk_tiers_only": dict(color="C1", marker="s", linestyle="--"),
@@ -186,32 +187,58 @@ _STYLES = {
     "pak": dict(color="C3", marker="d", linestyle=":"),
     "original": dict(color="C4", marker="x", linestyle="-"),
     "rfk_at_risk": dict(color="C5", marker="s", linestyle="--", markersize=10, fillstyle="none"),
+    "paper_vs_kanonymity": dict(color="C2", marker="*", linestyle="none", markersize=13, fillstyle="none",
+                                markeredgewidth=1.3, zorder=4),
+    "paper_vs_pak": dict(color="C3", marker="p", linestyle="none", markersize=11, fillstyle="none",
+                         markeredgewidth=1.3, zorder=4),
 }
+DISPLAY_NAMES = {"adult": "Adult", "bank": "Bank Marketing"}
 
 
 def _figure(table: pd.DataFrame, dataset: str, series: dict[str, tuple[str, str]], ylabel: str,
-            title: str, log_if_spread: bool = False) -> Figure:
+            title: str, log_if_spread: bool = False, better: str = LOWER_IS_BETTER, unit: str | None = None,
+            claims: dict[str, tuple[str, str, dict]] | None = None, legend_title: str | None = None) -> Figure:
     """``series``: table column → (style key of ``_STYLES``, legend label). ``log_if_spread``: a
     log axis when the values span more than a decade (the information loss: RFK's 0.0016 at E = 1
-    sat on the zero line under (p,α,k)'s 5.46, so its growth with E was invisible)."""
+    sat on the zero line under (p,α,k)'s 5.46, so its growth with E was invisible). ``claims``:
+    baseline column → (style key, legend label, {E: the paper's lead in accuracy points}), drawn
+    at this run's baseline plus the lead: where RFK would sit if the paper's lead held here."""
     fig = Figure(figsize=(6.4, 4))
     ax = fig.subplots()
     part = table[table.dataset == dataset]
     for column, (style, name) in series.items():
         ax.plot(part["E"], part[column], label=name, **_STYLES[style])
+    for column, (style, name, leads) in (claims or {}).items():
+        base = part.set_index("E")[column]
+        at = [E for E in sorted(leads) if E in base.index]
+        if at:
+            ax.plot(at, [base[E] + leads[E] / 100 for E in at], label=name, **_STYLES[style])
     ax.set_xticks([1, 2, 3, 4, 5])
     ax.set_xlabel("threshold E (tiers 1..E k-anonymized)")
+    notes = [unit] if unit else []
     if log_if_spread and spans_a_decade(part[list(series)]):
         log_axis(ax)
-        ylabel = f"{ylabel}, log scale"
-    ax.set_ylabel(ylabel)
-    ax.set_title(f"{title} — {dataset}")
+        notes.append("log scale")
+    label = f"{ylabel} ({'; '.join([*notes, better])})"
+    ax.set_ylabel(label if len(label) <= 45 else f"{ylabel}\n({'; '.join([*notes, better])})")  # fits the axis
+    ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
-    legend_below(fig, [ax], fontsize=8)
+    legend_below(fig, [ax], fontsize=8, title=legend_title)
     return fig
 
 
-def _figures(table: pd.DataFrame, dataset: str) -> dict[str, Figure]:
+def _figures(table: pd.DataFrame, dataset: str, params: ExperimentRfkParams | None = None,
+             records: int | None = None) -> dict[str, Figure]:
+    params = params or ExperimentRfkParams()
+    data = f"{DISPLAY_NAMES.get(dataset, dataset)} ({f'{records:,} records, ' if records else ''}k = {params.k})"
+    paper = PAPER_CLAIMS.get(dataset, {})
+    claims = {column: (style, label, paper[key]) for key, column, style, label in (
+        ("vs_kanonymity", "kanonymity_accuracy", "paper_vs_kanonymity",
+         "paper: plain k-anonymity + its reported RFK lead"),
+        ("vs_pak", "pak_accuracy", "paper_vs_pak", "paper: (p,α,k)-anonymity + its reported RFK lead"))
+        if key in paper}
+    splits = "one train/test split" if params.eval_repeats == 1 else f"mean of {params.eval_repeats} train/test splits"
+    accuracy_note = f"accuracy: {splits} of a {params.sample_size:,}-record stratified sample"
     return {
         f"rfk_accuracy_{dataset}": _figure(table, dataset, {
             "rfk_accuracy": ("rfk", "RFK (others unchanged)"),
@@ -219,16 +246,20 @@ def _figures(table: pd.DataFrame, dataset: str) -> dict[str, Figure]:
             "kanonymity_accuracy": ("kanonymity", "plain k-anonymity"),
             "pak_accuracy": ("pak", "(p,α,k)-anonymity"),
             "original_accuracy": ("original", "original data")},
-            "random-forest accuracy", "Accuracy vs E"),
+            "random-forest accuracy", f"Random-forest accuracy vs E — {data}",
+            better=HIGHER_IS_BETTER, claims=claims, legend_title=accuracy_note),
         f"rfk_information_loss_{dataset}": _figure(table, dataset, {
             "rfk_ncp_sum": ("rfk", "RFK"), "kanonymity_ncp_sum": ("kanonymity", "plain k-anonymity"),
             "pak_ncp_sum": ("pak", "(p,α,k)-anonymity")},
-            "information loss (Σ NCP over attributes)", "Information loss vs E", log_if_spread=True),
+            "information loss", f"Information loss vs E — {data}", log_if_spread=True,
+            unit="Σ NCP over attributes"),
         f"rfk_risk_{dataset}": _figure(table, dataset, {
             "rfk_sample_uniques_share": ("rfk", "RFK: sample uniques (all attributes)"),
             "rfk_records_at_risk": ("rfk_at_risk", f"RFK: records in classes < {RfkConfig.risk_threshold}"),
-            "kanonymity_sample_uniques_share": ("kanonymity", "plain k-anonymity: sample uniques")},
-            "share of records", "Re-identification risk over all attributes vs E"),
+            "kanonymity_sample_uniques_share": ("kanonymity", "plain k-anonymity: sample uniques"),
+            **({"pak_sample_uniques_share": ("pak", "(p,α,k)-anonymity: sample uniques")}
+               if "pak_sample_uniques_share" in table else {})},
+            "share of records", f"Re-identification risk over all attributes vs E — {data}"),
     }
 
 
@@ -244,7 +275,7 @@ def run_experiment_rfk(data: MethodInput, params: ExperimentRfkParams, ctx: RunC
                            **{f"tier_run_{j}": run[a] for j, run in enumerate(r["tiers_by_run"][1:], 1)}}
                           for r in results for a in r["attributes"]])
     plots = {name: render_figure(fig) for r in results
-             for name, fig in _figures(table, r["dataset"]).items()}
+             for name, fig in _figures(table, r["dataset"], params, r["records"]).items()}
     ctx.progress(1.0, "done")
     return ReportResult(
         kind="experiment_rfk",
