@@ -38,19 +38,40 @@ def healthz() -> Health:
 def readyz():
     """Ready: the database answers, migrations are at head, a worker heartbeat is recent."""
     checks: dict[str, str] = {}
+    # Each check says how it failed: one handler for all put every failure under "database",
+    # which had already passed when the heartbeat query met a database without Veil's tables
+    # (not migrated): the 503 read {"database": "ok"}, naming nothing.
     try:
         with transaction() as session:
             repository.database_answers(session)
-            checks["database"] = "ok"
-            recent = repository.live_workers(session, max(3 * get_settings().heartbeat_interval_s, 10))
-            checks["workers"] = f"ok ({recent} alive)" if recent else "no worker heartbeat"
-        current = current_revision(get_engine())
-        checks["migrations"] = "ok" if current == head_revision() else f"at {current}, head is {head_revision()}"
     except Exception as exc:
-        checks.setdefault("database", f"unavailable ({type(exc).__name__})")
+        checks["database"] = f"unavailable ({type(exc).__name__})"
+    else:
+        checks["database"] = "ok"
+        checks["migrations"] = _migrations_check()
+        checks["workers"] = _workers_check()
     ready = all(v.startswith("ok") for v in checks.values()) and len(checks) == 3
     body = Readiness(status="ready" if ready else "not ready", checks=checks)
     return body if ready else JSONResponse(body.model_dump(), status_code=503, headers=RETRY_AFTER)
+
+
+def _migrations_check() -> str:
+    try:
+        current, head = current_revision(get_engine()), head_revision()
+    except Exception as exc:
+        return f"unknown ({type(exc).__name__})"
+    if current == head:
+        return "ok"
+    return "no Veil schema: run `veil migrate`" if current is None else f"at {current}, head is {head}"
+
+
+def _workers_check() -> str:
+    try:
+        with transaction() as session:
+            recent = repository.live_workers(session, max(3 * get_settings().heartbeat_interval_s, 10))
+    except Exception as exc:
+        return f"unknown ({type(exc).__name__})"
+    return f"ok ({recent} alive)" if recent else "no worker heartbeat"
 
 
 @router.get("/metrics", response_class=Response,

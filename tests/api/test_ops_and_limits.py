@@ -29,6 +29,43 @@ def test_healthz_readyz_metrics(client):
     assert 'veil_request_duration_seconds_count{method="GET",route="/v1/methods",status="200"}' in metrics
 
 
+def test_readyz_names_the_failing_check_on_a_database_without_veils_schema(client, database):
+    """An API pointed at a database nobody migrated answered 503 {"database": "ok"}: the
+    heartbeat query failed on the missing table and the one handler for every check filed it
+    under "database", which had passed, so the body named no failing check."""
+    import os
+
+    from sqlalchemy import create_engine
+    from sqlalchemy.engine import make_url
+
+    from app.config import get_settings
+    from app.db import reset_caches
+
+    url = make_url(database)
+    admin = create_engine(url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(text("DROP DATABASE IF EXISTS veil_not_migrated"))
+        c.execute(text("CREATE DATABASE veil_not_migrated"))
+    os.environ["DATABASE_URL"] = url.set(database="veil_not_migrated").render_as_string(hide_password=False)
+    get_settings.cache_clear()
+    reset_caches()
+    try:
+        ready = client.get("/readyz")
+    finally:
+        os.environ["DATABASE_URL"] = database
+        get_settings.cache_clear()
+        reset_caches()
+        with admin.connect() as c:
+            c.execute(text("DROP DATABASE IF EXISTS veil_not_migrated"))
+        admin.dispose()
+    assert ready.status_code == 503
+    checks = ready.json()["checks"]
+    assert checks["database"] == "ok"
+    assert checks["migrations"] == "no Veil schema: run `veil migrate`"
+    assert checks["workers"] == "unknown (ProgrammingError)"
+    assert client.get("/readyz").json()["checks"]["migrations"] == "ok"  # back on the migrated one
+
+
 def test_request_id_is_echoed(client):
     r = client.get("/healthz", headers={"X-Request-ID": "abc123"})
     assert r.headers["x-request-id"] == "abc123"
