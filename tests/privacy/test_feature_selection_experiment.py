@@ -74,7 +74,7 @@ def test_figures_name_what_they_show_and_keep_a_style_per_variant(report):
 def test_features_and_runtime_on_log_axes(report):
     """Docs acceptance check: the features plot's K = 0 point (every candidate: 118 on Adult) put
     the counts of K >= 2 (2-21), where the methods differ, on the bottom tenth of a linear axis."""
-    figures = _figures(report.tables["summary"], ["rfka", "rfka_greedy", "hamdist"], 5)
+    figures = _figures(report.tables["summary"], ["rfka", "rfka_greedy", "hamdist"], ExperimentRfkaParams())
     assert set(figures) == set(report.plots)
     for name in ("features", "runtime"):
         ax = figures[name].axes[0]
@@ -82,7 +82,41 @@ def test_features_and_runtime_on_log_axes(report):
         assert_readable(figures[name])
     assert figures["auc"].axes[0].get_yscale() == "linear"
     none_kept = report.tables["summary"].assign(hamdist_features=0)
-    assert _figures(none_kept, ["rfka", "hamdist"], 5)["features"].axes[0].get_yscale() == "linear"
+    assert _figures(none_kept, ["rfka", "hamdist"], ExperimentRfkaParams())["features"].axes[0].get_yscale() == "linear"
+
+
+def test_every_auc_figure_draws_the_fold_spread_names_its_data_and_plots_the_summary(report):
+    """Plots review: the converged and lookup AUC figures drew no spread where the default SVM's
+    drew ± fold std (the runs have every fold's AUC), nothing said the bars are one fold's spread
+    rather than the standard error of a difference the page's ± give, the panels were titled
+    'adult' and 'breast cancer' (not which sample, nor the bins), and no axis said which way is
+    better."""
+    summary = report.tables["summary"]
+    runs = report.data["runs"]
+    params = ExperimentRfkaParams(ks=[0, 20], n_estimators=15, adult_sample=300, cv_repeats=1)
+    variants = ["rfka", "rfka_greedy", "hamdist"]
+    figures = _figures(summary, variants, params)
+    for name in ("auc", "auc_converged", "lookup_auc"):
+        fig = figures[name]
+        assert_readable(fig)
+        assert [ax.get_title() for ax in fig.axes] == [
+            "Adult (300-record sample, numeric in 5 bins)", "Breast Cancer (683 records, raw 1-10 scores)"]
+        assert fig.axes[0].get_ylabel().endswith("(higher is better)"), name
+        assert fig.legends[0].get_title().get_text().startswith("error bars: ± 1 sd of the AUC over the 5 folds")
+        for ax, dataset in zip(fig.axes, ("adult", "breast_cancer")):
+            part = summary[summary.dataset == dataset]
+            for container in ax.containers:
+                variant = {"RFKA (lookahead, beam)": "rfka", "RFKA, paper's loop": "rfka_greedy",
+                           "Greedy_Hamdist": "hamdist"}[container.get_label()]
+                line, _, (bars,) = container.lines
+                assert np.allclose(line.get_ydata(), part[f"{variant}_{name}"])  # the summary's
+                half = [(seg[1][1] - seg[0][1]) / 2 for seg in bars.get_segments()]
+                folds = {"auc": "fold_auc", "auc_converged": "fold_auc_converged",
+                         "lookup_auc": "fold_lookup_auc"}[name]
+                expected = [np.std(r[folds]) for k in part.K for r in runs
+                            if r["dataset"] == dataset and r["K"] == k and r["method"] == variant]
+                assert np.allclose(half, expected)
+    assert figures["runtime"].axes[0].get_ylabel() == "runtime (s, log scale; lower is better)"
 
 
 def test_adult_sample_is_stratified():

@@ -29,7 +29,7 @@ from app.privacy.experiments import dataset_file, distinct
 from app.privacy.feature_selection import HamdistParams, RfkaParams, run_hamdist, run_rfka
 from app.privacy.feature_selection.methods import SEED_004
 from app.privacy.feature_selection.selection import class_ids
-from app.privacy.plotting import legend_below, log_axis, spans_a_decade
+from app.privacy.plotting import HIGHER_IS_BETTER, LOWER_IS_BETTER, legend_below, log_axis, spans_a_decade
 from app.privacy.registry import MethodKind, MethodSpec, Params, MethodSource, register
 from app.privacy.results import ReportResult, render_figure
 from app.privacy.rng import SecureRandom
@@ -181,8 +181,10 @@ def _measure(dataset: str, frame, columns, label, variant: str, k: int, bins: in
     decisions = release.metadata["feature_selection"]["decisions"]
     return {"dataset": dataset, "K": k, "method": variant, "forest_seed": ctx.rng.seed,
             "auc": float(folds.mean()), "auc_std": float(folds.std()), "fold_auc": folds.tolist(),
-            "lookup_auc": float(lookup.mean()),
-            "auc_converged": float(converged.mean()), "fold_auc_converged": converged.tolist(),
+            "lookup_auc": float(lookup.mean()), "lookup_auc_std": float(lookup.std()),
+            "fold_lookup_auc": lookup.tolist(),
+            "auc_converged": float(converged.mean()), "auc_converged_std": float(converged.std()),
+            "fold_auc_converged": converged.tolist(),
             "label_loo_brier": release.metrics["label_loo_brier"],
             "seconds": seconds,
             "seconds_ranking": release.metrics["seconds"]["ranking"],
@@ -218,7 +220,9 @@ def _summary(rows: pd.DataFrame, n_folds: int) -> pd.DataFrame:
             f"{variant}_auc": ("auc", "mean"), f"{variant}_auc_min": ("auc", "min"),
             f"{variant}_auc_cv_std": ("auc_std", "mean"),
             f"{variant}_lookup_auc": ("lookup_auc", "mean"),
+            f"{variant}_lookup_auc_cv_std": ("lookup_auc_std", "mean"),
             f"{variant}_auc_converged": ("auc_converged", "mean"),
+            f"{variant}_auc_converged_cv_std": ("auc_converged_std", "mean"),
             f"{variant}_auc_converged_min": ("auc_converged", "min"),
             f"{variant}_seconds": ("seconds", "mean"),
             f"{variant}_features": ("selected_features", "mean")})
@@ -249,8 +253,18 @@ _LABELS = {"rfka": "RFKA (lookahead, beam)", "rfka_rollout": "RFKA, single rollo
            "hamdist_lookahead": "Greedy_Hamdist + lookahead"}
 
 
+def panel_title(dataset: str, params: ExperimentRfkaParams) -> str:
+    """What a panel's data is: the records and how the numeric attributes were encoded."""
+    if dataset == "adult":
+        return f"Adult ({params.adult_sample:,}-record sample, numeric in {params.adult_bins} bins)"
+    scores = "raw 1-10 scores" if params.breast_cancer_bins >= 10 else f"scores in {params.breast_cancer_bins} bins"
+    return f"Breast Cancer ({BREAST_CANCER_RECORDS} records, {scores})"
+
+
 def _figure(summary: pd.DataFrame, variants: list[str], value: str, ylabel: str, title: str,
-            log: bool = False) -> Figure:
+            log: bool = False, titles: dict[str, str] | None = None, legend_title: str | None = None) -> Figure:
+    """One panel per dataset (``titles``: its title, else its name), one line per variant; error
+    bars where the summary has ``<variant>_<value>_cv_std`` (the fold-to-fold spread)."""
     datasets = list(dict.fromkeys(summary.dataset))
     fig = Figure(figsize=(5.2 * len(datasets), 3.8))
     axes = fig.subplots(1, len(datasets), squeeze=False)
@@ -267,34 +281,47 @@ def _figure(summary: pd.DataFrame, variants: list[str], value: str, ylabel: str,
         ax.set_xlim(-0.5, len(part) - 0.5)  # one K: its tick in the middle, not on an edge
         ax.set_xlabel("K (0 = no protection)")
         ax.set_ylabel(ylabel)
-        ax.set_title(name.replace("_", " "))
+        ax.set_title((titles or {}).get(name, name.replace("_", " ")), fontsize=10)
         if log:
             log_axis(ax)
         ax.grid(alpha=0.3)
     fig.suptitle(title)
-    legend_below(fig, axes[0], fontsize=8)
+    legend_below(fig, axes[0], fontsize=8, title=legend_title)
     return fig
 
 
-def _figures(summary: pd.DataFrame, variants: list[str], folds: int) -> dict[str, Figure]:
+def _figures(summary: pd.DataFrame, variants: list[str], params: ExperimentRfkaParams) -> dict[str, Figure]:
     """The report's plots. Runtime and kept features on log axes: runtimes span 0.01-10 s, and
     the features' K = 0 point (every candidate: Adult 118, Breast Cancer 89) squashed the counts
     of K >= 2 (2-21), the ones the methods differ in, onto the bottom tenth of a linear axis
-    (linear still if a release kept no feature: a 0 would vanish from a log axis)."""
+    (linear still if a release kept no feature: a 0 would vanish from a log axis). The AUC
+    figures' error bars are one fold's spread (± 1 sd over the folds), not the standard error of
+    a difference (the summary's ``*_minus_hamdist*_se``), and the legend says so."""
     log_features = spans_a_decade(summary[[f"{v}_features" for v in variants]])
-    return {"auc": _figure(summary, variants, "auc", f"SVM AUC ({folds}-fold CV, ± fold std)",
-                           "AUC of an SVM trained on each k-anonymous release vs K"),
+    titles = {name: panel_title(name, params) for name in dict.fromkeys(summary.dataset)}
+    folds = params.folds * params.cv_repeats
+    cv = f"{folds} folds" + (f" ({params.cv_repeats} × {params.folds}-fold CV)" if params.cv_repeats > 1 else "")
+    seeds = (f"; RFKA: mean over {params.forest_seeds} forest seeds"
+             if params.forest_seeds > 1 and any(VARIANTS[v][3] for v in variants) else "")
+    bars = (f"error bars: ± 1 sd of the AUC over the {cv}, one fold's spread "
+            f"(not the standard error of a difference){seeds}")
+    auc = dict(titles=titles, legend_title=bars)
+    means = dict(titles=titles, legend_title=seeds[2:] or None)
+    return {"auc": _figure(summary, variants, "auc", f"SVM AUC, {params.folds}-fold CV ({HIGHER_IS_BETTER})",
+                           "AUC of an SVM trained on each k-anonymous release vs K", **auc),
             "auc_converged": _figure(summary, variants, "auc_converged",
-                                     f"SVM AUC, solver converged (tol {CONVERGED_TOL:g})",
-                                     "AUC of the SVM run to convergence on each release vs K"),
+                                     f"SVM AUC, solver converged ({HIGHER_IS_BETTER})",
+                                     f"AUC of the SVM run to convergence (tol {CONVERGED_TOL:g}) on each release vs K",
+                                     **auc),
             "lookup_auc": _figure(summary, variants, "lookup_auc",
-                                  "class-frequency lookup AUC (same folds)",
-                                  "AUC the release allows (label share of a record's class) vs K"),
-            "runtime": _figure(summary, variants, "seconds", "runtime (s, log scale)",
-                               "Selection runtime vs K (SVM not included)", log=True),
+                                  f"class-frequency lookup AUC ({HIGHER_IS_BETTER})",
+                                  "AUC the release allows (label share of a record's class, same folds) vs K",
+                                  **auc),
+            "runtime": _figure(summary, variants, "seconds", f"runtime (s, log scale; {LOWER_IS_BETTER})",
+                               "Selection runtime vs K (SVM not included)", log=True, **means),
             "features": _figure(summary, variants, "features",
                                 "selected features" + (" (log scale)" if log_features else ""),
-                                "Number of features kept vs K", log=log_features)}
+                                "Number of features kept vs K", log=log_features, **means)}
 
 
 def _claims(summary: pd.DataFrame, variants: list[str]) -> list[dict]:
@@ -349,7 +376,7 @@ def run_experiment_rfka(data: MethodInput | None, params: ExperimentRfkaParams,
     ctx.progress(0.99, "plots")
     variants = list(params.variants)
     plots = {name: render_figure(fig)
-             for name, fig in _figures(summary, variants, params.folds).items()}
+             for name, fig in _figures(summary, variants, params).items()}
     ctx.progress(1.0, "done")
     return ReportResult(
         kind="experiment_rfka",
@@ -367,7 +394,7 @@ def run_experiment_rfka(data: MethodInput | None, params: ExperimentRfkaParams,
                                "decision value is ±1 up to the tolerance, so the default SVM's "
                                "ranking of the cells is decided by where the solver stopped"},
         tables={"summary": summary,
-                "runs": table.drop(columns=["selected", "fold_auc", "fold_auc_converged"])},
+                "runs": table.drop(columns=["selected", "fold_auc", "fold_auc_converged", "fold_lookup_auc"])},
         plots=plots,
     )
 
