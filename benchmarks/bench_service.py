@@ -106,6 +106,40 @@ def _jsonl_row(n: int) -> Row:
                higher_is_better=False, notes="floats in their shortest exact form")
 
 
+def _typed_parse_rows(n: int, tmp: Path) -> list[Row]:
+    """What the round-trip sweep (session 16) added to parsing, measured: a date column is read
+    again as text to keep it as written, and a JSON Lines integer column beyond 2^53 is kept
+    exact by a pure-Python pass (only such columns). Each against the same file without it."""
+    from app.datasets.parsing import Limits, parse
+
+    limits = Limits(max_rows=10_000_000, max_columns=2000, max_cell_length=65536)
+    rng = np.random.default_rng(1)
+    labels = np.array([f"v{i}" for i in range(8)])
+    base = pd.DataFrame({f"c{j}": labels[rng.integers(0, 8, n)] for j in range(9)})
+    dates = (pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 1500, n), unit="D")).strftime("%Y-%m-%d")
+    plain, dated = tmp / "plain.csv", tmp / "dated.csv"
+    base.assign(c9=labels[rng.integers(0, 8, n)]).to_csv(plain, index=False)
+    base.assign(c9=dates).to_csv(dated, index=False)
+    t_plain = best_time(lambda: parse(plain, "csv", limits), repeat=2)
+    t_dated = best_time(lambda: parse(dated, "csv", limits), repeat=2)
+    t_pandas = best_time(lambda: pd.read_csv(dated, parse_dates=["c9"]), repeat=2)
+    rows = [Row(f"parse {n:,} × 10 CSV with a date column (kept as written)", t_dated, "s",
+                peer="pandas.read_csv(parse_dates=) (dates as Timestamps)", peer_value=t_pandas,
+                higher_is_better=False, notes=f"the same file with a text column instead: {t_plain:.2f} s")]
+    ids = 10**19 + rng.integers(0, 10**12, n).astype(np.uint64)  # 20 digits: beyond float64's exact integers
+    small, big = tmp / "small.jsonl", tmp / "big.jsonl"
+    for path, column in ((small, rng.integers(0, 10**6, n)), (big, ids)):
+        with path.open("w") as out:
+            out.writelines(f'{{"id": {v}, "c": "{c}"}}\n' for v, c in zip(column.tolist(), labels[rng.integers(0, 8, n)]))
+    t_small = best_time(lambda: parse(small, "jsonl", limits), repeat=2)
+    t_big = best_time(lambda: parse(big, "jsonl", limits), repeat=2)
+    t_pandas = best_time(lambda: pd.read_json(big, lines=True), repeat=2)
+    rows.append(Row(f"parse {n:,} JSON Lines rows with a 20-digit integer id (kept exact)", t_big, "s",
+                    peer="pandas.read_json(lines=True)", peer_value=t_pandas, higher_is_better=False,
+                    notes=f"the same rows with ids < 10^6: {t_small:.2f} s"))
+    return rows
+
+
 def _csv_download_row(n: int) -> Row:
     """A stored release of text columns downloaded as CSV (row group at a time, encoded a batch at
     a time) against pandas reading the Parquet whole and writing it with to_csv."""
@@ -145,6 +179,7 @@ def cases(quick: bool) -> list[Row]:
                         peer="pandas.read_csv (object strings, no profile)", peer_value=theirs,
                         higher_is_better=False))
 
+        rows.extend(_typed_parse_rows(rows_n, Path(tmp)))
         rows.append(_jsonl_row(rows_n // 5))
         rows.append(_csv_download_row(rows_n))
 

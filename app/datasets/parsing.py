@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -449,25 +450,32 @@ class _IntegerLiteral(str):
 
 def _integer_literal_texts(path: Path, names: list[str], rows: int) -> dict[str, pa.Array]:
     """The columns of ``names`` whose every value is an integer literal (or null), as text.
-    Read with Python's json, a line at a time — only for such columns, which are rare: the
-    Arrow reader gives no number's text."""
+    Read with Python's json — only for such columns, which are rare: the Arrow reader gives no
+    number's text. The lines are decoded 65,536 at a time as one JSON array (the Arrow reader
+    has read each as one object): a decode call per line cost 3× as much (2.3 → 0.9 s per 10⁵
+    rows on a busy machine)."""
     if not names:
         return {}
     kept: dict[str, list] = {n: [] for n in names}
+    decode = json.JSONDecoder(parse_int=_IntegerLiteral).decode
     with open(path, "rb") as f:
-        for line in f:
-            if not line.strip():
-                continue  # the Arrow reader skips blank lines too
-            record = json.loads(line, parse_int=_IntegerLiteral)
+        while lines := list(islice(f, _LITERAL_CHUNK)):
+            lines = [line for line in lines if line.strip()]  # the Arrow reader skips blank lines too
+            if not lines:
+                continue
+            records = decode("[" + b",".join(lines).decode("utf-8-sig") + "]")  # read as UTF-8, as Arrow did
             for name in list(kept):
-                value = record.get(name)
-                if value is None or isinstance(value, _IntegerLiteral):
-                    kept[name].append(None if value is None else str(value))
+                values = [record.get(name) for record in records]
+                if all(v is None or type(v) is _IntegerLiteral for v in values):
+                    kept[name].extend(values)
                 else:
                     del kept[name]
             if not kept:
                 return {}
     return {n: pa.array(v, pa.string()) for n, v in kept.items() if len(v) == rows}
+
+
+_LITERAL_CHUNK = 65_536  # lines decoded at once: a few tens of MB of Python objects at most
 
 
 def _jsonl_problem(message: str) -> Unprocessable:
