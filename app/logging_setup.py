@@ -19,7 +19,7 @@ class JsonFormatter(logging.Formatter):
         rid = request_id_var.get()
         if rid:
             out["request_id"] = rid
-        for key in ("method", "path", "status", "duration_ms"):
+        for key in ("method", "path", "status", "duration_ms", "tenant", "key_id"):
             if hasattr(record, key):
                 out[key] = getattr(record, key)
         if record.exc_info and record.exc_info[0] is not None:

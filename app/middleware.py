@@ -51,8 +51,13 @@ class RequestContext:
             # Probes (an orchestrator every few seconds, `veil serve`'s ready line twice a second
             # while it starts) would bury the requests people read the log for; /metrics counts them.
             level = logging.DEBUG if template in PROBE_PATHS else logging.INFO
-            log.log(level, "request", extra={"method": scope["method"], "path": template,
-                                             "status": status["code"], "duration_ms": round(elapsed * 1000, 2)})
+            extra = {"method": scope["method"], "path": template, "status": status["code"],
+                     "duration_ms": round(elapsed * 1000, 2)}
+            # whose request it was (set by current_principal once the key is authenticated):
+            # the tenant and the key's id, never the key
+            if (principal := scope.get("state", {}).get("principal")) is not None:
+                extra |= {"tenant": principal.tenant, "key_id": principal.actor}
+            log.log(level, "request", extra=extra)
             request_id_var.reset(token)
 
 

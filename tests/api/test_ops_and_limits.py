@@ -84,6 +84,27 @@ def test_probes_are_logged_below_the_requests_people_read(client, caplog):
     assert levels == {"/readyz": "DEBUG", "/healthz": "DEBUG", "/v1/methods": "INFO"}
 
 
+def test_a_request_log_line_names_the_tenant_and_key_that_made_it(client, owner, caplog):
+    """An operator reading the log could not tell whose request it was (operator sweep): the
+    line names the tenant and the key's id (never the key), once the key is known."""
+    import json
+    import logging
+
+    from app.logging_setup import JsonFormatter
+
+    with transaction() as session:
+        key_id = str(session.execute(text("SELECT id FROM api_keys WHERE tenant = :t"),
+                                     {"t": owner["X-Tenant"]}).scalar_one())
+    with caplog.at_level(logging.INFO, logger="veil.http"):
+        client.get("/v1/datasets", headers=auth(owner))
+        client.get("/v1/datasets")  # no key: a 401, nobody to name
+        client.get("/v1/methods")  # public
+    lines = [json.loads(JsonFormatter().format(r)) for r in caplog.records if r.name == "veil.http"]
+    assert [(line["status"], line.get("tenant"), line.get("key_id")) for line in lines] == [
+        (200, owner["X-Tenant"], key_id), (401, None, None), (200, None, None)]
+    assert owner["Authorization"].split()[1] not in caplog.text
+
+
 def _post_streamed_csv(client, headers, *, chunks: int, lines: int):
     """A dataset upload with no Content-Length: the limit is enforced while the body streams in."""
     def body():
