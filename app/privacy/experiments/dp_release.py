@@ -401,23 +401,30 @@ def _plot(runs: pd.DataFrame, task: str, labels: dict[str, str]):
                      peers=[m for m in dict.fromkeys(runs["method"]) if m not in _STYLES and m != "noprivacy"])
 
 
-def plot_task(points: pd.DataFrame, title: str, labels: dict[str, str], peers: list[str] = ()):
-    """Both panels of a task from ``plot_points``' frame (the docs re-draw theirs from a page's
-    tables, whose 70/30 panel has no standard errors: NaN draws no bar). Error bars: ± 1
-    standard error of the mean over the repetitions, where more than one ran; the methods'
-    points are then set a little apart along ε so the bars do not hide each other."""
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+def plot_task(points: pd.DataFrame, title: str, labels: dict[str, str], peers: list[str] = (),
+              epsilon_note: str | None = None):
+    """A task's panels from ``plot_points``' frame, one per ``column`` it holds (the docs re-draw
+    theirs from a page's tables: a 70/30 panel without standard errors, NaN, draws no bar, and
+    the legend says which panel has them; adult_income's page kept the right panel only).
+    Error bars: ± 1 standard error of the mean over the repetitions, where more than one ran; the
+    methods' points are then set a little apart along ε so the bars do not hide each other.
+    ``epsilon_note`` joins the x label (the δ of each method, say)."""
+    columns = [c for c in PANELS if c in set(points["column"])]
+    fig, axes = plt.subplots(1, len(columns), figsize=(10, 3.8) if len(columns) > 1 else (6.4, 4.2),
+                             sharey=True, squeeze=False)
+    axes = list(axes[0])
     methods = [m for m in dict.fromkeys(points["method"]) if m not in ("noprivacy", "majority")]
     styles = {**_STYLES, **dict(zip(peers, itertools.cycle(_PEER_STYLES)))}
-    bars = points[points["method"].isin(methods)]["se"].fillna(0).gt(0).any()
+    compared = points[points["method"].isin(methods)]
+    with_bars = [c for c in columns if compared[compared["column"] == c]["se"].fillna(0).gt(0).any()]
     eps = sorted(e for e in points["epsilon"].unique() if not math.isinf(e))
-    for ax, (column, panel) in zip(axes, PANELS.items()):
+    for ax, column in zip(axes, columns):
         part = points[points["column"] == column]
         for i, method in enumerate(methods):
             line = part[part["method"] == method].sort_values("epsilon")
-            shift = 10 ** ((i - (len(methods) - 1) / 2) * 0.012) if bars else 1.0
-            ax.errorbar(line["epsilon"] * shift, line["mean"], yerr=line["se"] if bars else None, capsize=3,
-                        label=labels.get(method, method), **styles.get(method, _PEER_STYLES[0]))
+            shift = 10 ** ((i - (len(methods) - 1) / 2) * 0.012) if with_bars else 1.0
+            ax.errorbar(line["epsilon"] * shift, line["mean"], yerr=line["se"] if column in with_bars else None,
+                        capsize=3, label=labels.get(method, method), **styles.get(method, _PEER_STYLES[0]))
         noprivacy = part[part["method"] == "noprivacy"]["mean"]
         if len(noprivacy):
             ax.axhline(float(noprivacy.iloc[0]), color="k", linestyle="--", linewidth=1.2, zorder=2.1,
@@ -429,14 +436,19 @@ def plot_task(points: pd.DataFrame, title: str, labels: dict[str, str], peers: l
         ax.set_xscale("log")
         ax.minorticks_off()  # only the grid's ε are labelled
         ax.set_xticks(eps, [f"{e:g}" for e in eps])
-        ax.set_xlabel("ε (log scale)")
-        ax.set_title(panel, fontsize=10)
+        ax.set_xlabel("ε (log scale" + (f"; {epsilon_note})" if epsilon_note else ")"))
+        ax.set_title(PANELS[column], fontsize=10)
     axes[0].set_ylabel(f"misclassification rate ({LOWER_IS_BETTER})")
-    fig.suptitle(f"SVM misclassification rate of each release vs ε — {title}")
+    # one panel is narrow: the data on a line of their own
+    fig.suptitle(f"SVM misclassification rate of each release vs ε{' — ' if len(columns) > 1 else chr(10)}{title}")
     tilt_crowded_tick_labels(fig, axes)
-    n = int(points[points["method"].isin(methods)]["n"].max()) if methods else 1
-    legend_below(fig, axes, fontsize=8, title=(f"mean of {n} repetitions" if n > 1 else "one repetition")
-                 + ("; error bars: ± 1 standard error of the mean" if bars else ""))
+    n = int(compared["n"].max()) if methods else 1
+    legend = f"mean of {n} repetitions" if n > 1 else "one repetition"
+    if with_bars:
+        legend += "; error bars: ± 1 standard error of the mean"
+        if len(with_bars) < len(columns):
+            legend += " (" + " and ".join(("left", "right")[columns.index(c)] for c in with_bars) + " panel only)"
+    legend_below(fig, axes, fontsize=8, title=legend)
     return fig
 
 
