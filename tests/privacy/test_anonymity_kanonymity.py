@@ -578,3 +578,21 @@ def test_an_unchanged_column_that_determines_a_quasi_identifier_is_named_and_mea
     assert alone.guarantees["determined_by_unprotected"] == {}
     assert "risk_through_unchanged_columns" not in alone.metrics
     assert not any("determine" in w for w in alone.guarantees["warnings"])
+
+
+def test_the_lattice_charges_a_suppressed_record_1_on_a_column_of_one_value():
+    """Found by the lattice property test (tests/privacy/test_properties_kanonymity.py): the
+    search charged a suppressed record its root's NCP, 0 on a column of one value, while the
+    release's metrics (and spec 04) count 1 on every QI — so suppressing looked cheaper than it
+    is: it released q at level 1 with one record suppressed (metrics ncp 0.229, its own loss
+    0.157) over level 2 with none (0.214)."""
+    frame = pd.DataFrame({"constant": [0.0] * 7, "q": [1.0, 1, 2, 4, 5, 5, 6]})
+    columns = [ColumnInfo("constant", "numeric", "quasi_identifier"),
+               ColumnInfo("q", "numeric", "quasi_identifier", integer=True)]
+    result = run_kanonymity(MethodInput(columns=columns, frame=frame),
+                            KAnonymityParams(k=2, algorithm="lattice", suppression=0.15, auto_levels=2),
+                            RunContext())
+    lattice = result.metadata["lattice"]
+    assert lattice["optimal"] and lattice["levels"] == {"constant": 0, "q": 2}
+    assert result.metrics["suppressed"] == 0
+    assert lattice["loss"] == pytest.approx(result.metrics["ncp"]) == pytest.approx(3 / 14)

@@ -54,8 +54,11 @@ class _Columns:
 
     Costs: "ncp" — the released node's NCP (the loss is their mean over records and QIs);
     "entropy" — non-uniform entropy, −log2 P(value | released node) with frequencies of the
-    input (the loss is their sum). A suppressed record costs what its root would, except with
-    "entropy_monotonic" (ARX's ``createEntropyMetric(true)``), which ignores suppression."""
+    input (the loss is their sum). A suppressed record costs 1 on every QI under "ncp" (what the
+    release's metrics count, spec 04: the root's NCP is 0 on a column of one value, and a
+    search that charged that made suppression look cheaper than it is), what its root would
+    under "entropy", and nothing under "entropy_monotonic" (ARX's
+    ``createEntropyMetric(true)``), which ignores suppression."""
 
     def __init__(self, trees: list[Tree], metric: str = "ncp") -> None:
         self.trees = trees
@@ -119,7 +122,8 @@ def _loss(cols: _Columns, levels, suppressed: np.ndarray) -> float:
     if not cols.count_suppressed:
         suppressed = np.zeros_like(suppressed)
     for q, level in enumerate(levels):
-        total += cols.ncp[q][level][~suppressed].sum() + cols.ncp[q][-1][suppressed].sum()
+        cost = float(suppressed.sum()) if cols.metric == "ncp" else cols.ncp[q][-1][suppressed].sum()
+        total += cols.ncp[q][level][~suppressed].sum() + cost
     return total / cols.normalizer
 
 
