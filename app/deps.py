@@ -19,7 +19,7 @@ from sqlalchemy.exc import OperationalError, InterfaceError
 from sqlalchemy.orm import Session
 
 from app.db import _sessionmaker
-from app.errors import (DATABASE_FULL, DISK_FULL_SQLSTATE, InsufficientStorage, ServiceUnavailable, Unauthorized,
+from app.errors import (DATABASE_FULL, DISK_FULL_SQLSTATE, InsufficientStorage, ServiceUnavailable,
                         Unprocessable, UnsupportedMediaType, VeilError, out_of_disk_space)
 
 log = logging.getLogger("veil.api")

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pydantic import ValidationError
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -70,9 +72,13 @@ def test_every_documented_job_body_validates_against_its_method():
     registry.load_all()
     examples = _job_examples()
     assert len(examples) >= 20  # every method page has one
-    for where, body in examples:
+    for where, body in examples:  # a failure names the page and the method
         spec = registry.get(body["method"])
-        spec.params.model_validate(body.get("params", {}))
+        assert spec is not None, f"{where}: no such method"
+        try:
+            spec.params.model_validate(body.get("params", {}))
+        except ValidationError as exc:
+            raise AssertionError(f"{where}: {exc}") from None
 
 
 def test_veil_docs_leaves_plugin_methods_out_of_veils_own_pages():

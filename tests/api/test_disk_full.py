@@ -48,6 +48,6 @@ def test_the_database_out_of_disk_space_is_a_507_not_unavailable(client, owner, 
 
     monkeypatch.setattr(datasets_service, "store", full)
     response = upload(client, owner, CSV, "t.csv")
-    problem = assert_problem(response, 507, "database", "out of disk space")
+    assert_problem(response, 507, "database", "out of disk space")
     assert "Retry-After" not in response.headers  # not a passing state: someone must free space
     _nothing_stored(client, owner)

@@ -89,7 +89,7 @@ def test_app_wide_problems_are_declared_where_they_can_happen(spec):
 
 
 def test_an_unknown_query_parameter_is_a_declared_422_on_every_operation(client, spec, owner):
-    for path, verb, op in operations(spec):
+    for path, verb, _ in operations(spec):
         r = client.request(verb.upper(), concrete(path), params={"no_such_parameter": 1}, headers=auth(owner))
         assert r.status_code == 422 and r.headers["content-type"].startswith(PROBLEM), (verb, path, r.status_code)
 

@@ -5,7 +5,6 @@ refused before any work, and seeds refused outside the reproducible test mode.""
 from __future__ import annotations
 
 import io
-import os
 import socket
 import time
 import zlib
@@ -32,7 +31,7 @@ def _raw_upload(live, total: int | None, chunk: int = MiB) -> dict:
     boundary = b"veilabuse"
     head = (b"--" + boundary + b"\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.csv\"\r\n"
             b"Content-Type: text/csv\r\n\r\na,b\r\n")
-    headers = [f"POST /v1/datasets HTTP/1.1", f"Host: 127.0.0.1:{live.port}",
+    headers = ["POST /v1/datasets HTTP/1.1", f"Host: 127.0.0.1:{live.port}",
                f"Authorization: Bearer {live.key}",
                f"Content-Type: multipart/form-data; boundary={boundary.decode()}"]
     headers.append(f"Content-Length: {total}" if total is not None else "Transfer-Encoding: chunked")

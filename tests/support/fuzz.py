@@ -156,7 +156,7 @@ def fuzz(schema, base_url: str, *, examples: int, headers_for: Callable[[Any], d
 
 
 def _substitute_ids(case, data, ids: dict[str, list[str]]) -> None:
-    for name, value in list((case.path_parameters or {}).items()):
+    for name in list(case.path_parameters or {}):
         if name in ids and ids[name] and data.draw(st.booleans()):
             case.path_parameters[name] = data.draw(st.sampled_from(ids[name]))
     if isinstance(case.body, dict):

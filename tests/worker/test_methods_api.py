@@ -142,7 +142,6 @@ def test_mask_on_mushroom_and_frequent_itemsets(client, make_key, workers):
 
 
 def _frequent(transactions, minsup, max_len):
-    n = len(transactions)
     items = sorted(set().union(*transactions))
     matrix = pd.DataFrame([[i in t for i in items] for t in transactions], columns=items).to_numpy()
     out, level = set(), [(i,) for i in range(len(items)) if matrix[:, i].mean() >= minsup]

@@ -148,7 +148,7 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints, sensitive: Se
             width, unit = view.width_and_unit(kv, sizes, starts, starts + sizes - 1)
             axis_state.append((width, unit))
             cut, ok = _nearest_cut(unit, same_part, starts, sizes, k, extra and (
-                lambda cand, valid: _cut_satisfies(cand, valid, part, o, sens_all, n_part,
+                lambda cand, valid: _cut_satisfies(cand, valid, part, o, sens_all, n_part,  # noqa: B023 (called before the loop moves on)
                                                    constraints, sensitive)))
             candidates.append((cut, ok & (width > 0)))
         if dimension == "least_loss":

@@ -342,7 +342,7 @@ def _plot_grouping(table: pd.DataFrame, datasets: list[str], mean_p: float) -> F
         ax.grid(axis="y", alpha=0.3)
     _ylabel_first_column(axes, f"mean absolute support error ({LOWER_IS_BETTER})")
     fig.suptitle(f"Support error of PN/g's estimators by grouping (mean keep probability {mean_p:g})")
-    legend_below(fig, axes, title=f"estimator; bars: mean over the seeds"
+    legend_below(fig, axes, title="estimator; bars: mean over the seeds"
                  + ("; error bars: ± 1 sd over the seeds" if spread else ""))
     return fig
 
@@ -388,9 +388,9 @@ def run_experiment_itemsets(data: MethodInput, params: ExperimentItemsetsParams,
                           "true_frequent_itemsets": truth.count(),
                           "by_size": [len(lv.itemsets) for lv in truth.levels],
                           "raw_mining_s": time.perf_counter() - start, "note": note})
-        vs_p += error_vs_p(name, td, truth, params, minsup, ctx, lambda: progress(f"{name}: error vs p"))
-        groups += grouping(name, td, truth, params, minsup, lambda: progress(f"{name}: grouping"))
-        prunes += pruning(name, td, params, minsup, lambda: progress(f"{name}: pruning"))
+        vs_p += error_vs_p(name, td, truth, params, minsup, ctx, lambda: progress(f"{name}: error vs p"))  # noqa: B023 (run before the loop moves on)
+        groups += grouping(name, td, truth, params, minsup, lambda: progress(f"{name}: grouping"))  # noqa: B023 (run before the loop moves on)
+        prunes += pruning(name, td, params, minsup, lambda: progress(f"{name}: pruning"))  # noqa: B023 (run before the loop moves on)
     metrics = ["mae", "mre", "mean_se", "precision", "recall", "release_s", "mining_s"]
     vs_p_table = _mean_table(vs_p, ["dataset", "p", "scheme", "estimator", "setting", "mean_keep_p",
                                     "share_unprotected", "mean_eps_bit_protected"], metrics)

@@ -268,7 +268,7 @@ def run_experiment_rfk(data: MethodInput, params: ExperimentRfkParams, ctx: RunC
     for i, name in enumerate(params.datasets):
         share = 1.0 / len(params.datasets)
         results.append(run_dataset(name, params, lambda f, s, i=i: ctx.progress(
-            (i + f) * share, f"{name}: {s}")))
+            (i + f) * share, f"{name}: {s}")))  # noqa: B023 (run before the loop moves on)
     table = pd.DataFrame([row for r in results for row in r["rows"]])
     tiers = pd.DataFrame([{"dataset": r["dataset"], "attribute": a, "sensitivity": r["sensitivity"][a],
                            "tier": r["tiers"][a], "paper_tier": r["paper_tiers"].get(a),

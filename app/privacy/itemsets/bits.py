@@ -207,7 +207,7 @@ def weight_counts(bm: BitMatrix, itemsets: np.ndarray) -> np.ndarray:
         planes = [bm.words[itemsets[b0:b1, 0]]]
         for j in range(1, k):
             carry = bm.words[itemsets[b0:b1, j]]
-            for bit, plane in enumerate(planes):
+            for plane in planes:
                 overflow = plane & carry
                 plane ^= carry
                 carry = overflow
