@@ -21,7 +21,9 @@ run: install
 	$(VENV)/bin/veil serve
 
 # pytest exits 5 when it collects no test: that fails this target (and CI), as it should.
+# ruff first (under a second): bug-class rules only, pyproject.toml's [tool.ruff].
 test: install
+	$(VENV)/bin/ruff check --quiet .
 	$(PY) -m pytest -q -p no:cacheprovider -m "not long"
 
 test-fast: install
