@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from app.privacy.anonymity.axes import NumericAxis, build_axes
+from app.privacy.anonymity.hierarchies import released_outside_labels
 from app.privacy.anonymity.lattice import lattice_search
 from app.privacy.anonymity.metrics import anonymity_metrics
 from app.privacy.anonymity.models import Constraints, Sensitive, class_stats
@@ -133,6 +134,10 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
     keep = ~suppressed
     out = out[keep]
     ncp = gen.ncp[keep]
+    for axis in axes:  # an uploaded hierarchy's interval labels that do not hold their records' values
+        if axis.column in notes.given and getattr(axis, "value_range", None) is not None:
+            warnings += released_outside_labels(axis.column, pd.to_numeric(frame.loc[keep, axis.column])
+                                                .to_numpy(dtype=float), out[axis.column])
     if progress:
         progress(0.9, "verifying")
     generalized = time.perf_counter()
