@@ -178,3 +178,36 @@ def test_hierarchy_issues_name_every_value_up_to_a_size_and_count_the_rest():
     assert issues[-1] == {"loc": ["hierarchy"], "type": "hierarchy_truncated",
                           "msg": f"(and {40 - (len(issues) - 1)} more; fix these first)"}
     assert len(issues) - 1 == 16  # 16 × 60,040 characters fit in 1,000,000
+
+
+def _read(label):
+    from app.privacy.anonymity.hierarchies import read_interval
+
+    return read_interval(label)
+
+
+def _holds(label, x):
+    lo, lo_in, hi, hi_in = _read(label)
+    return (lo < x or (lo_in and lo == x)) and (x < hi or (hi_in and x == hi))
+
+
+def test_automatic_cells_hold_huge_and_tiny_values_and_nest():
+    """Found by tests/privacy/test_properties_hierarchies.py. A column of the one value
+    2.0272269332919256e16 was labelled '[20272269332919256, 20272269332919256)', empty (width 1,
+    a quarter of the float step there); -1 with bounds ±1e100 (an integer column) went into
+    '0-1e100' (x - lo rounded to 1e100); and cells of width 1e-301 began at other numbers than
+    their parents (10 × 10.0**-302 is 9.999999999999999e-302), so level 2's '[-5.846613319901802e-302,
+    …)' was not inside level 4's '[-5.8466133199018e-302, …)'."""
+    h, _ = interval_hierarchy(np.array([2.0272269332919256e16]), 2.0272269332919256e16,
+                              2.0272269332919256e16, 1, False)
+    assert _holds(h.level_1[0], 2.0272269332919256e16), h.level_1[0]
+    h, spec = interval_hierarchy(np.array([-1.0]), -1e100, 1e100, 1, True)
+    assert _holds(h.level_1[0], -1.0), h.level_1[0]
+    assert not spec.integer  # beyond 2^52 the cells are half-open: '[a, b)'
+    values = np.array([0.0, -8.584661331990179e-301])
+    h, _ = interval_hierarchy(values, values.min(), values.max(), 4, False)
+    for level in range(1, 4):
+        for label, parent in zip(h[f"level_{level}"], h[f"level_{level + 1}"]):
+            lo, _, hi, _ = _read(label)
+            plo, _, phi, _ = _read(parent)
+            assert plo <= lo and hi <= phi, (label, parent)

@@ -336,37 +336,6 @@ def read_interval(label: str) -> Interval | None:
     return None
 
 
-def _held(read: list[Interval | None], inverse: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Whether each x[i] lies in the interval read[inverse[i]] (a label read as none holds all)."""
-    ends = np.array([r if r is not None else (-math.inf, True, math.inf, True) for r in read], dtype=float)
-    lo, lo_in, hi, hi_in = (ends[inverse, i] for i in range(4))
-    return ((lo < x) | ((lo_in == 1) & (lo == x))) & ((x < hi) | ((hi_in == 1) & (x == hi)))
-
-
-def released_outside_labels(column: str, values: np.ndarray, labels: pd.Series) -> list[str]:
-    """A release's records of a numeric column whose released label reads as an interval that
-    does not hold their value (an uploaded hierarchy's labels are released as written: ARX's
-    Adult age hierarchy shows '15-19' for a 20-year-old). The upload warned its owner; this
-    warns the release's readers, who never saw the upload."""
-    inverse, uniques = pd.factorize(labels.to_numpy(dtype=object))
-    read = [read_interval(str(label)) for label in uniques]  # one read per distinct label
-    if not any(read):
-        return []
-    outside = ~_held(read, inverse, values)
-    if not outside.any():
-        return []
-    pairs = (pd.DataFrame({"v": values[outside], "label": uniques[inverse[outside]]})
-             .drop_duplicates().sort_values(["v", "label"]))
-    named = "; ".join(f"{normalize_value(v)} under {label!r}"
-                      for v, label in pairs.head(MAX_NAMED_OUTSIDE).itertuples(index=False))
-    more = len(pairs) - MAX_NAMED_OUTSIDE
-    return [f"{int(outside.sum())} released record(s) of {column!r} show an interval label that does not "
-            f"hold their value, as the uploaded hierarchy writes it: {named}"
-            + (f" (and {more} more values)" if more > 0 else "")
-            + "; read those labels as the hierarchy's names, not as intervals (correct the hierarchy "
-            "to release labels that hold their values)"]
-
-
 def interval_label_warnings(hierarchy: pd.DataFrame, data: frozenset[str]) -> list[str]:
     """For a numeric column: the leaves that lie outside a label above them which reads as an
     interval, the data's values (``data``: their keys, value_keys(values, numeric=True)) named
@@ -381,7 +350,10 @@ def interval_label_warnings(hierarchy: pd.DataFrame, data: frozenset[str]) -> li
         read = [read_interval(label) for label in labels]  # vectorized over rows, one read per label
         if not any(read):
             continue
-        wrong[:, level] = numbers & ~_held(read, inverse, x)
+        ends = np.array([r if r is not None else (-math.inf, True, math.inf, True) for r in read], dtype=float)
+        lo, lo_in, hi, hi_in = (ends[inverse, i] for i in range(4))
+        holds = ((lo < x) | ((lo_in == 1) & (lo == x))) & ((x < hi) | ((hi_in == 1) & (x == hi)))
+        wrong[:, level] = numbers & ~holds
     outside: list[tuple[str, list[str]]] = []  # leaf as written, the labels that do not hold it
     for i in np.flatnonzero(wrong.any(axis=1)):
         labels = []
@@ -428,10 +400,13 @@ def _nice_width(raw: float, integer: bool) -> float:
         return 1.0
     exponent = math.floor(math.log10(raw))
     for step in (1, 2, 5, 10):
-        width = step * 10.0**exponent
+        # the float nearest step × 10^e, which writes as it (10 × 10.0**-302 is 9.999999999999999e-302:
+        # the cells were then summed in decimal from that writing and those of levels 1 and 4,
+        # 2 × and 16 × it, began at different numbers, so a cell was not inside its parent)
+        width = float(f"{step}e{exponent}")
         if width >= raw * (1 - 1e-12):
             return float(round(width)) if integer else width
-    return 10.0 ** (exponent + 1)
+    return float(f"1e{exponent + 1}")
 
 
 def _fmt(x: float) -> str:
@@ -449,7 +424,15 @@ class IntervalLevels:
 
     @classmethod
     def build(cls, lo: float, hi: float, levels: int, integer: bool) -> IntervalLevels:
+        magnitude = float(max(abs(lo), abs(hi)))
+        # 'a-b' cells while float64 holds every integer of the range and their differences
+        # (below 2^52); beyond, the cell of a value was found by a subtraction that rounded (-1
+        # with bounds ±1e100 went into '0-1e100'), so such columns get half-open cells [a, b)
+        integer = integer and magnitude < 2.0**52
         finest = _nice_width((hi - lo) / 2.0**levels, integer)
+        if magnitude > 0:  # at least two float steps wide: a narrower cell's ends round to one
+            # number, '[20272269332919256, 20272269332919256)' for a column of that one value
+            finest = max(finest, _nice_width(2.0 * float(np.spacing(magnitude)), integer))
         # an integer column's cells start on an integer, so that 'a-b' holds a..b (bounds may
         # be declared as 0.5)
         origin = math.floor(lo) if integer else float(lo)
