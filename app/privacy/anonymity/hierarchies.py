@@ -336,6 +336,37 @@ def read_interval(label: str) -> Interval | None:
     return None
 
 
+def _held(read: list[Interval | None], inverse: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Whether each x[i] lies in the interval read[inverse[i]] (a label read as none holds all)."""
+    ends = np.array([r if r is not None else (-math.inf, True, math.inf, True) for r in read], dtype=float)
+    lo, lo_in, hi, hi_in = (ends[inverse, i] for i in range(4))
+    return ((lo < x) | ((lo_in == 1) & (lo == x))) & ((x < hi) | ((hi_in == 1) & (x == hi)))
+
+
+def released_outside_labels(column: str, values: np.ndarray, labels: pd.Series) -> list[str]:
+    """A release's records of a numeric column whose released label reads as an interval that
+    does not hold their value (an uploaded hierarchy's labels are released as written: ARX's
+    Adult age hierarchy shows '15-19' for a 20-year-old). The upload warned its owner; this
+    warns the release's readers, who never saw the upload."""
+    inverse, uniques = pd.factorize(labels.to_numpy(dtype=object))
+    read = [read_interval(str(label)) for label in uniques]  # one read per distinct label
+    if not any(read):
+        return []
+    outside = ~_held(read, inverse, values)
+    if not outside.any():
+        return []
+    pairs = (pd.DataFrame({"v": values[outside], "label": uniques[inverse[outside]]})
+             .drop_duplicates().sort_values(["v", "label"]))
+    named = "; ".join(f"{normalize_value(v)} under {label!r}"
+                      for v, label in pairs.head(MAX_NAMED_OUTSIDE).itertuples(index=False))
+    more = len(pairs) - MAX_NAMED_OUTSIDE
+    return [f"{int(outside.sum())} released record(s) of {column!r} show an interval label that does not "
+            f"hold their value, as the uploaded hierarchy writes it: {named}"
+            + (f" (and {more} more values)" if more > 0 else "")
+            + "; read those labels as the hierarchy's names, not as intervals (correct the hierarchy "
+            "to release labels that hold their values)"]
+
+
 def interval_label_warnings(hierarchy: pd.DataFrame, data: frozenset[str]) -> list[str]:
     """For a numeric column: the leaves that lie outside a label above them which reads as an
     interval, the data's values (``data``: their keys, value_keys(values, numeric=True)) named
@@ -350,10 +381,7 @@ def interval_label_warnings(hierarchy: pd.DataFrame, data: frozenset[str]) -> li
         read = [read_interval(label) for label in labels]  # vectorized over rows, one read per label
         if not any(read):
             continue
-        ends = np.array([r if r is not None else (-math.inf, True, math.inf, True) for r in read], dtype=float)
-        lo, lo_in, hi, hi_in = (ends[inverse, i] for i in range(4))
-        holds = ((lo < x) | ((lo_in == 1) & (lo == x))) & ((x < hi) | ((hi_in == 1) & (x == hi)))
-        wrong[:, level] = numbers & ~holds
+        wrong[:, level] = numbers & ~_held(read, inverse, x)
     outside: list[tuple[str, list[str]]] = []  # leaf as written, the labels that do not hold it
     for i in np.flatnonzero(wrong.any(axis=1)):
         labels = []
