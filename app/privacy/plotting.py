@@ -26,6 +26,16 @@ LOWER_IS_BETTER = "lower is better"
 HIGHER_IS_BETTER = "higher is better"
 
 
+def value_label(name: str, *notes: str, width: int = 40) -> str:
+    """An axis label with its notes in brackets ('mean absolute support error (log scale; lower
+    is better)'), the notes on a line of their own when the whole would be longer than ``width``
+    characters: a 3-inch panel's y label ran past its panel into the one above."""
+    if not notes:
+        return name
+    one = f"{name} ({'; '.join(notes)})"
+    return one if len(one) <= width else f"{name}\n({'; '.join(notes)})"
+
+
 def _renderer(fig: Figure):
     # A bare Figure() has no drawing canvas yet; the Agg one is what render_figure saves with.
     canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)

@@ -128,10 +128,10 @@ def test_every_value_axis_says_which_way_is_better_and_which_is_log():
                           "mae": m, "mae_std": m / 10, "recall": 0.9, "recall_std": 0.01}
                          for p, m in ((0.6, 0.5), (0.9, 0.0095))])
     mae = _plot_vs_p(vs_p, "mae", "mean absolute support error", ["chess"], {}, log=True)
-    assert mae.axes[0].get_ylabel() == "mean absolute support error (log scale; lower is better)"
+    assert mae.axes[0].get_ylabel() == "mean absolute support error\n(log scale; lower is better)"
     assert mae._suptitle.get_text() == "Mean absolute support error vs mean keep probability"
     recall = _plot_vs_p(vs_p, "recall", "recall of frequent itemsets", ["chess"], {})
-    assert recall.axes[0].get_ylabel() == "recall of frequent itemsets (higher is better)"
+    assert recall.axes[0].get_ylabel() == "recall of frequent itemsets\n(higher is better)"
     grouping = _plot_grouping(_grouping_table({("2", "random"): (0.01, 0.02)}), ["adult"], 0.9)
     assert grouping.axes[0].get_ylabel().endswith("(lower is better)")
     prune = pd.DataFrame({"dataset": "chess", "p": [0.8], "recall_apriori": [0.9], "recall_no_pruning": [0.91]})

@@ -90,3 +90,14 @@ def test_spans_a_decade_only_when_every_value_is_positive():
     assert not spans_a_decade([0.0017, 0.0028])  # a log axis would only magnify the difference
     assert not spans_a_decade([0.0, 0.2, 5.46])  # the zero would vanish from a log axis
     assert not spans_a_decade([np.nan, 1.0]) and not spans_a_decade([])
+
+
+def test_a_long_value_label_puts_its_notes_on_a_line_of_their_own():
+    """Plots review: 'mean absolute support error (log scale; lower is better)' ran from one
+    panel's y axis into the label of the panel below it."""
+    from app.privacy.plotting import value_label
+
+    assert value_label("accuracy", "higher is better") == "accuracy (higher is better)"
+    assert value_label("mean absolute support error", "log scale", "lower is better") == \
+        "mean absolute support error\n(log scale; lower is better)"
+    assert value_label("share") == "share"

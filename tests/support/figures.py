@@ -21,7 +21,7 @@ def style_without_colour(handle) -> tuple:
 def assert_readable(fig: Figure) -> None:
     """Every panel titled with an x label, a y label in the first column, the legend entries
     told apart by marker, line style or hatch (not colour alone), no minor tick labelled, the
-    legend outside every panel."""
+    legend outside every panel, no y label running into another panel."""
     axes = [ax for ax in fig.axes if ax.get_visible()]
     for ax in axes:
         assert ax.get_title() and ax.get_xlabel(), f"panel {ax.get_title()!r} lacks a title or x label"
@@ -37,6 +37,16 @@ def assert_readable(fig: Figure) -> None:
         for axis in (ax.xaxis, ax.yaxis):
             minor = [t.get_text() for t in axis.get_minorticklabels() if t.get_visible() and t.get_text()]
             assert not minor, f"panel {ax.get_title()!r}: minor ticks labelled {minor}"
+    for ax in axes:  # a y label longer than its panel ran into the panel above (plots review)
+        label = ax.yaxis.label
+        if label.get_text():
+            box = label.get_window_extent(renderer)
+            others = [b for other in axes if other is not ax for b in (
+                other.bbox, *(t.get_window_extent(renderer) for t in
+                              (other.xaxis.label, other.yaxis.label, *other.get_xticklabels(),
+                               *other.get_yticklabels()) if t.get_visible() and t.get_text()))]
+            assert not any(box.overlaps(other) for other in others), \
+                f"panel {ax.get_title()!r}: its y label {label.get_text()!r} runs into another panel"
     for legend in fig.legends:
         box = legend.get_window_extent(renderer)
         assert not any(box.overlaps(ax.bbox) for ax in axes), "the legend covers a panel"

@@ -31,7 +31,7 @@ from app.privacy.itemsets.mining import Level, apriori
 from app.privacy.itemsets.supports import all_combinations, exact_oracle, release_oracle
 from app.privacy.itemsets.release import ItemParams, MaskParams, PngParams, prepare_items, run_mask, run_png
 from app.privacy.json_types import schema_bounds
-from app.privacy.plotting import HIGHER_IS_BETTER, LOWER_IS_BETTER, legend_below, log_axis
+from app.privacy.plotting import HIGHER_IS_BETTER, LOWER_IS_BETTER, legend_below, log_axis, value_label
 from app.privacy.registry import MethodKind, MethodSpec, Params, MethodSource, register
 from app.privacy.results import ReportResult, render_figure
 from app.privacy.rng import SecureRandom
@@ -309,7 +309,7 @@ def _plot_vs_p(table: pd.DataFrame, metric: str, ylabel: str, datasets: list[str
         if log:
             log_axis(ax)
     better = LOWER_IS_BETTER if metric in ("mae", "mre", "mean_se") else HIGHER_IS_BETTER
-    _ylabel_first_column(axes, f"{ylabel} ({'log scale; ' if log else ''}{better})")
+    _ylabel_first_column(axes, value_label(ylabel, *(["log scale"] if log else []), better))
     fig.suptitle(title or f"{ylabel[:1].upper()}{ylabel[1:]} vs mean keep probability")
     legend_below(fig, axes, title=ERROR_BARS if _spread(table, metric) else None)  # one seed draws no bars
     return fig
@@ -340,7 +340,7 @@ def _plot_grouping(table: pd.DataFrame, datasets: list[str], mean_p: float) -> F
                      fontsize=9)
         ax.set_xlabel("group size g, assignment of rows to groups", fontsize=8)
         ax.grid(axis="y", alpha=0.3)
-    _ylabel_first_column(axes, f"mean absolute support error ({LOWER_IS_BETTER})")
+    _ylabel_first_column(axes, value_label("mean absolute support error", LOWER_IS_BETTER))
     fig.suptitle(f"Support error of PN/g's estimators by grouping (mean keep probability {mean_p:g})")
     legend_below(fig, axes, title="estimator; bars: mean over the seeds"
                  + ("; error bars: ± 1 sd over the seeds" if spread else ""))
@@ -360,7 +360,7 @@ def _plot_pruning(table: pd.DataFrame, datasets: list[str], titles: dict[str, st
         ax.set_xlabel("MASK keep probability p")
         ax.set_ylim(0, 1.05)
         ax.grid(alpha=0.3)
-    _ylabel_first_column(axes, f"recall of the frequent itemsets ({HIGHER_IS_BETTER})")
+    _ylabel_first_column(axes, value_label("recall of the frequent itemsets", HIGHER_IS_BETTER))
     fig.suptitle("Recall of the frequent itemsets with and without Apriori's pruning vs p")
     legend_below(fig, axes, title="MASK releases, mean over the seeds"
                  + ("; error bars: ± 1 sd over the seeds" if spread else ""))

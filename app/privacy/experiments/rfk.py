@@ -34,7 +34,9 @@ from app.privacy.anonymity.risk import frame_risk
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
 from app.privacy.experiments import dataset_file, distinct
-from app.privacy.plotting import HIGHER_IS_BETTER, LOWER_IS_BETTER, legend_below, log_axis, spans_a_decade
+from app.privacy.plotting import (
+    HIGHER_IS_BETTER, LOWER_IS_BETTER, legend_below, log_axis, spans_a_decade, value_label,
+)
 from app.privacy.registry import MethodKind, MethodSpec, Params, MethodSource, register
 from app.privacy.results import ReportResult, render_figure
 
@@ -219,8 +221,7 @@ def _figure(table: pd.DataFrame, dataset: str, series: dict[str, tuple[str, str]
     if log_if_spread and spans_a_decade(part[list(series)]):
         log_axis(ax)
         notes.append("log scale")
-    label = f"{ylabel} ({'; '.join([*notes, better])})"
-    ax.set_ylabel(label if len(label) <= 45 else f"{ylabel}\n({'; '.join([*notes, better])})")  # fits the axis
+    ax.set_ylabel(value_label(ylabel, *notes, better, width=45))
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     legend_below(fig, [ax], fontsize=8, title=legend_title)
