@@ -231,3 +231,19 @@ def test_stratified_mining_reports_the_excluded_p_half_rows():
     assert not any("p = 0.5" in note for note in pooled.data["notes"])
     exact = mine(MethodInput(columns=[], transactions=csr_of(dense)), minsup=0.2, max_len=2)
     assert exact.data["rows_used"] == 1200 and exact.data["excluded_strata_p"] == []
+
+
+def test_a_segment_of_no_rows_counts_nothing():
+    """Found by tests/privacy/test_properties_itemsets.py: reduceat gives an empty word range
+    its start's word, so a segment of no rows counted the next segment's first word (one
+    transaction [1] in segment 1 of 2: segment 0 counted 1 too), and a matrix of no rows with two
+    segments raised IndexError. Latent in the service: its strata come from np.unique of the
+    rows' keep probabilities, so none is empty; from_csr's n_segments allows them."""
+    from app.privacy.itemsets import bits
+
+    one = bits.from_csr(np.array([0, 1]), np.array([0]), 1, np.array([1]), 2)
+    assert bits.itemset_counts(one, np.array([[0]])).tolist() == [[0, 1]]
+    assert bits.weight_counts(one, np.array([[0]])).tolist() == [[[0, 0], [0, 1]]]
+    assert bits.pattern_counts(one, np.array([[0]])).tolist() == [[[0, 0], [0, 1]]]
+    none = bits.from_csr(np.array([0]), np.array([], dtype=np.int64), 1, np.array([], dtype=np.int64), 2)
+    assert bits.itemset_counts(none, np.array([[0]])).tolist() == [[0, 0]]

@@ -171,10 +171,16 @@ def _row_positions(bm: BitMatrix) -> np.ndarray:
 
 
 def _segment_sums(popcounts: np.ndarray, bm: BitMatrix) -> np.ndarray:
-    """(B, W) per-word popcounts → (B, S) per-segment sums."""
+    """(B, W) per-word popcounts → (B, S) per-segment sums (0 for a segment of no rows:
+    reduceat gives an empty range its start's word, the next segment's first count)."""
     if bm.n_segments == 1:
         return popcounts.sum(axis=1, dtype=np.int64)[:, None]
-    return np.add.reduceat(popcounts, bm.seg_words[:-1], axis=1, dtype=np.int64)
+    starts, ends = bm.seg_words[:-1], bm.seg_words[1:]
+    if popcounts.shape[1] == 0:
+        return np.zeros((popcounts.shape[0], bm.n_segments), dtype=np.int64)
+    sums = np.add.reduceat(popcounts, np.minimum(starts, popcounts.shape[1] - 1), axis=1, dtype=np.int64)
+    sums[:, starts == ends] = 0
+    return sums
 
 
 def _batches(n_itemsets: int, n_words: int):
