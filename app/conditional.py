@@ -1,5 +1,6 @@
-"""Conditional GETs of what never changes (a release's rows, a report's plots): the answer's
-ETag comes back in If-None-Match and a 304 replaces the body. Answers keep the API's
+"""Conditional GETs of stored bytes (a release's rows and a report's plots, which never change;
+a dataset's rows, until a schema change re-codes them): the answer's ETag comes back in
+If-None-Match and a 304 replaces the body. Answers keep the API's
 `Cache-Control: no-store`, so only a caller that keeps its own copy (a dashboard's backend)
 revalidates; no browser or proxy stores a tenant's data."""
 

@@ -211,9 +211,18 @@ def profile(session: Session, principal: Principal, dataset_id: uuid.UUID) -> di
     return {"id": row["id"], "rows": row["rows"], "columns": row["columns"]}
 
 
+def download_etag(row, fmt: str, spreadsheet_safe: bool) -> str:
+    """A weak validator of one representation of a dataset's rows: stored bytes are never
+    overwritten (a re-coding schema change stores new ones, under a new blob id), so the blob's
+    id with the format asked for names them (weak: as a release's)."""
+    return f'W/"{row["blob_id"]}-{fmt}{"-safe" if spreadsheet_safe else ""}"'
+
+
 def download(session: Session, principal: Principal, dataset_id: uuid.UUID, fmt: str,
-             spreadsheet_safe: bool = False):
-    """The raw data (owners only), audited like a release download."""
+             spreadsheet_safe: bool = False, if_none_match: str | None = None):
+    """The raw data (owners only), audited like a release download: (its ETag, a generator of
+    the encoded rows), no generator and nothing recorded when ``if_none_match`` holds the ETag."""
+    from app.conditional import matches
     from app.downloads import check_spreadsheet_safe, download_details, encode_table
 
     check_spreadsheet_safe(fmt, spreadsheet_safe)
@@ -221,11 +230,14 @@ def download(session: Session, principal: Principal, dataset_id: uuid.UUID, fmt:
     # delete or a re-coding schema change committed between reading the row and its bytes left
     # no bytes, and the download was a 500 or an empty 200; now it waits, or is seen (404)
     row = get_row(session, principal, dataset_id, live=True, for_key_share=True)
+    etag = download_etag(row, fmt, spreadsheet_safe)
+    if matches(if_none_match, etag):
+        return etag, None
     payload = blobs.read(session, row["blob_id"])
     record(session, tenant=principal.tenant, actor=principal.actor, action="dataset.downloaded",
            subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id,
            details=download_details(fmt, spreadsheet_safe))
-    return encode_table(payload, row["shape"], fmt, spreadsheet_safe)
+    return etag, encode_table(payload, row["shape"], fmt, spreadsheet_safe)
 
 
 def update_schema(session: Session, principal: Principal, dataset_id: uuid.UUID,

@@ -81,3 +81,36 @@ def test_a_plot_revalidates_with_its_etag_after_the_same_authorization(client, m
     assert client.get(url, headers={**auth(owner), "If-None-Match": svg.headers["etag"]}).content == png.content
     # a report on the raw dataset is for owners: knowing the tag does not get an analyst a 304
     assert_problem(client.get(url, headers={**auth(analyst), "If-None-Match": png.headers["etag"]}), 403, "raw dataset")
+
+
+def _dataset_downloads(client, owner, ds_id) -> int:
+    return len(client.get("/v1/audit", headers=auth(owner),
+                          params={"dataset_id": ds_id, "action": "dataset.downloaded"}).json()["items"])
+
+
+def test_a_dataset_download_revalidates_until_its_schema_changes_its_bytes(client, owner):
+    """A dataset's bytes change only when a schema change re-codes them: its download's ETag
+    names the stored bytes and the representation, so a backend that keeps a copy revalidates
+    (no ETag before: it fetched the whole table again to learn nothing had changed)."""
+    ds = upload(client, owner, TABLE, "t.csv").json()
+    url = f"/v1/datasets/{ds['id']}/data"
+    first = client.get(url, headers=auth(owner))
+    tag = first.headers["etag"]
+    assert first.status_code == 200 and tag.startswith('W/"') and first.headers["cache-control"] == "no-store"
+    tags = {client.get(url, headers=auth(owner), params=p).headers["etag"]
+            for p in ({"format": "jsonl"}, {"format": "parquet"}, {"spreadsheet_safe": "true"})}
+    assert len(tags | {tag}) == 4
+    before = _dataset_downloads(client, owner, ds["id"])
+    again = client.get(url, headers={**auth(owner), "If-None-Match": tag})
+    assert again.status_code == 304 and again.content == b"" and again.headers["etag"] == tag
+    assert _dataset_downloads(client, owner, ds["id"]) == before  # no rows sent, none recorded
+    # a role changes no byte: the same tag; a type change re-codes the column: another
+    assert client.put(f"/v1/datasets/{ds['id']}/schema", headers=auth(owner),
+                      json={"sex": {"role": "sensitive"}}).status_code == 200
+    assert client.get(url, headers={**auth(owner), "If-None-Match": tag}).status_code == 304
+    assert client.put(f"/v1/datasets/{ds['id']}/schema", headers=auth(owner),
+                      json={"age": {"type": "categorical"}}).status_code == 200
+    changed = client.get(url, headers={**auth(owner), "If-None-Match": tag})
+    assert changed.status_code == 200 and changed.headers["etag"] != tag
+    # authorized like a download: an analyst (owners only) gets no 304 for knowing the tag
+    assert client.get(url, headers={"If-None-Match": tag}).status_code == 401
