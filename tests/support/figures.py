@@ -21,7 +21,7 @@ def style_without_colour(handle) -> tuple:
 def assert_readable(fig: Figure) -> None:
     """Every panel titled with an x label, a y label in the first column, the legend entries
     told apart by marker, line style or hatch (not colour alone), no minor tick labelled, the
-    legend outside every panel, no y label running into another panel."""
+    legend outside every panel, no y label running into another panel, no axis offset."""
     axes = [ax for ax in fig.axes if ax.get_visible()]
     for ax in axes:
         assert ax.get_title() and ax.get_xlabel(), f"panel {ax.get_title()!r} lacks a title or x label"
@@ -37,6 +37,10 @@ def assert_readable(fig: Figure) -> None:
         for axis in (ax.xaxis, ax.yaxis):
             minor = [t.get_text() for t in axis.get_minorticklabels() if t.get_visible() and t.get_text()]
             assert not minor, f"panel {ax.get_title()!r}: minor ticks labelled {minor}"
+    for ax in axes:  # an offset ('1e-5', '+8.5e-1') above an axis changes what every tick means
+        for axis in (ax.xaxis, ax.yaxis):
+            offset = axis.get_offset_text().get_text()
+            assert not offset, f"panel {ax.get_title()!r}: its ticks read relative to {offset!r}"
     for ax in axes:  # a y label longer than its panel ran into the panel above (plots review)
         label = ax.yaxis.label
         if label.get_text():
