@@ -35,9 +35,20 @@ def _prepared(table: pa.Table, spreadsheet_safe: bool) -> pa.Table:
 
 
 def _csv(table: pa.Table, header: bool) -> bytes:
+    # A one-column table's missing cell was a blank line, which CSV readers skip (Veil's
+    # upload, pandas): the download of [None, None, "0"] uploaded again as one row. It is
+    # written as "" instead, which reads back as a missing cell.
+    lone = table.num_columns == 1 and table.column(0).null_count > 0
+    text = pa.types.is_string(table.schema.types[0]) or pa.types.is_large_string(table.schema.types[0]) \
+        if lone else False
+    if lone and text:
+        table = pa.table([pc.fill_null(table.column(0), "")], names=table.column_names)
     buf = io.BytesIO()
     pacsv.write_csv(table, buf, write_options=pacsv.WriteOptions(include_header=header))
-    return buf.getvalue()
+    out = buf.getvalue()
+    if lone and not text:  # numbers, booleans: no cell holds a line end, a blank line is a missing cell
+        out = b"".join(line if line != b"\n" else b'""\n' for line in io.BytesIO(out))
+    return out
 
 
 _FORMULA_START = r"^[=+\-@\t\r]"
