@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import hmac
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
@@ -36,7 +39,39 @@ def healthz() -> Health:
             responses={503: {"model": Readiness, "description": "not ready: the failing checks say why",
                              "headers": RETRY_AFTER_DECLARED}})
 def readyz():
-    """Ready: the database answers, migrations are at head, a worker heartbeat is recent."""
+    """Ready: the database answers, migrations are at head, a worker heartbeat is recent —
+    within READY_TIMEOUT_S, else 503 (a probe must answer while the database hangs)."""
+    global _pending
+    with _pending_lock:
+        if _pending is not None and not _pending[0].done():  # one check waits on the database
+            checks = {"database": f"no answer for {time.monotonic() - _pending[1]:.0f} s"}
+            return _answer(checks)
+        _pending = (_checker.submit(_checks), time.monotonic())
+        future = _pending[0]
+    try:
+        checks = future.result(timeout=READY_TIMEOUT_S)
+    except TimeoutError:
+        checks = {"database": f"no answer within {READY_TIMEOUT_S:g} s"}
+    return _answer(checks)
+
+
+# A PostgreSQL whose processes are stopped (hung, not dead) takes connections and never answers:
+# /readyz hung with it, each probe holding an API thread. The checks run in one thread of
+# their own: a probe waits for them at most READY_TIMEOUT_S, and while they still wait the
+# next probes answer at once (no second check piles up behind the first).
+READY_TIMEOUT_S = 5.0
+_checker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="readyz")
+_pending_lock = threading.Lock()
+_pending: tuple[Future, float] | None = None
+
+
+def _answer(checks: dict[str, str]):
+    ready = all(v.startswith("ok") for v in checks.values()) and len(checks) == 3
+    body = Readiness(status="ready" if ready else "not ready", checks=checks)
+    return body if ready else JSONResponse(body.model_dump(), status_code=503, headers=RETRY_AFTER)
+
+
+def _checks() -> dict[str, str]:
     checks: dict[str, str] = {}
     # Each check says how it failed: one handler for all put every failure under "database",
     # which had already passed when the heartbeat query met a database without Veil's tables
@@ -50,9 +85,7 @@ def readyz():
         checks["database"] = "ok"
         checks["migrations"] = _migrations_check()
         checks["workers"] = _workers_check()
-    ready = all(v.startswith("ok") for v in checks.values()) and len(checks) == 3
-    body = Readiness(status="ready" if ready else "not ready", checks=checks)
-    return body if ready else JSONResponse(body.model_dump(), status_code=503, headers=RETRY_AFTER)
+    return checks
 
 
 def _migrations_check() -> str:

@@ -66,6 +66,44 @@ def test_readyz_names_the_failing_check_on_a_database_without_veils_schema(clien
     assert client.get("/readyz").json()["checks"]["migrations"] == "ok"  # back on the migrated one
 
 
+def test_readyz_answers_in_bounded_time_when_the_database_hangs(client, monkeypatch):
+    """A PostgreSQL whose processes are stopped (hung, not dead) accepts connections and never
+    answers: /readyz hung with it (> 40 s, operator sweep), so a probe without its own timeout
+    waited forever and each probe held an API thread. Now it answers 503 after
+    READY_TIMEOUT_S (5 s), and while that check still waits the next probes answer at once
+    instead of queueing another."""
+    import threading
+    import time
+
+    from app.ops import repository, router
+
+    resume = threading.Event()
+    calls = []
+
+    def hung(session):
+        calls.append(1)
+        resume.wait(30)
+
+    monkeypatch.setattr(repository, "database_answers", hung)
+    monkeypatch.setattr(router, "READY_TIMEOUT_S", 0.5)
+    try:
+        started = time.monotonic()
+        first = client.get("/readyz")
+        assert time.monotonic() - started < 5
+        assert first.status_code == 503 and first.headers["retry-after"] == "2"
+        assert first.json()["checks"] == {"database": "no answer within 0.5 s"}
+        started = time.monotonic()
+        second = client.get("/readyz")
+        assert time.monotonic() - started < 0.5 and second.status_code == 503
+        assert second.json()["checks"]["database"].startswith("no answer for ")  # the first check's wait
+        assert len(calls) == 1  # one check waits on the database, not one per probe
+    finally:
+        resume.set()
+    time.sleep(0.2)
+    monkeypatch.undo()
+    assert client.get("/readyz").json()["checks"]["database"] == "ok"
+
+
 def test_request_id_is_echoed(client):
     r = client.get("/healthz", headers={"X-Request-ID": "abc123"})
     assert r.headers["x-request-id"] == "abc123"
