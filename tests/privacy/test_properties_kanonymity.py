@@ -413,3 +413,51 @@ def test_the_lattice_release_is_the_brute_force_optimum(case):
         note(_describe(case) + f"\nlevels={result.metadata['lattice']['levels']} "
              f"loss={result.metadata['lattice']['loss']} ncp={result.metrics['ncp']} brute force={best}")
         raise
+
+
+@st.composite
+def any_tables(draw):
+    """Columns of floats (NaN, -0.0), text (None), categoricals (unused categories) and
+    nullable booleans."""
+    n = draw(st.integers(1, 30))
+    frame = {}
+    for i in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["float", "text", "category", "boolean"]))
+        if kind == "float":
+            cells = st.sampled_from([0.0, -0.0, 1.5, 2.0, float("nan")])
+            frame[f"c{i}"] = pd.Series(draw(st.lists(cells, min_size=n, max_size=n)), dtype=float)
+        elif kind == "text":
+            cells = st.sampled_from(["a", "b", "A", None, "", "0"])
+            frame[f"c{i}"] = pd.Series(draw(st.lists(cells, min_size=n, max_size=n)), dtype=object)
+        elif kind == "category":
+            cells = st.sampled_from(["x", "y", None])
+            frame[f"c{i}"] = pd.Categorical(draw(st.lists(cells, min_size=n, max_size=n)),
+                                            categories=["x", "y", "unused"])
+        else:
+            cells = st.sampled_from([True, False, None])
+            frame[f"c{i}"] = pd.Series(draw(st.lists(cells, min_size=n, max_size=n)), dtype="boolean")
+    return pd.DataFrame(frame), draw(st.integers(1, 6))
+
+
+@bounded(150)
+@given(any_tables())
+def test_prosecutor_risk_equals_a_pandas_groupby(case):
+    from app.privacy.anonymity.risk import frame_risk
+
+    frame, threshold = case
+    qis = list(frame.columns)
+    risk = frame_risk(frame, qis, threshold)
+    # missing equal to missing; -0.0 equal to 0.0 (pandas groups them so too)
+    sizes = frame.groupby(qis, dropna=False, observed=True).size()
+    per_record = frame.groupby(qis, dropna=False, observed=True)[qis[0]].transform("size")
+    n = len(frame)
+    try:
+        assert risk["records"] == n and risk["classes"] == len(sizes)
+        assert risk["smallest_class"] == sizes.min() and risk["highest"] == pytest.approx(1 / sizes.min())
+        assert risk["average"] == pytest.approx(len(sizes) / n)
+        assert risk["sample_uniques"] == int((sizes == 1).sum())
+        assert risk["sample_uniques_share"] == pytest.approx((sizes == 1).sum() / n)
+        assert risk["records_at_risk"] == pytest.approx(float((per_record < threshold).mean()))
+    except AssertionError:
+        note(f"frame=\n{frame!r}\nsizes=\n{sizes!r}\nrisk={risk}")
+        raise
