@@ -1,4 +1,5 @@
-"""The `veil` command: serve, worker, migrate, keys (create, list, revoke), openapi, docs."""
+"""The `veil` command: serve, worker, migrate, backup, restore, restore-check, restore-accept, keys
+(create, list, revoke), openapi, docs."""
 
 from __future__ import annotations
 
@@ -112,6 +113,131 @@ def cmd_migrate(_args) -> None:
     after = current_revision(get_engine())
     print(f"already at migration {after}: nothing to do" if before == after
           else f"migrated from {before or 'an empty database'} to {after}")
+    _restore_check()
+
+
+RESTORE_ADVICE = ("ε spent after the backup is NOT in the ledger, so every ε debit is refused (409) until "
+                  "the budgets are reconciled and the restore accepted: `veil restore-accept --note ...` "
+                  "(docs/reliability.md, Backup and restore)")
+
+
+def _restore_check() -> dict | None:
+    """The restore check (app/ops/restore.py), before any job runs; says so loudly on stderr."""
+    from app.db import transaction
+    from app.ops import restore
+
+    with transaction() as session:
+        found = restore.check(session)
+    if found is not None:
+        failed = found["jobs_failed"]
+        print(f"veil: this database was RESTORED FROM A BACKUP whose last event is at "
+              f"{found['backup_last_event']['at']} (detected {found['detected_at']}); "
+              f"{len(failed)} job(s) queued or running at the backup failed as `restored`, their ε kept. "
+              + RESTORE_ADVICE, file=sys.stderr, flush=True)
+    return found
+
+
+def _pg_tool(name: str, server) -> str:
+    """pg_dump / pg_restore: the embedded server's own (its major version) or the one on PATH."""
+    import shutil
+
+    if server is not None:
+        from pgserver._commands import POSTGRES_BIN_PATH
+
+        return str(POSTGRES_BIN_PATH / name)
+    found = shutil.which(name)
+    if found is None:
+        raise SystemExit(f"veil: {name} is not on PATH (install the PostgreSQL client of the server's "
+                         "major version)")
+    return found
+
+
+def _pg_env_and_conninfo() -> tuple[dict, str]:
+    """libpq's conninfo of the database, its password in PGPASSWORD (not on a command line)."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from app.db import to_libpq_conninfo
+
+    params = conninfo_to_dict(to_libpq_conninfo(os.environ.get("DATABASE_URL") or get_settings().database_url))
+    env = dict(os.environ)
+    if "password" in params:
+        env["PGPASSWORD"] = str(params.pop("password"))
+    return env, make_conninfo(**params)
+
+
+def cmd_backup(args) -> None:
+    out = Path(args.file).resolve()
+    if out.exists():
+        raise SystemExit(f"veil backup: {out} exists: give a new file")
+    server = _database_ready(owner=True)
+    env, conninfo = _pg_env_and_conninfo()
+    started = time.monotonic()
+    done = subprocess.run([_pg_tool("pg_dump", server), "--format=custom", "--file", str(out),
+                           "--dbname", conninfo], env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        out.unlink(missing_ok=True)
+        raise SystemExit(f"veil backup: pg_dump failed: {done.stderr.strip()[:600]}")
+    print(f"wrote {out} ({out.stat().st_size:,} bytes in {time.monotonic() - started:.1f} s): the whole "
+          "database — data, releases, reports, models, budgets and their ledgers, the audit trail, "
+          "API keys (hashed) and the job queue")
+
+
+def cmd_restore(args) -> None:
+    from sqlalchemy import text
+
+    from app.db import get_engine
+    from app.migrate import current_revision, upgrade
+
+    dump = Path(args.file).resolve()
+    if not dump.is_file():
+        raise SystemExit(f"veil restore: no file {dump}")
+    settings = get_settings()
+    if not settings.database_url:
+        _own_data_dir(settings.data_dir)  # no `veil serve` on it meanwhile
+    server = _database_ready(owner=True)
+    with get_engine().connect() as conn:
+        tables = conn.execute(text("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")).scalar()
+    if tables:
+        raise SystemExit(f"veil restore: the database already holds {tables} tables: restore into an empty "
+                         "one (a new VEIL_DATA_DIR, or a new database in DATABASE_URL)")
+    env, conninfo = _pg_env_and_conninfo()
+    started = time.monotonic()
+    done = subprocess.run([_pg_tool("pg_restore", server), "--exit-on-error", "--no-owner",
+                           "--dbname", conninfo, str(dump)], env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"veil restore: pg_restore failed: {done.stderr.strip()[:600]}")
+    before = current_revision(get_engine())
+    print(f"restored {dump} in {time.monotonic() - started:.1f} s (migration {before})")
+    upgrade()  # a backup of an older Veil: migrated to this code's
+    after = current_revision(get_engine())
+    if after != before:
+        print(f"migrated from {before} to {after}")
+    if _restore_check() is None:
+        print("the restore check found no restore to act on", file=sys.stderr)
+
+
+def cmd_restore_check(_args) -> None:
+    from app.migrate import upgrade
+
+    _database_ready(owner=True)
+    upgrade()
+    if _restore_check() is None:
+        print("no restore awaits acceptance: ε debits are allowed")
+        return
+    raise SystemExit(2)
+
+
+def cmd_restore_accept(args) -> None:
+    from app.db import transaction
+    from app.ops import restore
+
+    _database_ready(owner=True)
+    with transaction() as session:
+        accepted = restore.accept(session, actor="cli", note=args.note)
+    if accepted is None:
+        raise SystemExit("veil restore-accept: no restore awaits acceptance")
+    print(f"accepted the restore of the backup whose last event is at {accepted['backup_last_event']['at']}: "
+          "ε debits are allowed again (recorded as service.restore_accepted in every tenant's trail)")
 
 
 def _dev_key(settings, *, embedded: bool) -> str | None:
@@ -152,6 +278,7 @@ def cmd_serve(args) -> None:
     server = _database_ready(owner=True)
     settings = get_settings()
     upgrade()
+    _restore_check()  # before anything writes an event or a worker takes a job
     key = _dev_key(settings, embedded=server is not None)
     if key is not None:
         with transaction() as session:
@@ -458,6 +585,19 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(fn=cmd_serve)
     sub.add_parser("worker", help="run one worker process").set_defaults(fn=cmd_worker)
     sub.add_parser("migrate", help="apply database migrations").set_defaults(fn=cmd_migrate)
+    backup = sub.add_parser("backup", help="write the whole database to a file (pg_dump's custom format)")
+    backup.add_argument("file", help="a new file")
+    backup.set_defaults(fn=cmd_backup)
+    restore = sub.add_parser("restore", help="restore a `veil backup` file into an empty database "
+                             "(a new VEIL_DATA_DIR), migrate it, and run the restore check")
+    restore.add_argument("file")
+    restore.set_defaults(fn=cmd_restore)
+    sub.add_parser("restore-check", help="detect a restored database; exit status 2 while a restore awaits "
+                   "acceptance (ε debits refused)").set_defaults(fn=cmd_restore_check)
+    accept = sub.add_parser("restore-accept", help="after a restore, once the budgets are reconciled: "
+                            "allow ε debits again")
+    accept.add_argument("--note", default=None, help="what was reconciled (recorded in the audit trail)")
+    accept.set_defaults(fn=cmd_restore_accept)
     keys = sub.add_parser("keys", help="API keys").add_subparsers(dest="keys_command", required=True)
     create = keys.add_parser("create", help="create an API key and print it once")
     create.add_argument("--tenant", required=True, help="the tenant the key acts in (1-64 letters, digits, _ . -)")

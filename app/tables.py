@@ -4,7 +4,7 @@ that uses it lives in the domains' repositories."""
 from __future__ import annotations
 
 from sqlalchemy import (
-    BigInteger, Boolean, Column, DateTime, Float, ForeignKey, Index, Integer, LargeBinary,
+    BigInteger, Boolean, CheckConstraint, Column, DateTime, Float, ForeignKey, Index, Integer, LargeBinary,
     MetaData, Numeric, String, Table, Text, UniqueConstraint, func, text,
 )
 from sqlalchemy.dialects.postgresql import JSONB, UUID
@@ -216,8 +216,9 @@ audit_events = Table(
     Column("dataset_id", UUID(as_uuid=True)),
     Column("release_id", UUID(as_uuid=True)),
     Column("details", JSONB, nullable=False),
-    # the inserting transaction's id (xid8): the list's order, in which a tail misses nothing
-    Column("txn", BigInteger, nullable=False, server_default=text("(pg_current_xact_id())::text::bigint")),
+    # the inserting transaction's id (xid8) plus service_state.txn_offset (raised above every
+    # restored event's after a logical restore): the list's order, in which a tail misses nothing
+    Column("txn", BigInteger, nullable=False, server_default=text("veil_txn()")),
     Index("ix_audit_tenant_at", "tenant", "at"),
     Index("ix_audit_tenant_txn", "tenant", "txn", "id"),
     Index("ix_audit_dataset", "dataset_id", "txn", "id"),
@@ -235,4 +236,17 @@ worker_heartbeats = Table(
     Column("pid", Integer, nullable=False),
     Column("started_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Column("seen_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+# One row (id 1): the audit trail's txn offset and a detected restore (migration 0010,
+# app/ops/restore.py). A restore detected and not yet accepted freezes every ε debit.
+service_state = Table(
+    "service_state", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("txn_offset", BigInteger, nullable=False, server_default=text("0")),
+    Column("checked_upto", BigInteger, nullable=False, server_default=text("0")),  # audit ids seen by the check
+    Column("restore_detected_at", DateTime(timezone=True)),
+    Column("restore", JSONB),  # what the check found: the backup's newest event, the jobs it failed
+    Column("restore_accepted_at", DateTime(timezone=True)),
+    CheckConstraint("id = 1", name="one_row"),
 )

@@ -17,7 +17,7 @@ def insert_event(session: Session, **values: Any) -> None:
 # An event is listed once every transaction that began writing before its own has ended
 # (its txn below the oldest still running): one committing late can no longer appear before
 # a cursor that already passed it. Within that, (txn, id) is the order of the list.
-_SETTLED = text("txn < (pg_snapshot_xmin(pg_current_snapshot()))::text::bigint")
+_SETTLED = text("txn < veil_settled_below()")  # the snapshot's xmin + service_state.txn_offset
 
 
 def list_events(session: Session, *, tenant: str | None, dataset_id: uuid.UUID | None,

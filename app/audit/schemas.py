@@ -20,6 +20,7 @@ ACTIONS = frozenset({
     "model.created", "model.predicted",
     "release.created", "release.downloaded",
     "report.created",
+    "service.restored", "service.restore_accepted",  # app/ops/restore.py, in every tenant's trail
 })
 
 

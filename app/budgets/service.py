@@ -46,6 +46,12 @@ def _apart(first: float, second: float) -> tuple[str, str]:
 
 def debit(session: Session, *, dataset_id: uuid.UUID, job_id: uuid.UUID, method: str,
           epsilon: float, actor: uuid.UUID) -> None:
+    from app.ops.restore import pending
+
+    if pending(session):
+        raise Conflict("the database was restored from a backup and ε spent after the backup is not "
+                       "in the ledger: no ε is debited until an operator reconciles the budgets and "
+                       "accepts the restore (`veil restore-accept`; docs/reliability.md, Backup and restore)")
     repository.ensure_row(session, dataset_id)
     if not repository.try_debit(session, dataset_id, _dec(epsilon)):
         row = repository.get(session, dataset_id)

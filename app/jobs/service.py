@@ -308,6 +308,10 @@ def retry(session: Session, principal: Principal, job_id: uuid.UUID) -> dict[str
     row = _visible(session, principal, job_id, for_update=True)
     if row["status"] != "failed":
         raise Conflict(f"only failed jobs can be retried; job {job_id} is {row['status']}")
+    if (row["error"] or {}).get("type") == "restored":  # it may have released after the backup
+        raise Conflict(f"job {job_id} was in flight when the backup the database was restored from was "
+                       "taken: it may have run since, so it is not run again; submit it again (its ε is "
+                       "debited again)")
     if row["release_id"] is None and row["dataset_id"] is not None:  # a job on raw data
         ds = datasets_repo.get(session, row["tenant"], row["dataset_id"])
         if ds is None or ds["deleted_at"] is not None:

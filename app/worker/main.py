@@ -102,6 +102,12 @@ def run() -> None:
     if problem is not None:  # before taking any job
         log.error("%s; the worker does not start", problem)
         raise SystemExit(3)
+    from app.ops import restore
+
+    with transaction() as session:  # a restored database: its jobs in flight at the backup are not run
+        if (found := restore.check(session)) is not None:
+            log.warning("the database was restored from a backup (its last event at %s); ε debits are "
+                        "refused until `veil restore-accept`", found["backup_last_event"]["at"])
     runner.warm_up()  # before the first heartbeat: a worker counts as ready once it can take jobs
     stop = threading.Event()
     beat = threading.Thread(target=beat_and_reap, args=(stop,), daemon=True, name="heartbeat")

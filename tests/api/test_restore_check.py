@@ -1,0 +1,100 @@
+"""A database restored from a logical backup (pg_dump → pg_restore) is detected: the audit
+trail keeps its order, the jobs in flight at the backup are not run a second time, and no ε is
+debited until an operator accepts the restore (docs/reliability.md, "Backup and restore")."""
+
+from __future__ import annotations
+
+import uuid
+from contextlib import contextmanager
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from tests.api.test_migrations import _database_at
+
+TENANT = "restored-co"
+
+
+@contextmanager
+def _scratch(database: str):
+    """A scratch database at this code's migration (test_migrations' helper)."""
+    with _database_at(database, "head") as (engine, _url):
+        yield engine
+
+
+def _event(session, action: str, txn: int | None = None) -> None:
+    values = dict(tenant=TENANT, actor="system", action=action, subject_type="test",
+                  subject_id="x", details="{}")
+    if txn is None:
+        session.execute(text("INSERT INTO audit_events (tenant, actor, action, subject_type, subject_id, "
+                             "details) VALUES (:tenant, :actor, :action, :subject_type, :subject_id, "
+                             "CAST(:details AS jsonb))"), values)
+    else:
+        session.execute(text("INSERT INTO audit_events (tenant, actor, action, subject_type, subject_id, "
+                             "details, txn) VALUES (:tenant, :actor, :action, :subject_type, :subject_id, "
+                             "CAST(:details AS jsonb), :txn)"), {**values, "txn": txn})
+
+
+def _restored_state(engine) -> tuple[uuid.UUID, uuid.UUID]:
+    """What pg_restore leaves in a new cluster: events copied in by one transaction, their txn
+    from the old cluster's (further along) transaction ids; a job queued at the backup, its ε
+    debited."""
+    dataset, job = uuid.uuid4(), uuid.uuid4()
+    with Session(engine) as s, s.begin():
+        _event(s, "before.backup")
+    with Session(engine) as s, s.begin():
+        now = s.execute(text("SELECT pg_current_xact_id()::text::bigint")).scalar()
+        for k in range(3):
+            _event(s, f"restored.{k}", txn=now + 1_000_000 + k)
+        s.execute(text("INSERT INTO datasets (id, tenant, name, format, shape, rows, columns, sha256, "
+                       "size_bytes, created_by) VALUES (:d, :t, 'd.csv', 'csv', 'table', 1, '[]', "
+                       "repeat('0', 64), 1, :d)"), {"d": dataset, "t": TENANT})
+        s.execute(text("INSERT INTO budgets (dataset_id, epsilon_total, epsilon_spent) VALUES (:d, 10, 2)"),
+                  {"d": dataset})
+        s.execute(text("INSERT INTO jobs (id, tenant, created_by, method, kind, dataset_id, params, epsilon, "
+                       "status, max_attempts) VALUES (:j, :t, :d, 'errph', 'release', :d, '{}', 2, "
+                       "'queued', 3)"), {"j": job, "t": TENANT, "d": dataset})
+        s.execute(text("INSERT INTO budget_entries (dataset_id, job_id, method, kind, epsilon, actor) "
+                       "VALUES (:d, :j, 'errph', 'debit', 2, :d)"), {"d": dataset, "j": job})
+    return dataset, job
+
+
+def test_a_logical_restore_is_detected_keeps_the_trails_order_and_freezes_debits(database):
+    from app.audit.repository import list_events
+    from app.budgets import service as budgets
+    from app.errors import Conflict
+    from app.ops import restore
+
+    with _scratch(database) as engine:
+        with Session(engine) as s, s.begin():
+            assert restore.check(s) is None  # a database nobody restored
+        dataset, job = _restored_state(engine)
+        with Session(engine) as s, s.begin():
+            found = restore.check(s)
+        assert found is not None and found["jobs_failed"] == [str(job)]
+        with Session(engine) as s, s.begin():
+            assert restore.check(s)["detected_at"] == found["detected_at"]  # once, not again
+            _event(s, "after.restore")
+        with Session(engine) as s:
+            trail = [e["action"] for e in list_events(s, tenant=TENANT, dataset_id=None, release_id=None,
+                                                       actor=None, action=None, since=None, until=None,
+                                                       after=None, limit=100, settled=True)]
+            # every restored event first, in its order; what happened since after it
+            assert trail[:4] == ["before.backup", "restored.0", "restored.1", "restored.2"]
+            assert trail[-1] == "after.restore" and "service.restored" in trail and "job.failed" in trail
+            row = s.execute(text("SELECT status, error, randomness_drawn FROM jobs WHERE id = :j"),
+                            {"j": job}).mappings().one()
+            assert row["status"] == "failed" and row["error"]["type"] == "restored"
+            assert row["randomness_drawn"]  # it may have run after the backup: its ε stays spent
+            assert s.execute(text("SELECT epsilon_spent FROM budgets WHERE dataset_id = :d"),
+                             {"d": dataset}).scalar() == 2
+        with Session(engine) as s, s.begin(), pytest.raises(Conflict, match="restored from a backup"):
+            budgets.debit(s, dataset_id=dataset, job_id=uuid.uuid4(), method="errph", epsilon=1.0,
+                          actor=dataset)
+        with Session(engine) as s, s.begin():
+            restore.accept(s, actor="test")
+        with Session(engine) as s, s.begin():
+            assert restore.check(s) is None
+            budgets.debit(s, dataset_id=dataset, job_id=uuid.uuid4(), method="errph", epsilon=1.0,
+                          actor=dataset)
