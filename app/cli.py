@@ -121,13 +121,13 @@ RESTORE_ADVICE = ("ε spent after the backup is NOT in the ledger, so every ε d
                   "(docs/reliability.md, Backup and restore)")
 
 
-def _restore_check() -> dict | None:
+def _restore_check(declared: bool = False) -> dict | None:
     """The restore check (app/ops/restore.py), before any job runs; says so loudly on stderr."""
     from app.db import transaction
     from app.ops import restore
 
     with transaction() as session:
-        found = restore.check(session)
+        found = restore.check(session, declared=declared)
     if found is not None:
         failed = found["jobs_failed"]
         print(f"veil: this database was RESTORED FROM A BACKUP whose last event is at "
@@ -216,12 +216,12 @@ def cmd_restore(args) -> None:
         print("the restore check found no restore to act on", file=sys.stderr)
 
 
-def cmd_restore_check(_args) -> None:
+def cmd_restore_check(args) -> None:
     from app.migrate import upgrade
 
     _database_ready(owner=True)
     upgrade()
-    if _restore_check() is None:
+    if _restore_check(declared=args.declare) is None:
         print("no restore awaits acceptance: ε debits are allowed")
         return
     raise SystemExit(2)
@@ -592,8 +592,12 @@ def build_parser() -> argparse.ArgumentParser:
                              "(a new VEIL_DATA_DIR), migrate it, and run the restore check")
     restore.add_argument("file")
     restore.set_defaults(fn=cmd_restore)
-    sub.add_parser("restore-check", help="detect a restored database; exit status 2 while a restore awaits "
-                   "acceptance (ε debits refused)").set_defaults(fn=cmd_restore_check)
+    check = sub.add_parser("restore-check", help="detect a restored database; exit status 2 while a restore "
+                           "awaits acceptance (ε debits refused)")
+    check.add_argument("--declare", action="store_true",
+                       help="the database was restored from a physical copy (a copy of VEIL_DATA_DIR, a "
+                            "volume snapshot), which cannot be detected: act as on a detected restore")
+    check.set_defaults(fn=cmd_restore_check)
     accept = sub.add_parser("restore-accept", help="after a restore, once the budgets are reconciled: "
                             "allow ε debits again")
     accept.add_argument("--note", default=None, help="what was reconciled (recorded in the audit trail)")

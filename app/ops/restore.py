@@ -12,7 +12,7 @@ share one inserting transaction id (`xmin`) while their `txn` — the id of the 
 first wrote each — differ; Veil writes an event with the xmin of its own transaction. Into a
 new cluster, the restored events' txn are also ahead of the cluster's transaction ids. Either
 is a restore. A copy of the data directory or of a volume (a physical backup) keeps both and is
-NOT detected: follow the same procedure by hand (docs/reliability.md, "Backup and restore").
+NOT detected: the operator declares it (`veil restore-check --declare`), and the same follows.
 
 What it does, once, in one transaction (`veil migrate`, `veil serve` and `veil worker` run it
 at start, before any job):
@@ -53,8 +53,9 @@ def _copied_in(events: list[dict[str, Any]]) -> bool:
     return False
 
 
-def check(session: Session) -> dict[str, Any] | None:
-    """Detect a restore (and act on it once). Returns what was found while it is not accepted."""
+def check(session: Session, *, declared: bool = False) -> dict[str, Any] | None:
+    """Detect a restore (and act on it once). Returns what was found while it is not accepted.
+    ``declared``: the operator says the database was restored (a physical copy, undetectable)."""
     state = repository.service_state(session, for_update=True)
     if state is None:  # a database migrated before 0010 is not used by this code
         return None
@@ -65,10 +66,10 @@ def check(session: Session) -> dict[str, Any] | None:
         return None
     real_xid = repository.current_xid(session)
     ahead = last["txn"] - state["txn_offset"] >= real_xid
-    if not (ahead or _copied_in(repository.newest_events_since(session, state["checked_upto"], RECENT))):
+    if not (declared or ahead or _copied_in(repository.newest_events_since(session, state["checked_upto"], RECENT))):
         return None
     restored_upto = repository.max_event_id(session)
-    offset = last["txn"] + OFFSET_STEP - real_xid
+    offset = max(last["txn"] + OFFSET_STEP - real_xid, state["txn_offset"])
     repository.set_service_state(session, txn_offset=offset)  # before the events below take theirs
     failed = repository.fail_in_flight_jobs(session, {"type": "restored", "message": RESTORED_ERROR})
     for job in failed:

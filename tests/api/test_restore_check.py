@@ -98,3 +98,21 @@ def test_a_logical_restore_is_detected_keeps_the_trails_order_and_freezes_debits
             assert restore.check(s) is None
             budgets.debit(s, dataset_id=dataset, job_id=uuid.uuid4(), method="errph", epsilon=1.0,
                           actor=dataset)
+
+
+def test_a_physical_copy_is_not_detected_but_can_be_declared(database):
+    from app.ops import restore
+
+    with _scratch(database) as engine:
+        job = uuid.uuid4()
+        with Session(engine) as s, s.begin():
+            _event(s, "before.backup")
+            s.execute(text("INSERT INTO jobs (id, tenant, created_by, method, kind, params, status, "
+                           "max_attempts) VALUES (:j, :t, :j, 'risk', 'analysis', '{}', 'running', 3)"),
+                      {"j": job, "t": TENANT})
+        with Session(engine) as s, s.begin():
+            assert restore.check(s) is None and not restore.pending(s)
+            found = restore.check(s, declared=True)
+        assert found["jobs_failed"] == [str(job)]
+        with Session(engine) as s:
+            assert restore.pending(s)
