@@ -160,6 +160,13 @@ def _no_disk_space(randomness_drawn: bool) -> dict[str, Any]:
             "randomness_drawn": randomness_drawn}
 
 
+# A result the database had no room for: it ran (and drew), so its ε is kept.
+_NO_DATABASE_SPACE = {"error": {"type": "no_disk_space", "message":
+                                "the database had no disk space left for the job's result: nothing was "
+                                "released; an admin can retry the job once an operator has freed space"},
+                      "randomness_drawn": True}
+
+
 def _run_in_temporary_folder(job, inputs: dict[str, Any], shutting_down: Callable[[], bool]) -> dict[str, Any]:
     if "error" in inputs:
         return inputs
@@ -321,6 +328,13 @@ def _finish_when_the_database_answers(job, inputs: dict[str, Any],
         try:
             return _finish(job, inputs, outcome)
         except (OperationalError, InterfaceError) as exc:
+            if out_of_disk_space(exc) and "error" not in outcome:
+                # the database's disk is full, not away: retried, the result failed `stalled`
+                # minutes later ("the worker stopped responding"); the failure is a few bytes
+                log.warning("job %s attempt %s: the database had no disk space for its result",
+                            job["id"], job["attempt"])
+                outcome = _NO_DATABASE_SPACE
+                continue
             if time.monotonic() > deadline:
                 raise
             log.warning("job %s attempt %s: storing the outcome failed (%s); retrying", job["id"],
@@ -343,7 +357,9 @@ def _log_failure(job, error: dict[str, str]) -> None:
     if error["type"] in ("invalid_input", "cancelled", "input_deleted"):
         log.info("job %s (%s) attempt %s ended: %s", job["id"], job["method"], job["attempt"], error["type"])
     else:  # our own messages: the exception's type and line, a limit, an exit code
-        where = f" (the temporary folder {tempfile.gettempdir()})" if error["type"] == "no_disk_space" else ""
+        where = (f" (the temporary folder {tempfile.gettempdir()})"
+                 if error["type"] == "no_disk_space" and error is not _NO_DATABASE_SPACE["error"]  # not the database's
+                 else "")
         log.error("job %s (%s) attempt %s failed: %s: %s%s", job["id"], job["method"], job["attempt"],
                   error["type"], error["message"], where)
 

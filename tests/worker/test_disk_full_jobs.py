@@ -43,3 +43,28 @@ def test_a_job_whose_files_find_the_disk_full_fails_at_once_saying_so(client, ow
     assert done["epsilon_refunded"] is refunded
     budget = client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner)).json()
     assert budget["epsilon_spent"] == (0.0 if refunded else 1.0)
+
+
+def test_a_result_the_database_has_no_disk_for_fails_at_once_saying_so(client, owner, monkeypatch):
+    """The database's disk filling while a job's result was stored (its final transaction) was
+    retried as a database blip until the stall timeout: the job ended `stalled` minutes later,
+    saying the worker stopped responding (operator sweep). Now it fails `no_disk_space` at once;
+    it ran and drew, so its ε is kept, and nothing is released."""
+    import psycopg.errors
+    from sqlalchemy.exc import OperationalError
+
+    def full(*args, **kwargs):
+        raise OperationalError("INSERT INTO blobs …", {}, psycopg.errors.DiskFull("could not extend file"))
+
+    monkeypatch.setattr(runner, "_store", full)
+    monkeypatch.setattr(runner.time, "sleep", lambda s: pytest.fail("retried as a database blip"))
+    ds = upload(client, owner, b"a,b\n1,x\n2,y\n3,x\n", "s.csv").json()
+    job = submit(client, owner, "errph", {"p0": 0.5}, dataset_id=ds["id"]).json()
+    runner.execute(uuid.UUID(job["id"]))
+    done = client.get(f"/v1/jobs/{job['id']}", headers=auth(owner)).json()
+    assert done["status"] == "failed" and done["error"]["type"] == "no_disk_space", done
+    spent = client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner)).json()["epsilon_spent"]
+    assert spent == pytest.approx(done["epsilon"]) and spent > 0
+    assert "database" in done["error"]["message"] and "nothing was released" in done["error"]["message"]
+    assert done["epsilon_refunded"] is False and done["result"]["release_ids"] == []
+    assert client.get("/v1/releases", headers=auth(owner), params={"dataset_id": ds["id"]}).json()["items"] == []
