@@ -119,7 +119,9 @@ def local_epsilon(p0: float, p: np.ndarray) -> float:
     p = np.asarray(p, dtype=float)
     if np.any(p <= 0):
         return math.inf
-    return float(np.max(np.log((p0 + p) / p)))
+    # a difference of logs: the ratio overflowed to ∞ (with a RuntimeWarning) for a p_j below
+    # ~1e-308, ln(0.05 / 2.1e-312) being 714.66
+    return float(np.max(np.log(p0 + p) - np.log(p)))
 
 
 def realized_segments(p0: float, p: np.ndarray) -> tuple[int, np.ndarray]:

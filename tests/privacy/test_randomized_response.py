@@ -718,3 +718,18 @@ def test_distinct_pairs_counts_what_a_sort_counts(a_size, b_size):
     rng = np.random.default_rng(7)
     a, b = rng.integers(0, a_size, 500), rng.integers(0, b_size, 500)
     assert _distinct_pairs(a, a_size, b, b_size) == len(set(zip(a.tolist(), b.tolist())))
+
+
+def test_local_epsilon_of_a_subnormal_probability_is_finite_and_silent():
+    """Found by tests/privacy/test_properties_channels.py: (p0 + p_j) / p_j overflowed for a
+    p_j below ~1e-308, so local_epsilon said ∞ (with a RuntimeWarning) where the largest ratio
+    of the matrix is e^714.66."""
+    import warnings
+
+    from app.privacy.randomized_response import local_epsilon
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        eps = local_epsilon(0.05, np.array([0.95, 2.113820165596e-312]))
+    assert eps == pytest.approx(math.log(0.05 + 2.113820165596e-312) - math.log(2.113820165596e-312))
+    assert eps == pytest.approx(714.6623199250672)
