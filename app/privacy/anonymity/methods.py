@@ -94,8 +94,11 @@ class KAnonymityParams(Params):
 
 
 # the options one algorithm reads and the other does not (their descriptions start so)
-_ONLY_FOR = {"lattice": ("suppression", "time_budget", "max_lattice_nodes", "metric"),
-             "mondrian": ("categorical_release", "categorical_coding", "numeric_generalization")}
+# An option of one algorithm only is the one its description says so of ("lattice: …"): read
+# from there, so the catalogue's words and the refusal cannot drift apart.
+_ONLY_FOR = {algorithm: tuple(name for name, f in KAnonymityParams.model_fields.items()
+                              if (f.description or "").startswith(f"{algorithm}:"))
+             for algorithm in ("lattice", "mondrian")}
 _OTHER = {"lattice": "mondrian", "mondrian": "lattice"}
 
 
