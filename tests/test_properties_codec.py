@@ -107,7 +107,7 @@ def _written(columns, kinds, fmt) -> dict[str, list]:
     return columns
 
 
-@bounded(150)
+@bounded(100)
 @given(tables(), st.sampled_from(["csv", "jsonl", "parquet"]))
 def test_an_upload_reads_as_written_and_every_download_uploads_to_the_same_table(tmp_path_factory, case, fmt):
     columns, kinds = case

@@ -311,7 +311,7 @@ def _run(case):
         return None
 
 
-@bounded(120)
+@bounded(90)
 @given(tables(lattice=False))
 def test_mondrian_releases_meet_every_model_and_state_their_metrics(case):
     result = _run(case)
@@ -323,7 +323,7 @@ def test_mondrian_releases_meet_every_model_and_state_their_metrics(case):
         raise
 
 
-@bounded(80)
+@bounded(60)
 @given(tables(lattice=True))
 def test_lattice_releases_meet_every_model_and_state_their_metrics(case):
     result = _run(case)
