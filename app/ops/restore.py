@@ -81,6 +81,7 @@ def check(session: Session, *, declared: bool = False) -> dict[str, Any] | None:
         record(session, tenant=tenant, actor="system", action="service.restored", subject_type="service",
                subject_id="database", details={
                    "backup_last_event_at": found["backup_last_event"]["at"],
+                   "backup_last_event_position": found["backup_last_event"]["position"],
                    "jobs_failed": [str(j["id"]) for j in failed if j["tenant"] == tenant],
                    "note": "ε spent after the backup is not in the ledger; ε debits are refused "
                            "until an operator accepts the restore"})
