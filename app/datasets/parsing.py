@@ -444,20 +444,18 @@ def _jsonl_as_written(path: Path, table: pa.Table) -> pa.Table:
     return table
 
 
-class _IntegerLiteral(str):
-    """A JSON number written without a fraction or an exponent, as its text."""
-
-
 def _integer_literal_texts(path: Path, names: list[str], rows: int) -> dict[str, pa.Array]:
     """The columns of ``names`` whose every value is an integer literal (or null), as text.
     Read with Python's json — only for such columns, which are rare: the Arrow reader gives no
     number's text. The lines are decoded 65,536 at a time as one JSON array (the Arrow reader
-    has read each as one object): a decode call per line cost 3× as much (2.3 → 0.9 s per 10⁵
-    rows on a busy machine)."""
+    has read each as one object): a decode call per line cost 3× as much. A JSON integer
+    literal is -?(0|[1-9][0-9]*), which Python's int writes back digit for digit (-0 alone
+    comes back 0); a number with a fraction or an exponent decodes to a float and keeps the
+    column numeric (a hook that kept each literal's text cost twice the decode)."""
     if not names:
         return {}
     kept: dict[str, list] = {n: [] for n in names}
-    decode = json.JSONDecoder(parse_int=_IntegerLiteral).decode
+    decode = json.JSONDecoder().decode
     with open(path, "rb") as f:
         while lines := list(islice(f, _LITERAL_CHUNK)):
             lines = [line for line in lines if line.strip()]  # the Arrow reader skips blank lines too
@@ -466,13 +464,14 @@ def _integer_literal_texts(path: Path, names: list[str], rows: int) -> dict[str,
             records = decode("[" + b",".join(lines).decode("utf-8-sig") + "]")  # read as UTF-8, as Arrow did
             for name in list(kept):
                 values = [record.get(name) for record in records]
-                if all(v is None or type(v) is _IntegerLiteral for v in values):
+                if all(v is None or type(v) is int for v in values):  # not bool, a subclass of int
                     kept[name].extend(values)
                 else:
                     del kept[name]
             if not kept:
                 return {}
-    return {n: pa.array(v, pa.string()) for n, v in kept.items() if len(v) == rows}
+    return {n: pa.array([None if v is None else str(v) for v in values], pa.string())
+            for n, values in kept.items() if len(values) == rows}
 
 
 _LITERAL_CHUNK = 65_536  # lines decoded at once: a few tens of MB of Python objects at most
