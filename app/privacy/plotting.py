@@ -10,6 +10,7 @@ with plain-number labels; ``spans_a_decade`` says when that is worth it.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Iterable
 
 import numpy as np
@@ -67,6 +68,12 @@ def legend_below(fig: Figure, axes: Iterable[Axes] | None = None, *, title: str 
         fig.tight_layout()
         return None
     renderer = _renderer(fig)
+    if title:  # a title wider than the figure took the legend down to one column and widened the image
+        probe = fig.text(0, 0, title, fontsize=fontsize)
+        share = probe.get_window_extent(renderer).width / (_MAX_WIDTH_SHARE * fig.bbox.width)
+        probe.remove()
+        if share > 1:
+            title = textwrap.fill(title, width=max(20, int(len(title) / share)))
     style = dict(loc="lower center", bbox_to_anchor=(0.5, 0.0), frameon=False, fontsize=fontsize,
                  title=title, title_fontsize=fontsize, borderaxespad=0.2, **legend_kw)
     ncols = len(handles)

@@ -101,3 +101,21 @@ def test_a_long_value_label_puts_its_notes_on_a_line_of_their_own():
     assert value_label("mean absolute support error", "log scale", "lower is better") == \
         "mean absolute support error\n(log scale; lower is better)"
     assert value_label("share") == "share"
+
+
+def test_a_legend_title_wider_than_the_figure_wraps_and_the_entries_keep_their_columns():
+    """Plots review: experiment_rfka's error-bar note (about 150 characters) as the legend title
+    of a one-panel figure was wider than the figure: the legend fell to one column and the saved
+    image grew sideways around it."""
+    fig = Figure(figsize=(5.2, 3.8))
+    ax = fig.subplots()
+    for i in range(3):
+        ax.plot([0, 1], [i, i], label=f"series {i}")
+    title = ("error bars: ± 1 sd of the AUC over the 25 folds (5 × 5-fold CV), one fold's spread "
+             "(not the standard error of a difference); RFKA: mean over 3 forest seeds")
+    legend = legend_below(fig, [ax], title=title)
+    renderer = _extents(fig)
+    assert legend.get_window_extent(renderer).width <= fig.bbox.width
+    assert "\n" in legend.get_title().get_text()
+    assert legend.get_title().get_text().replace("\n", " ") == title
+    assert legend._ncols == 3  # the entries still fit in one row
