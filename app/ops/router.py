@@ -43,13 +43,14 @@ def readyz():
     within READY_TIMEOUT_S, else 503 (a probe must answer while the database hangs)."""
     global _pending
     with _pending_lock:
-        if _pending is not None and not _pending[0].done():  # one check waits on the database
-            checks = {"database": f"no answer for {time.monotonic() - _pending[1]:.0f} s"}
-            return _answer(checks)
-        _pending = (_checker.submit(_checks), time.monotonic())
-        future = _pending[0]
-    try:
-        checks = future.result(timeout=READY_TIMEOUT_S)
+        if _pending is None or _pending[0].done():
+            _pending = (_checker.submit(_checks), time.monotonic())
+        future, started = _pending
+    waited = time.monotonic() - started
+    if waited >= READY_TIMEOUT_S:  # one check already waits on the database: answer at once
+        return _answer({"database": f"no answer for {waited:.0f} s"})
+    try:  # a probe that finds a check running shares its answer, until that check's time is up
+        checks = future.result(timeout=READY_TIMEOUT_S - waited)
     except TimeoutError:
         checks = {"database": f"no answer within {READY_TIMEOUT_S:g} s"}
     return _answer(checks)
@@ -57,8 +58,9 @@ def readyz():
 
 # A PostgreSQL whose processes are stopped (hung, not dead) takes connections and never answers:
 # /readyz hung with it, each probe holding an API thread. The checks run in one thread of
-# their own: a probe waits for them at most READY_TIMEOUT_S, and while they still wait the
-# next probes answer at once (no second check piles up behind the first).
+# their own: a probe waits for them at most READY_TIMEOUT_S from when they began (a probe that
+# arrives while they run shares their answer: two probes at once are not a hung database), and
+# once they have waited longer the next probes answer at once (no second check piles up).
 READY_TIMEOUT_S = 5.0
 _checker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="readyz")
 _pending_lock = threading.Lock()

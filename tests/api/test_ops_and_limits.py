@@ -104,6 +104,37 @@ def test_readyz_answers_in_bounded_time_when_the_database_hangs(client, monkeypa
     assert client.get("/readyz").json()["checks"]["database"] == "ok"
 
 
+def test_concurrent_probes_of_a_database_that_answers_are_not_refused(client, monkeypatch):
+    """Two probes at once (an orchestrator's and a load balancer's, or `veil serve`'s ready line
+    and an operator's curl) while the database answers: the second found the first's check
+    still running and answered 503 'no answer for 0 s' at once (fc007f3), so a healthy service
+    looked not ready. A probe that finds a check running now waits for that check's answer
+    (until that check's READY_TIMEOUT_S is up) rather than starting another."""
+    import threading
+    import time
+
+    from app.ops import repository
+
+    calls = []
+    answers = repository.database_answers
+
+    def slow(session):  # a database that answers, in 0.3 s
+        calls.append(1)
+        time.sleep(0.3)
+        answers(session)
+
+    monkeypatch.setattr(repository, "database_answers", slow)
+    results = []
+    probes = [threading.Thread(target=lambda: results.append(client.get("/readyz"))) for _ in range(2)]
+    for probe in probes:
+        probe.start()
+        time.sleep(0.05)
+    for probe in probes:
+        probe.join(10)
+    assert [r.json()["checks"]["database"] for r in results] == ["ok", "ok"]
+    assert len(calls) == 1  # the second probe shared the first one's check
+
+
 def test_request_id_is_echoed(client):
     r = client.get("/healthz", headers={"X-Request-ID": "abc123"})
     assert r.headers["x-request-id"] == "abc123"
