@@ -37,6 +37,18 @@ def value_label(name: str, *notes: str, width: int = 40) -> str:
     return one if len(one) <= width else f"{name}\n({'; '.join(notes)})"
 
 
+def suptitle_within(fig: Figure, text: str, **kw):
+    """``fig.suptitle(text)``, wrapped onto more lines where one would be wider than the figure
+    (experiment_dp_release's CoIL home title ran 300 px past both panels; the saved image grew
+    around it)."""
+    title = fig.suptitle(text, **kw)
+    share = title.get_window_extent(_renderer(fig)).width / (_MAX_WIDTH_SHARE * fig.bbox.width)
+    if share > 1:
+        title.set_text("\n".join(textwrap.fill(line, width=max(20, int(len(line) / share)))
+                                 for line in text.split("\n")))
+    return title
+
+
 def _renderer(fig: Figure):
     # A bare Figure() has no drawing canvas yet; the Agg one is what render_figure saves with.
     canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)

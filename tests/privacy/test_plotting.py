@@ -119,3 +119,19 @@ def test_a_legend_title_wider_than_the_figure_wraps_and_the_entries_keep_their_c
     assert "\n" in legend.get_title().get_text()
     assert legend.get_title().get_text().replace("\n", " ") == title
     assert legend._ncols == 3  # the entries still fit in one row
+
+
+def test_a_title_wider_than_the_figure_wraps_onto_lines_within_it():
+    """Plots review: the CoIL home figure's title (~150 characters) ran 300 px past both panels."""
+    from app.privacy.plotting import suptitle_within
+
+    fig = Figure(figsize=(10, 3.8))
+    fig.subplots(1, 2)
+    text = ("SVM misclassification rate of each release vs ε — CoIL 2000: home owners are the majority "
+            "of the customer's postcode (attr_31 MHKOOP ≥ 5, the paper's 'house')")
+    title = suptitle_within(fig, text)
+    renderer = _extents(fig)
+    assert title.get_window_extent(renderer).width <= fig.bbox.width
+    assert title.get_text().replace("\n", " ") == text
+    short = suptitle_within(Figure(figsize=(10, 3.8)), "AUC vs K")
+    assert short.get_text() == "AUC vs K"

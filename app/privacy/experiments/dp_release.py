@@ -44,7 +44,9 @@ import app.privacy.dp_release.icahdp  # noqa: E402,F401
 from app.privacy.dp_release.marginals import SynthParams, build_columns, marginal  # noqa: E402
 import app.privacy.dp_release.mst  # noqa: E402,F401
 from app.privacy.experiments import dataset_file, distinct  # noqa: E402
-from app.privacy.plotting import LOWER_IS_BETTER, legend_below, tilt_crowded_tick_labels  # noqa: E402
+from app.privacy.plotting import (  # noqa: E402
+    LOWER_IS_BETTER, legend_below, suptitle_within, tilt_crowded_tick_labels,
+)
 from app.privacy import registry  # noqa: E402
 from app.privacy.registry import MethodKind, MethodInputError, MethodSpec, Params, MethodSource, register  # noqa: E402
 from app.privacy.results import ReportResult, render_figure  # noqa: E402
@@ -440,7 +442,7 @@ def plot_task(points: pd.DataFrame, title: str, labels: dict[str, str], peers: l
         ax.set_title(PANELS[column], fontsize=10)
     axes[0].set_ylabel(f"misclassification rate ({LOWER_IS_BETTER})")
     # one panel is narrow: the data on a line of their own
-    fig.suptitle(f"SVM misclassification rate of each release vs ε{' — ' if len(columns) > 1 else chr(10)}{title}")
+    suptitle_within(fig, f"SVM misclassification rate of each release vs ε{' — ' if len(columns) > 1 else chr(10)}{title}")
     tilt_crowded_tick_labels(fig, axes)
     n = int(compared["n"].max()) if methods else 1
     legend = f"mean of {n} repetitions" if n > 1 else "one repetition"

@@ -29,7 +29,9 @@ from app.privacy.experiments import dataset_file, distinct
 from app.privacy.feature_selection import HamdistParams, RfkaParams, run_hamdist, run_rfka
 from app.privacy.feature_selection.methods import SEED_004
 from app.privacy.feature_selection.selection import class_ids
-from app.privacy.plotting import HIGHER_IS_BETTER, LOWER_IS_BETTER, legend_below, log_axis, spans_a_decade
+from app.privacy.plotting import (
+    HIGHER_IS_BETTER, LOWER_IS_BETTER, legend_below, log_axis, spans_a_decade, suptitle_within,
+)
 from app.privacy.registry import MethodKind, MethodSpec, Params, MethodSource, register
 from app.privacy.results import ReportResult, render_figure
 from app.privacy.rng import SecureRandom
@@ -285,7 +287,7 @@ def _figure(summary: pd.DataFrame, variants: list[str], value: str, ylabel: str,
         if log:
             log_axis(ax)
         ax.grid(alpha=0.3)
-    fig.suptitle(title)
+    suptitle_within(fig, title)
     legend_below(fig, axes[0], fontsize=8, title=legend_title)
     return fig
 
