@@ -44,14 +44,21 @@ def _apart(first: float, second: float) -> tuple[str, str]:
     return shown
 
 
-def debit(session: Session, *, dataset_id: uuid.UUID, job_id: uuid.UUID, method: str,
-          epsilon: float, actor: uuid.UUID) -> None:
+def refuse_while_a_restore_awaits(session: Session) -> None:
+    """409 while a restore is detected and not accepted (app/ops/restore.py): ε spent after the
+    backup is not in the ledger, so nothing may spend ε — a debit, or an admin's retry of a job
+    that still holds its debit (it may have been retried and released after the backup)."""
     from app.ops.restore import pending
 
     if pending(session):
         raise Conflict("the database was restored from a backup and ε spent after the backup is not "
                        "in the ledger: no ε is debited until an operator reconciles the budgets and "
                        "accepts the restore (`veil restore-accept`; docs/reliability.md, Backup and restore)")
+
+
+def debit(session: Session, *, dataset_id: uuid.UUID, job_id: uuid.UUID, method: str,
+          epsilon: float, actor: uuid.UUID) -> None:
+    refuse_while_a_restore_awaits(session)
     repository.ensure_row(session, dataset_id)
     if not repository.try_debit(session, dataset_id, _dec(epsilon)):
         row = repository.get(session, dataset_id)

@@ -312,6 +312,8 @@ def retry(session: Session, principal: Principal, job_id: uuid.UUID) -> dict[str
         raise Conflict(f"job {job_id} was in flight when the backup the database was restored from was "
                        "taken: it may have run since, so it is not run again; submit it again (its ε is "
                        "debited again)")
+    if row["epsilon"] is not None:  # even one that holds its ε and debits nothing again
+        budgets.refuse_while_a_restore_awaits(session)
     if row["release_id"] is None and row["dataset_id"] is not None:  # a job on raw data
         ds = datasets_repo.get(session, row["tenant"], row["dataset_id"])
         if ds is None or ds["deleted_at"] is not None:

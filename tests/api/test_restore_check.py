@@ -116,3 +116,33 @@ def test_a_physical_copy_is_not_detected_but_can_be_declared(database):
         assert found["jobs_failed"] == [str(job)]
         with Session(engine) as s:
             assert restore.pending(s)
+
+
+def test_a_failed_job_holding_its_epsilon_is_not_retried_while_a_restore_awaits(database):
+    """The freeze refused every ε debit, but an admin's retry of a failed job that still holds its
+    ε debits nothing (budgets.debit_again_if_refunded) and ran it: a job that failed before the
+    backup and was retried and released after it (a release the restored ledger cannot know of)
+    released again, with fresh noise, for one debit (mends 9666d8a). Now refused until the
+    restore is accepted, as a debit is."""
+    from app.auth.schemas import Principal, Role
+    from app.errors import Conflict
+    from app.jobs import service as jobs
+    from app.ops import restore
+
+    with _scratch(database) as engine:
+        dataset, _queued = _restored_state(engine)
+        failed = uuid.uuid4()
+        with Session(engine) as s, s.begin():  # failed before the backup, its ε kept (it drew)
+            s.execute(text("INSERT INTO jobs (id, tenant, created_by, method, kind, dataset_id, params, "
+                           "epsilon, status, max_attempts, attempt, randomness_drawn, error) VALUES (:j, :t, "
+                           ":d, 'errph', 'release', :d, '{}', 1, 'failed', 3, 3, true, "
+                           "'{\"type\": \"no_disk_space\"}')"), {"j": failed, "t": TENANT, "d": dataset})
+            s.execute(text("INSERT INTO budget_entries (dataset_id, job_id, method, kind, epsilon, actor) "
+                           "VALUES (:d, :j, 'errph', 'debit', 1, :d)"), {"d": dataset, "j": failed})
+        with Session(engine) as s, s.begin():
+            assert restore.check(s) is not None
+        admin = Principal(key_id=uuid.uuid4(), tenant="ops", role=Role.admin)
+        with Session(engine) as s, s.begin(), pytest.raises(Conflict, match="restored from a backup"):
+            jobs.retry(s, admin, failed)
+        with Session(engine) as s:
+            assert s.execute(text("SELECT status FROM jobs WHERE id = :j"), {"j": failed}).scalar() == "failed"
