@@ -690,7 +690,7 @@ def _import_plugins(command: str) -> None:
     library: ~250 MB); a worker imports them anyway."""
     if command == "serve":
         done = subprocess.run([sys.executable, "-c", "from app.cli import _import_plugins; "
-                               "_import_plugins('worker')"], capture_output=True, text=True)
+                               "_import_plugins('api')"], capture_output=True, text=True)
         if done.returncode != 0:
             lines = done.stderr.strip().splitlines()
             raise SystemExit(lines[-1] if lines else f"veil: VEIL_PLUGINS: importing them failed "
@@ -702,6 +702,32 @@ def _import_plugins(command: str) -> None:
         registry.load_all()
     except registry.PluginError as exc:
         raise SystemExit(f"veil: {exc}") from None
+    if command == "api":
+        _refuse_schema_name_clashes(registry)
+
+
+def _refuse_schema_name_clashes(registry) -> None:
+    """The OpenAPI document names a schema after its class: a plugin params class named like
+    one of Veil's own models (`Job`) turned Veil's schema into `Job-Input` and `Job-Output`
+    under every generated client (plugin acceptance sweep)."""
+    from pydantic import BaseModel
+
+    from app.main import create_app
+
+    create_app()  # imports every router's models
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    ours = {c.__name__ for c in subclasses(BaseModel) if c.__module__.split(".")[0] in ("app", "fastapi")}
+    clashes = [(spec.name, spec.params.__name__) for spec in registry.all_methods()
+               if registry.is_plugin(spec.name) and spec.params.__name__ in ours]
+    if clashes:
+        named = ", ".join(f"method {m!r}'s params class {c!r}" for m, c in clashes)
+        raise SystemExit(f"veil: VEIL_PLUGINS: {named} is named like one of Veil's own schemas, which the "
+                         "OpenAPI document would rename under every client: give the class a name of its own")
 
 
 _APPLICATION_NAMES = {"serve": "veil-api", "worker": "veil-worker", "cli": "veil-cli"}  # "cli": every other command

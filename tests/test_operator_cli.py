@@ -347,3 +347,22 @@ def test_a_plugin_that_does_not_import_stops_serve_and_worker_in_one_line(tmp_pa
     line, = done.stderr.strip().splitlines()
     assert "VEIL_PLUGINS" in line and "'broken_veil_plugin'" in line and says in line, line
     assert not (tmp_path / "data" / "pg").exists()  # refused before anything started
+
+
+def test_a_plugin_params_class_named_like_an_api_schema_stops_serve_in_one_line(tmp_path):
+    """The OpenAPI document names a schema after its class: a VEIL_PLUGINS params class named
+    `Job` turned Veil's own `Job` schema into `Job-Input` and `Job-Output` under every generated
+    client (plugin acceptance sweep, left then); now `veil serve` refuses to start, naming both."""
+    (tmp_path / "job_named_plugin.py").write_text(
+        "from app.privacy.registry import MethodKind, MethodSpec, Params, register\n\n\n"
+        "class Job(Params):\n    x: int = 1\n\n\n"
+        "register(MethodSpec(name='plugin_job', family='x', kind=MethodKind.release, summary='x',\n"
+        "                    params=Job, guarantee='x', paper='x', run=print))\n")
+    env = {"VEIL_DATA_DIR": str(tmp_path / "data"), "VEIL_PLUGINS": "job_named_plugin",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])),
+           "VEIL_PORT": "8758"}
+    done = _veil("serve", "--workers", "1", env=env, timeout=120)
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    line, = done.stderr.strip().splitlines()
+    assert "VEIL_PLUGINS" in line and "'plugin_job'" in line and "'Job'" in line and "own schema" in line, line
+    assert not (tmp_path / "data" / "pg").exists()  # refused before anything started
