@@ -39,8 +39,8 @@ def healthz() -> Health:
             responses={503: {"model": Readiness, "description": "not ready: the failing checks say why",
                              "headers": RETRY_AFTER_DECLARED}})
 def readyz():
-    """Ready: the database answers, migrations are at head, a worker heartbeat is recent —
-    within READY_TIMEOUT_S, else 503 (a probe must answer while the database hangs)."""
+    """Ready: the database answers, migrations are at head, a worker heartbeat is recent. The
+    answer comes within 5 s: a database that does not answer by then is a 503 saying so."""
     global _pending
     with _pending_lock:
         if _pending is None or _pending[0].done():
