@@ -455,16 +455,15 @@ def _integer_literal_texts(path: Path, names: list[str], rows: int) -> dict[str,
     if not names:
         return {}
     kept: dict[str, list] = {n: [] for n in names}
-    decode = json.JSONDecoder().decode
     with open(path, "rb") as f:
         while lines := list(islice(f, _LITERAL_CHUNK)):
             lines = [line for line in lines if line.strip()]  # the Arrow reader skips blank lines too
             if not lines:
                 continue
-            records = decode("[" + b",".join(lines).decode("utf-8-sig") + "]")  # read as UTF-8, as Arrow did
+            records = _decoded("[" + b",".join(lines).decode("utf-8-sig") + "]")  # read as UTF-8, as Arrow did
             for name in list(kept):
                 values = [record.get(name) for record in records]
-                if all(v is None or type(v) is int for v in values):  # not bool, a subclass of int
+                if all(v is None or type(v) in _LITERAL_TYPES for v in values):  # not bool, a subclass of int
                     kept[name].extend(values)
                 else:
                     del kept[name]
@@ -475,6 +474,26 @@ def _integer_literal_texts(path: Path, names: list[str], rows: int) -> dict[str,
 
 
 _LITERAL_CHUNK = 65_536  # lines decoded at once: a few tens of MB of Python objects at most
+
+
+class _IntegerLiteral(str):
+    """A JSON integer literal as its text: for a chunk holding one Python's int refuses to read
+    (more than sys.get_int_max_str_digits(), 4,300, digits), which is then decoded again keeping
+    every literal's text (twice the cost, for that chunk only)."""
+
+
+_LITERAL_TYPES = (int, _IntegerLiteral)
+_DECODE = json.JSONDecoder().decode
+_DECODE_KEEPING_LITERALS = json.JSONDecoder(parse_int=_IntegerLiteral).decode
+
+
+def _decoded(text: str):
+    try:
+        return _DECODE(text)
+    except ValueError as exc:
+        if "integer string conversion" not in str(exc):
+            raise
+        return _DECODE_KEEPING_LITERALS(text)
 
 
 def _jsonl_problem(message: str) -> Unprocessable:

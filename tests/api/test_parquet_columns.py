@@ -92,3 +92,17 @@ def test_integer_literals_are_read_in_chunks_across_blank_lines(tmp_path, monkey
     texts = parsing._integer_literal_texts(path, ["id", "w"], len(WIDE) + 1)
     assert list(texts) == ["id"]
     assert texts["id"].to_pylist() == WIDE + [None]
+
+
+def test_an_integer_literal_longer_than_pythons_int_limit_is_kept_as_written(client, owner):
+    """Python refuses to read an integer of more than 4,300 digits (ValueError, sys's
+    int_max_str_digits): once the literals were decoded as ints (0dc582a) rather than kept as
+    their text, a JSON Lines upload holding one was refused 'the file could not be read as
+    jsonl' (the reading child's unexpected error). It is kept as written, as before."""
+    digits = "1" + "0" * 5000
+    r = upload(client, owner, f'{{"id": {digits}, "x": 1}}\n{{"id": 2, "x": 2}}\n'.encode(), "huge.jsonl")
+    assert r.status_code == 201, r.text
+    ds = r.json()
+    assert [c["type"] for c in ds["columns"]] == ["categorical", "numeric"]
+    data = client.get(f"/v1/datasets/{ds['id']}/data", headers=auth(owner), params={"format": "csv"})
+    assert data.text.splitlines()[1] == f'"{digits}",1'
