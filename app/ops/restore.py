@@ -23,8 +23,8 @@ at start, before any job):
   released after the backup, so it is not run again, and its ε stays spent (not refunded; an
   admin's retry is refused — submit it again, which debits again);
 - records `service.restored` in every tenant's trail (the backup's last event, the jobs failed);
-- refuses every ε debit (409) until `veil restore-accept` (or an admin) records that the budgets
-  were reconciled.
+- refuses every ε debit, and an admin's retry of a job with ε, (409) until `veil restore-accept`
+  (a command; no API call accepts a restore) records that the budgets were reconciled.
 """
 
 from __future__ import annotations
