@@ -134,10 +134,9 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
     keep = ~suppressed
     out = out[keep]
     ncp = gen.ncp[keep]
-    for axis in axes:  # an uploaded hierarchy's interval labels that do not hold their records' values
+    for axis in axes:  # an uploaded hierarchy's interval labels that do not hold their values
         if axis.column in notes.given and getattr(axis, "value_range", None) is not None:
-            warnings += released_outside_labels(axis.column, pd.to_numeric(frame.loc[keep, axis.column])
-                                                .to_numpy(dtype=float), out[axis.column])
+            warnings += released_outside_labels(axis.column, hierarchies[axis.column], out[axis.column].unique())
     if progress:
         progress(0.9, "verifying")
     generalized = time.perf_counter()

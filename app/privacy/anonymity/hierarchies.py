@@ -343,26 +343,34 @@ def _held(read: list[Interval | None], inverse: np.ndarray, x: np.ndarray) -> np
     return ((lo < x) | ((lo_in == 1) & (lo == x))) & ((x < hi) | ((hi_in == 1) & (x == hi)))
 
 
-def released_outside_labels(column: str, values: np.ndarray, labels: pd.Series) -> list[str]:
-    """A release's records of a numeric column whose released label reads as an interval that
-    does not hold their value (an uploaded hierarchy's labels are released as written: ARX's
-    Adult age hierarchy shows '15-19' for a 20-year-old). The upload warned its owner; this
-    warns the release's readers, who never saw the upload."""
-    inverse, uniques = pd.factorize(labels.to_numpy(dtype=object))
-    read = [read_interval(str(label)) for label in uniques]  # one read per distinct label
-    if not any(read):
+def released_outside_labels(column: str, hierarchy: pd.DataFrame, released: Iterable[str]) -> list[str]:
+    """The released labels of a numeric column that read as an interval not holding every
+    value the uploaded hierarchy puts under them (labels are released as written: ARX's Adult
+    age hierarchy shows '15-19' for a 20-year-old). The upload warned its owner; this warns the
+    release's readers, who never saw the upload — in the hierarchy's terms only (a label and
+    the leaves it holds there), never a value or a count read from the data: 'a 97 under
+    85-89' would tell an analyst that such a record exists."""
+    shown = {str(label) for label in released}
+    rows = hierarchy.to_numpy(dtype=object)
+    leaves = rows[:, 0].astype(str)
+    x = pd.to_numeric(pd.Series(leaves), errors="coerce").to_numpy(dtype=float)
+    numbers = np.array([bool(_NUMBER_TEXT.fullmatch(leaf)) for leaf in leaves]) & np.isfinite(x)
+    outside: dict[str, list[str]] = {}  # label -> the hierarchy's leaves under it that it does not hold
+    for level in range(1, rows.shape[1]):
+        labels, inverse = np.unique(rows[:, level].astype(str), return_inverse=True)
+        read = [read_interval(label) if label in shown else None for label in labels]
+        if not any(read):
+            continue
+        wrong = numbers & ~_held(read, inverse, x)
+        for i in np.flatnonzero(wrong)[np.argsort(x[wrong], kind="stable")]:
+            outside.setdefault(str(labels[inverse[i]]), []).append(str(leaves[i]))
+    if not outside:
         return []
-    outside = ~_held(read, inverse, values)
-    if not outside.any():
-        return []
-    pairs = (pd.DataFrame({"v": values[outside], "label": uniques[inverse[outside]]})
-             .drop_duplicates().sort_values(["v", "label"]))
-    named = "; ".join(f"{normalize_value(v)} under {label!r}"
-                      for v, label in pairs.head(MAX_NAMED_OUTSIDE).itertuples(index=False))
-    more = len(pairs) - MAX_NAMED_OUTSIDE
-    return [f"{int(outside.sum())} released record(s) of {column!r} show an interval label that does not "
-            f"hold their value, as the uploaded hierarchy writes it: {named}"
-            + (f" (and {more} more values)" if more > 0 else "")
+    named = "; ".join(f"{label!r} holds {', '.join(held[:3])}" + (" …" if len(held) > 3 else "")
+                      for label, held in list(outside.items())[:MAX_NAMED_OUTSIDE])
+    more = len(outside) - MAX_NAMED_OUTSIDE
+    return [f"{len(outside)} released label(s) of {column!r} read as an interval that does not hold every "
+            f"value the uploaded hierarchy puts under it: {named}" + (f" (and {more} more labels)" if more > 0 else "")
             + "; read those labels as the hierarchy's names, not as intervals (correct the hierarchy "
             "to release labels that hold their values)"]
 
