@@ -215,7 +215,9 @@ def download_etag(row, fmt: str, spreadsheet_safe: bool) -> str:
     """A weak validator of one representation of a dataset's rows: stored bytes are never
     overwritten (a re-coding schema change stores new ones, under a new blob id), so the blob's
     id with the format asked for names them (weak: as a release's)."""
-    return f'W/"{row["blob_id"]}-{fmt}{"-safe" if spreadsheet_safe else ""}"'
+    from app.downloads import representation_etag
+
+    return representation_etag(row["blob_id"], fmt, spreadsheet_safe)
 
 
 def download(session: Session, principal: Principal, dataset_id: uuid.UUID, fmt: str,

@@ -22,6 +22,15 @@ def download_details(fmt: str, spreadsheet_safe: bool) -> dict[str, Any]:
     return {"format": fmt, **({"spreadsheet_safe": True} if spreadsheet_safe else {})}
 
 
+def representation_etag(stored: object, fmt: str, spreadsheet_safe: bool) -> str:
+    """A weak ETag of stored bytes (``stored``: their hash or blob id) in one format, encoded by
+    this code version: an encoder that changes (a one-column CSV's missing cells, 044cbc1)
+    changes the tag, so a copy kept from before it is fetched again, not revalidated."""
+    from app.version import code_version
+
+    return f'W/"{stored}-{fmt}{"-safe" if spreadsheet_safe else ""}-{code_version()}"'
+
+
 def encode_table(payload: bytes, shape: str, fmt: str, spreadsheet_safe: bool = False) -> Iterator[bytes]:
     """Stored Parquet bytes as a stream of csv / jsonl / parquet chunks."""
     if fmt == "parquet":

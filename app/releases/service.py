@@ -14,7 +14,7 @@ from app.conditional import matches
 from app.audit.service import record
 from app.auth.schemas import Principal, Role
 from app.blobs import repository as blobs
-from app.downloads import check_spreadsheet_safe, download_details, encode_table
+from app.downloads import check_spreadsheet_safe, download_details, encode_table, representation_etag
 from app.errors import NotFound
 from app.releases import repository
 from app.version import code_version
@@ -122,9 +122,10 @@ def summary(row, principal: Principal) -> dict[str, Any]:
 
 def download_etag(row, fmt: str, spreadsheet_safe: bool) -> str:
     """A weak validator of one representation of a release: its rows never change, so the hash
-    of its Parquet download with the format asked for names the bytes (weak: another version of
-    a writer may lay out the same rows differently)."""
-    return f'W/"{row["output_sha256"]}-{fmt}{"-safe" if spreadsheet_safe else ""}"'
+    of its Parquet download with the format asked for names the bytes — and the code version
+    that encodes them (044cbc1 changed a one-column CSV's bytes; a copy from before it
+    revalidated as current). Weak: another writer may lay out the same rows differently."""
+    return representation_etag(row["output_sha256"], fmt, spreadsheet_safe)
 
 
 def download(session: Session, principal: Principal, release_id: uuid.UUID, fmt: str,

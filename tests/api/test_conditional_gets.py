@@ -114,3 +114,20 @@ def test_a_dataset_download_revalidates_until_its_schema_changes_its_bytes(clien
     assert changed.status_code == 200 and changed.headers["etag"] != tag
     # authorized like a download: an analyst (owners only) gets no 304 for knowing the tag
     assert client.get(url, headers={"If-None-Match": tag}).status_code == 401
+
+
+def test_another_code_version_is_another_representation(client, owner, monkeypatch):
+    """The stored rows did not change, but the code that encodes them may (044cbc1 changed a
+    one-column CSV's bytes): a copy kept from another code version is fetched again, not
+    revalidated (review of df518ad)."""
+    import app.version
+
+    rid = _release(client, owner)
+    ds = upload(client, owner, TABLE, "t.csv").json()
+    for url in (f"/v1/releases/{rid}/data", f"/v1/datasets/{ds['id']}/data"):
+        tag = client.get(url, headers=auth(owner)).headers["etag"]
+        assert client.get(url, headers={**auth(owner), "If-None-Match": tag}).status_code == 304
+        monkeypatch.setattr(app.version, "code_version", lambda: "9.9.9+another")
+        again = client.get(url, headers={**auth(owner), "If-None-Match": tag})
+        assert again.status_code == 200 and again.headers["etag"] != tag, url
+        monkeypatch.undo()
