@@ -160,11 +160,9 @@ def _no_disk_space(randomness_drawn: bool) -> dict[str, Any]:
             "randomness_drawn": randomness_drawn}
 
 
-# A result the database had no room for: it ran (and drew), so its ε is kept.
-_NO_DATABASE_SPACE = {"error": {"type": "no_disk_space", "message":
-                                "the database had no disk space left for the job's result: nothing was "
-                                "released; an admin can retry the job once an operator has freed space"},
-                      "randomness_drawn": True}
+# A result the database had no room for (the job's own files are in the temporary folder).
+_DATABASE_FULL_MESSAGE = ("the database had no disk space left for the job's result: nothing was released; "
+                          "an admin can retry the job once an operator has freed space")
 
 
 def _run_in_temporary_folder(job, inputs: dict[str, Any], shutting_down: Callable[[], bool]) -> dict[str, Any]:
@@ -333,7 +331,8 @@ def _finish_when_the_database_answers(job, inputs: dict[str, Any],
                 # minutes later ("the worker stopped responding"); the failure is a few bytes
                 log.warning("job %s attempt %s: the database had no disk space for its result",
                             job["id"], job["attempt"])
-                outcome = _NO_DATABASE_SPACE
+                outcome = {"error": {"type": "no_disk_space", "message": _DATABASE_FULL_MESSAGE},
+                           "randomness_drawn": True}  # it ran: its ε is kept
                 continue
             if time.monotonic() > deadline:
                 raise
@@ -358,8 +357,7 @@ def _log_failure(job, error: dict[str, str]) -> None:
         log.info("job %s (%s) attempt %s ended: %s", job["id"], job["method"], job["attempt"], error["type"])
     else:  # our own messages: the exception's type and line, a limit, an exit code
         where = (f" (the temporary folder {tempfile.gettempdir()})"
-                 if error["type"] == "no_disk_space" and error is not _NO_DATABASE_SPACE["error"]  # not the database's
-                 else "")
+                 if error["type"] == "no_disk_space" and error["message"] != _DATABASE_FULL_MESSAGE else "")
         log.error("job %s (%s) attempt %s failed: %s: %s%s", job["id"], job["method"], job["attempt"],
                   error["type"], error["message"], where)
 
