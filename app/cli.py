@@ -1,5 +1,5 @@
-"""The `veil` command: serve, worker, migrate, backup, restore, restore-check, restore-accept, keys
-(create, list, revoke), openapi, docs."""
+"""The `veil` command: serve, worker, migrate, backup, restore, restore-check, restore-accept, ledger
+(debit), keys (create, list, revoke), openapi, docs."""
 
 from __future__ import annotations
 
@@ -238,6 +238,57 @@ def cmd_restore_accept(args) -> None:
         raise SystemExit("veil restore-accept: no restore awaits acceptance")
     print(f"accepted the restore of the backup whose last event is at {accepted['backup_last_event']['at']}: "
           "ε debits are allowed again (recorded as service.restore_accepted in every tenant's trail)")
+
+
+def cmd_ledger_debit(args) -> None:
+    """Write ε spent but missing from the ledger (lost to a restore) as a reconciliation entry."""
+    import math
+    import uuid
+
+    from app.budgets import service as budgets
+    from app.db import get_engine, transaction
+    from app.errors import VeilError
+    from app.migrate import schema_mismatch
+    from app.ops import restore
+
+    def given_id(option: str, value: str, what: str):
+        try:
+            return uuid.UUID(value)
+        except ValueError:
+            raise SystemExit(f"veil ledger debit: --{option}: not a {what} id: {value!r}") from None
+
+    dataset_id = given_id("dataset", args.dataset, "dataset")
+    job_id = None if args.job is None else given_id("job", args.job, "job")
+    try:
+        epsilon = float(args.epsilon)
+    except ValueError:
+        epsilon = math.nan
+    refused = budgets.reconciliation_refusal(epsilon, args.note)
+    if refused is not None:  # before anything starts
+        shown = f", not {args.epsilon!r}" if refused[0] == "epsilon" else ""
+        raise SystemExit(f"veil ledger debit: --{refused[0]}: {refused[1]}{shown}")
+    _database_ready(owner=True)  # no PostgreSQL left running after it
+    problem = schema_mismatch(get_engine())  # a ledger of 0010 has no column for a reconciliation
+    if problem is not None:
+        raise SystemExit(f"veil ledger debit: {problem}")
+    try:
+        with transaction() as session:
+            done = budgets.reconcile(session, dataset_id=dataset_id, epsilon=epsilon, note=args.note,
+                                     job_id=job_id, actor="cli")
+            frozen = restore.pending(session)
+    except VeilError as exc:
+        raise SystemExit(f"veil ledger debit: {exc.detail}") from None
+    spent, cap = done["epsilon_spent"], done["epsilon_total"]
+    if cap is None:
+        left = "no cap"
+    elif spent > cap:
+        left = (f"past its cap of {cap:g} by {spent - cap:.6g}: nothing remains, every debit is refused "
+                f"until the cap is raised (PUT /v1/datasets/{dataset_id}/budget)")
+    else:
+        left = f"{done['epsilon_remaining']:.6g} of its cap of {cap:g} remains"
+    print(f"wrote ε = {epsilon:g} into the ledger of dataset {dataset_id} (tenant {done['tenant']}) as a "
+          f"reconciliation: spent {spent:.6g}, {left}; recorded as budget.reconciled in the tenant's trail"
+          + ("; ε debits stay refused until `veil restore-accept`" if frozen else ""))
 
 
 def _dev_key(settings, *, embedded: bool) -> str | None:
@@ -602,6 +653,23 @@ def build_parser() -> argparse.ArgumentParser:
                             "allow ε debits again")
     accept.add_argument("--note", default=None, help="what was reconciled (recorded in the audit trail)")
     accept.set_defaults(fn=cmd_restore_accept)
+    ledger = sub.add_parser("ledger", help="a dataset's ε ledger").add_subparsers(dest="ledger_command",
+                                                                                  required=True)
+    debit = ledger.add_parser(
+        "debit", help="write ε spent but missing from the ledger (lost to a restore) as a reconciliation",
+        description="Write ε that was spent but is missing from the ledger (spent after the backup a "
+                    "database was restored from) as a `reconciliation` entry: counted as spent like a "
+                    "debit, even past the cap (it was already spent: nothing then remains under the cap "
+                    "until it is raised), also while a restore awaits acceptance; recorded as "
+                    "budget.reconciled in the tenant's audit trail. It cannot be undone "
+                    "(docs/reliability.md, Backup and restore).")
+    debit.add_argument("--dataset", required=True, help="the dataset's id")
+    debit.add_argument("--epsilon", required=True, help="the ε lost (a finite number more than 0)")
+    debit.add_argument("--note", required=True, help="what was lost and how it is known (kept in the ledger "
+                       "and the audit trail)")
+    debit.add_argument("--job", default=None, help="the lost job's id, when known (an audit follower's "
+                       "copy of its job.submitted event); refused if the ledger already holds its ε")
+    debit.set_defaults(fn=cmd_ledger_debit)
     keys = sub.add_parser("keys", help="API keys").add_subparsers(dest="keys_command", required=True)
     create = keys.add_parser("create", help="create an API key and print it once")
     create.add_argument("--tenant", required=True, help="the tenant the key acts in (1-64 letters, digits, _ . -)")
@@ -754,7 +822,8 @@ def main(argv: list[str] | None = None) -> None:
             raise
         raise SystemExit(f"veil: {exc}") from None
     except (OperationalError, ProgrammingError) as exc:
-        command = " ".join(filter(None, (args.command, getattr(args, "keys_command", None))))
+        command = " ".join(filter(None, (args.command, getattr(args, "keys_command", None),
+                                         getattr(args, "ledger_command", None))))
         if isinstance(exc.orig, UndefinedTable):  # a new data directory or database
             raise SystemExit(f"veil {command}: the database has no Veil tables yet: run `veil migrate` "
                              "(or `veil serve`, which migrates) first") from None

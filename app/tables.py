@@ -194,11 +194,13 @@ budget_entries = Table(
     "budget_entries", metadata,
     Column("id", BigInteger, primary_key=True, autoincrement=True),
     Column("dataset_id", UUID(as_uuid=True), nullable=False),
-    Column("job_id", UUID(as_uuid=True), nullable=False),
-    Column("method", String(64), nullable=False),
-    Column("kind", String(16), nullable=False),  # debit | refund
+    Column("job_id", UUID(as_uuid=True)),  # null: a reconciliation of a job not known
+    Column("method", String(64)),  # null: a reconciliation of a job not in this database
+    # debit | refund | reconciliation (ε lost to a restore, written by `veil ledger debit`)
+    Column("kind", String(16), nullable=False),
     Column("epsilon", Numeric, nullable=False),  # negative for a refund
-    Column("actor", UUID(as_uuid=True), nullable=False),
+    Column("actor", String(100), nullable=False),  # an API key id, or "worker"/"cli" (as in audit_events)
+    Column("note", Text),  # a reconciliation's: what was lost and how it is known
     Column("at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Index("ix_budget_entries_dataset", "dataset_id", "id"),  # paged by id
     Index("ix_budget_entries_job", "job_id"),  # whether a job's ε is still held (a refund)

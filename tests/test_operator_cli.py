@@ -146,6 +146,27 @@ def test_a_new_data_dir_asks_for_migrate_and_keeps_no_postgresql_running(tmp_pat
 
 
 
+def test_ledger_debit_refuses_in_one_line_and_leaves_no_postgresql_running(tmp_path):
+    """`veil ledger debit` (ε lost to a restore, written into the ledger): a bad argument is
+    refused before anything starts; a dataset the database does not hold, or a database not yet
+    migrated, in one line naming the command."""
+    env = {"VEIL_DATA_DIR": str(tmp_path)}
+    dataset = "0b9e7a52-2f4e-4d8e-9a43-3f0c1b2a6d11"
+    bad = _veil("ledger", "debit", "--dataset", dataset, "--epsilon", "nan", "--note", "x", env=env)
+    assert bad.returncode != 0 and bad.stderr.strip() == (
+        "veil ledger debit: --epsilon: must be a finite number more than 0, not 'nan'"), bad.stderr
+    assert not (tmp_path / "pg").exists()
+    unmigrated = _veil("ledger", "debit", "--dataset", dataset, "--epsilon", "1", "--note", "x", env=env)
+    assert unmigrated.returncode != 0 and "Traceback" not in unmigrated.stderr, unmigrated.stderr
+    assert "veil ledger debit:" in unmigrated.stderr and "veil migrate" in unmigrated.stderr
+    assert _veil("migrate", env=env).returncode == 0
+    missing = _veil("ledger", "debit", "--dataset", dataset, "--epsilon", "1", "--note", "x", env=env)
+    assert missing.returncode != 0 and missing.stderr.strip() == (
+        f"veil ledger debit: no dataset {dataset} in this database"), missing.stderr
+    left = [p.pid for p in psutil.process_iter(["cmdline"]) if str(tmp_path) in " ".join(p.info["cmdline"] or [])]
+    assert not left, f"PostgreSQL left running: {left}"
+
+
 def test_a_worker_on_its_own_leaves_no_postgresql_running(tmp_path):
     """`veil worker` in embedded mode without a `veil serve` started the data directory's
     PostgreSQL and left it running when it exited — here at once, refusing a database with no

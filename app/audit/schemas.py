@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 # `dataset.download` answered an empty page, as if nothing had been downloaded).
 # tests/api/test_audit_actions.py checks the set against the actions the code records.
 ACTIONS = frozenset({
-    "budget.set",
+    "budget.set", "budget.reconciled",
     "dataset.uploaded", "dataset.generated", "dataset.downloaded", "dataset.profile_read",
     "dataset.schema_updated", "dataset.hierarchy_set", "dataset.hierarchy_downloaded",
     "dataset.hierarchy_deleted", "dataset.deleted",

@@ -9,7 +9,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from app.sql import any_of
-from app.tables import budget_entries, budgets
+from app.tables import budget_entries, budgets, datasets, jobs
 
 
 def ensure_row(session: Session, dataset_id: uuid.UUID) -> None:
@@ -61,7 +61,14 @@ def lock(session: Session, dataset_id: uuid.UUID) -> None:
 
 
 def add_entry(session: Session, **values: Any) -> None:
-    session.execute(insert(budget_entries).values(**values))
+    session.execute(insert(budget_entries).values(**{**values, "actor": str(values["actor"])}))
+
+
+def add_spent(session: Session, dataset_id: uuid.UUID, epsilon: Decimal) -> Decimal:
+    """Add ε to what is spent, whatever the cap (a reconciliation records ε already spent)."""
+    return session.execute(text(
+        "UPDATE budgets SET epsilon_spent = epsilon_spent + :e, updated_at = now() "
+        "WHERE dataset_id = :d RETURNING epsilon_spent"), {"e": epsilon, "d": dataset_id}).scalar_one()
 
 
 _LATEST = (select(budget_entries).where(budget_entries.c.dataset_id == bindparam("d"))
@@ -84,26 +91,42 @@ def entries_after(session: Session, dataset_id: uuid.UUID, after: int | None, li
     return [dict(r) for r in session.execute(q.order_by(budget_entries.c.id).limit(limit + 1)).mappings()]
 
 
+HOLDING = ("debit", "reconciliation")  # the kinds of entry that spend a job's ε
+
+
 def holds_debit(session: Session, job_id: uuid.UUID) -> bool:
-    """Whether the ledger still holds the job's ε: more debits than refunds (a refund is always
-    of the whole ε; counting, not summing, because ∞ − ∞ has no value)."""
+    """Whether the ledger still holds the job's ε: more debits (or reconciliations) than refunds
+    (a refund is always of the whole ε; counting, not summing, because ∞ − ∞ has no value)."""
     return session.execute(select(
-        func.count().filter(budget_entries.c.kind == "debit")
+        func.count().filter(budget_entries.c.kind.in_(HOLDING))
         > func.count().filter(budget_entries.c.kind == "refund"))
         .where(budget_entries.c.job_id == job_id)).scalar_one()
 
 
 def recompute_spent(session: Session, dataset_id: uuid.UUID) -> None:
-    """epsilon_spent := Σ of the ε the ledger holds, job by job. For an infinite refund, where
-    ``spent - ∞`` has no value. The row lock comes first, in its own statement, so the sum
-    (the next statement, a new snapshot) sees every debit committed before it."""
+    """epsilon_spent := Σ of the ε the ledger holds, job by job, plus the reconciliations of no
+    known job. For an infinite refund, where ``spent - ∞`` has no value. The row lock comes
+    first, in its own statement, so the sum (the next statement, a new snapshot) sees every
+    debit committed before it."""
     lock(session, dataset_id)
     session.execute(text(
         "UPDATE budgets SET updated_at = now(), epsilon_spent = (SELECT COALESCE(SUM(held), 0) FROM ("
-        "  SELECT MAX(epsilon) FILTER (WHERE kind = 'debit') AS held FROM budget_entries"
-        "  WHERE dataset_id = :d GROUP BY job_id"
-        "  HAVING COUNT(*) FILTER (WHERE kind = 'debit') > COUNT(*) FILTER (WHERE kind = 'refund')) AS jobs) "
+        "  SELECT MAX(epsilon) FILTER (WHERE kind IN ('debit', 'reconciliation')) AS held FROM budget_entries"
+        "  WHERE dataset_id = :d AND job_id IS NOT NULL GROUP BY job_id"
+        "  HAVING COUNT(*) FILTER (WHERE kind IN ('debit', 'reconciliation'))"
+        "       > COUNT(*) FILTER (WHERE kind = 'refund')) AS jobs) "
+        "+ (SELECT COALESCE(SUM(epsilon), 0) FROM budget_entries"
+        "   WHERE dataset_id = :d AND job_id IS NULL AND kind = 'reconciliation') "
         "WHERE dataset_id = :d"), {"d": dataset_id})
+
+
+def dataset_tenant(session: Session, dataset_id: uuid.UUID) -> str | None:
+    """The tenant of a dataset, deleted or not (None: no such dataset)."""
+    return session.execute(select(datasets.c.tenant).where(datasets.c.id == dataset_id)).scalar()
+
+
+def job_of(session: Session, job_id: uuid.UUID):
+    return session.execute(select(jobs.c.dataset_id, jobs.c.method).where(jobs.c.id == job_id)).first()
 
 
 _COUNT = select(func.count()).select_from(budget_entries).where(budget_entries.c.dataset_id == bindparam("d"))

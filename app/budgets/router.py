@@ -36,6 +36,6 @@ def put_budget(dataset_id: DatasetId, body: BudgetUpdate, principal: OwnerPrinci
 def get_ledger(dataset_id: DatasetId, principal: OwnerPrincipal, session: SessionDep,
                cursor: Annotated[str | None, Query(max_length=20, description=CURSOR)] = None,
                limit: Annotated[int, Query(ge=1, le=1000, description="items per page")] = 200) -> LedgerPage:
-    """The whole ε ledger of the dataset, oldest first: every debit and refund."""
+    """The whole ε ledger of the dataset, oldest first: every debit, refund and reconciliation."""
     get_row(session, principal, dataset_id)
     return LedgerPage(**service.ledger_page(session, dataset_id, pagination.decode_id(cursor), limit))

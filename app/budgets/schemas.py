@@ -19,13 +19,17 @@ class BudgetUpdate(JsonTyped):
 
 
 class BudgetEntry(BaseModel):
-    job_id: uuid.UUID
-    method: str
-    kind: Literal["debit", "refund"] = Field(..., description="debit (at acceptance) or refund (a job "
-                                             "cancelled, refused as invalid input or stopped by a "
-                                             "limit before it drew any randomness)")
+    job_id: uuid.UUID | None = Field(..., description="the job; null for a reconciliation of a job not known")
+    method: str | None = Field(..., description="the job's method; null for a reconciliation of a job "
+                               "this database does not hold")
+    kind: Literal["debit", "refund", "reconciliation"] = Field(
+        ..., description="debit (at acceptance), refund (a job cancelled, refused as invalid input or "
+        "stopped by a limit before it drew any randomness) or reconciliation (ε spent after a backup "
+        "and lost by its restore, written back by an operator: spent like a debit, even past the cap)")
     epsilon: Epsilon
-    actor: str
+    actor: str = Field(..., description="the id of the API key that acted (a worker's refund names the "
+                       "submitter's), or `cli` for a reconciliation (an operator's command)")
+    note: str | None = Field(..., description="a reconciliation's: what was lost and how it is known")
     at: datetime
 
 

@@ -2,7 +2,8 @@
 job cancelled while still queued, one whose dataset was deleted before it started, or one
 its method refused as invalid input, its time or memory limit stopped or its owner cancelled
 before it drew any randomness (app/worker/runner.py). Any other failure is not refunded: its noise may have
-been drawn (docs/epsilon.md)."""
+been drawn (docs/epsilon.md). ε spent but lost to a restore from an older backup is written back
+by an operator as a reconciliation (`veil ledger debit`; docs/reliability.md, Backup and restore)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from app.audit.service import record
 from app.auth.schemas import Principal
 from app import pagination
 from app.budgets import repository
-from app.errors import BudgetExhausted, Conflict
+from app.errors import BudgetExhausted, Conflict, NotFound, Unprocessable
 from app.jsonsafe import jsonable
 
 
@@ -93,13 +94,60 @@ def debit_again_if_refunded(session: Session, *, job, actor: uuid.UUID) -> float
     return float(epsilon)
 
 
+NOTE_MAX = 2000
+
+
+def reconciliation_refusal(epsilon: float, note: str) -> tuple[str, str] | None:
+    """Why a reconciliation cannot be written, as (the argument, what is wrong); None if it can."""
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        return "epsilon", "must be a finite number more than 0"
+    if not note.strip():
+        return "note", "say what was lost and how it is known (the ledger and the audit trail keep it)"
+    if len(note) > NOTE_MAX:
+        return "note", f"at most {NOTE_MAX:,} characters, not {len(note):,}"
+    return None
+
+
+def reconcile(session: Session, *, dataset_id: uuid.UUID, epsilon: float, note: str,
+              job_id: uuid.UUID | None, actor: str) -> dict[str, Any]:
+    """Write ε spent but missing from the ledger (lost to a restore from an older backup) as a
+    ``reconciliation`` entry: spent like a debit, whatever the cap (it records what was already
+    released, so nothing may refuse it) and while a restore awaits acceptance (when it is
+    needed). Recorded as ``budget.reconciled`` in the dataset's tenant's trail."""
+    refused = reconciliation_refusal(epsilon, note)
+    if refused is not None:
+        raise Unprocessable(f"{refused[0]}: {refused[1]}")
+    tenant = repository.dataset_tenant(session, dataset_id)
+    if tenant is None:
+        raise NotFound(f"no dataset {dataset_id} in this database")
+    repository.ensure_row(session, dataset_id)
+    repository.lock(session, dataset_id)  # first: the entry's id is taken under the lock, like a debit's
+    method = None
+    if job_id is not None:
+        if repository.holds_debit(session, job_id):
+            raise Conflict(f"the ledger already holds job {job_id}'s ε (debited or reconciled, not "
+                           "refunded): writing it again would count it twice")
+        job = repository.job_of(session, job_id)
+        if job is not None and job.dataset_id != dataset_id:
+            raise Conflict(f"job {job_id} is a job of dataset {job.dataset_id}, not of {dataset_id}")
+        method = None if job is None else job.method
+    spent = repository.add_spent(session, dataset_id, _dec(epsilon))
+    repository.add_entry(session, dataset_id=dataset_id, job_id=job_id, method=method, kind="reconciliation",
+                         epsilon=_dec(epsilon), actor=actor, note=note.strip())
+    record(session, tenant=tenant, actor=actor, action="budget.reconciled", subject_type="dataset",
+           subject_id=dataset_id, dataset_id=dataset_id, details={
+               "epsilon": epsilon, "job_id": None if job_id is None else str(job_id), "note": note.strip(),
+               "epsilon_spent": float(spent)})
+    return {"tenant": tenant, **_figures(repository.get(session, dataset_id)["epsilon_total"], spent)}
+
+
 # The budget view shows the latest entries of the ledger; the whole ledger is paginated
 # (a dataset with many jobs would otherwise make every budget read heavier).
 ENTRIES_SHOWN = 100
 
 
 def _entry(e: dict[str, Any]) -> dict[str, Any]:
-    return {**e, "epsilon": jsonable(float(e["epsilon"])), "actor": str(e["actor"])}
+    return {**e, "epsilon": jsonable(float(e["epsilon"]))}
 
 
 def view(session: Session, dataset_id: uuid.UUID) -> dict[str, Any]:

@@ -87,8 +87,8 @@ def results_of(session: Session, job_ids: list[uuid.UUID]) -> dict[uuid.UUID, di
         for j in job_ids}
     if job_ids:
         for kind, job_id, object_id in session.execute(_RESULTS, {"ids": job_ids}):
-            if kind in ("debit", "refund"):
-                out[job_id]["ledger"][kind] += 1
+            if kind in ("debit", "refund", "reconciliation"):  # a reconciliation spends as a debit does
+                out[job_id]["ledger"]["refund" if kind == "refund" else "debit"] += 1
             elif kind == "release":
                 out[job_id]["result"]["release_ids"].append(object_id)
             else:

@@ -257,7 +257,7 @@ def test_fixed_vocabularies_in_answers_are_enums(spec):
     assert method["sources"]["items"] == {"$ref": "#/components/schemas/MethodSource"}
     assert schemas["MethodSource"]["enum"] == ["dataset", "release", "none"]
     assert method["shapes"]["items"] == shape
-    assert schemas["BudgetEntry"]["properties"]["kind"]["enum"] == ["debit", "refund"]
+    assert schemas["BudgetEntry"]["properties"]["kind"]["enum"] == ["debit", "refund", "reconciliation"]
 
 
 def _problem_classes():
