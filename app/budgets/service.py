@@ -64,6 +64,11 @@ def debit(session: Session, *, dataset_id: uuid.UUID, job_id: uuid.UUID, method:
     repository.ensure_row(session, dataset_id)
     if not repository.try_debit(session, dataset_id, _dec(epsilon)):
         row = repository.get(session, dataset_id)
+        if row["epsilon_spent"] > row["epsilon_total"]:  # a reconciliation recorded ε spent past the cap
+            raise BudgetExhausted(f"the job needs ε = {_shown(epsilon)} but nothing of the dataset's budget "
+                                  f"remains (total {float(row['epsilon_total']):.6g}, spent "
+                                  f"{float(row['epsilon_spent']):.6g}: past it by ε written into the ledger "
+                                  "by `veil ledger debit`)")
         needed, left = _apart(epsilon, float(row["epsilon_total"] - row["epsilon_spent"]))
         raise BudgetExhausted(f"the job needs ε = {needed} but only {left} of the "
                               f"dataset's budget remains (total {float(row['epsilon_total']):.6g})")

@@ -60,7 +60,9 @@ def test_a_reconciliation_is_written_while_a_restore_awaits_and_counts_like_a_de
                           actor=dataset)  # a reconciliation does not lift the freeze
         with Session(engine) as s, s.begin():
             restore.accept(s, actor="test")
-        with Session(engine) as s, s.begin(), pytest.raises(BudgetExhausted):
+        with Session(engine) as s, s.begin(), pytest.raises(
+                BudgetExhausted, match=r"^the job needs ε = 0.1 but nothing of the dataset's budget remains "
+                r"\(total 10, spent 10.75: past it by ε written into the ledger by `veil ledger debit`\)$"):
             budgets.debit(s, dataset_id=dataset, job_id=uuid.uuid4(), method="errph", epsilon=0.1,
                           actor=dataset)  # nothing remains under the cap until it is raised
         with Session(engine) as s, s.begin(), pytest.raises(Conflict, match="already holds"):
