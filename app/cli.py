@@ -117,8 +117,8 @@ def cmd_migrate(_args) -> None:
 
 
 RESTORE_ADVICE = ("ε spent after the backup is NOT in the ledger, so every ε debit is refused (409) until "
-                  "the budgets are reconciled and the restore accepted: `veil restore-accept --note ...` "
-                  "(docs/reliability.md, Backup and restore)")
+                  "the ε spent since is written into the ledger (`veil ledger debit`) and the restore "
+                  "accepted: `veil restore-accept --note ...` (docs/reliability.md, Backup and restore)")
 
 
 def _restore_check(declared: bool = False) -> dict | None:
@@ -649,8 +649,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the database was restored from a physical copy (a copy of VEIL_DATA_DIR, a "
                             "volume snapshot), which cannot be detected: act as on a detected restore")
     check.set_defaults(fn=cmd_restore_check)
-    accept = sub.add_parser("restore-accept", help="after a restore, once the budgets are reconciled: "
-                            "allow ε debits again")
+    accept = sub.add_parser("restore-accept", help="after a restore, once the ε lost is in the ledger "
+                            "(veil ledger debit): allow ε debits again")
     accept.add_argument("--note", default=None, help="what was reconciled (recorded in the audit trail)")
     accept.set_defaults(fn=cmd_restore_accept)
     ledger = sub.add_parser("ledger", help="a dataset's ε ledger").add_subparsers(dest="ledger_command",

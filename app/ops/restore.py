@@ -24,7 +24,9 @@ at start, before any job):
   admin's retry is refused — submit it again, which debits again);
 - records `service.restored` in every tenant's trail (the backup's last event, the jobs failed);
 - refuses every ε debit, and an admin's retry of a job with ε, (409) until `veil restore-accept`
-  (a command; no API call accepts a restore) records that the budgets were reconciled.
+  (a command; no API call accepts a restore) records that the budgets were reconciled: the ε
+  spent after the backup written into the ledger by `veil ledger debit` (a reconciliation,
+  app/budgets/service.py), which the freeze does not refuse.
 """
 
 from __future__ import annotations
