@@ -1,0 +1,79 @@
+"""randomize_codes at the exact words where it switches from keeping a cell to publishing a
+value, with true values that tell the two apart.
+
+test_randomized_response_realized_epsilon.py feeds the boundary words with every true value 0:
+keeping a cell and publishing value 0 then give the same output, so a sampler that kept the cell
+on the first word of the randomized range (u ≤ T0), or on every word of value 0's segment
+(segment ≤ 0), passed it — realizing p0' = (T0 + 1)/2^32 or p0 + p_0 while the ε was computed
+from T0 (mutation testing)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.privacy.randomized_response import CHUNK, randomize_codes, realized_segments
+from app.privacy.rng import SecureRandom
+
+from tests.privacy.test_randomized_response_realized_epsilon import WORDS, FixedWords
+
+
+@pytest.mark.parametrize("p0,p", [(0.3, np.full(7, 0.1)), (0.5, np.full(4, 0.125)),
+                                  (0.4, np.array([0.3, 0.2, 0.1])), (0.2, np.array([0.05, 0.5, 0.25])),
+                                  (0.5, np.array([0.125] * 4 + [0.0])), (0.5, np.array([0.0] + [0.125] * 4)),
+                                  (0.5, np.array([0.25, 0.25, 0.0, 0.0])),
+                                  (0.25, np.full(20, 0.75 / 20)), (0.25, np.linspace(1, 2, 20) / np.linspace(1, 2, 20).sum() * 0.75)])
+def test_a_word_below_t0_keeps_the_true_value_and_a_word_above_publishes_its_segment(p0, p):
+    k = len(p)
+    keep, counts = realized_segments(p0, p)
+    starts = keep + np.concatenate([[0], np.cumsum(counts)[:-1]])
+    probes = np.unique(np.concatenate([[0, keep - 1, keep, keep + 1, WORDS - 1], starts, starts - 1,
+                                       starts + 1, starts + counts - 1]))
+    probes = probes[(probes >= 0) & (probes < WORDS)]
+    segment = np.searchsorted(starts, probes, side="right") - 1
+    for true in (0, k - 1):
+        out = randomize_codes(np.full(len(probes), true, dtype=np.int64), p0, p, FixedWords(probes))
+        expected = np.where(probes < keep, true, segment)
+        assert np.array_equal(out.astype(np.int64), expected), (true, probes[out != expected])
+
+
+class WordStream(SecureRandom):
+    """Hands out successive slices of one array of words, however randomize_codes chunks."""
+
+    def __init__(self, words):
+        super().__init__(seed=0)
+        self.words = np.asarray(words, dtype=np.uint32)
+        self.at = 0
+
+    def uint32(self, size):
+        out = self.words[self.at:self.at + size]
+        assert len(out) == size, "asked for more words than the column has cells"
+        self.at += size
+        return out.copy()
+
+
+@pytest.mark.parametrize("p0,p", [(0.9, np.full(200, 0.1 / 200)), (0.25, np.full(3, 0.25)),
+                                  (0.7, np.array([0.2, 0.05, 0.05])),
+                                  (0.25, np.linspace(1, 3, 300) / np.linspace(1, 3, 300).sum() * 0.75)])
+def test_every_cell_of_a_long_column_is_decided_by_its_own_word(p0, p):
+    """Three chunks and a bit: each cell is kept or published from its own word, whichever
+    chunk it falls in, with codes beyond 127 (k = 200, 300) intact."""
+    k, n = len(p), 3 * CHUNK + 17
+    words = np.random.default_rng(5).integers(0, WORDS, n, dtype=np.uint32)
+    true = np.random.default_rng(6).integers(0, k, n)
+    stream = WordStream(words)
+    out = randomize_codes(true, p0, p, stream).astype(np.int64)
+    assert stream.at == n
+    keep, counts = realized_segments(p0, p)
+    starts = keep + np.concatenate([[0], np.cumsum(counts)[:-1]])
+    expected = np.where(words < keep, true, np.searchsorted(starts, words, side="right") - 1)
+    assert np.array_equal(out, expected)
+    assert abs(np.mean(words < keep) - p0) < 0.01  # the words do reach both sides
+
+
+def test_p0_of_one_keeps_every_cell_whatever_the_word():
+    words = np.array([0, 2**31, WORDS - 2, WORDS - 1], dtype=np.uint32)
+    true = np.array([2, 0, 1, 2])
+    out = randomize_codes(true, 1.0, np.zeros(3), FixedWords(words))
+    assert np.array_equal(out.astype(np.int64), true)
+    assert realized_segments(1.0, np.zeros(3))[0] == WORDS
