@@ -789,9 +789,13 @@ def _refuse_schema_name_clashes(registry) -> None:
             yield sub
             yield from subclasses(sub)
 
-    ours = {c.__name__ for c in subclasses(BaseModel) if c.__module__.split(".")[0] in ("app", "fastapi")}
+    def veils(cls) -> bool:
+        return cls.__module__.split(".")[0] in ("app", "fastapi")
+
+    ours = {c.__name__ for c in subclasses(BaseModel) if veils(c)}
+    # a plugin may use one of Veil's own classes (registry.Params for no parameters): one schema
     clashes = [(spec.name, spec.params.__name__) for spec in registry.all_methods()
-               if registry.is_plugin(spec.name) and spec.params.__name__ in ours]
+               if registry.is_plugin(spec.name) and not veils(spec.params) and spec.params.__name__ in ours]
     if clashes:
         named = ", ".join(f"method {m!r}'s params class {c!r}" for m, c in clashes)
         raise SystemExit(f"veil: VEIL_PLUGINS: {named} is named like one of Veil's own schemas, which the "
