@@ -1,0 +1,57 @@
+"""The discrete Gaussian's calibration at its edges, and its sampler's far-tail path.
+
+Mutation testing of noise.py found: calibrate_gaussian could return its δ in the ε slot
+(best[4] for best[3]: a record stating ε = 1e-6) and pass, since every check was ε_out ≤ ε; a
+δ that no σ delivers (below the sampler's own far-tail δ) could come back calibrated at
+δ_out > δ when the 'nothing delivers' guard was weakened, since the far-tail test accepts a
+refusal or any answer; and discrete_gaussian could decide every proposal by the 53-bit uniform
+(the exponential comparison that holds far-tail acceptances to ~1e-10 relative never called),
+which no distribution test can see."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.privacy import noise
+from app.privacy.rng import SecureRandom
+
+
+@pytest.mark.parametrize("sens,coords,eps,delta", [(1.0, 1, 1.0, 1e-6), (3.0, 10, 0.2, 1e-12),
+                                                   (0.5, 2, 8.0, 1e-3)])
+def test_the_calibration_delivers_the_epsilon_asked_and_at_most_the_delta(sens, coords, eps, delta):
+    _, sigma, eps_out, delta_out = noise.calibrate_gaussian(sens, coords, eps, delta)
+    assert eps_out == eps
+    assert 0 < delta_out <= delta and sigma >= 1.0
+
+
+@pytest.mark.parametrize("delta", [1e-250, 1e-300])
+def test_a_delta_below_the_samplers_own_far_tail_is_refused(delta):
+    """The far tail beyond ~33σ (~1e-236 per coordinate, weighed by 1 + e^ε) is counted in δ:
+    no σ delivers less, so no calibration may come back."""
+    with pytest.raises(ValueError, match="no grid delivers"):
+        noise.calibrate_gaussian(1.0, 1, 1.0, delta)
+
+
+def test_far_proposals_are_decided_by_the_exponential_comparison(monkeypatch):
+    proposals, decided = [], []
+    real_laplace, real_bernoulli = noise.discrete_laplace, noise._bernoulli_exp
+
+    def laplace(t, size, rng):
+        y = real_laplace(t, size, rng)
+        proposals.append((t, y.copy()))
+        return y
+
+    def bernoulli(arg, rng):
+        decided.append(arg.copy())
+        return real_bernoulli(arg, rng)
+
+    monkeypatch.setattr(noise, "discrete_laplace", laplace)
+    monkeypatch.setattr(noise, "_bernoulli_exp", bernoulli)
+    sigma = 1.0
+    noise.discrete_gaussian(sigma, 50_000, SecureRandom(seed=3))
+    args = np.concatenate([(np.abs(y) - sigma * sigma / t) ** 2 / (2 * sigma * sigma) for t, y in proposals])
+    far = args[args > noise._UNIFORM_MAX_ARG]
+    assert far.size > 1000  # σ = 1 proposes from t = 2: |y| ≥ 6 about 5 % of the time
+    got = np.concatenate(decided) if decided else np.array([])
+    assert np.array_equal(np.sort(got), np.sort(far))
