@@ -78,6 +78,7 @@ def test_a_gaussian_record_restates_its_own_delta(sens, coords, eps, delta):
     """δ from ρ = A²/2σ² with A = Δ₂/γ + √d, at ε minus the sampler's slack, plus its tail."""
     _, rec = noise.gaussian_mechanism(np.zeros(5), sens, coords, eps, delta, SecureRandom(seed=1))
     assert rec.sensitivity_steps == sens / rec.grid + math.sqrt(coords)
+    assert rec.grid == 2.0**rec.grid_exponent and rec.scale == rec.grid * rec.scale_steps
     slack_eps, slack_delta = noise.gaussian_slack(rec.scale_steps, coords)
     assert rec.sampler_slack == slack_eps
     eps0 = eps - slack_eps
@@ -103,3 +104,21 @@ def test_calibration_refuses_a_sensitivity_epsilon_or_dimension_that_is_not_posi
 def test_gaussian_calibration_refuses_a_delta_outside_zero_one(delta):
     with pytest.raises(ValueError, match="0 < delta < 1"):
         noise.calibrate_gaussian(1.0, 1, 1.0, delta)
+
+
+def test_one_value_too_large_for_the_grid_refuses_the_whole_release():
+    """The noisy sums are exact only below 2^52 steps: one value beyond it is refused, not
+    released off the grid with the others."""
+    values = np.zeros(10)
+    values[7] = 1e300
+    with pytest.raises(ValueError, match="too large"):
+        noise.laplace_mechanism(values, 1.0, 1, 1.0, SecureRandom(seed=1))
+    values[7] = np.nan
+    with pytest.raises(ValueError, match="too large"):
+        noise.gaussian_mechanism(values, 1.0, 1, 1.0, 1e-6, SecureRandom(seed=1))
+
+
+def test_on_grid_needs_every_value_on_the_grid():
+    assert noise.on_grid(np.array([0.5, -1.5, 3.0]), 0.5)
+    assert not noise.on_grid(np.array([0.5, 0.3]), 0.5)
+    assert not noise.on_grid(np.array([0.3, 0.5]), 0.5)
