@@ -7,7 +7,6 @@ were tried at t = 0.5 only."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from app.privacy import noise
