@@ -309,9 +309,13 @@ def test_slow_uploads_neither_block_other_requests_nor_hold_on_forever(database,
         with transaction() as s:  # authenticated, but no transaction stays open while they stall
             # this server's connections only (libpq names them from PGAPPNAME): the database is
             # the whole suite's, and another test's connection could be mid-transaction
-            names = s.execute(text("SELECT application_name, state FROM pg_stat_activity WHERE "
+            # (held, not passing: a worker's heartbeat or queue poll is idle in transaction for a
+            # moment between its statements — seen once in a fresh clone's run — while a
+            # transaction held by a stalled upload has been idle since it stalled, ≥ 0.5 s)
+            names = s.execute(text("SELECT application_name, state, clock_timestamp() - state_change "
+                                   "> interval '0.3 s' FROM pg_stat_activity WHERE "
                                    "application_name = 'veil-slowloris'")).all()
-            open_tx = sum(state.startswith("idle in transaction") for _, state in names if state)
+            open_tx = sum(state.startswith("idle in transaction") and held for _, state, held in names if state)
         assert names, "the server's connections are not named: the check would see nothing"
         assert open_tx == 0
         with server.client(headers=server.headers) as c:
