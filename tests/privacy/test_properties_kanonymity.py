@@ -311,9 +311,7 @@ def _run(case):
         return None
 
 
-@bounded(90)
-@given(tables(lattice=False))
-def test_mondrian_releases_meet_every_model_and_state_their_metrics(case):
+def _release_and_check(case) -> None:
     result = _run(case)
     assume(result is not None)
     try:
@@ -321,18 +319,18 @@ def test_mondrian_releases_meet_every_model_and_state_their_metrics(case):
     except AssertionError:
         note(_describe(case))
         raise
+
+
+@bounded(90)
+@given(tables(lattice=False))
+def test_mondrian_releases_meet_every_model_and_state_their_metrics(case):
+    _release_and_check(case)
 
 
 @bounded(60)
 @given(tables(lattice=True))
 def test_lattice_releases_meet_every_model_and_state_their_metrics(case):
-    result = _run(case)
-    assume(result is not None)
-    try:
-        check_release(*case, result)
-    except AssertionError:
-        note(_describe(case))
-        raise
+    _release_and_check(case)
 
 
 def _levels_of(frame, info, hierarchy, auto_levels) -> list[tuple[list[str], np.ndarray]]:
