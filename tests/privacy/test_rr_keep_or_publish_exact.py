@@ -77,3 +77,16 @@ def test_p0_of_one_keeps_every_cell_whatever_the_word():
     out = randomize_codes(true, 1.0, np.zeros(3), FixedWords(words))
     assert np.array_equal(out.astype(np.int64), true)
     assert realized_segments(1.0, np.zeros(3))[0] == WORDS
+
+
+@pytest.mark.parametrize("p", [np.array([0.5 - 1e-10, 1e-10]), np.array([1e-10, 0.25, 0.25 - 1e-10]),
+                               np.array([0.5, 0.0])])
+def test_the_order_free_bound_is_infinite_when_a_segment_may_hold_no_word(p):
+    """epsilon_bound prices a column whose p_j order is unknown: each segment is within 2 words
+    of p_j·2^32, so a p_j of ≤ 2 words may realize none and the bound is ∞ — not NaN or a
+    negative number from ln of (p_j·2^32 − 2) ≤ 0 (mutation testing: the guard read 'and', or
+    np.all, and the realized-epsilon tests passed)."""
+    from app.privacy.randomized_response import epsilon_bound
+
+    assert epsilon_bound(0.5, p) == float("inf")
+    assert epsilon_bound(1.0, np.zeros(2)) == float("inf")
