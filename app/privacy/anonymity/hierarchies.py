@@ -343,6 +343,23 @@ def _held(read: list[Interval | None], inverse: np.ndarray, x: np.ndarray) -> np
     return ((lo < x) | ((lo_in == 1) & (lo == x))) & ((x < hi) | ((hi_in == 1) & (x == hi)))
 
 
+def _leaves_outside_labels(hierarchy: pd.DataFrame, only: set[str] | None = None):
+    """(rows, leaves as written, leaves as numbers, wrong[row, level]): the label at that level
+    reads as an interval (one of ``only``, when given) that does not hold the row's numeric leaf."""
+    rows = hierarchy.to_numpy(dtype=object)
+    leaves = rows[:, 0].astype(str)
+    x = pd.to_numeric(pd.Series(leaves), errors="coerce").to_numpy(dtype=float)
+    numbers = np.array([bool(_NUMBER_TEXT.fullmatch(leaf)) for leaf in leaves]) & np.isfinite(x)
+    wrong = np.zeros(rows.shape, dtype=bool)
+    for level in range(1, rows.shape[1]):
+        labels, inverse = np.unique(rows[:, level].astype(str), return_inverse=True)
+        # vectorized over rows, one read per label
+        read = [read_interval(label) if only is None or label in only else None for label in labels]
+        if any(read):
+            wrong[:, level] = numbers & ~_held(read, inverse, x)
+    return rows, leaves, x, wrong
+
+
 def released_outside_labels(column: str, hierarchy: pd.DataFrame, released: Iterable[str]) -> list[str]:
     """The released labels of a numeric column that read as an interval not holding every
     value the uploaded hierarchy puts under them (labels are released as written: ARX's Adult
@@ -350,20 +367,11 @@ def released_outside_labels(column: str, hierarchy: pd.DataFrame, released: Iter
     release's readers, who never saw the upload — in the hierarchy's terms only (a label and
     the leaves it holds there), never a value or a count read from the data: 'a 97 under
     85-89' would tell an analyst that such a record exists."""
-    shown = {str(label) for label in released}
-    rows = hierarchy.to_numpy(dtype=object)
-    leaves = rows[:, 0].astype(str)
-    x = pd.to_numeric(pd.Series(leaves), errors="coerce").to_numpy(dtype=float)
-    numbers = np.array([bool(_NUMBER_TEXT.fullmatch(leaf)) for leaf in leaves]) & np.isfinite(x)
+    rows, leaves, x, wrong = _leaves_outside_labels(hierarchy, {str(label) for label in released})
     outside: dict[str, list[str]] = {}  # label -> the hierarchy's leaves under it that it does not hold
     for level in range(1, rows.shape[1]):
-        labels, inverse = np.unique(rows[:, level].astype(str), return_inverse=True)
-        read = [read_interval(label) if label in shown else None for label in labels]
-        if not any(read):
-            continue
-        wrong = numbers & ~_held(read, inverse, x)
-        for i in np.flatnonzero(wrong)[np.argsort(x[wrong], kind="stable")]:
-            outside.setdefault(str(labels[inverse[i]]), []).append(str(leaves[i]))
+        for i in np.flatnonzero(wrong[:, level])[np.argsort(x[wrong[:, level]], kind="stable")]:
+            outside.setdefault(str(rows[i, level]), []).append(str(leaves[i]))
     if not outside:
         return []
     named = "; ".join(f"{label!r} holds {', '.join(held[:3])}" + (" …" if len(held) > 3 else "")
@@ -379,17 +387,7 @@ def interval_label_warnings(hierarchy: pd.DataFrame, data: frozenset[str]) -> li
     """For a numeric column: the leaves that lie outside a label above them which reads as an
     interval, the data's values (``data``: their keys, value_keys(values, numeric=True)) named
     first (those a release can show under the label)."""
-    rows = hierarchy.to_numpy(dtype=object)
-    leaves = rows[:, 0].astype(str)
-    x = pd.to_numeric(pd.Series(leaves), errors="coerce").to_numpy(dtype=float)
-    numbers = np.array([bool(_NUMBER_TEXT.fullmatch(leaf)) for leaf in leaves]) & np.isfinite(x)
-    wrong = np.zeros(rows.shape, dtype=bool)  # [row, level]: the label does not hold the leaf
-    for level in range(1, rows.shape[1]):
-        labels, inverse = np.unique(rows[:, level].astype(str), return_inverse=True)
-        read = [read_interval(label) for label in labels]  # vectorized over rows, one read per label
-        if not any(read):
-            continue
-        wrong[:, level] = numbers & ~_held(read, inverse, x)
+    rows, leaves, _, wrong = _leaves_outside_labels(hierarchy)
     outside: list[tuple[str, list[str]]] = []  # leaf as written, the labels that do not hold it
     for i in np.flatnonzero(wrong.any(axis=1)):
         labels = []
