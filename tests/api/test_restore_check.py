@@ -103,6 +103,22 @@ def test_a_logical_restore_is_detected_keeps_the_trails_order_and_freezes_debits
                           actor=dataset)
 
 
+def test_a_restored_trail_of_one_event_is_detected(database):
+    """One event cannot show two transactions' events copied in by one, and into a new cluster
+    whose transaction ids already passed the old one's it is not ahead: a restore of a database
+    of one event went undetected (the ledger drill). Its inserting transaction is not the one
+    its txn names."""
+    from app.ops import restore
+
+    with _scratch(database) as engine:
+        with Session(engine) as s, s.begin():
+            behind = s.execute(text("SELECT pg_current_xact_id()::text::bigint")).scalar() - 3
+            _event(s, "restored.only", txn=behind)
+        with Session(engine) as s, s.begin():
+            found = restore.check(s)
+        assert found is not None and found["backup_last_event"]["position"].startswith(f"{behind}.")
+
+
 def test_a_physical_copy_is_not_detected_but_can_be_declared(database):
     from app.ops import restore
 

@@ -229,3 +229,19 @@ def test_a_job_whose_dataset_is_deleted_before_it_starts_is_refunded(client, adu
     failed = [e for e in client.get("/v1/audit", headers=auth(headers),
                                     params={"dataset_id": ds["id"], "action": "job.failed"}).json()["items"]]
     assert [e["details"]["refunded_epsilon"] for e in failed] == [pytest.approx(job["epsilon"])]
+
+
+def test_every_event_is_inserted_by_the_transaction_its_txn_names(client, adult):
+    """The restore check (app/ops/restore.py) reads an event whose inserting transaction (xmin)
+    is not the one its txn names as copied in by a restore: Veil writes every event in its own
+    transaction, never inside a savepoint. This module's tenant has uploads, releases, chains,
+    downloads, cancels, retries, a worker killed mid-job and deletes behind it by now."""
+    headers, _ = adult
+    tenant = headers["X-Tenant"]
+    with transaction() as s:
+        rows = s.execute(text(
+            "SELECT action, txn, xmin::text::bigint AS xmin, "
+            "(SELECT txn_offset FROM service_state WHERE id = 1) AS offset "
+            "FROM audit_events WHERE tenant = :t"), {"t": tenant}).mappings().all()
+    assert len(rows) >= 3
+    assert [r["action"] for r in rows if (r["txn"] - r["offset"]) % 2**32 != r["xmin"]] == []
