@@ -19,6 +19,9 @@ REQUEST_LATENCY = Histogram("veil_request_duration_seconds", "HTTP request laten
 
 class JobCollector:
     def collect(self):
+        from sqlalchemy.exc import InterfaceError, OperationalError
+        from sqlalchemy.exc import TimeoutError as PoolTimeout
+
         from app.db import transaction
         from app.jobs import repository
 
@@ -27,7 +30,10 @@ class JobCollector:
                 counts = repository.counts_by_status(session)
                 outcomes = repository.outcome_counts(session)
                 depth = repository.queue_depth(session)
-        except Exception:  # the database is away: say so, rather than drop the job figures silently
+        except (OperationalError, InterfaceError, PoolTimeout):
+            # the database is away (what the API answers 503 for): say so, rather than drop the
+            # job figures silently. Any other exception is a defect here, not an outage: it
+            # propagates (a 500, logged with its traceback) instead of blaming the database.
             yield GaugeMetricFamily("veil_database_up", "1 when the database answered this scrape", value=0)
             return
         yield GaugeMetricFamily("veil_database_up", "1 when the database answered this scrape", value=1)

@@ -8,6 +8,7 @@ import io
 import pandas as pd
 from fastapi.testclient import TestClient
 from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
 
 from app.db import transaction
 from tests.support.api import assert_problem, auth, upload
@@ -294,16 +295,30 @@ def test_every_503_says_when_to_retry_and_the_document_declares_it(client, owner
                 assert declared["headers"]["Retry-After"]["schema"] == {"type": "integer"}, (verb, path)
 
 
+def _database_away(session):
+    raise OperationalError("SELECT 1", {}, Exception("connection refused"))
+
+
 def test_metrics_say_when_the_database_did_not_answer(client, monkeypatch):
     """The job figures vanished from /metrics during an outage, unsaid (topology acceptance check)."""
     from app.jobs import repository
 
-    def away(session):
-        raise RuntimeError("the database is away")
-
-    monkeypatch.setattr(repository, "counts_by_status", away)
+    monkeypatch.setattr(repository, "counts_by_status", _database_away)
     metrics = client.get("/metrics").text
     assert "veil_database_up 0.0" in metrics and "veil_jobs{" not in metrics
+
+
+def test_a_fault_in_the_metrics_code_is_not_reported_as_the_database_down(client, monkeypatch):
+    """Any exception while reading the job figures was reported as `veil_database_up 0`: a
+    defect in a query sent the operator to a database that was up. It is a 500 now, logged
+    with its traceback (and the scrape's `up` is 0)."""
+    from app.jobs import repository
+
+    def broken(session):
+        raise KeyError("status")
+
+    monkeypatch.setattr(repository, "counts_by_status", broken)
+    assert_problem(client.get("/metrics"), 500)
 
 
 def test_a_metrics_token_closes_metrics_without_the_database(client, monkeypatch):
@@ -319,10 +334,8 @@ def test_a_metrics_token_closes_metrics_without_the_database(client, monkeypatch
         assert_problem(client.get("/metrics", headers=headers), 401, "VEIL_METRICS_TOKEN")
     assert "veil_jobs{" in client.get("/metrics", headers={"Authorization": f"Bearer {token}"}).text
 
-    def away(session):
-        raise RuntimeError("the database is away")
-
-    monkeypatch.setattr(repository, "counts_by_status", away)
-    monkeypatch.setattr("app.db.transaction", None)  # any database use by the check would fail
+    monkeypatch.setattr(repository, "counts_by_status", _database_away)
+    # any database use by the check fails as an outage does
+    monkeypatch.setattr("app.db.transaction", lambda: _database_away(None))
     down = client.get("/metrics", headers={"Authorization": f"Bearer {token}"})
     assert down.status_code == 200 and "veil_database_up 0.0" in down.text
