@@ -10,6 +10,7 @@ import socket
 import threading
 
 from procrastinate.exceptions import ConnectorException
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from app.audit.service import record_job
 from app.config import get_settings
@@ -31,9 +32,18 @@ def beat_and_reap(stop: threading.Event) -> None:
             with transaction() as session:
                 ops_repo.heartbeat(session, runner.WORKER_ID, socket.gethostname(), os.getpid())
             reap_stalled(settings.stall_timeout_s)
-        except Exception as exc:  # the database may be briefly away; keep beating
-            log.warning("heartbeat failed: %s", type(exc).__name__)
+        except (OperationalError, InterfaceError) as exc:  # the database briefly away; keep beating
+            log.warning("heartbeat failed: %s: %s", type(exc).__name__, _first_line(exc))
+        except Exception:  # a defect in the reaping: its traceback, and keep beating
+            log.exception("heartbeat failed")
         stop.wait(settings.heartbeat_interval_s)
+
+
+def _first_line(exc: BaseException) -> str:
+    """The driver's reason ("connection refused", "terminating connection …"), without the SQL
+    and parameters SQLAlchemy appends to its message."""
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return text.splitlines()[0][:300] if text else ""
 
 
 _schema_changed = threading.Event()

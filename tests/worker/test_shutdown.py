@@ -154,3 +154,35 @@ def test_storing_an_outcome_is_retried_while_the_database_is_away(monkeypatch):
     monkeypatch.setattr(runner.time, "sleep", lambda s: None)
     assert runner._finish_when_the_database_answers({"id": "j", "attempt": 1}, {}, {}) == (None, "succeeded")
     assert len(calls) == 3
+
+
+def test_the_workers_heartbeat_says_why_it_failed(monkeypatch, caplog):
+    """It logged only the exception's class ("OperationalError"): not whether the database
+    refused, went away or timed out, and a defect in the reaping looked like an outage."""
+    import threading
+
+    from sqlalchemy.exc import OperationalError
+
+    from app.worker import main
+
+    stop = threading.Event()
+    errors = iter([OperationalError("SELECT 1", {"p": 1}, Exception("connection refused\nIs it running?")),
+                   KeyError("attempt")])
+
+    def beat(*args):
+        error = next(errors, None)
+        if error is None:
+            stop.set()
+            return
+        raise error
+
+    monkeypatch.setattr(main, "_stop_if_schema_changed", lambda: None)
+    monkeypatch.setattr(main.ops_repo, "heartbeat", beat)
+    monkeypatch.setattr(main, "reap_stalled", lambda timeout: None)
+    monkeypatch.setattr(main, "get_settings", lambda: type("S", (), {"heartbeat_interval_s": 0,
+                                                                      "stall_timeout_s": 1})())
+    with caplog.at_level("WARNING", logger="veil.worker"):
+        main.beat_and_reap(stop)
+    outage, defect = [r for r in caplog.records if r.name == "veil.worker"]
+    assert outage.getMessage() == "heartbeat failed: OperationalError: connection refused"
+    assert defect.getMessage() == "heartbeat failed" and defect.exc_info[0] is KeyError
