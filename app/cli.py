@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import logging
 import os
@@ -16,74 +15,7 @@ import time
 from pathlib import Path
 
 from app.config import get_settings
-
-
-def _database_ready(owner: bool = False):
-    """Point this process (and its children) at the database; start the embedded one if
-    DATABASE_URL is not set. Returns the embedded server when this process owns it: it stops
-    it on exit if no other process (a running `veil serve`, its workers) still uses it."""
-    from app.db import embedded_server, to_sqlalchemy_url
-
-    settings = get_settings()
-    if settings.database_url:
-        return None
-    _usable_data_dir(settings.data_dir)
-    log_path = (Path(settings.data_dir) / "pg" / "log").resolve()
-    since = log_path.stat().st_size if log_path.exists() else 0
-    try:
-        with _pgserver_quiet():
-            server = embedded_server(settings.data_dir, owner=owner)
-    except Exception as exc:  # pg_ctl's or initdb's failure, in a traceback: the reason is in PostgreSQL's log
-        reason = _postgres_said(log_path, since) or f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
-        raise SystemExit(f"veil: the embedded PostgreSQL in {log_path.parent} (VEIL_DATA_DIR) did not start: "
-                         f"{reason} (its log: {log_path})") from None
-    os.environ["DATABASE_URL"] = to_sqlalchemy_url(server.get_uri())
-    get_settings.cache_clear()
-    return server
-
-
-@contextlib.contextmanager
-def _pgserver_quiet():
-    """pgserver's own logging off: a failed start dumps the whole PostgreSQL log, as JSON lines
-    (the callers say what PostgreSQL logged, in one line)."""
-    pg_logger = logging.getLogger("pgserver")
-    level = pg_logger.level
-    pg_logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        pg_logger.setLevel(level)
-
-
-def _postgres_said(log_path: Path, since: int) -> str:
-    """What PostgreSQL logged after ``since`` (its log's size before the start): the reason it did
-    not start — a full disk ("could not write lock file …: No space left on device"), a setting
-    it cannot read."""
-    import re
-
-    try:
-        with open(log_path, "rb") as f:
-            f.seek(since)
-            text = f.read(65536).decode(errors="replace")
-    except OSError:
-        return ""
-    said = [m.group(2).strip() for m in re.finditer(r"\] (LOG|FATAL|PANIC|ERROR|DETAIL|HINT):\s+(.*)", text)]
-    return "; ".join(dict.fromkeys(said))[:600]
-
-
-def _usable_data_dir(data_dir) -> Path:
-    """The data directory, made if need be. A file there (or a path under one, or a folder this
-    user cannot write) was a traceback from mkdir, or from the embedded PostgreSQL."""
-    path = Path(data_dir).resolve()
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        reason = "a file is there, not a directory" if isinstance(exc, FileExistsError) else exc.strerror or exc
-        raise SystemExit(f"veil: VEIL_DATA_DIR: cannot use {path} as the data directory: {reason}") from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise SystemExit(f"veil: VEIL_DATA_DIR: cannot use {path} as the data directory: "
-                         "this user cannot write in it")
-    return path
+from app.database_ready import database_ready, own_data_dir, pgserver_quiet, postgres_said
 
 
 def _check_listen(host: str, port: int) -> None:
@@ -107,7 +39,7 @@ def cmd_migrate(_args) -> None:
     from app.db import get_engine
     from app.migrate import current_revision, upgrade
 
-    _database_ready(owner=True)  # no PostgreSQL left running after it
+    database_ready(owner=True)  # no PostgreSQL left running after it
     before = current_revision(get_engine())
     upgrade()
     after = current_revision(get_engine())
@@ -169,7 +101,7 @@ def cmd_backup(args) -> None:
     out = Path(args.file).resolve()
     if out.exists():
         raise SystemExit(f"veil backup: {out} exists: give a new file")
-    server = _database_ready(owner=True)
+    server = database_ready(owner=True)
     env, conninfo = _pg_env_and_conninfo()
     started = time.monotonic()
     done = subprocess.run([_pg_tool("pg_dump", server), "--format=custom", "--file", str(out),
@@ -193,8 +125,8 @@ def cmd_restore(args) -> None:
         raise SystemExit(f"veil restore: no file {dump}")
     settings = get_settings()
     if not settings.database_url:
-        _own_data_dir(settings.data_dir)  # no `veil serve` on it meanwhile
-    server = _database_ready(owner=True)
+        own_data_dir(settings.data_dir)  # no `veil serve` on it meanwhile
+    server = database_ready(owner=True)
     with get_engine().connect() as conn:
         tables = conn.execute(text("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")).scalar()
     if tables:
@@ -219,7 +151,7 @@ def cmd_restore(args) -> None:
 def cmd_restore_check(args) -> None:
     from app.migrate import upgrade
 
-    _database_ready(owner=True)
+    database_ready(owner=True)
     upgrade()
     if _restore_check(declared=args.declare) is None:
         print("no restore awaits acceptance: ε debits are allowed")
@@ -231,7 +163,7 @@ def cmd_restore_accept(args) -> None:
     from app.db import transaction
     from app.ops import restore
 
-    _database_ready(owner=True)
+    database_ready(owner=True)
     with transaction() as session:
         accepted = restore.accept(session, actor="cli", note=args.note)
     if accepted is None:
@@ -267,7 +199,7 @@ def cmd_ledger_debit(args) -> None:
     if refused is not None:  # before anything starts
         shown = f", not {args.epsilon!r}" if refused[0] == "epsilon" else ""
         raise SystemExit(f"veil ledger debit: --{refused[0]}: {refused[1]}{shown}")
-    _database_ready(owner=True)  # no PostgreSQL left running after it
+    database_ready(owner=True)  # no PostgreSQL left running after it
     problem = schema_mismatch(get_engine())  # a ledger of 0010 has no column for a reconciliation
     if problem is not None:
         raise SystemExit(f"veil ledger debit: {problem}")
@@ -324,9 +256,9 @@ def cmd_serve(args) -> None:
     settings = get_settings()
     logging_setup.configure(settings.log_level)
     logging.getLogger("pgserver").setLevel(logging.WARNING)
-    _own_data_dir(settings.data_dir)  # an open descriptor: held until this process exits
+    own_data_dir(settings.data_dir)  # an open descriptor: held until this process exits
     _check_listen(settings.host, settings.port)
-    server = _database_ready(owner=True)
+    server = database_ready(owner=True)
     settings = get_settings()
     upgrade()
     _restore_check()  # before anything writes an event or a worker takes a job
@@ -367,23 +299,6 @@ def cmd_serve(args) -> None:
                 # (SIGKILL, out of memory) would still count as a user and keep it running.
                 server.global_process_id_list.put([os.getpid()])
                 server.cleanup()
-
-
-def _own_data_dir(data_dir) -> int:
-    """One `veil serve` per data directory. A second one (its port taken, or started twice by
-    mistake) wiped the first one's metrics files and, exiting, stopped the embedded PostgreSQL
-    the first one was serving from. The lock ends with this process, however it ends."""
-    import fcntl
-
-    path = _usable_data_dir(data_dir)
-    fd = os.open(path / "serve.lock", os.O_RDWR | os.O_CREAT, 0o600)  # not inherited by children
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise SystemExit(f"veil serve: another `veil serve` is running with the data directory {path} "
-                         "(VEIL_DATA_DIR): stop it first, or give this one its own data directory") from None
-    return fd
 
 
 def _announce_ready(base: str, started: float, give_up_s: float = 300.0) -> None:
@@ -499,10 +414,10 @@ class PostgresKeeper:
                 log_path = Path(self.server.pgdata) / "log"
                 since = log_path.stat().st_size if log_path.exists() else 0
                 try:
-                    with self.server._lock, _pgserver_quiet():  # pgserver's own lock between processes
+                    with self.server._lock, pgserver_quiet():  # pgserver's own lock between processes
                         self.server.ensure_postgres_running()
                 except Exception as exc:
-                    reason = _postgres_said(log_path, since) or type(exc).__name__
+                    reason = postgres_said(log_path, since) or type(exc).__name__
                     if reason != said:
                         self.log.error("the embedded PostgreSQL in %s stopped and does not start again: "
                                        "%s (its log: %s); trying every %g s", self.server.pgdata, reason,
@@ -524,7 +439,7 @@ def cmd_worker(_args) -> None:
     logging.getLogger("pgserver").setLevel(logging.WARNING)
     # as an owner: the embedded PostgreSQL stops when this worker exits as its last user (one
     # started without `veil serve` left it running); under `veil serve` the serve outlives it
-    _database_ready(owner=True)
+    database_ready(owner=True)
     run()
 
 
@@ -540,7 +455,7 @@ def cmd_keys_create(args) -> None:
     except ValidationError as exc:
         error = exc.errors()[0]
         raise SystemExit(f"veil keys create: --{error['loc'][0]}: {error['msg']}") from None
-    _database_ready(owner=True)  # no PostgreSQL left running after it
+    database_ready(owner=True)  # no PostgreSQL left running after it
     with transaction() as session:
         key_id, key = create_key(session, tenant=args.tenant, role=Role(args.role), label=args.label)
     print(key)
@@ -552,7 +467,7 @@ def cmd_keys_list(args) -> None:
     from app.auth.service import list_page
     from app.db import transaction
 
-    _database_ready(owner=True)  # no PostgreSQL left running after it
+    database_ready(owner=True)  # no PostgreSQL left running after it
     cursor = None
     with transaction() as session:
         while True:
@@ -574,7 +489,7 @@ def cmd_keys_revoke(args) -> None:
     from app.db import transaction
     from app.errors import VeilError
 
-    _database_ready(owner=True)  # no PostgreSQL left running after it
+    database_ready(owner=True)  # no PostgreSQL left running after it
     try:
         with transaction() as session:
             info = revoke_key(session, key_id_of(session, args.key), actor="cli")

@@ -320,7 +320,7 @@ def test_the_key_list_columns_line_up_whatever_the_prefix(database, capsys, monk
     with transaction() as session:
         ensure_key(session, tenant=tenant, role=Role.owner, key="veil_ab_" + os.urandom(16).hex())
         ensure_key(session, tenant=tenant, role=Role.analyst, key="veil_0123456789abcdef_" + os.urandom(16).hex())
-    monkeypatch.setitem(cli.__dict__, "_database_ready", lambda owner=False: None)
+    monkeypatch.setitem(cli.__dict__, "database_ready", lambda owner=False: None)
     cli.cmd_keys_list(type("A", (), {"tenant": tenant})())
     header, *rows = capsys.readouterr().out.splitlines()
     assert len(rows) == 2

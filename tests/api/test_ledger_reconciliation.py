@@ -89,7 +89,7 @@ def test_a_bad_argument_is_refused_in_one_line_and_writes_nothing(client, owner,
     ds = upload(client, owner, b"b\nx\ny\n", "ledger.csv").json()
     if "--dataset" not in argv:
         argv = ["--dataset", ds["id"], *argv]
-    monkeypatch.setitem(cli.__dict__, "_database_ready", lambda owner=False: None)
+    monkeypatch.setitem(cli.__dict__, "database_ready", lambda owner=False: None)
     with pytest.raises(SystemExit) as stopped:
         _ledger_debit(*argv)
     assert str(stopped.value).startswith("veil ledger debit: ") and says in str(stopped.value), stopped.value
@@ -99,7 +99,7 @@ def test_a_bad_argument_is_refused_in_one_line_and_writes_nothing(client, owner,
 
 def test_the_cli_writes_a_reconciliation_the_budget_shows_without_a_cap(client, owner, monkeypatch, capsys):
     ds = upload(client, owner, b"b\nx\ny\n", "ledger.csv").json()
-    monkeypatch.setitem(cli.__dict__, "_database_ready", lambda owner=False: None)
+    monkeypatch.setitem(cli.__dict__, "database_ready", lambda owner=False: None)
     lost = uuid.uuid4()
     _ledger_debit("--dataset", ds["id"], "--epsilon", "0.75", "--job", str(lost),
                   "--note", "lost after the restore of 28 Nov; follower copy, position 12.40")
