@@ -325,7 +325,25 @@ def _scale_rows(quick: bool) -> list[Row]:
                     peer_value=peer.get("seconds"),
                     notes=peer.get("error", f"pycanon k={peer.get('k')}, l={peer.get('l')}, "
                                             f"t={peer.get('t', float('nan')):.3f}")))
+    rows.append(_automatic_tree_row(n))
     return rows
+
+
+def _automatic_tree_row(n: int) -> Row:
+    """The tree of a numeric quasi-identifier over its automatic interval hierarchy (what the
+    lattice, and Mondrian with numeric_generalization = hierarchy, generalize it over): a leaf
+    per distinct value, so its cost grows with them."""
+    from app.privacy.anonymity.axes import AxisNotes, tree_axis
+
+    values = pd.Series(np.random.default_rng(2).integers(0, n // 3, n) * 3 + 12_285, name="x")
+    info = ColumnInfo("x", "numeric", "quasi_identifier", integer=True)
+    holder = {}
+    seconds = best_time(lambda: holder.update(t=tree_axis(info, values, None, AxisNotes(), 4)), repeat=3)
+    return Row(workload=f"tree of a numeric QI over its automatic hierarchy, {n:,} records, "
+                        f"{holder['t'].n_leaves:,} distinct values", veil=seconds, unit="s",
+               higher_is_better=False,
+               notes="vectorized over the hierarchy's rows; one row at a time (before 2026-11-28): "
+                     "9.4 s at 1,000,000 records (328,176 values), 0.45 s for Adult's 15,610 fnlwgt values")
 
 
 def cases(quick: bool) -> list[Row]:
