@@ -47,8 +47,16 @@ def _csv(table: pa.Table, header: bool) -> bytes:
     pacsv.write_csv(table, buf, write_options=pacsv.WriteOptions(include_header=header))
     out = buf.getvalue()
     if lone and not text:  # numbers, booleans: no cell holds a line end, a blank line is a missing cell
-        out = b"".join(line if line != b"\n" else b'""\n' for line in io.BytesIO(out))
+        out = _blank_lines_quoted(out)
     return out
+
+
+def _blank_lines_quoted(out: bytes) -> bytes:
+    """Each blank line as "" (the header line is never blank). Two passes: the first leaves one
+    of two blank lines in a row (non-overlapping matches), the second quotes it. A loop over the
+    lines took 0.34 s for 1,000,000 rows of one float column a third missing; this 0.13 s
+    (the same run, machine at load 5 on 2 cores)."""
+    return out.replace(b"\n\n", b'\n""\n').replace(b"\n\n", b'\n""\n')
 
 
 _FORMULA_START = r"^[=+\-@\t\r]"
