@@ -16,6 +16,7 @@ from pathlib import Path
 
 from app.config import get_settings
 from app.database_ready import database_ready, own_data_dir, pgserver_quiet, postgres_said
+from app.preflight import check_settings, import_plugins
 
 
 def _check_listen(host: str, port: int) -> None:
@@ -621,102 +622,6 @@ def _count(text: str) -> int:
     return value
 
 
-def _check_settings() -> None:
-    """A bad VEIL_* value (VEIL_WORKERS=abc, a negative limit) is named in one line, not a
-    pydantic traceback from wherever the settings were first read."""
-    from pydantic import ValidationError
-
-    try:
-        get_settings()
-    except ValidationError as exc:
-        lines = []
-        for error in exc.errors():
-            message = error["msg"].removeprefix("Value error, ")
-            if not error["loc"]:  # a rule between two settings names both itself
-                lines.append(f"veil: {message}")
-                continue
-            name = str(error["loc"][0])
-            lines.append(f"veil: {name if name.isupper() else 'VEIL_' + name.upper()}: {message}")
-        raise SystemExit("\n".join(lines)) from None
-    _check_plugins()
-    _check_datasets_dir()
-
-
-def _check_datasets_dir() -> None:
-    """VEIL_DATASETS_DIR set to a folder that is not there was accepted, and every experiment_*
-    job failed when it ran. Unset it for the default (a `shared/datasets` beside the checkout)."""
-    value = os.environ.get("VEIL_DATASETS_DIR")
-    if value and not Path(value).is_dir():
-        raise SystemExit(f"veil: VEIL_DATASETS_DIR: {value} is not a directory (the shared public "
-                         "datasets the experiment_* methods read)")
-
-
-def _check_plugins() -> None:
-    """VEIL_PLUGINS names modules every process imports with the registry: one that cannot be
-    found sent `veil serve`'s API processes into a restart loop, a traceback each time."""
-    import importlib.util
-
-    for name in filter(None, (n.strip() for n in os.environ.get("VEIL_PLUGINS", "").split(","))):
-        try:
-            found = importlib.util.find_spec(name) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            raise SystemExit(f"veil: VEIL_PLUGINS: no module named {name!r} (on this Python's path)")
-
-
-def _import_plugins(command: str) -> None:
-    """The VEIL_PLUGINS modules, imported before anything starts: one that is there but fails to
-    import (a package it lacks, a method name a built-in has) passed the check above, and `veil
-    serve` printed its key, then restarted its API and worker processes in a loop, a traceback
-    each time. `serve` imports them in a process of their own (its own process never holds the
-    library: ~250 MB); a worker imports them anyway."""
-    if command == "serve":
-        done = subprocess.run([sys.executable, "-c", "from app.cli import _import_plugins; "
-                               "_import_plugins('api')"], capture_output=True, text=True)
-        if done.returncode != 0:
-            lines = done.stderr.strip().splitlines()
-            raise SystemExit(lines[-1] if lines else f"veil: VEIL_PLUGINS: importing them failed "
-                             f"(exit status {done.returncode})")
-        return
-    from app.privacy import registry
-
-    try:
-        registry.load_all()
-    except registry.PluginError as exc:
-        raise SystemExit(f"veil: {exc}") from None
-    if command == "api":
-        _refuse_schema_name_clashes(registry)
-
-
-def _refuse_schema_name_clashes(registry) -> None:
-    """The OpenAPI document names a schema after its class: a plugin params class named like
-    one of Veil's own models (`Job`) turned Veil's schema into `Job-Input` and `Job-Output`
-    under every generated client (plugin acceptance sweep)."""
-    from pydantic import BaseModel
-
-    from app.main import create_app
-
-    create_app()  # imports every router's models
-
-    def subclasses(cls):
-        for sub in cls.__subclasses__():
-            yield sub
-            yield from subclasses(sub)
-
-    def veils(cls) -> bool:
-        return cls.__module__.split(".")[0] in ("app", "fastapi")
-
-    ours = {c.__name__ for c in subclasses(BaseModel) if veils(c)}
-    # a plugin may use one of Veil's own classes (registry.Params for no parameters): one schema
-    clashes = [(spec.name, spec.params.__name__) for spec in registry.all_methods()
-               if registry.is_plugin(spec.name) and not veils(spec.params) and spec.params.__name__ in ours]
-    if clashes:
-        named = ", ".join(f"method {m!r}'s params class {c!r}" for m, c in clashes)
-        raise SystemExit(f"veil: VEIL_PLUGINS: {named} is named like one of Veil's own schemas, which the "
-                         "OpenAPI document would rename under every client: give the class a name of its own")
-
-
 _APPLICATION_NAMES = {"serve": "veil-api", "worker": "veil-worker", "cli": "veil-cli"}  # "cli": every other command
 
 
@@ -725,9 +630,9 @@ def main(argv: list[str] | None = None) -> None:
     from sqlalchemy.exc import OperationalError, ProgrammingError
 
     args = build_parser().parse_args(argv)
-    _check_settings()
+    check_settings()
     if args.command in ("serve", "worker") and os.environ.get("VEIL_PLUGINS", "").strip(" ,"):
-        _import_plugins(args.command)
+        import_plugins(args.command)
     # which part of Veil a connection belongs to, in pg_stat_activity (libpq reads PGAPPNAME).
     # An operator's own name is kept; one of ours is inherited (`veil serve` starts its
     # workers, a test process ran a command in-process) and replaced by this command's.

@@ -286,7 +286,7 @@ def test_a_command_names_its_connections_and_keeps_an_operators_name(monkeypatch
         monkeypatch.delenv("PGAPPNAME", raising=False)
     else:
         monkeypatch.setenv("PGAPPNAME", inherited)
-    monkeypatch.setitem(cli.__dict__, "_check_settings", lambda: None)
+    monkeypatch.setitem(cli.__dict__, "check_settings", lambda: None)
     parser = cli.build_parser()
     monkeypatch.setattr(cli, "build_parser", lambda: parser)
     ran = []
