@@ -14,8 +14,11 @@ import threading
 import time
 from pathlib import Path
 
+from app.budgets.cli import cmd_ledger_debit
 from app.config import get_settings
 from app.database_ready import database_ready, own_data_dir, pgserver_quiet, postgres_said
+from app.ops.backup_cli import cmd_backup, cmd_restore
+from app.ops.cli import cmd_migrate, cmd_restore_accept, cmd_restore_check, run_restore_check
 from app.preflight import check_settings, import_plugins
 
 
@@ -34,194 +37,6 @@ def _check_listen(host: str, port: int) -> None:
     except (OSError, UnicodeError) as exc:  # socket.gaierror is an OSError
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise SystemExit(f"veil serve: cannot listen on VEIL_HOST={host} VEIL_PORT={port}: {reason}") from None
-
-
-def cmd_migrate(_args) -> None:
-    from app.db import get_engine
-    from app.migrate import current_revision, upgrade
-
-    database_ready(owner=True)  # no PostgreSQL left running after it
-    before = current_revision(get_engine())
-    upgrade()
-    after = current_revision(get_engine())
-    print(f"already at migration {after}: nothing to do" if before == after
-          else f"migrated from {before or 'an empty database'} to {after}")
-    _restore_check()
-
-
-RESTORE_ADVICE = ("ε spent after the backup is NOT in the ledger, so every ε debit is refused (409) until "
-                  "the ε spent since is written into the ledger (`veil ledger debit`) and the restore "
-                  "accepted: `veil restore-accept --note ...` (docs/reliability.md, Backup and restore)")
-
-
-def _restore_check(declared: bool = False) -> dict | None:
-    """The restore check (app/ops/restore.py), before any job runs; says so loudly on stderr."""
-    from app.db import transaction
-    from app.ops import restore
-
-    with transaction() as session:
-        found = restore.check(session, declared=declared)
-    if found is not None:
-        failed = found["jobs_failed"]
-        print(f"veil: this database was RESTORED FROM A BACKUP whose last event is at "
-              f"{found['backup_last_event']['at']} (detected {found['detected_at']}); "
-              f"{len(failed)} job(s) queued or running at the backup failed as `restored`, their ε kept. "
-              + RESTORE_ADVICE, file=sys.stderr, flush=True)
-    return found
-
-
-def _pg_tool(name: str, server) -> str:
-    """pg_dump / pg_restore: the embedded server's own (its major version) or the one on PATH."""
-    import shutil
-
-    if server is not None:
-        from pgserver._commands import POSTGRES_BIN_PATH
-
-        return str(POSTGRES_BIN_PATH / name)
-    found = shutil.which(name)
-    if found is None:
-        raise SystemExit(f"veil: {name} is not on PATH (install the PostgreSQL client of the server's "
-                         "major version)")
-    return found
-
-
-def _pg_env_and_conninfo() -> tuple[dict, str]:
-    """libpq's conninfo of the database, its password in PGPASSWORD (not on a command line)."""
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-    from app.db import to_libpq_conninfo
-
-    params = conninfo_to_dict(to_libpq_conninfo(os.environ.get("DATABASE_URL") or get_settings().database_url))
-    env = dict(os.environ)
-    if "password" in params:
-        env["PGPASSWORD"] = str(params.pop("password"))
-    return env, make_conninfo(**params)
-
-
-def cmd_backup(args) -> None:
-    out = Path(args.file).resolve()
-    if out.exists():
-        raise SystemExit(f"veil backup: {out} exists: give a new file")
-    server = database_ready(owner=True)
-    env, conninfo = _pg_env_and_conninfo()
-    started = time.monotonic()
-    done = subprocess.run([_pg_tool("pg_dump", server), "--format=custom", "--file", str(out),
-                           "--dbname", conninfo], env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        out.unlink(missing_ok=True)
-        raise SystemExit(f"veil backup: pg_dump failed: {done.stderr.strip()[:600]}")
-    print(f"wrote {out} ({out.stat().st_size:,} bytes in {time.monotonic() - started:.1f} s): the whole "
-          "database — data, releases, reports, models, budgets and their ledgers, the audit trail, "
-          "API keys (hashed) and the job queue")
-
-
-def cmd_restore(args) -> None:
-    from sqlalchemy import text
-
-    from app.db import get_engine
-    from app.migrate import current_revision, upgrade
-
-    dump = Path(args.file).resolve()
-    if not dump.is_file():
-        raise SystemExit(f"veil restore: no file {dump}")
-    settings = get_settings()
-    if not settings.database_url:
-        own_data_dir(settings.data_dir)  # no `veil serve` on it meanwhile
-    server = database_ready(owner=True)
-    with get_engine().connect() as conn:
-        tables = conn.execute(text("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")).scalar()
-    if tables:
-        raise SystemExit(f"veil restore: the database already holds {tables} tables: restore into an empty "
-                         "one (a new VEIL_DATA_DIR, or a new database in DATABASE_URL)")
-    env, conninfo = _pg_env_and_conninfo()
-    started = time.monotonic()
-    done = subprocess.run([_pg_tool("pg_restore", server), "--exit-on-error", "--no-owner",
-                           "--dbname", conninfo, str(dump)], env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"veil restore: pg_restore failed: {done.stderr.strip()[:600]}")
-    before = current_revision(get_engine())
-    print(f"restored {dump} in {time.monotonic() - started:.1f} s (migration {before})")
-    upgrade()  # a backup of an older Veil: migrated to this code's
-    after = current_revision(get_engine())
-    if after != before:
-        print(f"migrated from {before} to {after}")
-    if _restore_check() is None:
-        print("the restore check found no restore to act on", file=sys.stderr)
-
-
-def cmd_restore_check(args) -> None:
-    from app.migrate import upgrade
-
-    database_ready(owner=True)
-    upgrade()
-    if _restore_check(declared=args.declare) is None:
-        print("no restore awaits acceptance: ε debits are allowed")
-        return
-    raise SystemExit(2)
-
-
-def cmd_restore_accept(args) -> None:
-    from app.db import transaction
-    from app.ops import restore
-
-    database_ready(owner=True)
-    with transaction() as session:
-        accepted = restore.accept(session, actor="cli", note=args.note)
-    if accepted is None:
-        raise SystemExit("veil restore-accept: no restore awaits acceptance")
-    print(f"accepted the restore of the backup whose last event is at {accepted['backup_last_event']['at']}: "
-          "ε debits are allowed again (recorded as service.restore_accepted in every tenant's trail)")
-
-
-def cmd_ledger_debit(args) -> None:
-    """Write ε spent but missing from the ledger (lost to a restore) as a reconciliation entry."""
-    import math
-    import uuid
-
-    from app.budgets import service as budgets
-    from app.db import get_engine, transaction
-    from app.errors import VeilError
-    from app.migrate import schema_mismatch
-    from app.ops import restore
-
-    def given_id(option: str, value: str, what: str):
-        try:
-            return uuid.UUID(value)
-        except ValueError:
-            raise SystemExit(f"veil ledger debit: --{option}: not a {what} id: {value!r}") from None
-
-    dataset_id = given_id("dataset", args.dataset, "dataset")
-    job_id = None if args.job is None else given_id("job", args.job, "job")
-    try:
-        epsilon = float(args.epsilon)
-    except ValueError:
-        epsilon = math.nan
-    refused = budgets.reconciliation_refusal(epsilon, args.note)
-    if refused is not None:  # before anything starts
-        shown = f", not {args.epsilon!r}" if refused[0] == "epsilon" else ""
-        raise SystemExit(f"veil ledger debit: --{refused[0]}: {refused[1]}{shown}")
-    database_ready(owner=True)  # no PostgreSQL left running after it
-    problem = schema_mismatch(get_engine())  # a ledger of 0010 has no column for a reconciliation
-    if problem is not None:
-        raise SystemExit(f"veil ledger debit: {problem}")
-    try:
-        with transaction() as session:
-            done = budgets.reconcile(session, dataset_id=dataset_id, epsilon=epsilon, note=args.note,
-                                     job_id=job_id, actor="cli")
-            frozen = restore.pending(session)
-    except VeilError as exc:
-        raise SystemExit(f"veil ledger debit: {exc.detail}") from None
-    spent, cap = done["epsilon_spent"], done["epsilon_total"]
-    if cap is None:
-        left = "no cap"
-    elif spent > cap:
-        left = (f"past its cap of {cap:g} by {spent - cap:.6g}: nothing remains, every debit is refused "
-                f"until the cap is raised (PUT /v1/datasets/{dataset_id}/budget)")
-    else:
-        left = f"{done['epsilon_remaining']:.6g} of its cap of {cap:g} remains"
-    print(f"wrote ε = {epsilon:g} into the ledger of dataset {dataset_id} (tenant {done['tenant']}) as a "
-          f"reconciliation: spent {spent:.6g}, {left}; recorded as budget.reconciled in the tenant's trail"
-          + ("; ε debits stay refused until `veil restore-accept`" if frozen else ""))
 
 
 def _dev_key(settings, *, embedded: bool) -> str | None:
@@ -262,7 +77,7 @@ def cmd_serve(args) -> None:
     server = database_ready(owner=True)
     settings = get_settings()
     upgrade()
-    _restore_check()  # before anything writes an event or a worker takes a job
+    run_restore_check()  # before anything writes an event or a worker takes a job
     key = _dev_key(settings, embedded=server is not None)
     if key is not None:
         with transaction() as session:

@@ -12,6 +12,7 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from app import cli
+from app.budgets import cli as ledger_cli
 from app.db import transaction
 from tests.api.test_restore_check import TENANT, _restored_state, _scratch
 from tests.support.api import auth, upload
@@ -89,7 +90,7 @@ def test_a_bad_argument_is_refused_in_one_line_and_writes_nothing(client, owner,
     ds = upload(client, owner, b"b\nx\ny\n", "ledger.csv").json()
     if "--dataset" not in argv:
         argv = ["--dataset", ds["id"], *argv]
-    monkeypatch.setitem(cli.__dict__, "database_ready", lambda owner=False: None)
+    monkeypatch.setattr(ledger_cli, "database_ready", lambda owner=False: None)
     with pytest.raises(SystemExit) as stopped:
         _ledger_debit(*argv)
     assert str(stopped.value).startswith("veil ledger debit: ") and says in str(stopped.value), stopped.value
@@ -99,7 +100,7 @@ def test_a_bad_argument_is_refused_in_one_line_and_writes_nothing(client, owner,
 
 def test_the_cli_writes_a_reconciliation_the_budget_shows_without_a_cap(client, owner, monkeypatch, capsys):
     ds = upload(client, owner, b"b\nx\ny\n", "ledger.csv").json()
-    monkeypatch.setitem(cli.__dict__, "database_ready", lambda owner=False: None)
+    monkeypatch.setattr(ledger_cli, "database_ready", lambda owner=False: None)
     lost = uuid.uuid4()
     _ledger_debit("--dataset", ds["id"], "--epsilon", "0.75", "--job", str(lost),
                   "--note", "lost after the restore of 28 Nov; follower copy, position 12.40")
