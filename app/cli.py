@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import signal
@@ -14,9 +13,11 @@ import threading
 import time
 from pathlib import Path
 
+from app.auth.cli import cmd_keys_create, cmd_keys_list, cmd_keys_revoke
 from app.budgets.cli import cmd_ledger_debit
 from app.config import get_settings
 from app.database_ready import database_ready, own_data_dir, pgserver_quiet, postgres_said
+from app.docs_cli import cmd_docs, cmd_openapi
 from app.ops.backup_cli import cmd_backup, cmd_restore
 from app.ops.cli import cmd_migrate, cmd_restore_accept, cmd_restore_check, run_restore_check
 from app.preflight import check_settings, import_plugins
@@ -257,96 +258,6 @@ def cmd_worker(_args) -> None:
     # started without `veil serve` left it running); under `veil serve` the serve outlives it
     database_ready(owner=True)
     run()
-
-
-def cmd_keys_create(args) -> None:
-    from pydantic import ValidationError
-
-    from app.auth.schemas import KeyCreate, Role
-    from app.auth.service import create_key
-    from app.db import transaction
-
-    try:  # the rules of POST /v1/keys: an empty tenant or one of 65+ characters got through
-        KeyCreate(tenant=args.tenant, role=args.role, label=args.label)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        raise SystemExit(f"veil keys create: --{error['loc'][0]}: {error['msg']}") from None
-    database_ready(owner=True)  # no PostgreSQL left running after it
-    with transaction() as session:
-        key_id, key = create_key(session, tenant=args.tenant, role=Role(args.role), label=args.label)
-    print(key)
-    print(f"(key id {key_id}, tenant {args.tenant}, role {args.role}; shown once, stored hashed)",
-          file=sys.stderr)
-
-
-def cmd_keys_list(args) -> None:
-    from app.auth.service import list_page
-    from app.db import transaction
-
-    database_ready(owner=True)  # no PostgreSQL left running after it
-    cursor = None
-    with transaction() as session:
-        while True:
-            page = list_page(session, tenant=args.tenant, cursor=cursor, limit=200)
-            if cursor is None:  # once the database answered: a failure prints no header on stdout
-                print(f"{'id':<36}  {'key (prefix)':<23}  {'tenant':<20} {'role':<8} {'state':<24} label")
-            for k in page["items"]:
-                state = f"revoked {k['revoked_at']:%Y-%m-%d %H:%M}" if k["revoked_at"] else "active"
-                shown = f"veil_{k['prefix']}_…"  # a prefix has 1-16 characters
-                print(f"{k['id']}  {shown:<23}  {k['tenant']:<20} {k['role']:<8} {state:<24} "
-                      f"{k['label'] or ''}")
-            if not (cursor := page["next"]):
-                break
-
-
-def cmd_keys_revoke(args) -> None:
-    """By key id, or by the key itself (a leaked key: its public prefix finds it)."""
-    from app.auth.service import key_id_of, revoke_key
-    from app.db import transaction
-    from app.errors import VeilError
-
-    database_ready(owner=True)  # no PostgreSQL left running after it
-    try:
-        with transaction() as session:
-            info = revoke_key(session, key_id_of(session, args.key), actor="cli")
-    except VeilError as exc:
-        sys.exit(f"veil keys revoke: {exc.detail}")
-    print(f"revoked key {info['id']} (tenant {info['tenant']}, role {info['role']})")
-
-
-def openapi_document() -> dict:
-    from app.main import create_app
-
-    return create_app().openapi()
-
-
-def cmd_openapi(args) -> None:
-    out = Path(args.output)
-    document = json.dumps(openapi_document(), indent=2, sort_keys=True) + "\n"
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(document)
-    except OSError as exc:
-        raise SystemExit(f"veil openapi: cannot write {out}: {exc.strerror or exc}") from None
-    print(f"wrote {out}")
-
-
-def cmd_docs(args) -> None:
-    from app.docs_index import render_page, write
-    from app.privacy import registry
-
-    if args.method is not None:  # any method's page, a VEIL_PLUGINS one's too, on stdout
-        spec = registry.get(args.method)
-        if spec is None:
-            raise SystemExit(f"veil docs: no method named {args.method!r} (GET /v1/methods lists them)")
-        print(render_page(spec), end="")
-        return
-    for path in write():
-        print(f"wrote {path}")
-    plugins = sorted(s.name for s in registry.all_methods() if registry.is_plugin(s.name))
-    if plugins:
-        print(f"left out the VEIL_PLUGINS methods ({', '.join(plugins)}): Veil's docs list its own; "
-              "`veil docs --method NAME` prints the page of one")
 
 
 def build_parser() -> argparse.ArgumentParser:

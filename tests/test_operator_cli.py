@@ -311,7 +311,7 @@ def test_the_help_says_where_the_settings_come_from():
 def test_the_key_list_columns_line_up_whatever_the_prefix(database, capsys, monkeypatch):
     """A development key of a short prefix (VEIL_DEV_API_KEY=veil_opext_…) shifted the rest of its
     line left of the header's columns (operator acceptance check)."""
-    from app import cli
+    from app.auth import cli as keys_cli
     from app.auth.schemas import Role
     from app.auth.service import ensure_key
     from app.db import transaction
@@ -320,8 +320,8 @@ def test_the_key_list_columns_line_up_whatever_the_prefix(database, capsys, monk
     with transaction() as session:
         ensure_key(session, tenant=tenant, role=Role.owner, key="veil_ab_" + os.urandom(16).hex())
         ensure_key(session, tenant=tenant, role=Role.analyst, key="veil_0123456789abcdef_" + os.urandom(16).hex())
-    monkeypatch.setitem(cli.__dict__, "database_ready", lambda owner=False: None)
-    cli.cmd_keys_list(type("A", (), {"tenant": tenant})())
+    monkeypatch.setattr(keys_cli, "database_ready", lambda owner=False: None)
+    keys_cli.cmd_keys_list(type("A", (), {"tenant": tenant})())
     header, *rows = capsys.readouterr().out.splitlines()
     assert len(rows) == 2
     for row in rows:
