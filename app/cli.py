@@ -1,263 +1,27 @@
-"""The `veil` command: serve, worker, migrate, backup, restore, restore-check, restore-accept, ledger
-(debit), keys (create, list, revoke), openapi, docs."""
+"""The `veil` command: its parser and its dispatch. Each command's code lives beside its domain:
+serve (app/serve.py), worker (app/worker/cli.py), migrate, restore-check and restore-accept
+(app/ops/cli.py), backup and restore (app/ops/backup_cli.py), ledger debit (app/budgets/cli.py),
+keys create|list|revoke (app/auth/cli.py), openapi and docs (app/docs_cli.py); what every command
+checks before it starts is app/preflight.py.
+
+Importing this module stays cheap: the forkservers preload it (app/worker/runner.py), and a process
+started from the `veil` script runs it again as __mp_main__. So the command modules import only the
+standard library and app.config at their top; anything heavier is imported inside the command."""
 
 from __future__ import annotations
 
 import argparse
-import logging
 import os
-import signal
-import subprocess
 import sys
-import threading
-import time
-from pathlib import Path
 
 from app.auth.cli import cmd_keys_create, cmd_keys_list, cmd_keys_revoke
 from app.budgets.cli import cmd_ledger_debit
-from app.config import get_settings
-from app.database_ready import database_ready, own_data_dir, pgserver_quiet, postgres_said
 from app.docs_cli import cmd_docs, cmd_openapi
 from app.ops.backup_cli import cmd_backup, cmd_restore
-from app.ops.cli import cmd_migrate, cmd_restore_accept, cmd_restore_check, run_restore_check
+from app.ops.cli import cmd_migrate, cmd_restore_accept, cmd_restore_check
 from app.preflight import check_settings, import_plugins
-
-
-def _check_listen(host: str, port: int) -> None:
-    """Bind the API's address once before anything starts, as uvicorn will (SO_REUSEADDR; IPv6
-    when the host holds a ':'). A host that does not resolve or a port already taken was found
-    only after PostgreSQL had started, the database migrated and the development key printed:
-    uvicorn's "[Errno -2] Name or service not known", naming no setting, and exit status 3."""
-    import socket
-
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    try:
-        with socket.socket(family, socket.SOCK_STREAM) as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((host, port))
-    except (OSError, UnicodeError) as exc:  # socket.gaierror is an OSError
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise SystemExit(f"veil serve: cannot listen on VEIL_HOST={host} VEIL_PORT={port}: {reason}") from None
-
-
-def _dev_key(settings, *, embedded: bool) -> str | None:
-    """The development owner key of tenant dev: VEIL_DEV_API_KEY, else (embedded mode only)
-    one made once and kept in the data directory. With an external database (production)
-    none is made: each start of a new container (a new data directory) minted another
-    owner key, never revoked, and printed it to the logs."""
-    if settings.dev_api_key:
-        return settings.dev_api_key
-    if not embedded:
-        return None
-    path = Path(settings.data_dir) / "dev_api_key"
-    if path.exists():
-        return path.read_text().strip()
-    import secrets
-
-    key = f"veil_{secrets.token_hex(6)}_{secrets.token_urlsafe(32)}"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(key)
-    path.chmod(0o600)
-    return key
-
-
-def cmd_serve(args) -> None:
-    import uvicorn
-
-    from app import logging_setup
-    from app.auth.schemas import Role
-    from app.auth.service import ensure_key
-    from app.db import transaction
-    from app.migrate import upgrade
-
-    settings = get_settings()
-    logging_setup.configure(settings.log_level)
-    logging.getLogger("pgserver").setLevel(logging.WARNING)
-    own_data_dir(settings.data_dir)  # an open descriptor: held until this process exits
-    _check_listen(settings.host, settings.port)
-    server = database_ready(owner=True)
-    settings = get_settings()
-    upgrade()
-    run_restore_check()  # before anything writes an event or a worker takes a job
-    key = _dev_key(settings, embedded=server is not None)
-    if key is not None:
-        with transaction() as session:
-            ensure_key(session, tenant="dev", role=Role.owner, key=key)
-    # uvicorn shuts down gracefully on SIGTERM, then raises the signal again: with the default
-    # action the process would end before the `finally` below, leaving the workers and the
-    # embedded PostgreSQL running. Exit through the `finally` instead.
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    workers = WorkerPool(args.workers if args.workers is not None else settings.workers)
-    workers.start()
-    keeper = PostgresKeeper(server, workers.stopping) if server is not None else None
-    if keeper is not None:
-        keeper.start()
-    try:
-        base = f"http://{settings.host}:{settings.port}"
-        print(f"\nVeil is starting on {base}  "
-              f"({'embedded PostgreSQL in ' + str(Path(settings.data_dir).resolve()) if server else 'DATABASE_URL'})",
-              flush=True)
-        if key is not None and server is not None:
-            print(f"Development API key (tenant dev, role owner):\n  {key}\n"
-                  f"Try: curl -H 'Authorization: Bearer {key}' {base}/v1/methods\n", flush=True)
-        else:  # an external database: a key printed here would end up in the logs
-            print("Create API keys with `veil keys create --tenant T --role owner|analyst|admin`"
-                  + (" (VEIL_DEV_API_KEY is a key of tenant dev)" if key else "") + "\n", flush=True)
-        threading.Thread(target=_announce_ready, args=(base, time.monotonic()), daemon=True,
-                         name="ready-announcer").start()
-        uvicorn.run("app.main:create_app", factory=True, host=settings.host, port=settings.port,
-                    log_config=None, access_log=False, workers=_api_processes(settings),
-                    server_header=False)  # no "server: uvicorn": the stack is nobody's business
-    finally:
-        workers.stop()
-        if keeper is not None:
-            with keeper.restarting:  # not started again while it is stopped
-                # The workers joined the server; one that died without running its exit hooks
-                # (SIGKILL, out of memory) would still count as a user and keep it running.
-                server.global_process_id_list.put([os.getpid()])
-                server.cleanup()
-
-
-def _announce_ready(base: str, started: float, give_up_s: float = 300.0) -> None:
-    """Say when /readyz first answers 200: the API processes and the workers take 10-20 s after
-    the banner (imports, jax's start-up in the workers), and a newcomer's first request would
-    otherwise wait or get a 503 with no word why."""
-    import urllib.error
-    import urllib.request
-
-    last = "no answer"
-    local = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never an http_proxy of the environment
-    while time.monotonic() - started < give_up_s:
-        try:
-            with local.open(f"{base}/readyz", timeout=2) as answer:
-                if answer.status == 200:
-                    print(f"Veil is ready ({time.monotonic() - started:.0f} s): API and workers up", flush=True)
-                    return
-        except urllib.error.HTTPError as exc:  # 503 while a check still fails
-            last = exc.read().decode(errors="replace")
-        except OSError:
-            pass  # the API is not listening yet
-        time.sleep(0.5)
-    print(f"Veil is not ready after {give_up_s:.0f} s; GET {base}/readyz says: {last}", flush=True)
-
-
-def _api_processes(settings) -> int:
-    """uvicorn workers behind the one port. With more than one, the request-latency
-    histogram is kept in files shared by the processes (prometheus_client's multiprocess
-    mode), so /metrics reports the whole service whichever process answers."""
-    n = settings.api_processes
-    if n > 1:
-        import shutil
-
-        metrics_dir = Path(settings.data_dir).resolve() / "metrics"
-        shutil.rmtree(metrics_dir, ignore_errors=True)  # counts of an earlier run
-        metrics_dir.mkdir(parents=True)
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
-    return n
-
-
-def _exit_on_sigterm(signum, frame) -> None:
-    raise SystemExit(0)
-
-
-class WorkerPool:
-    """`veil worker` child processes, restarted when one dies."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.procs: list[subprocess.Popen] = []
-        self.stopping = threading.Event()
-
-    def _spawn(self) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "app", "worker"], env=os.environ.copy())
-
-    def start(self) -> None:
-        self.procs = [self._spawn() for _ in range(self.size)]
-        threading.Thread(target=self._supervise, daemon=True, name="worker-supervisor").start()
-
-    def _supervise(self) -> None:
-        while not self.stopping.wait(1.0):
-            for i, proc in enumerate(self.procs):
-                if proc.poll() is not None and not self.stopping.is_set():
-                    print(f"worker pid {proc.pid} exited ({proc.returncode}); restarting", flush=True)
-                    self.procs[i] = self._spawn()
-
-    def stop(self) -> None:
-        self.stopping.set()
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        # a worker lets its running job finish within its grace period, then queues it again
-        deadline = time.monotonic() + get_settings().worker_shutdown_grace_s + 5
-        for proc in self.procs:
-            try:
-                proc.wait(max(deadline - time.monotonic(), 0.1))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-
-
-class PostgresKeeper:
-    """`veil serve`'s embedded PostgreSQL, started again when it dies, as a worker that dies is.
-    Killed under a running serve (the kernel's OOM killer, a stray kill) it stayed down: every
-    request a 503 and /readyz 'database: unavailable' for good, while /healthz, the image's
-    health check, said 200 and nothing restarted the container. One that cannot start again
-    (its disk full) is retried every 30 s, its reason logged."""
-
-    CHECK_S, RETRY_S = 1.0, 30.0
-
-    def __init__(self, server, stopping: threading.Event) -> None:
-        self.server, self.stopping = server, stopping
-        self.restarting = threading.Lock()
-        self.log = logging.getLogger("veil.serve")
-
-    def start(self) -> None:
-        threading.Thread(target=self._watch, daemon=True, name="postgres-keeper").start()
-
-    def _running(self) -> bool:
-        from pgserver.postgres_server import PostmasterInfo
-
-        info = PostmasterInfo.read_from_pgdata(Path(self.server.pgdata))
-        return info is not None and info.is_running()
-
-    def _watch(self) -> None:
-        wait, said = self.CHECK_S, None
-        while not self.stopping.wait(wait):
-            if self._running():
-                wait, said = self.CHECK_S, None
-                continue
-            with self.restarting:
-                if self.stopping.is_set():
-                    return
-                log_path = Path(self.server.pgdata) / "log"
-                since = log_path.stat().st_size if log_path.exists() else 0
-                try:
-                    with self.server._lock, pgserver_quiet():  # pgserver's own lock between processes
-                        self.server.ensure_postgres_running()
-                except Exception as exc:
-                    reason = postgres_said(log_path, since) or type(exc).__name__
-                    if reason != said:
-                        self.log.error("the embedded PostgreSQL in %s stopped and does not start again: "
-                                       "%s (its log: %s); trying every %g s", self.server.pgdata, reason,
-                                       log_path, self.RETRY_S)
-                    wait, said = self.RETRY_S, reason
-                    continue
-                self.log.error("the embedded PostgreSQL in %s had stopped; started it again",
-                               self.server.pgdata)
-                wait, said = self.CHECK_S, None
-
-
-def cmd_worker(_args) -> None:
-    from app import logging_setup
-    from app.worker.main import lower_priority, run
-
-    lower_priority(get_settings().worker_nice)  # before the forkserver starts: jobs inherit it
-
-    logging_setup.configure(get_settings().log_level)
-    logging.getLogger("pgserver").setLevel(logging.WARNING)
-    # as an owner: the embedded PostgreSQL stops when this worker exits as its last user (one
-    # started without `veil serve` left it running); under `veil serve` the serve outlives it
-    database_ready(owner=True)
-    run()
+from app.serve import cmd_serve
+from app.worker.cli import cmd_worker
 
 
 def build_parser() -> argparse.ArgumentParser:

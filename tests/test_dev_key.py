@@ -7,7 +7,7 @@ from __future__ import annotations
 import stat
 from types import SimpleNamespace
 
-from app.cli import _dev_key
+from app.serve import _dev_key
 
 
 def test_an_external_database_gets_no_development_key_unless_one_is_named(tmp_path):

@@ -1,4 +1,4 @@
-"""`veil serve`'s ready line (app/cli.py _announce_ready), against a tiny local HTTP server."""
+"""`veil serve`'s ready line (app/serve.py _announce_ready), against a tiny local HTTP server."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import http.server
 import threading
 import time
 
-from app import cli
+from app import serve
 
 
 class _Ready(http.server.BaseHTTPRequestHandler):
@@ -30,7 +30,7 @@ def test_the_ready_line_does_not_go_through_a_proxy(monkeypatch, capsys):
             monkeypatch.setenv(var, "http://127.0.0.1:9")  # the discard port: nothing answers
         for var in ("no_proxy", "NO_PROXY"):
             monkeypatch.delenv(var, raising=False)
-        cli._announce_ready(f"http://127.0.0.1:{server.server_address[1]}", time.monotonic(), give_up_s=3)
+        serve._announce_ready(f"http://127.0.0.1:{server.server_address[1]}", time.monotonic(), give_up_s=3)
     finally:
         server.shutdown()
         server.server_close()
