@@ -223,6 +223,21 @@ def test_budget_assignment_uses_the_matching_and_keeps_the_total():
     assert out["levels"] == {"a": 1, "b": 2, "c": 3, "d": 3}
 
 
+def test_budget_ladder_is_the_papers_and_each_level_gets_its_rung():
+    """ε_j = ε_sens·j/(1 + … + s): three levels get 0.3, 0.2, 0.1 of 0.6, the most sensitive the
+    least; two attributes of one level share the two smallest rungs, (0.06 + 0.12)/2 each. A
+    preference of 1 is level m, not m + 1. Mutation testing: a ladder from j = 0 (the most
+    sensitive got ε = 0 and the rest were rescaled), or a level m + 1 at preference 1, passed
+    test_budget_assignment_uses_the_matching_and_keeps_the_total (orders and the total only)."""
+    out = personalized_budgets({"a": 0.1, "b": 0.5, "c": 1.0}, 0.6, 3)
+    assert out["levels"] == {"a": 1, "b": 2, "c": 3}
+    assert out["candidate_budgets"] == pytest.approx([0.1, 0.2, 0.3], rel=1e-12)
+    assert out["assignment"] == pytest.approx({"a": 0.3, "b": 0.2, "c": 0.1}, rel=1e-12)
+    shared = personalized_budgets({"a": 0.1, "b": 0.5, "c": 0.95, "d": 0.96}, 0.6, 3)
+    assert shared["candidate_budgets"] == pytest.approx([0.06, 0.12, 0.18, 0.24], rel=1e-12)
+    assert shared["assignment"] == pytest.approx({"a": 0.24, "b": 0.18, "c": 0.09, "d": 0.09}, rel=1e-12)
+
+
 def test_mutual_information_of_a_copy_is_its_entropy_and_of_noise_is_near_zero():
     rng = np.random.default_rng(0)
     x = rng.integers(0, 4, 20_000)

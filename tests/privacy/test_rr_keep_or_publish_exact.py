@@ -90,3 +90,51 @@ def test_the_order_free_bound_is_infinite_when_a_segment_may_hold_no_word(p):
 
     assert epsilon_bound(0.5, p) == float("inf")
     assert epsilon_bound(1.0, np.zeros(2)) == float("inf")
+
+
+def test_the_order_free_bound_covers_every_order_of_segments_a_few_words_wide():
+    """A p_j of 2.976 words realizes 2 words in some orders (its two edges round apart): the
+    realized ε (20.28) is then above the ideal formula's (19.89), and the bound's 2-word
+    margins are what cover it (mutation testing: without the −2 of the denominator the bound
+    was 19.89 and every other test passed)."""
+    import itertools
+    import math
+
+    from app.privacy.randomized_response import delivered_epsilon, epsilon_bound, local_epsilon
+
+    p0 = 0.3
+    small = np.array([7.6, 2.976, 5.5]) / WORDS
+    p = np.append(small, 1.0 - p0 - small.sum())
+    realized = [delivered_epsilon(p0, p[list(order)]) for order in itertools.permutations(range(4))]
+    assert max(realized) > local_epsilon(p0, p) + 0.3
+    for order in itertools.permutations(range(4)):
+        # a segment of 2.976 words holds at least one word in every order: finite
+        assert math.inf > epsilon_bound(p0, p[list(order)]) >= max(realized)
+
+
+@pytest.mark.parametrize("words", [1.5, 2.0])
+def test_the_order_free_bound_is_infinite_up_to_two_words_not_nan(words):
+    """p_j of 1.5 or exactly 2 words: the bound's denominator p_j·2^32 − 2 is ≤ 0 there."""
+    from app.privacy.randomized_response import epsilon_bound
+
+    small = words / WORDS
+    assert epsilon_bound(0.5, np.array([small, 0.5 - small])) == float("inf")
+
+
+def test_the_order_free_bound_of_p0_one_is_infinite_even_with_p_j_of_a_few_words():
+    """p0 = 1 keeps every cell (randomize_codes publishes the truth), whatever p_j within the
+    1e-9 the validation allows (here 2 × 2.1 words): ε is ∞, not ln((2^32 + 6.3)/0.3) ≈ 23."""
+    from app.privacy.randomized_response import delivered_epsilon, epsilon_bound
+
+    p = np.array([5e-10, 5e-10])
+    assert delivered_epsilon(1.0, p) == float("inf")
+    assert epsilon_bound(1.0, p) == float("inf")
+
+
+def test_the_order_free_bound_is_the_ideal_level_for_wide_segments():
+    """At p0 = 0.9 and p_j of 0.05 (2·10^8 words) the 2-word margins move ε by ~1e-8."""
+    from app.privacy.randomized_response import delivered_epsilon, epsilon_bound, local_epsilon
+
+    p = np.array([0.05, 0.05])
+    assert epsilon_bound(0.9, p) == pytest.approx(local_epsilon(0.9, p), rel=1e-7)
+    assert epsilon_bound(0.9, p) >= delivered_epsilon(0.9, p)
