@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import threading
+import time
 
 from procrastinate.exceptions import ConnectorException
 from sqlalchemy.exc import InterfaceError, OperationalError
@@ -26,12 +27,17 @@ log = logging.getLogger("veil.worker")
 
 def beat_and_reap(stop: threading.Event) -> None:
     settings = get_settings()
+    next_prune = 0.0
     while not stop.is_set():
         try:
             _stop_if_schema_changed()
             with transaction() as session:
                 ops_repo.heartbeat(session, runner.WORKER_ID, socket.gethostname(), os.getpid())
             reap_stalled(settings.stall_timeout_s)
+            if time.monotonic() >= next_prune:  # finished queue entries: the jobs table keeps the record
+                with transaction() as session:
+                    queue.prune_finished(session, queue.FINISHED_ENTRY_RETENTION_S)
+                next_prune = time.monotonic() + queue.PRUNE_INTERVAL_S
         except (OperationalError, InterfaceError) as exc:  # the database briefly away; keep beating
             log.warning("heartbeat failed: %s: %s", type(exc).__name__, _first_line(exc))
         except Exception:  # a defect in the reaping: its traceback, and keep beating

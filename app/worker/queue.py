@@ -11,6 +11,7 @@ from functools import lru_cache
 
 import procrastinate
 from procrastinate import sql
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from app.db import database_url, to_libpq_conninfo
@@ -18,6 +19,11 @@ from app.jobs import repository as jobs_repo
 
 TASK_NAME = "veil.run_job"
 QUEUE = "jobs"
+# procrastinate keeps every entry it ran, and its events, for ever; the jobs table is a job's
+# record, so the workers delete an entry (its events with it) this long after it finished
+FINISHED_ENTRY_RETENTION_S = 3600.0
+PRUNE_INTERVAL_S = 60.0
+PRUNE_BATCH = 10_000
 
 
 def _register(app: procrastinate.App) -> procrastinate.App:
@@ -100,6 +106,22 @@ def fail_abandoned(session: Session, stalled_after_s: float) -> list[int]:
         for queue_job_id in ids:
             finish_entry(session, queue_job_id, "failed")
     return ids
+
+
+def prune_finished(session: Session, older_than_s: float, batch: int = PRUNE_BATCH) -> int:
+    """Delete the queue entries finished (succeeded, failed, cancelled, aborted) more than
+    ``older_than_s`` ago — their last event older — with their events (ON DELETE CASCADE), at
+    most ``batch`` at a time. A queued job whose entry is gone is queued again by the reaper
+    (``jobs_repo.orphaned_queued``), as one whose entry finished. One worker at a time."""
+    if not session.execute(text("SELECT pg_try_advisory_xact_lock(hashtext('veil.prune_queue'))")).scalar_one():
+        return 0
+    return session.execute(text(
+        "DELETE FROM procrastinate_jobs WHERE id IN ("
+        "  SELECT q.id FROM procrastinate_jobs q "
+        "  WHERE q.queue_name = :queue AND q.status IN ('succeeded', 'failed', 'cancelled', 'aborted') "
+        "  AND NOT EXISTS (SELECT 1 FROM procrastinate_events e WHERE e.job_id = q.id "
+        "                  AND e.at > now() - make_interval(secs => :s)) "
+        "  ORDER BY q.id LIMIT :batch)"), {"queue": QUEUE, "s": older_than_s, "batch": batch}).rowcount
 
 
 def finish_entry(session: Session, queue_job_id: int, status: str) -> None:
