@@ -123,7 +123,7 @@ def test_the_order_free_bound_is_infinite_up_to_two_words_not_nan(words):
 
 def test_the_order_free_bound_of_p0_one_is_infinite_even_with_p_j_of_a_few_words():
     """p0 = 1 keeps every cell (randomize_codes publishes the truth), whatever p_j within the
-    1e-9 the validation allows (here 2 × 2.1 words): ε is ∞, not ln((2^32 + 6.3)/0.3) ≈ 23."""
+    1e-9 the validation allows (here 2.15 words each): ε is ∞, not ln((2^32 + 4.15)/0.15) ≈ 24.1."""
     from app.privacy.randomized_response import delivered_epsilon, epsilon_bound
 
     p = np.array([5e-10, 5e-10])
