@@ -6,7 +6,8 @@ checks before it starts is app/preflight.py.
 
 Importing this module stays cheap: the forkservers preload it (app/worker/runner.py), and a process
 started from the `veil` script runs it again as __mp_main__. So the command modules import only the
-standard library and app.config at their top; anything heavier is imported inside the command."""
+standard library, app.config and one another at their top; anything heavier is imported inside the
+command."""
 
 from __future__ import annotations
 
