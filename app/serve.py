@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
 import threading
 import time
@@ -81,6 +82,7 @@ def cmd_serve(args) -> None:
     # action the process would end before the `finally` below, leaving the workers and the
     # embedded PostgreSQL running. Exit through the `finally` instead.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    scratch = _temporary_folder_of_its_own()  # before the workers and API processes: they inherit it
     workers = WorkerPool(args.workers if args.workers is not None else settings.workers)
     workers.start()
     keeper = PostgresKeeper(server, workers.stopping) if server is not None else None
@@ -110,6 +112,26 @@ def cmd_serve(args) -> None:
                 # (SIGKILL, out of memory) would still count as a user and keep it running.
                 server.global_process_id_list.put([os.getpid()])
                 server.cleanup()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _temporary_folder_of_its_own() -> str:
+    """A folder inside the temporary folder (TMPDIR, default /tmp) for the processes this serve
+    starts — their TMPDIR — removed when it stops. What they left there stayed for good:
+    uvicorn ends each API process by raising SIGTERM again, past multiprocessing's exit hooks,
+    so every stop left their forkservers' socket folders (/tmp/pymp-*, two a stop), and a
+    worker killed (SIGKILL, out of memory) leaves its own. This process keeps the temporary
+    folder it was given (its own exit hooks run: see _exit_on_sigterm)."""
+    import tempfile
+
+    parent = tempfile.gettempdir()  # read now: this process's own temporary files stay there
+    try:
+        folder = tempfile.mkdtemp(prefix="veil-serve-", dir=parent)
+    except OSError as exc:
+        raise SystemExit(f"veil serve: cannot create a folder in the temporary folder {parent} "
+                         f"(TMPDIR): {exc.strerror or exc}") from None
+    os.environ["TMPDIR"] = folder
+    return folder
 
 
 def _announce_ready(base: str, started: float, give_up_s: float = 300.0) -> None:

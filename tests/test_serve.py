@@ -35,7 +35,10 @@ def served(tmp_path_factory):
     data_dir = Path(os.environ.get("TMPDIR", "/tmp")) / f"veil-serve-{os.getpid()}"
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "VEIL_PLUGINS", "VEIL_DEV_API_KEY")}
-    env.update(VEIL_DATA_DIR=str(data_dir), VEIL_PORT=str(port))
+    # the service's own temporary files (multiprocessing's pymp-* directories): none may be
+    # left once it has stopped
+    service_tmp = tmp_path_factory.mktemp("service-tmp")
+    env.update(VEIL_DATA_DIR=str(data_dir), VEIL_PORT=str(port), TMPDIR=str(service_tmp))
     log = open(tmp_path_factory.mktemp("serve") / "serve.log", "w+")
     proc = subprocess.Popen([sys.executable, "-m", "app", "serve"], env=env, cwd=ROOT,
                             stdout=log, stderr=subprocess.STDOUT)
@@ -76,6 +79,9 @@ def served(tmp_path_factory):
         for p in alive:
             p.kill()
         assert not alive, f"left running after SIGTERM: {[p.pid for p in alive]}"
+        # uvicorn ends each API process by raising SIGTERM again, past multiprocessing's exit
+        # hooks: every stop left their forkservers' socket directories in /tmp
+        assert sorted(p.name for p in service_tmp.iterdir()) == []
         import shutil
 
         shutil.rmtree(data_dir, ignore_errors=True)
