@@ -163,6 +163,9 @@ def test_ledger_debit_refuses_in_one_line_and_leaves_no_postgresql_running(tmp_p
     missing = _veil("ledger", "debit", "--dataset", dataset, "--epsilon", "1", "--note", "x", env=env)
     assert missing.returncode != 0 and missing.stderr.strip() == (
         f"veil ledger debit: no dataset {dataset} in this database"), missing.stderr
+    # a physical copy declared restored: an empty trail has nothing to freeze, and says so
+    declared = _veil("restore-check", "--declare", env=env)
+    assert declared.returncode == 0 and "holds no audit event" in declared.stdout, declared.stdout
     left = [p.pid for p in psutil.process_iter(["cmdline"]) if str(tmp_path) in " ".join(p.info["cmdline"] or [])]
     assert not left, f"PostgreSQL left running: {left}"
 

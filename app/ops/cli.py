@@ -48,7 +48,12 @@ def cmd_restore_check(args) -> None:
     database_ready(owner=True)
     upgrade()
     if run_restore_check(declared=args.declare) is None:
-        print("no restore awaits acceptance: ε debits are allowed")
+        # declared, and still none: the trail is empty (restore.check), so nothing was ever
+        # uploaded or released from this database — it said "no restore awaits" as if the
+        # declaration had been ignored
+        print("this database holds no audit event: nothing was uploaded or released from it, so there is "
+              "nothing to freeze; ε debits are allowed" if args.declare
+              else "no restore awaits acceptance: ε debits are allowed")
         return
     raise SystemExit(2)
 
