@@ -26,6 +26,13 @@ def forget_worker(session: Session, worker_id: str) -> None:
     session.execute(delete(worker_heartbeats).where(worker_heartbeats.c.worker_id == worker_id))
 
 
+def forget_silent_workers(session: Session, silent_seconds: float) -> int:
+    """The rows of workers that have not heartbeat for ``silent_seconds``: a worker killed
+    (SIGKILL, the OOM killer, a lost host) cannot remove its own, and each death left one."""
+    return session.execute(delete(worker_heartbeats).where(
+        worker_heartbeats.c.seen_at < func.now() - func.make_interval(0, 0, 0, 0, 0, 0, silent_seconds))).rowcount
+
+
 def live_workers(session: Session, within_seconds: float) -> int:
     """Workers that heartbeat within the last ``within_seconds``."""
     return session.execute(

@@ -37,6 +37,7 @@ def beat_and_reap(stop: threading.Event) -> None:
             if time.monotonic() >= next_prune:  # finished queue entries: the jobs table keeps the record
                 with transaction() as session:
                     queue.prune_finished(session, queue.FINISHED_ENTRY_RETENTION_S)
+                    ops_repo.forget_silent_workers(session, queue.FINISHED_ENTRY_RETENTION_S)
                 next_prune = time.monotonic() + queue.PRUNE_INTERVAL_S
         except (OperationalError, InterfaceError) as exc:  # the database briefly away; keep beating
             log.warning("heartbeat failed: %s: %s", type(exc).__name__, _first_line(exc))
