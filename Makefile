@@ -4,10 +4,20 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
+# The Python versions Veil is tested under: pyproject.toml's requires-python says the same
+# (tests/test_python_versions.py). Not 3.13: pgserver 0.1.4, the embedded PostgreSQL, publishes
+# wheels for 3.9-3.12 only (no sdist), so `pip install` finds none.
+PYTHONS := 3.11 3.12
+# Before the venv is made: the interpreter it is made with (or was, when $(VENV) exists).
+CHECK_PYTHON = py=$(PYTHON); hint="choose one with PYTHON=, e.g. make $(or $(MAKECMDGOALS),install) PYTHON=python$(lastword $(PYTHONS))"; \
+	if test -x $(PY); then py=$(PY); hint="$(VENV) was made with it: rm -r $(VENV), then make $(or $(MAKECMDGOALS),install) PYTHON=python$(lastword $(PYTHONS))"; fi; \
+	v=$$($$py -c 'import sys; print("%d.%d" % sys.version_info[:2])') || { echo "$$py: no such Python; Veil supports Python $(PYTHONS) ($$hint)" >&2; exit 1; }; \
+	case " $(PYTHONS) " in *" $$v "*) ;; *) echo "$$py is Python $$v; Veil supports Python $(PYTHONS) ($$hint)" >&2; exit 1;; esac
 
-.PHONY: install run test test-fast bench openapi clean fuzz faults stress load reliability
+.PHONY: install run test test-fast bench openapi clean fuzz faults stress load reliability check-python
 
 $(STAMP): pyproject.toml
+	@$(CHECK_PYTHON)
 	@echo "Installing Veil and its dependencies into $(VENV) (a minute or two the first time)..."
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
@@ -16,6 +26,9 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+check-python:
+	@$(CHECK_PYTHON)
 
 run: install
 	$(VENV)/bin/veil serve
