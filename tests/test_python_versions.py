@@ -2,7 +2,7 @@
 requires-python (pip refuses another), the Makefile's PYTHONS (`make install`, and so `make
 run` and `make test`, refuses another before it makes the venv), the README, and the image's
 base. 3.13 is out: pgserver 0.1.4, the embedded PostgreSQL, publishes wheels for 3.9-3.12
-only and no sdist — pip found no version of it and failed after a minute of downloads."""
+only and no sdist — pip found no version of it and failed (after 30 s of downloads)."""
 
 from __future__ import annotations
 
