@@ -26,10 +26,22 @@ log = logging.getLogger("veil.db")
 def embedded_server(data_dir: Path, *, owner: bool = False):
     """Start (or join) the embedded PostgreSQL under data_dir. An owner (`veil serve`, a
     one-shot CLI command) stops it when it exits as its last user; workers only join it."""
+    import contextlib
     import os
+    import stat
     import warnings
 
-    os.environ.setdefault("XDG_RUNTIME_DIR", str(Path(data_dir).resolve() / "run"))
+    if "XDG_RUNTIME_DIR" not in os.environ:
+        # pgserver's lock between the processes using the server, in a folder platformdirs takes
+        # only at mode 0700: at 0755 (how it was made) each process fell back to runtime-<uid> in
+        # its own TMPDIR, left in the operator's, and `veil serve`'s workers (a TMPDIR of their
+        # own) took another lock than serve's
+        run = Path(data_dir).resolve() / "run"
+        run.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if stat.S_IMODE(run.stat().st_mode) != 0o700:
+            with contextlib.suppress(OSError):  # not ours to change: pgserver falls back as before
+                run.chmod(0o700)
+        os.environ["XDG_RUNTIME_DIR"] = str(run)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import pgserver  # only embedded mode needs it
