@@ -25,6 +25,11 @@ head_only: ContextVar[bool] = ContextVar("head_only", default=False)
 def record(session: Session, *, tenant: str, actor: str, action: str, subject_type: str,
            subject_id: str | uuid.UUID, dataset_id: uuid.UUID | None = None,
            release_id: uuid.UUID | None = None, details: dict[str, Any] | None = None) -> None:
+    if session.in_nested_transaction():
+        # a row inserted in a savepoint has the subtransaction's xmin, not the transaction its
+        # txn names: the restore check (app/ops/restore.py) would read it as copied in by a
+        # restore, fail every job in flight and freeze every budget at the next start
+        raise RuntimeError(f"audit event {action!r} recorded inside a savepoint; record it after the savepoint ends")
     details = {**(details or {}), **({"head_only": True} if head_only.get() else {})}
     repository.insert_event(session, tenant=tenant, actor=actor, action=action,
                             subject_type=subject_type, subject_id=str(subject_id),

@@ -10,10 +10,11 @@ operator can (the releases' receivers, an audit follower's copy of the trail, th
 How it is detected: pg_restore copies the audit trail in with one transaction, so its events
 share one inserting transaction id (`xmin`) while their `txn` — the id of the transaction that
 first wrote each — differ; Veil writes an event with the xmin of its own transaction (never
-inside a savepoint: tests/worker/test_jobs_end_to_end.py checks), so even one event copied in
+inside a savepoint: app/audit/service.py refuses it), so even one event copied in
 has an xmin that is not the transaction its txn names. Into a new cluster, the restored
 events' txn are also ahead of the cluster's transaction ids. Any of these is a restore. A
-copy of the data directory or of a volume (a physical backup) keeps both and is NOT detected: the operator declares it (`veil restore-check --declare`), and the same follows.
+copy of the data directory or of a volume (a physical backup) keeps both and is NOT detected:
+the operator declares it (`veil restore-check --declare`), and the same follows.
 
 What it does, once, in one transaction (`veil migrate`, `veil serve` and `veil worker` run it
 at start, before any job):

@@ -165,3 +165,24 @@ def test_a_failed_job_holding_its_epsilon_is_not_retried_while_a_restore_awaits(
             jobs.retry(s, admin, failed)
         with Session(engine) as s:
             assert s.execute(text("SELECT status FROM jobs WHERE id = :j"), {"j": failed}).scalar() == "failed"
+
+
+def test_an_event_recorded_inside_a_savepoint_is_refused(database):
+    """Its xmin would be the subtransaction's, which the restore check reads as a restored
+    event: the next start would fail every job in flight and freeze every budget. No code does
+    it (both savepoints end before their event); this keeps it so."""
+    from app.audit.service import record
+
+    with _scratch(database) as engine:
+        with Session(engine) as s, s.begin():
+            s.execute(text("CREATE TEMPORARY TABLE scratch (x int)"))
+            with s.begin_nested(), pytest.raises(RuntimeError, match="inside a savepoint"):
+                s.execute(text("INSERT INTO scratch VALUES (1)"))  # the savepoint takes an xid of its own
+                record(s, tenant=TENANT, actor="system", action="in.savepoint", subject_type="test",
+                       subject_id="x")
+            record(s, tenant=TENANT, actor="system", action="after.savepoint", subject_type="test",
+                   subject_id="x")
+        with Session(engine) as s, s.begin():  # the one after it: the transaction's own xid
+            from app.ops import restore
+
+            assert restore.check(s) is None
