@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 
+import psycopg
 from procrastinate.exceptions import ConnectorException
 from sqlalchemy.exc import InterfaceError, OperationalError
 
@@ -39,11 +40,17 @@ def beat_and_reap(stop: threading.Event) -> None:
                     queue.prune_finished(session, queue.FINISHED_ENTRY_RETENTION_S)
                     ops_repo.forget_silent_workers(session, queue.FINISHED_ENTRY_RETENTION_S)
                 next_prune = time.monotonic() + queue.PRUNE_INTERVAL_S
-        except (OperationalError, InterfaceError) as exc:  # the database briefly away; keep beating
+        except _DATABASE_AWAY as exc:  # the database briefly away; keep beating
             log.warning("heartbeat failed: %s: %s", type(exc).__name__, _first_line(exc))
         except Exception:  # a defect in the reaping: its traceback, and keep beating
             log.exception("heartbeat failed")
         stop.wait(settings.heartbeat_interval_s)
+
+
+# what the database being away raises here: through SQLAlchemy (the heartbeat, the jobs),
+# psycopg's own (reap_stalled's raw cursor), procrastinate's (re-queueing through its connector)
+_DATABASE_AWAY = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError,
+                  ConnectorException)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -166,7 +166,12 @@ def test_the_workers_heartbeat_says_why_it_failed(monkeypatch, caplog):
     from app.worker import main
 
     stop = threading.Event()
+    import contextlib
+
+    import psycopg
+
     errors = iter([OperationalError("SELECT 1", {"p": 1}, Exception("connection refused\nIs it running?")),
+                   psycopg.OperationalError("server closed the connection unexpectedly"),  # the reaper's raw cursor
                    KeyError("attempt")])
 
     def beat(*args):
@@ -179,10 +184,14 @@ def test_the_workers_heartbeat_says_why_it_failed(monkeypatch, caplog):
     monkeypatch.setattr(main, "_stop_if_schema_changed", lambda: None)
     monkeypatch.setattr(main.ops_repo, "heartbeat", beat)
     monkeypatch.setattr(main, "reap_stalled", lambda timeout: None)
+    monkeypatch.setattr(main, "transaction", contextlib.nullcontext)  # no database in this test
+    monkeypatch.setattr(main.queue, "prune_finished", lambda session, age: None)
+    monkeypatch.setattr(main.ops_repo, "forget_silent_workers", lambda session, age: None)
     monkeypatch.setattr(main, "get_settings", lambda: type("S", (), {"heartbeat_interval_s": 0,
                                                                       "stall_timeout_s": 1})())
     with caplog.at_level("WARNING", logger="veil.worker"):
         main.beat_and_reap(stop)
-    outage, defect = [r for r in caplog.records if r.name == "veil.worker"]
+    outage, raw, defect = [r for r in caplog.records if r.name == "veil.worker"]
     assert outage.getMessage() == "heartbeat failed: OperationalError: connection refused"
+    assert raw.getMessage() == "heartbeat failed: OperationalError: server closed the connection unexpectedly"
     assert defect.getMessage() == "heartbeat failed" and defect.exc_info[0] is KeyError
