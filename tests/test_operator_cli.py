@@ -390,3 +390,13 @@ def test_a_plugin_params_class_named_like_an_api_schema_stops_serve_in_one_line(
     line, = done.stderr.strip().splitlines()
     assert "VEIL_PLUGINS" in line and "'plugin_job'" in line and "'Job'" in line and "own schema" in line, line
     assert not (tmp_path / "data" / "pg").exists()  # refused before anything started
+
+
+def test_importing_the_cli_stays_cheap():
+    """The forkservers preload app.cli (app/worker/runner.py, app/datasets/isolated.py), and a
+    `veil` started from its script runs it again in every job and upload process: the command
+    modules import their heavy dependencies inside the commands (app/cli.py's docstring)."""
+    probe = ("import sys, app.cli; print(sorted(m for m in ('sqlalchemy', 'pandas', 'numpy', 'fastapi', "
+             "'procrastinate', 'pyarrow', 'sklearn', 'uvicorn', 'psycopg', 'pgserver') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", (done.stdout, done.stderr)

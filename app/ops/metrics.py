@@ -31,9 +31,9 @@ class JobCollector:
                 outcomes = repository.outcome_counts(session)
                 depth = repository.queue_depth(session)
         except (OperationalError, InterfaceError, PoolTimeout):
-            # the database is away (what the API answers 503 for): say so, rather than drop the
-            # job figures silently. Any other exception is a defect here, not an outage: it
-            # propagates (a 500, logged with its traceback) instead of blaming the database.
+            # the database is away (lost, refused, timed out, or no pooled connection free): say
+            # so, rather than drop the job figures silently. Any other exception is a defect
+            # here, not an outage: it propagates (a 500, logged with its traceback).
             yield GaugeMetricFamily("veil_database_up", "1 when the database answered this scrape", value=0)
             return
         yield GaugeMetricFamily("veil_database_up", "1 when the database answered this scrape", value=1)

@@ -69,7 +69,7 @@ def _one_beat() -> None:
 
 
 def test_entries_finished_longer_ago_than_the_retention_are_deleted_with_their_events(client, owner):
-    old_ok, old_failed, old_cancelled, recent, waiting = (_entry(j) for j in _jobs(client, owner, 5))
+    old_ok, old_failed, old_cancelled, recent, waiting, running = (_entry(j) for j in _jobs(client, owner, 6))
     retention = queue.FINISHED_ENTRY_RETENTION_S
     _finish(old_ok, "succeeded", retention + 60)
     _finish(old_failed, "failed", retention + 60)
@@ -81,11 +81,15 @@ def test_entries_finished_longer_ago_than_the_retention_are_deleted_with_their_e
     with transaction() as s:  # deferred long ago, never taken: waiting, whatever its age
         s.execute(text("UPDATE procrastinate_events SET at = now() - make_interval(secs => :a) "
                        "WHERE job_id = :i"), {"i": waiting, "a": retention + 60})
+    with transaction() as s:  # taken long ago and still running (a job of hours): its worker holds it
+        s.execute(text("UPDATE procrastinate_jobs SET status = 'doing' WHERE id = :i"), {"i": running})
+        s.execute(text("UPDATE procrastinate_events SET at = now() - make_interval(secs => :a) "
+                       "WHERE job_id = :i"), {"i": running, "a": retention + 60})
     with transaction() as s:
         queue.prune_finished(s, retention)
     for gone in (old_ok, old_failed, old_cancelled):
         assert _rows(gone) == (0, 0)
-    assert _rows(recent)[0] == 1 and _rows(waiting)[0] == 1
+    assert _rows(recent)[0] == 1 and _rows(waiting)[0] == 1 and _rows(running)[0] == 1
 
 
 def test_the_workers_heartbeat_loop_prunes_the_queue(client, owner, monkeypatch):
