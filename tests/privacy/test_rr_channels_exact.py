@@ -10,8 +10,10 @@ preserved missing cells; standard errors from the signed scale (negative for War
 the feasible range of a published share at a negative scale; an identity channel with an offset
 or another scale; one published value refused as none; a missing cell read as a label the domain
 lacks, a float-read integer category or a boolean spelling not found, an unknown value given a
-code instead of -2 — each passed the reconstruction tests, which chain steps over the same
-labels with positive scales and read back what the methods published."""
+code instead of -2, an unused category outside the domain refused; a numeric chain's mean gain
+without steps; a protected column no builder reads dropped instead of kept Opaque, and every
+column dropped from a chain — each passed the reconstruction tests, which chain steps over the
+same labels with positive scales and read back what the methods published."""
 
 from __future__ import annotations
 
@@ -107,3 +109,31 @@ def test_published_cells_are_read_back_as_their_labels():
     assert rr_channels.label_codes(pd.Series(["yes"]), ("yes_no", "False")).tolist() == [-2]
     with pytest.raises(ValueError, match="outside its published domain"):
         rr_channels.count_labels(pd.Series(["a", "zz"]), ("a", "b"), "c")
+
+
+def test_an_unused_category_outside_the_domain_is_not_a_published_value():
+    cells = pd.Series(pd.Categorical(["a", "a"], categories=["a", "zz"]))
+    assert rr_channels.count_labels(cells, ("a", "b"), "c").tolist() == [2, 0]
+
+
+def test_a_numeric_chain_inverts_newest_first_and_its_mean_gain_is_the_product_of_1_over_a():
+    assert rr_channels.NumericChannel().mean_gain == 1.0
+    chain = rr_channels.NumericChannel(((2.0, 0.0, 1.0, 0.0),)).then(
+        rr_channels.NumericChannel(((4.0, 0.0, 0.0, 0.0),)))
+    assert chain.mean_gain == pytest.approx(1 / 8)
+    # x̄ = 3: y₁ = 2x + 1 → 7, y₂ = 4y₁ → 28; no spread in a or b: S_x² = S_y²/64
+    assert chain.invert(28.0, 64.0) == pytest.approx((3.0, 1.0))
+
+
+def test_a_protected_column_no_channel_reads_is_opaque_through_the_chain():
+    """A step whose method registers no channel builder still protected its columns: they come
+    back as Opaque (not inverted), and the chain of steps keeps them; a step is found by
+    identity wherever it sits in the chain, the last one included."""
+    step = {"method": "no_such_method", "guarantees": {"protected_columns": ["a"]}}
+    other = {"method": "no_such_method", "guarantees": {"protected_columns": ["b"]}}
+    channels = rr_channels.step_channels(step)
+    assert list(channels) == ["a"] and isinstance(channels["a"], rr_channels.Opaque)
+    chained = rr_channels.chain_channels([step, other])
+    assert sorted(chained) == ["a", "b"] and chained["a"].method == "no_such_method"
+    assert rr_channels.step_index((other, step), step) == 1
+    assert rr_channels.step_index((step, other), step) == 0
