@@ -16,11 +16,16 @@ from functools import lru_cache
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import MAX_UPLOAD_SLOTS, get_settings
 
 log = logging.getLogger("veil.db")
+
+# What SQLAlchemy raises when the database is away (connection refused or lost, the server
+# shutting down, a statement cancelled): a 503 in the API, a blip the workers ride out.
+DATABASE_AWAY = (OperationalError, InterfaceError)
 
 
 def embedded_server(data_dir: Path, *, owner: bool = False):

@@ -15,10 +15,9 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.routing import APIRoute
 from fastapi.security.base import SecurityBase
 from starlette.concurrency import run_in_threadpool
-from sqlalchemy.exc import OperationalError, InterfaceError
 from sqlalchemy.orm import Session
 
-from app.db import _sessionmaker
+from app.db import DATABASE_AWAY, _sessionmaker
 from app.errors import (DATABASE_FULL, DISK_FULL_SQLSTATE, InsufficientStorage, ServiceUnavailable,
                         Unprocessable, UnsupportedMediaType, VeilError, out_of_disk_space)
 
@@ -49,7 +48,7 @@ async def get_session() -> AsyncIterator[Session]:
         yield session
     except BaseException as exc:
         await _in_thread(_rollback_and_close, session)
-        if isinstance(exc, (OperationalError, InterfaceError)):
+        if isinstance(exc, DATABASE_AWAY):
             raise database_problem(exc) from exc
         raise
     await _in_thread(_commit_and_close, session)
@@ -65,7 +64,7 @@ async def _in_thread(fn, session: Session) -> None:
 def _commit_and_close(session: Session) -> None:
     try:
         session.commit()
-    except (OperationalError, InterfaceError) as exc:
+    except DATABASE_AWAY as exc:
         session.rollback()
         raise database_problem(exc) from exc
     except BaseException:

@@ -19,10 +19,9 @@ REQUEST_LATENCY = Histogram("veil_request_duration_seconds", "HTTP request laten
 
 class JobCollector:
     def collect(self):
-        from sqlalchemy.exc import InterfaceError, OperationalError
         from sqlalchemy.exc import TimeoutError as PoolTimeout
 
-        from app.db import transaction
+        from app.db import DATABASE_AWAY, transaction
         from app.jobs import repository
 
         try:
@@ -30,7 +29,7 @@ class JobCollector:
                 counts = repository.counts_by_status(session)
                 outcomes = repository.outcome_counts(session)
                 depth = repository.queue_depth(session)
-        except (OperationalError, InterfaceError, PoolTimeout):
+        except (*DATABASE_AWAY, PoolTimeout):
             # the database is away (lost, refused, timed out, or no pooled connection free): say
             # so, rather than drop the job figures silently. Any other exception is a defect
             # here, not an outage: it propagates (a 500, logged with its traceback).

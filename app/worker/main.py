@@ -12,11 +12,10 @@ import time
 
 import psycopg
 from procrastinate.exceptions import ConnectorException
-from sqlalchemy.exc import InterfaceError, OperationalError
 
 from app.audit.service import record_job
 from app.config import get_settings
-from app.db import get_engine, transaction
+from app.db import DATABASE_AWAY, get_engine, transaction
 from app.jobs import repository as jobs_repo
 from app.migrate import schema_mismatch
 from app.ops import repository as ops_repo
@@ -49,8 +48,7 @@ def beat_and_reap(stop: threading.Event) -> None:
 
 # what the database being away raises here: through SQLAlchemy (the heartbeat, the jobs),
 # psycopg's own (reap_stalled's raw cursor), procrastinate's (re-queueing through its connector)
-_DATABASE_AWAY = (OperationalError, InterfaceError, psycopg.OperationalError, psycopg.InterfaceError,
-                  ConnectorException)
+_DATABASE_AWAY = (*DATABASE_AWAY, psycopg.OperationalError, psycopg.InterfaceError, ConnectorException)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -16,7 +16,6 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from sqlalchemy.exc import InterfaceError, OperationalError
 
 from app import isolation
 from app.audit.service import record_job
@@ -25,7 +24,7 @@ from app.budgets import service as budgets
 from app.config import get_settings
 from app.datasets import repository as datasets_repo
 from app.datasets.schema import column_infos
-from app.db import transaction
+from app.db import DATABASE_AWAY, transaction
 from app.errors import out_of_disk_space
 from app.jobs import repository as jobs_repo
 from app.jobs.service import source_of
@@ -310,7 +309,7 @@ def _beat(job, progress: float, stage: str) -> bool | None:
     try:
         with transaction() as session:
             return jobs_repo.heartbeat(session, job["id"], job["attempt"], progress, stage)
-    except (OperationalError, InterfaceError) as exc:
+    except DATABASE_AWAY as exc:
         log.warning("job %s attempt %s: heartbeat failed (%s); the job runs on", job["id"],
                     job["attempt"], type(exc).__name__)
         return False
@@ -325,7 +324,7 @@ def _finish_when_the_database_answers(job, inputs: dict[str, Any],
     while True:
         try:
             return _finish(job, inputs, outcome)
-        except (OperationalError, InterfaceError) as exc:
+        except DATABASE_AWAY as exc:
             if out_of_disk_space(exc) and "error" not in outcome:
                 # the database's disk is full, not away: retried, the result failed `stalled`
                 # minutes later ("the worker stopped responding"); the failure is a few bytes
