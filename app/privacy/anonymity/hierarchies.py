@@ -461,7 +461,7 @@ def _leaves_outside_labels(hierarchy: pd.DataFrame, only: set[str] | None = None
     rows = hierarchy.to_numpy(dtype=object)
     leaves = rows[:, 0].astype(str)
     x = pd.to_numeric(pd.Series(leaves), errors="coerce").to_numpy(dtype=float)
-    numbers = np.array([bool(_NUMBER_TEXT.fullmatch(leaf)) for leaf in leaves]) & np.isfinite(x)
+    numbers = _full_match(_NUMBER_ANCHORED, leaves.astype(object)) & np.isfinite(x)
     wrong = np.zeros(rows.shape, dtype=bool)
     for level in range(1, rows.shape[1]):
         labels, inverse = np.unique(rows[:, level].astype(str), return_inverse=True)
