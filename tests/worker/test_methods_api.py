@@ -192,3 +192,46 @@ def test_a_dp_release_names_the_schema_facts_it_read_from_the_data(client, make_
     assert all(c["inferred"] == [] for c in put.json()["columns"])
     rel, frame = release_frame(client, headers, run(client, headers, "dppro", params, dataset_id=ds["id"]))
     assert rel["guarantees"]["warnings"] == [] and pd.api.types.is_integer_dtype(frame["age"])
+
+
+def test_kanonymity_entropy_l_and_beta_likeness_hold_on_download(client, owner_adult, adult_path):
+    """Entropy l-diversity with enhanced β-likeness on occupation, through the API: checked on the
+    downloaded table by the definitions (class entropy ≥ ln l; every value's relative gain ≤
+    min(β, −ln q) with q the input's share), and the guarantee names both figures."""
+    headers, ds = owner_adult
+    qis = ["age", "education", "marital-status", "race", "sex"]
+    params = {"k": 5, "quasi_identifiers": qis, "sensitive": "occupation", "l": 3,
+              "l_diversity": "entropy", "beta": 1.5}
+    job = run(client, headers, "kanonymity", params, dataset_id=ds["id"])
+    rel, frame = release_frame(client, headers, job)
+    raw = pd.read_csv(adult_path, na_values=["?"])
+    occupation = raw["occupation"].fillna("<missing>")
+    q = occupation.value_counts(normalize=True)
+    released = frame["occupation"].astype(object).where(frame["occupation"].notna(), "<missing>")
+    shares = pd.crosstab([frame[c].astype(str) for c in qis], released, normalize="index")
+    shares = shares.reindex(columns=q.index, fill_value=0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        entropy = -(shares * np.log(shares)).fillna(0.0).sum(axis=1)
+    assert entropy.min() >= np.log(3) - 1e-12
+    gain = shares / q - 1.0
+    assert (gain <= np.minimum(1.5, -np.log(q)) + 1e-12).all().all()
+    g = rel["guarantees"]
+    assert g["l_diversity"] == "entropy" and g["entropy_l"] == pytest.approx(np.exp(entropy.min()))
+    assert g["beta_likeness"] == "enhanced" and g["beta"] == pytest.approx(gain.max().max())
+    assert g["beta_requested"] == 1.5 and g["beta"] <= 1.5
+
+
+@pytest.mark.parametrize("params,named", [
+    ({"l_diversity": "entropy"}, "l_diversity = 'entropy' reads l, and l is not given"),
+    ({"l": 2, "l_diversity": "recursive"}, "l_diversity = 'recursive' needs c"),
+    ({"l": 2, "c": 3}, "c is recursive (c,l)-diversity's"),
+    ({"beta_likeness": "basic"}, "beta_likeness chooses how beta is read"),
+    ({"beta": 0}, "beta"),
+    ({"delta_disclosure": -1}, "delta_disclosure"),
+])
+def test_kanonymity_refuses_a_model_half_given(client, owner_adult, params, named):
+    headers, ds = owner_adult
+    r = submit(client, headers, "kanonymity", {"k": 5, "sensitive": "occupation", **params}, dataset_id=ds["id"])
+    assert r.status_code == 422, r.text
+    assert r.headers["content-type"].startswith("application/problem+json")
+    assert named in r.text

@@ -65,6 +65,14 @@ def _feasible(constraints: Constraints, sensitive: Sensitive | None, n: int) -> 
     if constraints.alpha is not None and stats.max_share[0] > constraints.alpha + 1e-12:
         raise MethodInputError(f"a value of {sensitive.column!r} holds {stats.max_share[0]:.4f} of the "
                                f"whole table: alpha = {constraints.alpha} is impossible")
+    if constraints.l_diversity == "entropy" and not stats.satisfied(constraints)[0]:
+        raise MethodInputError(f"sensitive column {sensitive.column!r} has entropy {stats.entropy[0]:.4f} "
+                               f"in the whole table (as diverse as {np.exp(stats.entropy[0]):.3f} equally "
+                               f"frequent values): entropy l = {constraints.l} is impossible")
+    if constraints.l_diversity == "recursive" and not stats.satisfied(constraints)[0]:
+        raise MethodInputError(f"the whole table's counts of {sensitive.column!r} give r1 / (r_l + … + r_m) "
+                               f"= {stats.recursive_ratio[0]:.4f}, not below c = {constraints.c:g}: "
+                               f"recursive (c,l)-diversity with l = {constraints.l} is impossible")
 
 
 def flat_warning(columns: list[str]) -> str:
@@ -142,7 +150,9 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
     generalized = time.perf_counter()
     achieved = verify_release(
         out, quasi_identifiers, k=constraints.k, sensitive=sensitive, l=constraints.l,
-        alpha=constraints.alpha, t=constraints.t,
+        alpha=constraints.alpha, t=constraints.t, l_diversity=constraints.l_diversity, c=constraints.c,
+        beta=constraints.beta, beta_likeness=constraints.beta_likeness,
+        delta_disclosure=constraints.delta_disclosure,
         table_values=sens.values if sens is not None else None,
         table_dist=sens.table_dist if sens is not None else None,
         ordered=bool(sens is not None and sens.ordered))

@@ -12,8 +12,9 @@ search is best-first on that bound (branch and bound): it stops when the next bo
 better than the best loss found, which makes the result optimal.
 
 Pruning by monotonicity (generalizing merges classes; k-anonymity and distinct l-diversity are
-monotone with or without suppression, α and t without suppression — with suppression only their
-k and l part is used to prune): a class of the projection onto two columns is a union of the
+monotone with or without suppression, every other model — entropy and recursive l, α, t, β,
+δ-disclosure — without suppression only; with suppression the projections are tested on k and
+distinct l alone, which every l-diversity reading implies): a class of the projection onto two columns is a union of the
 node's classes, so when the 2-column projection at the node's levels already suppresses more
 than the limit, so does the node, and so does every node below it. All pairs are tabulated
 once (cheap), which rules most nodes out without a look at the full table. Nodes above a
@@ -140,7 +141,7 @@ def lattice_search(trees: list[Tree], constraints: Constraints, sensitive: Sensi
     limit = int(np.floor(suppression * n + 1e-9))
     heights = [t.height for t in trees]
     size = int(np.prod([h + 1 for h in heights]))
-    monotone = suppression == 0 or (constraints.alpha is None and constraints.t is None)
+    monotone = suppression == 0 or constraints.monotone_with_suppression
     if size > max_nodes:
         return _greedy(cols, constraints, sensitive, limit, began, size)
     nodes = np.array(list(itertools.product(*[range(h + 1) for h in heights])), dtype=np.int64)
@@ -183,7 +184,8 @@ def _projection_filter(cols: _Columns, nodes: np.ndarray, c: Constraints, sensit
                        limit: int, monotone: bool) -> np.ndarray:
     """False for nodes ruled out by a single column or a pair of columns (see module doc)."""
     q_count = len(cols.trees)
-    # α and t with suppression are not monotone: project only k and l then
+    # the other models are not monotone with suppression: project only k and distinct l then
+    # (entropy l ≥ ln l and recursive (c,l) both need l distinct values, so this only relaxes)
     proj = c if monotone else Constraints(k=c.k, l=c.l)
     ok = np.ones(len(nodes), dtype=bool)
     for pair in list(itertools.combinations(range(q_count), 2)) or [(0,)]:

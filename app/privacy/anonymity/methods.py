@@ -38,13 +38,32 @@ class KAnonymityParams(Params):
         None, max_length=32, description="columns to generalize; default: the schema's quasi-identifiers")
     sensitive: str | None = Field(
         None, description="sensitive column for l, alpha and t; default: the schema's single sensitive column")
-    l: int | None = Field(None, ge=2, le=10_000, description="distinct l-diversity (p-sensitivity): "
-                          "at least l distinct sensitive values per class")
+    l: int | None = Field(None, ge=2, le=10_000, description="l-diversity, read as l_diversity says "
+                          "(by default distinct l-diversity = p-sensitivity: at least l distinct "
+                          "sensitive values per class)")
+    l_diversity: Literal["distinct", "entropy", "recursive"] = Field(
+        "distinct", description="how l is read: 'distinct' (at least l distinct values), 'entropy' "
+        "(every class's sensitive entropy −Σ p ln p at least ln l), 'recursive' (recursive "
+        "(c,l)-diversity: the commonest value's count r1 below c times the sum of the l-th "
+        "commonest and rarer, r1 < c (r_l + … + r_m); needs c)")
+    c: float | None = Field(None, gt=0.0, le=10_000.0, description="recursive (c,l)-diversity's c "
+                            "(with l_diversity 'recursive' only)")
     alpha: float | None = Field(None, gt=0.0, le=1.0, description="(α,k)-anonymity: no sensitive "
                                 "value above this share of a class")
     t: float | None = Field(None, ge=0.0, le=1.0, description="t-closeness: EMD between each class's "
                             "sensitive distribution and the table's at most t (ordered distance for "
                             "a numeric sensitive column, equal distance for a categorical one)")
+    beta: float | None = Field(None, gt=0.0, le=1_000_000.0, description="β-likeness: no sensitive "
+                               "value's share in a class exceeds its share q in the whole table by a "
+                               "relative gain (p − q)/q above beta (or, enhanced, above min(beta, −ln q))")
+    beta_likeness: Literal["basic", "enhanced"] = Field(
+        "enhanced", description="which β-likeness (Cao & Karras 2012): 'enhanced' also caps each "
+        "value's gain at −ln q, which binds for common values (a class's share stays below "
+        "q (1 − ln q) < 1); 'basic' caps every gain at beta")
+    delta_disclosure: float | None = Field(
+        None, gt=0.0, le=100.0, description="δ-disclosure privacy (Brickell & Shmatikov 2008): "
+        "|ln(p/q)| below this for every class and every sensitive value of the table (p the class's "
+        "share, q the table's), so every class holds every value")
     suppression: float = Field(0.0, ge=0.0, le=0.5, description="lattice: largest share of records "
                                "that may be suppressed (removed), e.g. 0.04 for 4%")
     time_budget: float = Field(30.0, gt=0.0, le=600.0, description="lattice: seconds of search after "
@@ -71,6 +90,14 @@ class KAnonymityParams(Params):
     def _combination(self):
         if self.l is not None and self.l > self.k:
             raise ValueError("l cannot exceed k: a class of k records holds at most k distinct values")
+        if self.l is None and self.l_diversity != "distinct":
+            raise ValueError(f"l_diversity = '{self.l_diversity}' reads l, and l is not given")
+        if (self.l_diversity == "recursive") != (self.c is not None):
+            raise ValueError("c is recursive (c,l)-diversity's: give l, l_diversity = 'recursive' and c "
+                             "together" if self.c is not None else
+                             "l_diversity = 'recursive' needs c (r1 < c (r_l + … + r_m))")
+        if self.beta is None and self.beta_likeness != "enhanced":
+            raise ValueError("beta_likeness chooses how beta is read, and beta is not given")
         # an option of the other algorithm was ignored without a word: suppression = 0.04 with
         # Mondrian (which suppresses nothing) released a coarser table than the caller asked for
         ignored = [f"{name} = {getattr(self, name)!r}" for name in _ONLY_FOR[_OTHER[self.algorithm]]
@@ -82,7 +109,9 @@ class KAnonymityParams(Params):
         return self
 
     def constraints(self) -> Constraints:
-        return Constraints(k=self.k, l=self.l, alpha=self.alpha, t=self.t)
+        return Constraints(k=self.k, l=self.l, alpha=self.alpha, t=self.t, l_diversity=self.l_diversity,
+                           c=self.c, beta=self.beta, beta_likeness=self.beta_likeness,
+                           delta_disclosure=self.delta_disclosure)
 
     def options(self) -> Options:
         return Options(algorithm=self.algorithm, suppression=self.suppression,
@@ -166,6 +195,21 @@ def guarantees_of(result: Anonymized, constraints: Constraints, qis: list[str], 
     if constraints.l is not None:
         statements.append(f"distinct l-diversity: every class has at least {achieved['l']} distinct "
                           "sensitive values")
+    if "entropy_l" in achieved:
+        statements.append(f"entropy l-diversity: every class's sensitive entropy is at least "
+                          f"ln {achieved['entropy_l']:.4f} (l requested: {constraints.l})")
+    if "recursive_c" in achieved:
+        statements.append(f"recursive (c,l)-diversity with l = {constraints.l}: in every class "
+                          f"r1 / (r_l + … + r_m) ≤ {achieved['recursive_c']:.4f} (below c = {constraints.c:g})")
+    if constraints.delta_disclosure is not None:
+        statements.append(f"δ-disclosure privacy: every class holds every sensitive value, each at "
+                          f"|ln(class share / table share)| ≤ {achieved['delta_disclosure']:.4f} "
+                          f"(below δ = {constraints.delta_disclosure:g})")
+    if constraints.beta is not None:
+        cap = "" if constraints.beta_likeness == "basic" else " and within −ln of its table share"
+        statements.append(f"{constraints.beta_likeness} β-likeness: no sensitive value's share in a class "
+                          f"exceeds its table share by a relative gain above {achieved['beta']:.4f}"
+                          f"{cap} (β requested: {constraints.beta:g})")
     if constraints.alpha is not None:
         statements.append(f"(α,k)-anonymity: no sensitive value exceeds a share {achieved['alpha']:.4f} "
                           "of its class")
@@ -182,9 +226,28 @@ def guarantees_of(result: Anonymized, constraints: Constraints, qis: list[str], 
         warnings=[*result.warnings, *(extra_warnings or [])],
         k=achieved["k"], k_requested=constraints.k, l=achieved.get("l"), alpha=achieved.get("alpha"),
         t=achieved.get("t"), t_distance=result.metadata.get("t_distance"),
+        **_other_models(constraints, achieved),
         suppressed=result.metrics["suppressed"], verified=True,
         determined_by_unprotected=determined or {},
     )
+
+
+def _other_models(constraints: Constraints, achieved: dict) -> dict:
+    """The guarantee's figures of the models beyond k, distinct l, α and t: only those asked for."""
+    figures: dict = {}
+    if constraints.l is not None:
+        figures["l_diversity"] = constraints.l_diversity
+    if "entropy_l" in achieved:
+        figures["entropy_l"] = achieved["entropy_l"]
+    if "recursive_c" in achieved:
+        figures.update(recursive_c=achieved["recursive_c"], c_requested=constraints.c)
+    if constraints.delta_disclosure is not None:
+        figures.update(delta_disclosure=achieved["delta_disclosure"],
+                       delta_disclosure_requested=constraints.delta_disclosure)
+    if constraints.beta is not None:
+        figures.update(beta=achieved["beta"], beta_requested=constraints.beta,
+                       beta_likeness=constraints.beta_likeness)
+    return figures
 
 
 GENERALIZING = ("kanonymity", "rfk_anonymity")  # the methods whose releases hold generalized values

@@ -1,13 +1,27 @@
 """The privacy models as constraints on equivalence classes, vectorized over classes.
 
 - k-anonymity: every class has ≥ k records;
-- distinct l-diversity (= p-sensitivity): ≥ l distinct sensitive values in every class;
+- l-diversity (Machanavajjhala et al. 2007) in three readings: distinct (= p-sensitivity), ≥ l
+  distinct sensitive values in every class; entropy, the class's sensitive entropy
+  −Σ p ln p ≥ ln l; recursive (c,l), r₁ < c (r_l + r_{l+1} + … + r_m) with r₁ ≥ r₂ ≥ … the
+  class's value counts in decreasing order;
 - (α,k)-anonymity: no sensitive value holds more than a share α of a class;
 - t-closeness: the Earth Mover's Distance between a class's sensitive distribution and the
   whole table's is ≤ t. Numeric sensitive column: the ordered distance over its m distinct
   values, EMD = Σ_i |Σ_{j≤i} (p_j − q_j)| / (m − 1) (Li, Li & Venkatasubramanian 2007);
   categorical: the equal distance, EMD = ½ Σ_j |p_j − q_j| (total variation).
+- δ-disclosure privacy (Brickell & Shmatikov 2008): |ln(p_c(s) / q(s))| < δ for every class c
+  and every value s of the table (so every class holds every value);
+- β-likeness (Cao & Karras 2012), p_c(s) the class's share, q(s) the table's: basic,
+  (p_c(s) − q(s)) / q(s) ≤ β for every s; enhanced, ≤ min(β, −ln q(s)), which binds for
+  common values: p_c(s) ≤ q(s)(1 − ln q(s)) < 1, so no class is ever all one value.
 (p,α,k)-anonymity is k, l = p and α together.
+
+Generalizing merges classes, and every model here passes a merged class whose parts all pass
+(the shares of the merge are a convex combination of its parts'; entropy is concave; the
+recursive test is monotone by Machanavajjhala et al.'s Theorem). With suppression, a passing
+class merged with a failing one can fail under every model but k and distinct l: the lattice
+uses ``monotone_with_suppression`` to know which projections it may prune by.
 
 Classes are given as integer ids per record; the sensitive column as integer codes (in value
 order for a numeric column). Small domains use a dense classes × values count matrix; large
@@ -17,6 +31,7 @@ ones work on the sorted (class, value) pairs, so the cost is O(n log n) whatever
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -26,25 +41,46 @@ from app.privacy.registry import MethodInputError
 _DENSE_CELLS = 8_000_000  # classes × values above which the pair form is used
 
 
+LDiversity = Literal["distinct", "entropy", "recursive"]
+BetaLikeness = Literal["basic", "enhanced"]
+_TOL = 1e-12  # float slack of a "≤" on shares (a class exactly at α, t or β passes)
+
+
 @dataclass(frozen=True)
 class Constraints:
     k: int
     l: int | None = None  # noqa: E741 - the model's name
     alpha: float | None = None
     t: float | None = None
+    l_diversity: LDiversity = "distinct"
+    c: float | None = None  # recursive (c,l)-diversity
+    beta: float | None = None
+    beta_likeness: BetaLikeness = "enhanced"
+    delta_disclosure: float | None = None
 
     @property
     def needs_sensitive(self) -> bool:
-        return self.l is not None or self.alpha is not None or self.t is not None
+        return any(v is not None for v in (self.l, self.alpha, self.t, self.beta, self.delta_disclosure))
+
+    @property
+    def monotone_with_suppression(self) -> bool:
+        """Whether a class that passes still passes merged with any other (see module doc)."""
+        return (self.alpha is None and self.t is None and self.beta is None
+                and self.delta_disclosure is None and (self.l is None or self.l_diversity == "distinct"))
 
     def describe(self) -> str:
         parts = [f"k={self.k}"]
         if self.l is not None:
-            parts.append(f"l={self.l} (distinct)")
+            parts.append(f"l={self.l} ({self.l_diversity}" + (f", c={self.c:g})" if self.l_diversity
+                                                               == "recursive" else ")"))
         if self.alpha is not None:
             parts.append(f"alpha={self.alpha:g}")
         if self.t is not None:
             parts.append(f"t={self.t:g}")
+        if self.beta is not None:
+            parts.append(f"beta={self.beta:g} ({self.beta_likeness})")
+        if self.delta_disclosure is not None:
+            parts.append(f"delta_disclosure={self.delta_disclosure:g}")
         return ", ".join(parts)
 
 
@@ -80,25 +116,43 @@ class Sensitive:
 
 @dataclass
 class ClassStats:
+    """Per class: size, and what the constraints asked need — distinct values, top share,
+    EMD, entropy (nats), the recursive ratio r₁ / (r_l + … + r_m) (inf when the tail is
+    empty), the largest |ln(p_c(s)/q(s))| (inf when a value is missing), and the largest
+    relative gain (p_c(s) − q(s))/q(s) with, for enhanced β, its excess over min(β, −ln q(s))."""
     size: np.ndarray
     distinct: np.ndarray | None = None
     max_share: np.ndarray | None = None
     distance: np.ndarray | None = None
+    entropy: np.ndarray | None = None
+    recursive_ratio: np.ndarray | None = None
+    disclosure: np.ndarray | None = None
+    gain: np.ndarray | None = None
+    gain_excess: np.ndarray | None = None
 
     def satisfied(self, c: Constraints) -> np.ndarray:
         ok = self.size >= c.k
         if c.l is not None:
-            ok &= self.distinct >= c.l
+            if c.l_diversity == "distinct":
+                ok &= self.distinct >= c.l
+            elif c.l_diversity == "entropy":
+                ok &= self.entropy >= np.log(c.l) - _TOL
+            else:  # strict, as defined: r₁ < c (r_l + … + r_m)
+                ok &= self.recursive_ratio < c.c
         if c.alpha is not None:
-            ok &= self.max_share <= c.alpha + 1e-12
+            ok &= self.max_share <= c.alpha + _TOL
         if c.t is not None:
-            ok &= self.distance <= c.t + 1e-12
+            ok &= self.distance <= c.t + _TOL
+        if c.delta_disclosure is not None:  # strict, as defined
+            ok &= self.disclosure < c.delta_disclosure
+        if c.beta is not None:
+            ok &= (self.gain <= c.beta + _TOL) if c.beta_likeness == "basic" else (self.gain_excess <= _TOL)
         return ok
 
 
 def class_stats(class_ids: np.ndarray, n_classes: int, c: Constraints,
                 sensitive: Sensitive | None) -> ClassStats:
-    """Size, and what the constraints need (distinct values, top share, EMD), per class."""
+    """Size, and what the constraints need, per class."""
     size = np.bincount(class_ids, minlength=n_classes)
     stats = ClassStats(size=size)
     if not c.needs_sensitive:
@@ -110,6 +164,12 @@ def class_stats(class_ids: np.ndarray, n_classes: int, c: Constraints,
     return _sensitive_stats(stats, class_ids, s, n_classes, c, sensitive)
 
 
+def _gain_threshold(c: Constraints, q: np.ndarray) -> np.ndarray:
+    """Enhanced β-likeness: the largest relative gain each value may have, min(β, −ln q(s))."""
+    with np.errstate(divide="ignore"):
+        return np.minimum(c.beta, -np.log(q))
+
+
 def stats_from_counts(counts: np.ndarray, c: Constraints, sensitive: Sensitive) -> ClassStats:
     """Class statistics from a dense classes × sensitive-values count matrix."""
     size = counts.sum(axis=1)
@@ -117,15 +177,32 @@ def stats_from_counts(counts: np.ndarray, c: Constraints, sensitive: Sensitive) 
     if not c.needs_sensitive:
         return stats
     safe = np.maximum(size, 1)
+    q = sensitive.table_dist
     stats.distinct = (counts > 0).sum(axis=1)
     stats.max_share = counts.max(axis=1) / safe
+    share = counts / safe[:, None]
     if c.t is not None:
-        diff = counts / safe[:, None] - sensitive.table_dist[None, :]
+        diff = share - q[None, :]
         if sensitive.ordered:
             m = counts.shape[1]
             stats.distance = np.abs(np.cumsum(diff, axis=1)[:, :-1]).sum(axis=1) / max(m - 1, 1)
         else:
             stats.distance = 0.5 * np.abs(diff).sum(axis=1)
+    if c.l is not None and c.l_diversity == "entropy":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            stats.entropy = -np.where(counts > 0, share * np.log(share), 0.0).sum(axis=1)
+    if c.l is not None and c.l_diversity == "recursive":
+        ranked = -np.sort(-counts, axis=1)  # each class's counts, largest first
+        tail = ranked[:, c.l - 1:].sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            stats.recursive_ratio = np.where(tail > 0, ranked[:, 0] / np.maximum(tail, 1), np.inf)
+    if c.delta_disclosure is not None:
+        with np.errstate(divide="ignore"):
+            stats.disclosure = np.abs(np.log(share / q[None, :])).max(axis=1)
+    if c.beta is not None:
+        gain = share / q[None, :] - 1.0
+        stats.gain = gain.max(axis=1)
+        stats.gain_excess = (gain - _gain_threshold(c, q)[None, :]).max(axis=1)
     return stats
 
 
@@ -143,15 +220,42 @@ def _sensitive_stats(stats: ClassStats, g: np.ndarray, s: np.ndarray, n_classes:
     top = np.zeros(n_classes, dtype=np.int64)
     np.maximum.at(top, pg, count)
     stats.max_share = top / size
+    share = count / size[pg]
+    q = sensitive.table_dist
     if c.t is not None:
-        share = count / size[pg]
-        q = sensitive.table_dist
         if sensitive.ordered:
             stats.distance = _ordered_emd_pairs(pg, ps, share, q, n_classes)
         else:
             part = np.abs(share - q[ps]) - q[ps]
             stats.distance = 0.5 * (np.bincount(pg, weights=part, minlength=n_classes) + 1.0)
+    if c.l is not None and c.l_diversity == "entropy":
+        stats.entropy = -np.bincount(pg, weights=share * np.log(share), minlength=n_classes)
+    if c.l is not None and c.l_diversity == "recursive":
+        by_count = np.lexsort((-count, pg))  # within each class, largest count first
+        ranked_class = pg[by_count]
+        first = np.searchsorted(ranked_class, ranked_class, side="left")
+        rank = np.arange(len(by_count)) - first
+        tail = np.bincount(ranked_class[rank >= c.l - 1], weights=count[by_count][rank >= c.l - 1],
+                           minlength=n_classes)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            stats.recursive_ratio = np.where(tail > 0, top / np.maximum(tail, 1), np.inf)
+    if c.delta_disclosure is not None:  # a class without some value of the table is at infinity
+        disclosure = _class_max(pg, np.abs(np.log(share / q[ps])), n_classes, fill=np.inf)
+        stats.disclosure = np.where(stats.distinct < m, np.inf, disclosure)
+    if c.beta is not None:  # a value a class lacks has gain −1: below any bound
+        gain = share / q[ps] - 1.0
+        stats.gain = np.maximum(_class_max(pg, gain, n_classes, fill=-1.0), -1.0)
+        stats.gain_excess = _class_max(pg, gain - _gain_threshold(c, q)[ps], n_classes, fill=-np.inf)
     return stats
+
+
+def _class_max(pg: np.ndarray, values: np.ndarray, n_classes: int, fill: float) -> np.ndarray:
+    """Largest value per class over pairs sorted by class; ``fill`` for a class with none."""
+    out = np.full(n_classes, fill, dtype=float)
+    if len(pg):
+        first = np.flatnonzero(np.r_[True, pg[1:] != pg[:-1]])
+        out[pg[first]] = np.maximum.reduceat(values, first)
+    return out
 
 
 def _ordered_emd_pairs(pg: np.ndarray, ps: np.ndarray, share: np.ndarray, q: np.ndarray,

@@ -3,7 +3,9 @@
 Deliberately separate from the algorithms' own bookkeeping: it reads only the released frame
 (the strings a user downloads), groups records by their released quasi-identifier values and
 recomputes k, distinct l, the top share α and the t-closeness distance from scratch.
-A release that fails is an error (:class:`VerificationError`), never a result.
+The other models (entropy and recursive l-diversity, δ-disclosure, β-likeness) are recomputed
+here from the (class, value) counts, written from their definitions rather than shared with
+models.py. A release that fails is an error (:class:`VerificationError`), never a result.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ class Achieved:
     l: int | None = None  # noqa: E741
     alpha: float | None = None
     t: float | None = None
+    entropy_l: float | None = None  # smallest e^H over classes: "as diverse as this many values"
+    recursive_c: float | None = None  # largest r₁ / (r_l + … + r_m) over classes
+    delta_disclosure: float | None = None  # largest |ln(p_c(s) / q(s))|
+    beta: float | None = None  # largest relative gain (p_c(s) − q(s)) / q(s)
 
     def as_dict(self) -> dict:
         return {key: value for key, value in self.__dict__.items() if value is not None}
@@ -55,11 +61,14 @@ def verify_release(frame: pd.DataFrame, quasi_identifiers: list[str], *, k: int,
                    sensitive: str | None = None, l: int | None = None,  # noqa: E741
                    alpha: float | None = None, t: float | None = None,
                    table_values: np.ndarray | None = None, table_dist: np.ndarray | None = None,
-                   ordered: bool = False) -> Achieved:
+                   ordered: bool = False, l_diversity: str = "distinct", c: float | None = None,
+                   beta: float | None = None, beta_likeness: str = "enhanced",
+                   delta_disclosure: float | None = None) -> Achieved:
     """Recompute the privacy figures of ``frame``; raise VerificationError if any is not met.
 
-    For t-closeness, ``table_values`` (sorted for an ordered column) and ``table_dist`` are the
-    sensitive domain and the distribution of the whole input table."""
+    For t-closeness, δ-disclosure and β-likeness, ``table_values`` (sorted for an ordered
+    column) and ``table_dist`` are the sensitive domain and the distribution of the whole input
+    table. ``l`` is read as ``l_diversity`` says (distinct, entropy, recursive with ``c``)."""
     n = len(frame)
     ids = equivalence_classes(frame, quasi_identifiers)
     sizes = np.bincount(ids) if n else np.zeros(0, dtype=np.int64)
@@ -67,7 +76,7 @@ def verify_release(frame: pd.DataFrame, quasi_identifiers: list[str], *, k: int,
     failures = []
     if n and achieved.k < k:
         failures.append(f"a class has {achieved.k} records, fewer than k = {k}")
-    if sensitive is not None and n and (l is not None or alpha is not None or t is not None):
+    if sensitive is not None and n and any(v is not None for v in (l, alpha, t, beta, delta_disclosure)):
         codes, m = _sensitive_codes(frame[sensitive], ordered, table_values)
         pair, count = np.unique(ids * m + codes, return_counts=True)  # sorted by class
         pair_class = pair // m
@@ -76,8 +85,20 @@ def verify_release(frame: pd.DataFrame, quasi_identifiers: list[str], *, k: int,
         top = np.maximum.reduceat(count, first) / sizes
         if l is not None:
             achieved.l = int(distinct.min())
-            if achieved.l < l:
+            if l_diversity == "distinct" and achieved.l < l:
                 failures.append(f"a class has {achieved.l} distinct sensitive values, fewer than l = {l}")
+        if l is not None and l_diversity == "entropy":
+            smallest = _smallest_entropy_l(pair_class, count, sizes)
+            # 12 digits: a class of 5 equally frequent values is e^H = 5, not 4.999999999999998
+            achieved.entropy_l = float(f"{smallest:.12g}")
+            if smallest < l * (1 - 1e-9):
+                failures.append(f"a class is as diverse as {smallest:.4f} equally frequent "
+                                f"values (e^entropy), below entropy l = {l}")
+        if l is not None and l_diversity == "recursive":
+            achieved.recursive_c = _largest_recursive_ratio(pair_class, count, len(sizes), l)
+            if not achieved.recursive_c < c:
+                failures.append(f"a class has r1 / (r_l + … + r_m) = {achieved.recursive_c:.4f}, not "
+                                f"below c = {c:g} (recursive (c,l)-diversity, l = {l})")
         if alpha is not None:
             achieved.alpha = float(top.max())
             if achieved.alpha > alpha + 1e-9:
@@ -86,9 +107,50 @@ def verify_release(frame: pd.DataFrame, quasi_identifiers: list[str], *, k: int,
             achieved.t = _max_distance(ids, codes, sizes, table_dist, ordered)
             if achieved.t > t + 1e-9:
                 failures.append(f"a class is at distance {achieved.t:.4f} from the table, above t = {t}")
+        if delta_disclosure is not None or beta is not None:
+            if table_dist is None:
+                raise ValueError("delta_disclosure and beta are relative to the input table: give table_dist")
+            shares = count / sizes[pair_class]
+            q = np.asarray(table_dist, dtype=float)[pair % m]
+        if delta_disclosure is not None:
+            missing = bool((distinct < m).any())  # ln 0: a value of the table absent from a class
+            achieved.delta_disclosure = float("inf") if missing else float(np.abs(np.log(shares / q)).max())
+            if not achieved.delta_disclosure < delta_disclosure + 1e-9:
+                failures.append("a class lacks a sensitive value of the table" if missing else
+                                f"a class's share of a sensitive value is e^{achieved.delta_disclosure:.4f} "
+                                f"times the table's, not below e^delta_disclosure = e^{delta_disclosure:g}")
+        if beta is not None:
+            gain = shares / q - 1.0
+            achieved.beta = max(float(gain.max()), 0.0)
+            bound = beta if beta_likeness == "basic" else np.minimum(beta, -np.log(q))
+            worst = float((gain - bound).max())
+            if worst > 1e-9:
+                failures.append(f"a class's share of a sensitive value exceeds the table's by a relative "
+                                f"gain above {beta_likeness} beta = {beta:g}"
+                                + ("" if beta_likeness == "basic" else " (or above -ln of its table share)"))
     if failures:
         raise VerificationError("release failed its independent check: " + "; ".join(failures))
     return achieved
+
+
+def _smallest_entropy_l(pair_class: np.ndarray, count: np.ndarray, sizes: np.ndarray) -> float:
+    """min over classes of e^H, H = −Σ_s p ln p over the class's own values."""
+    p = count / sizes[pair_class]
+    entropy = -np.bincount(pair_class, weights=p * np.log(p), minlength=len(sizes))
+    return float(np.exp(entropy.min()))
+
+
+def _largest_recursive_ratio(pair_class: np.ndarray, count: np.ndarray, n_classes: int, l: int) -> float:  # noqa: E741
+    """max over classes of r₁ / (r_l + … + r_m): each class's counts sorted in decreasing order,
+    the ones from the l-th on summed (inf when a class has fewer than l values)."""
+    order = np.lexsort((-count, pair_class))
+    cls, ranked = pair_class[order], count[order]
+    position = np.arange(len(cls)) - np.searchsorted(cls, cls)  # 0 for each class's largest
+    tail = np.bincount(cls, weights=np.where(position >= l - 1, ranked, 0), minlength=n_classes)
+    first = np.bincount(cls, weights=np.where(position == 0, ranked, 0), minlength=n_classes)
+    if (tail == 0).any():
+        return float("inf")
+    return float((first / tail).max())
 
 
 def _sensitive_codes(values: pd.Series, ordered: bool, table_values: np.ndarray | None) -> tuple[np.ndarray, int]:

@@ -1,0 +1,211 @@
+"""Entropy and recursive (c,l)-diversity, δ-disclosure privacy and β-likeness: the vectorized
+class statistics (dense and pair forms) against each model's definition computed class by
+class, monotonicity under merging, the independent check, and releases of Adult that meet
+each model — checked on the released table by the definitions, not by Veil's code."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from app.privacy.anonymity import models
+from app.privacy.anonymity.anonymize import Options, anonymize
+from app.privacy.anonymity.hierarchies import parse_arx_hierarchy
+from app.privacy.anonymity.models import Constraints, Sensitive, class_stats
+from app.privacy.anonymity.verify import VerificationError, verify_release
+from app.privacy.registry import MethodInputError
+from tests.privacy.test_anonymity_support import adult_columns, adult_complete, adult_hierarchy_text
+
+
+# --------------------------------------------------------------- the definitions, class by class
+def entropy(counts: list[int]) -> float:
+    n = sum(counts)
+    return -sum(c / n * math.log(c / n) for c in counts if c)
+
+
+def recursive_holds(counts: list[int], c: float, l: int) -> bool:  # noqa: E741
+    r = sorted((x for x in counts if x), reverse=True)
+    return len(r) >= l and r[0] < c * sum(r[l - 1:])
+
+
+def disclosure(counts: list[int], q: list[float]) -> float:
+    n = sum(counts)
+    return max(abs(math.log(x / n / qs)) if x else math.inf for x, qs in zip(counts, q))
+
+
+def beta_holds(counts: list[int], q: list[float], beta: float, enhanced: bool) -> bool:
+    n = sum(counts)
+    return all((x / n - qs) / qs <= (min(beta, -math.log(qs)) if enhanced else beta) + 1e-12
+               for x, qs in zip(counts, q))
+
+
+def class_counts(frame: pd.DataFrame, qis: list[str], sensitive: str, domain: list) -> list[list[int]]:
+    table = pd.crosstab([frame[q].astype(str) for q in qis], frame[sensitive].astype(str))
+    return table.reindex(columns=[str(v) for v in domain], fill_value=0).to_numpy().tolist()
+
+
+# ----------------------------------------------------------------------------- class statistics
+def random_table(rng, n_classes: int, m: int, n: int):
+    g = rng.integers(0, n_classes, n)
+    s = rng.choice(m, n, p=rng.dirichlet(np.full(m, 0.7)))
+    s = np.unique(s, return_inverse=True)[1].astype(np.int32)  # codes of the values present
+    m = int(s.max()) + 1
+    sens = Sensitive(column="s", codes=s, ordered=False, table_dist=np.bincount(s, minlength=m) / n)
+    return g, sens, m
+
+
+@pytest.mark.parametrize("pair_form", [False, True])
+def test_class_statistics_follow_the_definitions(monkeypatch, pair_form):
+    if pair_form:
+        monkeypatch.setattr(models, "_DENSE_CELLS", 0)
+    rng = np.random.default_rng(7)
+    for trial in range(30):
+        g, sens, m = random_table(rng, int(rng.integers(1, 40)), int(rng.integers(2, 9)), 400)
+        n_classes = int(g.max()) + 1
+        l, c = int(rng.integers(2, 4)), float(rng.choice([0.5, 1.0, 2.0, 3.0]))  # noqa: E741
+        beta, delta = float(rng.choice([0.3, 1.0, 4.0])), float(rng.choice([0.5, 1.0, 2.0]))
+        q = sens.table_dist.tolist()
+        counts = [np.bincount(sens.codes[g == cls], minlength=m).tolist() for cls in range(n_classes)]
+        present = [sum(row) > 0 for row in counts]
+        for kind, con, expect in [
+            ("entropy", Constraints(k=1, l=l, l_diversity="entropy"),
+             [entropy(r) >= math.log(l) - 1e-12 for r in counts]),
+            ("recursive", Constraints(k=1, l=l, l_diversity="recursive", c=c),
+             [recursive_holds(r, c, l) for r in counts]),
+            ("delta", Constraints(k=1, delta_disclosure=delta), [disclosure(r, q) < delta for r in counts]),
+            ("basic beta", Constraints(k=1, beta=beta, beta_likeness="basic"),
+             [beta_holds(r, q, beta, False) for r in counts]),
+            ("enhanced beta", Constraints(k=1, beta=beta), [beta_holds(r, q, beta, True) for r in counts]),
+        ]:
+            got = class_stats(g, n_classes, con, sens).satisfied(con)
+            assert [bool(x) for x, p in zip(got, present) if p] == [e for e, p in zip(expect, present) if p], \
+                (trial, kind)
+        stats = class_stats(g, n_classes, Constraints(k=1, l=l, l_diversity="entropy"), sens)
+        assert np.allclose([stats.entropy[i] for i in range(n_classes) if present[i]],
+                           [entropy(r) for r, p in zip(counts, present) if p])
+
+
+def test_every_model_passes_a_merge_of_passing_classes():
+    """Why the lattice may prune by projections without suppression: two classes that pass, merged,
+    pass (recursive (c,l) by Machanavajjhala et al.'s theorem; the others by convexity)."""
+    rng = np.random.default_rng(11)
+    checked = 0
+    for _ in range(3000):
+        m = int(rng.integers(2, 6))
+        q = rng.dirichlet(np.ones(m))
+        a, b = rng.multinomial(int(rng.integers(3, 30)), rng.dirichlet(np.ones(m))), \
+            rng.multinomial(int(rng.integers(3, 30)), rng.dirichlet(np.ones(m)))
+        for con in [Constraints(k=1, l=2, l_diversity="entropy"),
+                    Constraints(k=1, l=2, l_diversity="recursive", c=2.0),
+                    Constraints(k=1, delta_disclosure=1.0), Constraints(k=1, beta=0.8),
+                    Constraints(k=1, beta=0.8, beta_likeness="basic")]:
+            sens = Sensitive(column="s", codes=np.zeros(1, np.int32), ordered=False, table_dist=q)
+            ok = models.stats_from_counts(np.array([a, b, a + b]), con, sens).satisfied(con)
+            if ok[0] and ok[1]:
+                checked += 1
+                assert ok[2], (con, a, b)
+    assert checked > 1000
+
+
+# --------------------------------------------------------------------------- the independent check
+def test_verify_refuses_a_release_that_breaks_each_model():
+    # class x: 4 a, 1 b; class y: 1 a, 4 b — table 5 a, 5 b
+    frame = pd.DataFrame({"q": ["x"] * 5 + ["y"] * 5, "s": list("aaaab") + list("abbbb")})
+    common = dict(k=5, sensitive="s", table_values=np.array(["a", "b"]), table_dist=np.array([0.5, 0.5]))
+    e_l = math.exp(entropy([4, 1]))  # 1.649
+    assert verify_release(frame, ["q"], l=1, l_diversity="entropy", **common).entropy_l == pytest.approx(e_l)
+    with pytest.raises(VerificationError, match="below entropy l = 2"):
+        verify_release(frame, ["q"], l=2, l_diversity="entropy", **common)
+    # recursive (c, 2): r1 = 4, r2 = 1: holds for c > 4 only
+    assert verify_release(frame, ["q"], l=2, l_diversity="recursive", c=4.01, **common).recursive_c == 4.0
+    with pytest.raises(VerificationError, match="not below c = 4"):
+        verify_release(frame, ["q"], l=2, l_diversity="recursive", c=4.0, **common)
+    # δ-disclosure: |ln(0.8/0.5)| = 0.47, |ln(0.2/0.5)| = 0.916
+    got = verify_release(frame, ["q"], delta_disclosure=0.92, **common)
+    assert got.delta_disclosure == pytest.approx(math.log(2.5))
+    with pytest.raises(VerificationError, match="e\\^delta_disclosure"):
+        verify_release(frame, ["q"], delta_disclosure=0.9, **common)
+    # β: the gain (0.8 − 0.5)/0.5 = 0.6; enhanced caps it at −ln 0.5 = 0.693 too
+    assert verify_release(frame, ["q"], beta=0.6, beta_likeness="basic", **common).beta == pytest.approx(0.6)
+    with pytest.raises(VerificationError, match="basic beta = 0.59"):
+        verify_release(frame, ["q"], beta=0.59, beta_likeness="basic", **common)
+    verify_release(frame, ["q"], beta=5.0, **common)
+    # a class without a value of the table: δ-disclosure cannot hold
+    lacking = pd.DataFrame({"q": ["x"] * 5 + ["y"] * 5, "s": list("aaaaa") + list("abbbb")})
+    with pytest.raises(VerificationError, match="lacks a sensitive value"):
+        verify_release(lacking, ["q"], delta_disclosure=50.0, **common)
+    # enhanced caps a value's gain at −ln q too, which binds for a common value: 'a' (table share
+    # 0.95) is all of class y, a gain of 0.0526 above −ln 0.95 = 0.0513 — basic β = 1 passes
+    common_value = pd.DataFrame({"q": ["x"] * 10 + ["y"] * 10, "s": list("r" + "a" * 9) + list("a" * 10)})
+    dist = {"table_values": np.array(["a", "r"]), "table_dist": np.array([0.95, 0.05])}
+    assert verify_release(common_value, ["q"], k=10, sensitive="s", beta=1.0, beta_likeness="basic",
+                          **dist).beta == pytest.approx(1.0)
+    with pytest.raises(VerificationError, match="enhanced beta = 1 \\(or above -ln"):
+        verify_release(common_value, ["q"], k=10, sensitive="s", beta=1.0, **dist)
+
+
+# ------------------------------------------------------------------------------------ on Adult
+ADULT_QIS = ["age", "education", "marital-status", "race", "sex", "native-country"]
+
+
+@pytest.fixture(scope="module")
+def adult():
+    frame = adult_complete()
+    infos = {c.name: c for c in adult_columns(frame, ADULT_QIS, "occupation")}
+    hierarchies = {q: parse_arx_hierarchy(adult_hierarchy_text(q)) for q in ADULT_QIS}
+    return frame, infos, hierarchies
+
+
+CASES = [
+    ("entropy l = 4", Constraints(k=5, l=4, l_diversity="entropy")),
+    ("recursive (3, 3)", Constraints(k=5, l=3, l_diversity="recursive", c=3.0)),
+    ("delta-disclosure 1.5", Constraints(k=5, delta_disclosure=1.5)),
+    ("enhanced beta 1", Constraints(k=5, beta=1.0)),
+    ("basic beta 0.5 with entropy l = 3", Constraints(k=5, beta=0.5, beta_likeness="basic", l=3,
+                                                      l_diversity="entropy")),
+]
+
+
+@pytest.mark.parametrize("algorithm,suppression", [("mondrian", 0.0), ("lattice", 0.0), ("lattice", 0.04)])
+@pytest.mark.parametrize("name,con", CASES, ids=[c[0] for c in CASES])
+def test_adult_release_meets_the_model_by_its_definition(adult, algorithm, suppression, name, con):
+    frame, infos, hierarchies = adult
+    result = anonymize(frame, infos, hierarchies, ADULT_QIS, con, "occupation",
+                       Options(algorithm=algorithm, suppression=suppression, time_budget=120))
+    out = result.frame
+    assert len(out) >= (1 - suppression) * len(frame) - 1
+    domain = sorted(frame["occupation"].unique())
+    q = (frame["occupation"].value_counts(normalize=True).reindex(domain)).tolist()
+    counts = class_counts(out, ADULT_QIS, "occupation", domain)
+    assert min(sum(r) for r in counts) >= con.k
+    if con.l_diversity == "entropy":
+        assert min(entropy(r) for r in counts) >= math.log(con.l) - 1e-12
+        assert result.achieved.entropy_l == pytest.approx(math.exp(min(entropy(r) for r in counts)))
+    if con.l_diversity == "recursive":
+        assert all(recursive_holds(r, con.c, con.l) for r in counts)
+    if con.delta_disclosure is not None:
+        assert max(disclosure(r, q) for r in counts) < con.delta_disclosure
+    if con.beta is not None:
+        assert all(beta_holds(r, q, con.beta, con.beta_likeness == "enhanced") for r in counts)
+    # more constraints never lose less than plain k-anonymity (the lattice is optimal for both);
+    # on Mondrian's fine partition every model here binds
+    plain = anonymize(frame, infos, hierarchies, ADULT_QIS, Constraints(k=con.k), None,
+                      Options(algorithm=algorithm, suppression=suppression, time_budget=120))
+    if algorithm == "lattice":
+        assert result.metadata["lattice"]["optimal"] and plain.metadata["lattice"]["optimal"]
+        assert result.metadata["lattice"]["loss"] >= plain.metadata["lattice"]["loss"] - 1e-12
+    else:
+        assert result.metrics["classes"] < plain.metrics["classes"], name
+
+
+def test_a_whole_table_that_cannot_meet_entropy_or_recursive_l_is_refused(adult):
+    frame, infos, hierarchies = adult
+    with pytest.raises(MethodInputError, match="entropy l = 3 is impossible"):
+        anonymize(frame, infos, hierarchies, ["age"], Constraints(k=5, l=3, l_diversity="entropy"), "race",
+                  Options())
+    with pytest.raises(MethodInputError, match="recursive \\(c,l\\)-diversity with l = 2 is impossible"):
+        anonymize(frame, infos, hierarchies, ["age"], Constraints(k=5, l=2, l_diversity="recursive", c=1.0),
+                  "income", Options())
