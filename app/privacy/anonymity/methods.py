@@ -12,7 +12,9 @@ from pydantic import Field, model_validator
 from app.privacy.anonymity.anonymize import Anonymized, Options, anonymize, flat_warning
 from app.privacy.anonymity.models import Constraints
 from app.privacy.anonymity.rfk import RfkConfig, rfk_pipeline
-from app.privacy.anonymity.risk import class_size_table, frame_risk, prosecutor_risk
+from app.privacy.anonymity.risk import (
+    class_size_table, frame_risk, population_risk, population_table, prosecutor_risk,
+)
 from app.privacy.anonymity.roles import resolve_quasi_identifiers, resolve_sensitive
 from app.privacy.anonymity.verify import equivalence_classes
 from app.privacy.context import RunContext
@@ -375,6 +377,10 @@ class RiskParams(Params):
         "schema's quasi-identifiers")
     threshold: int = Field(5, ge=2, le=1_000_000, description="records in classes smaller than this "
                            "count as at risk (individual risk above 1/threshold)")
+    sampling_fraction: float | None = Field(
+        None, gt=0.0, le=1.0, description="the table is a sample holding this share of its "
+        "population: adds marketer risk and population uniqueness (Zayatz, Pitman, SNB, Dankar's "
+        "rule); absent: prosecutor risk only")
 
 
 def _risk_qis(params: RiskParams, columns: list[ColumnInfo], source: SourceRelease | None) -> list[str]:
@@ -404,12 +410,17 @@ def run_risk(data: MethodInput, params: RiskParams, ctx: RunContext) -> ReportRe
     ids = equivalence_classes(frame, qis)
     figures = prosecutor_risk(ids, params.threshold)
     table = class_size_table(ids)
+    tables = {"class_sizes": table}
+    if params.sampling_fraction is not None:
+        ctx.progress(0.5, "estimating population uniqueness")
+        figures["population"] = population_risk(ids, params.sampling_fraction)
+        tables["population_uniqueness"] = population_table(figures["population"])
     ctx.progress(0.9, "plotting")
     return ReportResult(
         kind="risk",
         data={"model": "prosecutor", "quasi_identifiers": qis,
               "input": "release" if data.source is not None else "dataset", **figures},
-        tables={"class_sizes": table},
+        tables=tables,
         plots={"class_sizes": _risk_plot(table)},
     )
 
@@ -423,10 +434,11 @@ register(MethodSpec(
     family="anonymity",
     kind=MethodKind.analysis,
     summary="Re-identification risk of a dataset or a release under the prosecutor model: highest "
-            "and average risk, records in small classes, sample uniques.",
+            "and average risk, records in small classes, sample uniques; with a sampling fraction, "
+            "marketer risk and population uniqueness too.",
     params=RiskParams,
     guarantee="an assessment: no privacy cost, no protection",
-    paper="Prosecutor risk (El Emam & Dankar 2008; ARX's risk analysis); spec 04 §1",
+    paper="Prosecutor and marketer risk, population uniqueness (ARX; Dankar et al. 2012); spec 04 §1",
     run=run_risk,
     sources=frozenset({MethodSource.dataset, MethodSource.release}),
     check=_check_risk,
