@@ -7,6 +7,10 @@ re-identified with probability 1/f.
 - records at risk: share of records in classes smaller than ``threshold`` (equivalently with an
   individual risk above 1/threshold);
 - sample uniques: records alone in their class (count and share).
+
+When the table is a sample of a population (``population_risk``, given the sampling fraction):
+marketer risk and the share of records unique in the population by Zayatz's, Pitman's and the
+SNB model, and Dankar et al.'s rule choosing among them (docs/methods/risk.md).
 """
 
 from __future__ import annotations
@@ -59,9 +63,6 @@ def class_size_table(class_ids: np.ndarray) -> pd.DataFrame:
 # al. 2012 (appendix A): s_j sample classes of size j, u sample classes, N = n / π. Every
 # estimator below works on the histogram of class sizes (a few thousand distinct sizes at
 # most), never on records or classes one by one.
-
-_SOLVER_TOL = 1e-8
-
 
 def size_histogram(class_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct class sizes j (ascending) and s_j, the number of classes of each size."""
