@@ -235,3 +235,55 @@ def test_kanonymity_refuses_a_model_half_given(client, owner_adult, params, name
     assert r.status_code == 422, r.text
     assert r.headers["content-type"].startswith("application/problem+json")
     assert named in r.text
+
+
+def test_kanonymity_hierarchical_t_closeness_holds_on_download(client, owner_adult, adult_path):
+    """t-closeness by the occupation hierarchy's distance on all 32,561 rows (1,843 have no
+    occupation: the leaf '<missing>', under the root), checked on the download by the transport
+    problem itself; without t, or on a numeric column, the distance is refused at submission."""
+    from scipy.optimize import linprog
+
+    headers, ds = owner_adult
+    text = (adult_path.parent / "hierarchies" / "occupation.csv").read_text()
+    r = client.put(f"/v1/datasets/{ds['id']}/hierarchies/occupation", headers=auth(headers), content=text)
+    assert r.status_code == 200, r.text
+    qis = ["age", "education", "marital-status", "race", "sex"]
+    job = run(client, headers, "kanonymity", {"k": 5, "quasi_identifiers": qis, "sensitive": "occupation",
+                                              "t": 0.2, "t_distance": "hierarchical"}, dataset_id=ds["id"])
+    rel, frame = release_frame(client, headers, job)
+    assert "hierarchical" in rel["guarantees"]["t_distance"]
+    group = {line.split(";")[0]: line.split(";")[1] for line in text.splitlines() if line}
+    leaves = sorted(group) + ["<missing>"]
+    parent = [group.get(v, "<missing>") for v in leaves]
+    ground = np.array([[0.0 if a == b else 0.5 if pa == pb else 1.0 for b, pb in zip(leaves, parent)]
+                       for a, pa in zip(leaves, parent)])
+    raw = pd.read_csv(adult_path, na_values=["?"])["occupation"].fillna("<missing>")
+    q = raw.value_counts(normalize=True).reindex(leaves, fill_value=0.0).to_numpy()
+    released = frame["occupation"].astype(object).where(frame["occupation"].notna(), "<missing>")
+    shares = pd.crosstab([frame[c].astype(str) for c in qis], released, normalize="index")
+    shares = shares.reindex(columns=leaves, fill_value=0.0).to_numpy()
+    m = len(leaves)
+    a_eq = np.vstack([np.kron(np.eye(m), np.ones(m)), np.kron(np.ones(m), np.eye(m))])
+    distances = [linprog(ground.ravel(), A_eq=a_eq, b_eq=np.r_[p, q], bounds=(0, None), method="highs").fun
+                 for p in shares]
+    assert max(distances) <= 0.2 + 1e-9
+    assert rel["guarantees"]["t"] == pytest.approx(max(distances), abs=1e-9)
+    for params, named in [({"t_distance": "hierarchical"}, "t_distance chooses t-closeness's distance"),
+                          ({"t": 0.2, "t_distance": "hierarchical", "sensitive": "hours-per-week"},
+                           "'hours-per-week' is numeric")]:
+        r = submit(client, headers, "kanonymity", {"k": 5, "quasi_identifiers": qis, "sensitive": "occupation",
+                                                   **params}, dataset_id=ds["id"])
+        assert r.status_code == 422 and named in r.text, r.text
+
+
+def test_kanonymity_hierarchical_t_without_the_hierarchy_fails_naming_the_upload(client, make_key, workers,
+                                                                                  adult_path):
+    headers = make_key("owner")
+    ds = upload(client, headers, adult_path, "adult_train.csv", schema={"income": {"role": "label"}}).json()
+    r = submit(client, headers, "kanonymity", {"k": 5, "quasi_identifiers": ["sex", "race"], "sensitive": "workclass",
+                                               "t": 0.3, "t_distance": "hierarchical"}, dataset_id=ds["id"])
+    assert r.status_code == 202, r.text
+    job = wait_job(client, headers, r.json()["id"], timeout=120)
+    assert job["status"] == "failed" and job["error"]["type"] == "invalid_input", job
+    assert "reads the hierarchy of the sensitive column 'workclass'" in job["error"]["message"]
+    assert "PUT /v1/datasets/{id}/hierarchies/workclass" in job["error"]["message"]

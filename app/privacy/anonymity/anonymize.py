@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from app.privacy.anonymity.axes import NumericAxis, build_axes
-from app.privacy.anonymity.hierarchies import released_outside_labels
+from app.privacy.anonymity.hierarchies import build_tree, released_outside_labels
 from app.privacy.anonymity.lattice import lattice_search
 from app.privacy.anonymity.metrics import anonymity_metrics
 from app.privacy.anonymity.models import Constraints, Sensitive, class_stats
@@ -24,8 +24,10 @@ from app.privacy.anonymity.verify import Achieved, equivalence_classes, verify_r
 from app.privacy.data import ColumnInfo
 from app.privacy.registry import MethodInputError
 
-T_DISTANCE = {True: "EMD with ordered distance over the sorted distinct values (numeric column)",
-              False: "EMD with equal distance, i.e. total variation (categorical column)"}
+T_DISTANCE = {"ordered": "EMD with ordered distance over the sorted distinct values (numeric column)",
+              "equal": "EMD with equal distance, i.e. total variation (categorical column)",
+              "hierarchical": "EMD with hierarchical distance over the sensitive column's hierarchy "
+                              "(two values level(LCA)/H apart, H its height)"}
 
 
 @dataclass
@@ -75,6 +77,24 @@ def _feasible(constraints: Constraints, sensitive: Sensitive | None, n: int) -> 
                                f"recursive (c,l)-diversity with l = {constraints.l} is impossible")
 
 
+def numeric_hierarchical_t(sensitive: str) -> str:
+    return (f"t_distance 'hierarchical' needs a categorical sensitive column; {sensitive!r} is "
+            "numeric, whose t-closeness uses the ordered distance")
+
+
+def _sensitive_under_hierarchy(frame: pd.DataFrame, infos: dict[str, ColumnInfo],
+                               hierarchies: dict[str, pd.DataFrame], sensitive: str) -> Sensitive:
+    """The sensitive column for t-closeness by the hierarchical distance: its uploaded hierarchy
+    must cover every value (the same validation as a quasi-identifier's)."""
+    if infos[sensitive].type == "numeric":
+        raise MethodInputError(numeric_hierarchical_t(sensitive))
+    if sensitive not in hierarchies:
+        raise MethodInputError(f"t_distance 'hierarchical' reads the hierarchy of the sensitive column "
+                               f"{sensitive!r}, and the dataset has none: upload one "
+                               f"(PUT /v1/datasets/{{id}}/hierarchies/{sensitive})")
+    return Sensitive.from_tree(sensitive, build_tree(sensitive, frame[sensitive], hierarchies[sensitive]))
+
+
 def flat_warning(columns: list[str]) -> str:
     return ("no hierarchy for " + ", ".join(columns) + ": each is flat (every value directly under '*', "
             "grouped in text order), which usually loses far more information than a hierarchy would; "
@@ -88,7 +108,9 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
     n = len(frame)
     qi_infos = [infos[q] for q in quasi_identifiers]
     sens = None
-    if sensitive is not None:
+    if sensitive is not None and constraints.t_distance == "hierarchical":
+        sens = _sensitive_under_hierarchy(frame, infos, hierarchies, sensitive)
+    elif sensitive is not None:
         sens = Sensitive.from_series(sensitive, frame[sensitive], infos[sensitive].type == "numeric")
     _feasible(constraints, sens, n)
     lattice = options.algorithm == "lattice"
@@ -153,6 +175,7 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
         alpha=constraints.alpha, t=constraints.t, l_diversity=constraints.l_diversity, c=constraints.c,
         beta=constraints.beta, beta_likeness=constraints.beta_likeness,
         delta_disclosure=constraints.delta_disclosure,
+        t_hierarchy=hierarchies[sensitive] if sens is not None and sens.hierarchy is not None else None,
         table_values=sens.values if sens is not None else None,
         table_dist=sens.table_dist if sens is not None else None,
         ordered=bool(sens is not None and sens.ordered))
@@ -179,7 +202,7 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
     if notes.given:  # what the release was generalized with: its audit event names these only
         metadata["uploaded_hierarchies"] = notes.given
     if sens is not None and constraints.t is not None:
-        metadata["t_distance"] = T_DISTANCE[sens.ordered]
+        metadata["t_distance"] = T_DISTANCE[sens.distance_kind]
     return Anonymized(frame=out, achieved=achieved, metrics=metrics, metadata=metadata,
                       warnings=warnings, ncp=ncp)
 

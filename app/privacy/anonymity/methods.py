@@ -9,7 +9,9 @@ import numpy as np
 from matplotlib.figure import Figure  # no pyplot: no global state, no GUI backend
 from pydantic import Field, model_validator
 
-from app.privacy.anonymity.anonymize import Anonymized, Options, anonymize, flat_warning
+from app.privacy.anonymity.anonymize import (
+    Anonymized, Options, anonymize, flat_warning, numeric_hierarchical_t,
+)
 from app.privacy.anonymity.models import Constraints
 from app.privacy.anonymity.rfk import RfkConfig, rfk_pipeline
 from app.privacy.anonymity.risk import (
@@ -54,7 +56,12 @@ class KAnonymityParams(Params):
                                 "value above this share of a class")
     t: float | None = Field(None, ge=0.0, le=1.0, description="t-closeness: EMD between each class's "
                             "sensitive distribution and the table's at most t (ordered distance for "
-                            "a numeric sensitive column, equal distance for a categorical one)")
+                            "a numeric sensitive column, equal distance for a categorical one, or "
+                            "as t_distance says)")
+    t_distance: Literal["auto", "hierarchical"] = Field(
+        "auto", description="t-closeness's ground distance: 'auto' (ordered for a numeric sensitive "
+        "column, equal for a categorical one) or 'hierarchical' (a categorical column's uploaded "
+        "hierarchy: two values level(LCA)/H apart, H its height)")
     beta: float | None = Field(None, gt=0.0, le=1_000_000.0, description="β-likeness: no sensitive "
                                "value's share in a class exceeds its share q in the whole table by a "
                                "relative gain (p − q)/q above beta (or, enhanced, above min(beta, −ln q))")
@@ -98,6 +105,8 @@ class KAnonymityParams(Params):
             raise ValueError("c is recursive (c,l)-diversity's: give l, l_diversity = 'recursive' and c "
                              "together" if self.c is not None else
                              "l_diversity = 'recursive' needs c (r1 < c (r_l + … + r_m))")
+        if self.t is None and self.t_distance != "auto":
+            raise ValueError("t_distance chooses t-closeness's distance, and t is not given")
         if self.beta is None and self.beta_likeness != "enhanced":
             raise ValueError("beta_likeness chooses how beta is read, and beta is not given")
         # an option of the other algorithm was ignored without a word: suppression = 0.04 with
@@ -113,7 +122,7 @@ class KAnonymityParams(Params):
     def constraints(self) -> Constraints:
         return Constraints(k=self.k, l=self.l, alpha=self.alpha, t=self.t, l_diversity=self.l_diversity,
                            c=self.c, beta=self.beta, beta_likeness=self.beta_likeness,
-                           delta_disclosure=self.delta_disclosure)
+                           delta_disclosure=self.delta_disclosure, t_distance=self.t_distance)
 
     def options(self) -> Options:
         return Options(algorithm=self.algorithm, suppression=self.suppression,
@@ -346,7 +355,9 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
 
 def _check_kanonymity(params: KAnonymityParams, columns: list[ColumnInfo],
                       source: SourceRelease | None) -> None:
-    _roles(params, columns)
+    _, sensitive = _roles(params, columns)
+    if params.t_distance == "hierarchical" and {c.name: c for c in columns}[sensitive].type == "numeric":
+        raise MethodInputError(numeric_hierarchical_t(sensitive))
 
 
 register(MethodSpec(
@@ -354,12 +365,15 @@ register(MethodSpec(
     family="anonymity",
     kind=MethodKind.release,
     summary="k-anonymity by generalization (Mondrian multidimensional recoding or the optimal "
-            "full-domain lattice search), with optional distinct l-diversity, (α,k) and t-closeness; "
-            "every release is verified independently.",
+            "full-domain lattice search), with optional l-diversity (distinct, entropy, recursive), "
+            "(α,k), t-closeness (ordered, equal or hierarchical distance), β-likeness and "
+            "δ-disclosure privacy; every release is verified independently.",
     params=KAnonymityParams,
-    guarantee="k-anonymity (+ l, α, t when asked) over the quasi-identifiers; not differential privacy",
+    guarantee="k-anonymity (+ l, α, t, β, δ when asked) over the quasi-identifiers; not differential privacy",
     paper="LeFevre, DeWitt & Ramakrishnan, Mondrian multidimensional k-anonymity (ICDE 2006); "
-          "Kohlmayer et al., Flash (2012); spec 04 §1",
+          "Kohlmayer et al., Flash (2012); Machanavajjhala et al., l-diversity (2007); Li et al., "
+          "t-closeness (2007); Cao & Karras, β-likeness (2012); Brickell & Shmatikov, δ-disclosure "
+          "(2008); spec 04 §1",
     run=run_kanonymity,
     check=_check_kanonymity,
     check_rows=at_least_k_records,

@@ -9,7 +9,10 @@
 - t-closeness: the Earth Mover's Distance between a class's sensitive distribution and the
   whole table's is ≤ t. Numeric sensitive column: the ordered distance over its m distinct
   values, EMD = Σ_i |Σ_{j≤i} (p_j − q_j)| / (m − 1) (Li, Li & Venkatasubramanian 2007);
-  categorical: the equal distance, EMD = ½ Σ_j |p_j − q_j| (total variation).
+  categorical: the equal distance, EMD = ½ Σ_j |p_j − q_j| (total variation), or with a
+  hierarchy of the sensitive column the hierarchical distance (two values are level(LCA)/H
+  apart, H the hierarchy's height): EMD = Σ_N (height(N)/H) · min(pos(N), neg(N)) over the
+  internal nodes N, pos and neg the positive and negative excess p − q of N's children (Li et al.);
 - δ-disclosure privacy (Brickell & Shmatikov 2008): |ln(p_c(s) / q(s))| < δ for every class c
   and every value s of the table (so every class holds every value);
 - β-likeness (Cao & Karras 2012), p_c(s) the class's share, q(s) the table's: basic,
@@ -36,6 +39,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from app.privacy.anonymity.hierarchies import Tree
 from app.privacy.registry import MethodInputError
 
 _DENSE_CELLS = 8_000_000  # classes × values above which the pair form is used
@@ -57,6 +61,7 @@ class Constraints:
     beta: float | None = None
     beta_likeness: BetaLikeness = "enhanced"
     delta_disclosure: float | None = None
+    t_distance: Literal["auto", "hierarchical"] = "auto"  # hierarchical: the sensitive column's hierarchy
 
     @property
     def needs_sensitive(self) -> bool:
@@ -76,12 +81,43 @@ class Constraints:
         if self.alpha is not None:
             parts.append(f"alpha={self.alpha:g}")
         if self.t is not None:
-            parts.append(f"t={self.t:g}")
+            parts.append(f"t={self.t:g}" + (" (hierarchical)" if self.t_distance == "hierarchical" else ""))
         if self.beta is not None:
             parts.append(f"beta={self.beta:g} ({self.beta_likeness})")
         if self.delta_disclosure is not None:
             parts.append(f"delta_disclosure={self.delta_disclosure:g}")
         return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class HierarchyLevels:
+    """A sensitive column's hierarchy as the hierarchical EMD reads it, leaves in DFS order (the
+    codes): per depth d = H..1 of the children, where each child's leaves start, where each
+    parent's children start, and the parent's weight height/H."""
+
+    height: int
+    levels: tuple[tuple[np.ndarray, np.ndarray, float], ...]
+
+    @classmethod
+    def from_tree(cls, tree: Tree) -> HierarchyLevels:
+        height, levels = tree.height, []
+        for d in range(height, 0, -1):
+            children = np.flatnonzero(tree.depth == d)  # ids ascending: DFS order
+            starts = tree.lo[children]
+            parent = tree.anc[d - 1, starts]
+            groups = np.flatnonzero(np.r_[True, parent[1:] != parent[:-1]])
+            levels.append((starts, groups, (height - d + 1) / height))
+        return cls(height=height, levels=tuple(levels))
+
+    def emd(self, diff: np.ndarray) -> np.ndarray:
+        """Hierarchical EMD of each row of ``diff`` (classes × leaves: p − q)."""
+        total = np.zeros(diff.shape[0])
+        for starts, groups, weight in self.levels:
+            extra = diff if len(starts) == diff.shape[1] else np.add.reduceat(diff, starts, axis=1)
+            pos = np.add.reduceat(np.maximum(extra, 0.0), groups, axis=1)
+            neg = np.add.reduceat(np.maximum(-extra, 0.0), groups, axis=1)
+            total += weight * np.minimum(pos, neg).sum(axis=1)
+        return total
 
 
 @dataclass(frozen=True)
@@ -93,10 +129,25 @@ class Sensitive:
     ordered: bool
     table_dist: np.ndarray
     values: np.ndarray | None = None  # the domain: sorted numbers, or labels as text
+    hierarchy: HierarchyLevels | None = None  # t-closeness by the hierarchical distance
 
     @property
     def m(self) -> int:
         return len(self.table_dist)
+
+    @property
+    def distance_kind(self) -> str:
+        return "hierarchical" if self.hierarchy is not None else "ordered" if self.ordered else "equal"
+
+    @classmethod
+    def from_tree(cls, column: str, tree: Tree) -> Sensitive:
+        """A categorical sensitive column under its hierarchy: the codes are its leaves in DFS
+        order (a missing cell is the leaf '<missing>' under the root)."""
+        codes = tree.leaf_codes.astype(np.int32)
+        dist = np.bincount(codes, minlength=tree.n_leaves) / max(len(codes), 1)
+        leaves = np.asarray(tree.labels, dtype=object)[tree.anc[tree.height]]
+        return cls(column=column, codes=codes, ordered=False, table_dist=dist, values=leaves,
+                   hierarchy=HierarchyLevels.from_tree(tree))
 
     @classmethod
     def from_series(cls, column: str, series: pd.Series, numeric: bool) -> Sensitive:
@@ -183,7 +234,9 @@ def stats_from_counts(counts: np.ndarray, c: Constraints, sensitive: Sensitive) 
     share = counts / safe[:, None]
     if c.t is not None:
         diff = share - q[None, :]
-        if sensitive.ordered:
+        if sensitive.hierarchy is not None:
+            stats.distance = sensitive.hierarchy.emd(diff)
+        elif sensitive.ordered:
             m = counts.shape[1]
             stats.distance = np.abs(np.cumsum(diff, axis=1)[:, :-1]).sum(axis=1) / max(m - 1, 1)
         else:
@@ -223,7 +276,9 @@ def _sensitive_stats(stats: ClassStats, g: np.ndarray, s: np.ndarray, n_classes:
     share = count / size[pg]
     q = sensitive.table_dist
     if c.t is not None:
-        if sensitive.ordered:
+        if sensitive.hierarchy is not None:
+            stats.distance = _hierarchical_emd_pairs(pg, ps, share, q, sensitive.hierarchy, n_classes)
+        elif sensitive.ordered:
             stats.distance = _ordered_emd_pairs(pg, ps, share, q, n_classes)
         else:
             part = np.abs(share - q[ps]) - q[ps]
@@ -255,6 +310,22 @@ def _class_max(pg: np.ndarray, values: np.ndarray, n_classes: int, fill: float) 
     if len(pg):
         first = np.flatnonzero(np.r_[True, pg[1:] != pg[:-1]])
         out[pg[first]] = np.maximum.reduceat(values, first)
+    return out
+
+
+def _hierarchical_emd_pairs(pg: np.ndarray, ps: np.ndarray, share: np.ndarray, q: np.ndarray,
+                            hierarchy: HierarchyLevels, n_classes: int) -> np.ndarray:
+    """The hierarchical EMD from sorted pairs, dense over chunks of classes (the pair form is
+    used when all classes × values at once would be too many cells)."""
+    m = len(q)
+    rows = max(1, _DENSE_CELLS // max(m, 1))
+    out = np.zeros(n_classes)
+    bounds = np.searchsorted(pg, np.arange(0, n_classes + rows, rows))
+    for c0, a, b in zip(range(0, n_classes, rows), bounds[:-1], bounds[1:]):
+        c1 = min(c0 + rows, n_classes)
+        dense = np.zeros((c1 - c0) * m)
+        dense[(pg[a:b] - c0) * m + ps[a:b]] = share[a:b]
+        out[c0:c1] = hierarchy.emd(dense.reshape(c1 - c0, m) - q[None, :])
     return out
 
 

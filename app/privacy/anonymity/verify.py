@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from app.privacy.anonymity.hierarchies import MISSING_LEAF, ROOT, leaf_keys, normalize_values
+
 _CHUNK_CELLS = 4_000_000
 
 
@@ -63,12 +65,15 @@ def verify_release(frame: pd.DataFrame, quasi_identifiers: list[str], *, k: int,
                    table_values: np.ndarray | None = None, table_dist: np.ndarray | None = None,
                    ordered: bool = False, l_diversity: str = "distinct", c: float | None = None,
                    beta: float | None = None, beta_likeness: str = "enhanced",
-                   delta_disclosure: float | None = None) -> Achieved:
+                   delta_disclosure: float | None = None,
+                   t_hierarchy: pd.DataFrame | None = None) -> Achieved:
     """Recompute the privacy figures of ``frame``; raise VerificationError if any is not met.
 
     For t-closeness, δ-disclosure and β-likeness, ``table_values`` (sorted for an ordered
     column) and ``table_dist`` are the sensitive domain and the distribution of the whole input
-    table. ``l`` is read as ``l_diversity`` says (distinct, entropy, recursive with ``c``)."""
+    table. ``l`` is read as ``l_diversity`` says (distinct, entropy, recursive with ``c``).
+    With ``t_hierarchy`` (an ARX-shaped table of the sensitive column) t is the hierarchical
+    distance, and ``table_values`` are its leaf keys."""
     n = len(frame)
     ids = equivalence_classes(frame, quasi_identifiers)
     sizes = np.bincount(ids) if n else np.zeros(0, dtype=np.int64)
@@ -77,7 +82,10 @@ def verify_release(frame: pd.DataFrame, quasi_identifiers: list[str], *, k: int,
     if n and achieved.k < k:
         failures.append(f"a class has {achieved.k} records, fewer than k = {k}")
     if sensitive is not None and n and any(v is not None for v in (l, alpha, t, beta, delta_disclosure)):
-        codes, m = _sensitive_codes(frame[sensitive], ordered, table_values)
+        if t_hierarchy is not None:
+            codes, m = _leaf_codes(frame[sensitive], table_values)
+        else:
+            codes, m = _sensitive_codes(frame[sensitive], ordered, table_values)
         pair, count = np.unique(ids * m + codes, return_counts=True)  # sorted by class
         pair_class = pair // m
         distinct = np.bincount(pair_class, minlength=len(sizes))
@@ -104,7 +112,10 @@ def verify_release(frame: pd.DataFrame, quasi_identifiers: list[str], *, k: int,
             if achieved.alpha > alpha + 1e-9:
                 failures.append(f"a sensitive value holds {achieved.alpha:.4f} of a class, above alpha = {alpha}")
         if t is not None:
-            achieved.t = _max_distance(ids, codes, sizes, table_dist, ordered)
+            if t_hierarchy is not None:
+                achieved.t = _max_tree_distance(ids, codes, sizes, table_values, table_dist, t_hierarchy)
+            else:
+                achieved.t = _max_distance(ids, codes, sizes, table_dist, ordered)
             if achieved.t > t + 1e-9:
                 failures.append(f"a class is at distance {achieved.t:.4f} from the table, above t = {t}")
         if delta_disclosure is not None or beta is not None:
@@ -168,6 +179,60 @@ def _sensitive_codes(values: pd.Series, ordered: bool, table_values: np.ndarray 
     if (index < 0).any():
         raise VerificationError("release holds a sensitive value outside the input table's domain")
     return index[local].astype(np.int64), len(table_values)
+
+
+def _leaf_codes(values: pd.Series, leaves: np.ndarray) -> tuple[np.ndarray, int]:
+    """Codes of the sensitive cells among a hierarchy's leaf keys (as a hierarchy matches data:
+    an integral '39.0' is '39'; a missing cell is the leaf '<missing>')."""
+    keys = normalize_values(values.to_numpy(dtype=object))
+    keys[keys == None] = MISSING_LEAF  # noqa: E711 (elementwise)
+    index = pd.Index([str(v) for v in leaves]).get_indexer(keys)
+    if (index < 0).any():
+        raise VerificationError("release holds a sensitive value outside the hierarchy's leaves")
+    return index.astype(np.int64), len(leaves)
+
+
+def _max_tree_distance(ids: np.ndarray, codes: np.ndarray, sizes: np.ndarray, leaves: np.ndarray,
+                       table_dist: np.ndarray, hierarchy: pd.DataFrame) -> float:
+    """Largest EMD over classes under the hierarchy's tree metric, written as optimal transport
+    on a tree: with every leaf at depth H and two leaves level(LCA)/H apart, each edge weighs
+    1/(2H) and the EMD is Σ over the non-root nodes v of |p(v) − q(v)| / (2H), p(v) and q(v) the
+    class's and the table's mass below v (a check apart from models.py's sum over parents)."""
+    table = hierarchy.astype(str).to_numpy()
+    if MISSING_LEAF in set(map(str, leaves)):  # a missing cell: a leaf under the root '*'
+        table = np.vstack([table, [MISSING_LEAF] * (table.shape[1] - 1) + [ROOT]])
+    keys = pd.Index(leaf_keys(table[:, 0]))
+    first = np.flatnonzero(~keys.duplicated(keep="first"))  # a leaf listed twice: its first row
+    at = keys[first].get_indexer([str(v) for v in leaves])
+    rows = np.where(at < 0, -1, first[np.maximum(at, 0)])
+    if (at < 0).any():
+        raise VerificationError("a sensitive value is not a leaf of its hierarchy")
+    top_single = len(set(table[:, -1])) == 1  # else a root above the tops (as the trees have)
+    height = table.shape[1] - 1 if top_single else table.shape[1]
+    # each non-root level: the node of every value (nodes named by their path from the top)
+    paths = np.full(len(leaves), "", dtype=object)
+    nodes_by_level = []
+    for j in range(table.shape[1] - 1, -1, -1):
+        paths = paths + "\x1f" + table[rows, j].astype(object)
+        if j < height:
+            nodes_by_level.append(pd.factorize(paths)[0])
+    worst = 0.0
+    m = len(leaves)
+    order = np.argsort(ids, kind="stable")
+    ids_sorted, codes_sorted = ids[order], codes[order]
+    n_classes, step = len(sizes), max(1, _CHUNK_CELLS // max(m, 1))
+    bounds = np.searchsorted(ids_sorted, np.arange(0, n_classes + step, step))
+    for c0, (a, b) in zip(range(0, n_classes, step), zip(bounds[:-1], bounds[1:])):
+        c1 = min(c0 + step, n_classes)
+        dense = np.bincount((ids_sorted[a:b] - c0) * m + codes_sorted[a:b], minlength=(c1 - c0) * m)
+        diff = dense.reshape(c1 - c0, m) / sizes[c0:c1, None] - np.asarray(table_dist)[None, :]
+        total = np.zeros(c1 - c0)
+        for node in nodes_by_level:
+            by_node = np.argsort(node, kind="stable")
+            starts = np.flatnonzero(np.r_[True, np.diff(node[by_node]) != 0])
+            total += np.abs(np.add.reduceat(diff[:, by_node], starts, axis=1)).sum(axis=1)
+        worst = max(worst, float((total / (2 * height)).max()))
+    return worst
 
 
 def _max_distance(ids: np.ndarray, codes: np.ndarray, sizes: np.ndarray, table_dist: np.ndarray,
