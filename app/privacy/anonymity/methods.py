@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
+import pandas as pd
 from matplotlib.figure import Figure  # no pyplot: no global state, no GUI backend
 from pydantic import Field, model_validator
 
@@ -18,7 +19,7 @@ from app.privacy.anonymity.risk import (
     class_size_table, frame_risk, population_risk, population_table, prosecutor_risk,
 )
 from app.privacy.anonymity.roles import resolve_quasi_identifiers, resolve_sensitive
-from app.privacy.anonymity.verify import equivalence_classes
+from app.privacy.anonymity.verify import disclosure_levels, equivalence_classes
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease, columns_changed_by
 from app.privacy.guarantees import guarantee, raw_determinants
@@ -395,6 +396,37 @@ class RiskParams(Params):
         None, gt=0.0, le=1.0, description="the table is a sample holding this share of its "
         "population: adds marketer risk and population uniqueness (Zayatz, Pitman, SNB, Dankar's "
         "rule); absent: prosecutor risk only")
+    sensitive: str | None = Field(
+        None, description="a sensitive column: adds the attribute-disclosure levels the table meets "
+        "over the quasi-identifiers (distinct and entropy l, recursive c, α, t, β, δ-disclosure), "
+        "against its own distribution of the column")
+    recursive_l: int = Field(2, ge=2, le=10_000, description="the l at which recursive (c,l)-diversity's "
+                             "c is reported (with sensitive)")
+
+
+def _risk_sensitive(params: RiskParams, columns: list[ColumnInfo], qis: list[str]) -> str | None:
+    return resolve_sensitive(columns, params.sensitive, qis, needed=False)
+
+
+def _disclosure_table(levels: dict) -> pd.DataFrame:
+    """One row per model: the level the table meets and what it means."""
+    def figure(entry):
+        return entry["level"] if isinstance(entry, dict) else entry
+    rows = [
+        ("distinct l-diversity", levels["l_distinct"], "met for every l up to this"),
+        ("entropy l-diversity", levels["entropy_l"], "met for every l up to this (e^entropy of the least diverse class)"),
+        (f"recursive (c,l)-diversity, l = {levels['recursive']['l']}", figure(levels["recursive"]),
+         "met for every c above this" if levels["recursive"]["level"] is not None else levels["recursive"]["reason"]),
+        ("(α,k)-anonymity", levels["alpha"], "met for every α from this (the largest share of a value in a class)"),
+        (f"t-closeness ({levels['distance']} distance)", levels["t"], "met for every t from this"),
+        ("basic β-likeness", levels["beta_basic"], "met for every β from this (the largest relative gain)"),
+        ("enhanced β-likeness", figure(levels["beta_enhanced"]),
+         "met for every β from this" if levels["beta_enhanced"]["level"] is not None else levels["beta_enhanced"]["reason"]),
+        ("δ-disclosure privacy", figure(levels["delta_disclosure"]),
+         "met for every δ above this" if levels["delta_disclosure"]["level"] is not None
+         else levels["delta_disclosure"]["reason"]),
+    ]
+    return pd.DataFrame(rows, columns=["model", "level", "meaning"])
 
 
 def _risk_qis(params: RiskParams, columns: list[ColumnInfo], source: SourceRelease | None) -> list[str]:
@@ -429,6 +461,13 @@ def run_risk(data: MethodInput, params: RiskParams, ctx: RunContext) -> ReportRe
         ctx.progress(0.5, "estimating population uniqueness")
         figures["population"] = population_risk(ids, params.sampling_fraction)
         tables["population_uniqueness"] = population_table(figures["population"])
+    sensitive = _risk_sensitive(params, data.columns, qis)
+    if sensitive is not None:
+        ctx.progress(0.7, "measuring attribute disclosure")
+        numeric = {c.name: c for c in data.columns}[sensitive].type == "numeric"
+        figures["attribute_disclosure"] = disclosure_levels(frame, qis, sensitive, numeric=numeric,
+                                                            recursive_l=params.recursive_l)
+        tables["attribute_disclosure"] = _disclosure_table(figures["attribute_disclosure"])
     ctx.progress(0.9, "plotting")
     return ReportResult(
         kind="risk",
@@ -440,7 +479,7 @@ def run_risk(data: MethodInput, params: RiskParams, ctx: RunContext) -> ReportRe
 
 
 def _check_risk(params: RiskParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
-    _risk_qis(params, columns, source)
+    _risk_sensitive(params, columns, _risk_qis(params, columns, source))
 
 
 register(MethodSpec(
@@ -449,7 +488,8 @@ register(MethodSpec(
     kind=MethodKind.analysis,
     summary="Re-identification risk of a dataset or a release under the prosecutor model: highest "
             "and average risk, records in small classes, sample uniques; with a sampling fraction, "
-            "marketer risk and population uniqueness too.",
+            "marketer risk and population uniqueness too; with a sensitive column, the attribute-"
+            "disclosure levels the table meets (l, α, t, β, δ).",
     params=RiskParams,
     guarantee="an assessment: no privacy cost, no protection",
     paper="Prosecutor and marketer risk, population uniqueness (ARX; Dankar et al. 2012); spec 04 §1",

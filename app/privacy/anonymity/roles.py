@@ -45,7 +45,7 @@ def resolve_sensitive(columns: list[ColumnInfo], given: str | None, quasi_identi
         declared = [c.name for c in columns if c.role == "sensitive"]
         if len(declared) != 1:
             raise MethodInputError(
-                "l, alpha or t need a sensitive column: pass sensitive" if not declared else
+                "l, alpha, t, beta and delta_disclosure need a sensitive column: pass sensitive" if not declared else
                 f"{len(declared)} columns are declared sensitive: pass sensitive to name one")
         name = declared[0]
     else:
