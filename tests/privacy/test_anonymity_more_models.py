@@ -309,3 +309,23 @@ def test_adult_hierarchical_t_closeness_by_transport(adult, monkeypatch, algorit
     equal = anonymize(frame, infos, hierarchies, qis, Constraints(k=5, t=0.15), "occupation",
                       Options(algorithm=algorithm))
     assert result.metrics["ncp"] <= equal.metrics["ncp"] + 1e-12
+
+
+def test_mondrian_checks_every_cut_with_the_hierarchical_distance(adult, monkeypatch):
+    """Mondrian's cut checks re-wrap the sensitive codes in each axis's order: they must keep the
+    hierarchy (with the equal distance, which is never shorter, cuts the model allows were refused)."""
+    from app.privacy.anonymity import mondrian
+
+    frame, infos, hierarchies = adult
+    hierarchies = {**hierarchies, "occupation": parse_arx_hierarchy(adult_hierarchy_text("occupation"))}
+    seen = []
+    original = mondrian.class_stats
+
+    def spy(ids, n, c, sensitive):
+        seen.append(sensitive is not None and sensitive.hierarchy is not None)
+        return original(ids, n, c, sensitive)
+
+    monkeypatch.setattr(mondrian, "class_stats", spy)
+    anonymize(frame, infos, hierarchies, ["age", "education", "marital-status", "race", "sex"],
+              Constraints(k=5, t=0.15, t_distance="hierarchical"), "occupation", Options())
+    assert seen and all(seen)

@@ -46,6 +46,7 @@ partition's run of that order into its two sides, stably, so a round costs O(n) 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from collections.abc import Callable
 from typing import Literal
 
@@ -345,7 +346,7 @@ def _layered_cut(b, bp, lhs, part, starts, sizes, sens, c, sensitive):
     rank = np.arange(len(b)) - np.searchsorted(bp, bp)  # 0 = nearest the median
     best = np.zeros(n_part, dtype=np.int64)
     ok = np.zeros(n_part, dtype=bool)
-    sorted_sub = Sensitive(sensitive.column, sens, sensitive.ordered, sensitive.table_dist)
+    sorted_sub = replace(sensitive, codes=sens)  # the same column (and hierarchy) in this order
     for layer in range(2 * _FALLBACK_LAYERS):
         here = (rank == layer) & ~ok[bp]
         if not here.any():
@@ -369,7 +370,7 @@ def _cut_satisfies(cut: np.ndarray, ok: np.ndarray, part: np.ndarray, order: np.
     """Whether both sides of each partition's cut satisfy l/α/t (k is already checked)."""
     side = np.arange(len(order)) >= cut[part]
     group = 2 * part + side
-    sub = Sensitive(sensitive.column, sens_all[order], sensitive.ordered, sensitive.table_dist)
+    sub = replace(sensitive, codes=sens_all[order])
     stats = class_stats(group, 2 * n_part, c, sub)
     good = stats.satisfied(c).reshape(n_part, 2).all(axis=1)
     return ok & good
