@@ -311,6 +311,81 @@ def test_adult_hierarchical_t_closeness_by_transport(adult, monkeypatch, algorit
     assert result.metrics["ncp"] <= equal.metrics["ncp"] + 1e-12
 
 
+# ------------------------------------------------------------------ missing sensitive cells
+def _two_groups(values: list) -> tuple[pd.DataFrame, dict]:
+    from app.privacy.data import ColumnInfo
+
+    frame = pd.DataFrame({"g": ["g0"] * (len(values) // 2) + ["g1"] * (len(values) - len(values) // 2),
+                          "s": pd.Series(values, dtype=object)})
+    infos = {"g": ColumnInfo("g", "categorical", "quasi_identifier"),
+             "s": ColumnInfo("s", "categorical", "sensitive")}
+    return frame, infos
+
+
+@pytest.mark.parametrize("con", [Constraints(k=2, t=0.1), Constraints(k=2, delta_disclosure=0.5),
+                                 Constraints(k=2, beta=0.5, beta_likeness="basic"), Constraints(k=2, l=2)])
+def test_a_sensitive_value_spelled_like_the_missing_cells_is_refused(con):
+    """Missing cells and a value spelled '<missing>' were one value: t, δ and β were 0 on a release
+    whose download (a blank cell in one class, the text '<missing>' in the other) has t = 0.25,
+    δ = ∞ and a relative gain of 1 — refused, as for a quasi-identifier."""
+    frame, infos = _two_groups(["x", "x", "<missing>", "<missing>", "x", "x", None, None])
+    with pytest.raises(MethodInputError, match="'s' holds a value spelled '<missing>'"):
+        anonymize(frame, infos, {}, ["g"], con, "s", Options())
+
+
+def _hierarchy(rows: list[list[str]]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=[f"level_{i}" for i in range(len(rows[0]))], dtype=object)
+
+
+@pytest.mark.parametrize("top", ["*", "Any"])
+def test_a_missing_sensitive_cell_is_a_leaf_under_the_hierarchy_s_own_top(top):
+    """With a top not named '*', a missing cell was put under a new root above it: H grew from 2
+    to 3 and every other distance shrank (siblings 1/3 apart, not 1/2), so a class at 0.4 by the
+    documented distance was released at t = 0.3 as 0.267 — by the code and by the check alike."""
+    from app.privacy.anonymity.hierarchies import build_tree
+    from app.privacy.anonymity.verify import _max_tree_distance
+
+    hierarchy = _hierarchy([["a", "X", top], ["b", "X", top], ["c", "Y", top], ["d", "Y", top]])
+    frame, infos = _two_groups(list("aabbccdd")[:4] + [None] + list("ccdd") + [None])
+    tree = build_tree("s", frame["s"], hierarchy)
+    assert tree.height == 2
+    sens = Sensitive.from_tree("s", tree)
+    g = (frame["g"] == "g1").to_numpy().astype(np.int64)
+    got = class_stats(g, 2, Constraints(k=1, t=1.0, t_distance="hierarchical"), sens).distance
+    leaves = [str(v) for v in sens.values]
+    parent = {"a": "X", "b": "X", "c": "Y", "d": "Y"}
+    ground = np.array([[0.0 if u == v else 0.5 if parent.get(u, u) == parent.get(v, v) else 1.0
+                        for v in leaves] for u in leaves])
+    for cls in (0, 1):
+        p = np.bincount(sens.codes[g == cls], minlength=sens.m) / (g == cls).sum()
+        assert got[cls] == pytest.approx(transport_emd(p, sens.table_dist, ground), abs=1e-9)
+    assert got == pytest.approx([0.4, 0.4])
+    assert _max_tree_distance(g, sens.codes.astype(np.int64), np.bincount(g), sens.values, sens.table_dist,
+                              hierarchy) == pytest.approx(0.4)
+    result = anonymize(frame, infos, {"s": hierarchy}, ["g"], Constraints(k=2, t=0.3, t_distance="hierarchical"),
+                       "s", Options())
+    assert result.achieved.classes == 1 and result.achieved.t == pytest.approx(0.0)
+
+
+def test_a_hierarchy_that_places_missing_cells_is_followed():
+    """A hierarchy listing '<missing>' as a leaf: missing cells are that leaf (the check failed with
+    pandas' 'Reindexing only valid with uniquely valued Index objects': the tree held the leaf
+    twice, the listed one and one added under the root)."""
+    from app.privacy.anonymity.hierarchies import build_tree
+
+    hierarchy = _hierarchy([["x", "A", "*"], ["y", "B", "*"], ["<missing>", "A", "*"]])
+    frame, infos = _two_groups(["x", "x", None, "y", "y", "y", "x", "y"])
+    sens = Sensitive.from_tree("s", build_tree("s", frame["s"], hierarchy))
+    assert sorted(map(str, sens.values)) == ["<missing>", "x", "y"]
+    result = anonymize(frame, infos, {"s": hierarchy}, ["g"], Constraints(k=2, t=1.0, t_distance="hierarchical"),
+                       "s", Options())
+    # class g0 holds x, x, <missing>, y: all but y under A; q = (x 3/8, <missing> 1/8, y 4/8)
+    ground = np.array([[0, 0.5, 1], [0.5, 0, 1], [1, 1, 0]])  # x, <missing>, y
+    q = np.array([3, 1, 4]) / 8
+    expected = max(transport_emd(np.array([2, 1, 1]) / 4, q, ground), transport_emd(np.array([1, 0, 3]) / 4, q, ground))
+    assert result.achieved.classes == 2 and result.achieved.t == pytest.approx(expected)
+
+
 def test_mondrian_checks_every_cut_with_the_hierarchical_distance(adult, monkeypatch):
     """Mondrian's cut checks re-wrap the sensitive codes in each axis's order: they must keep the
     hierarchy (with the equal distance, which is never shorter, cuts the model allows were refused)."""

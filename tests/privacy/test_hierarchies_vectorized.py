@@ -102,8 +102,9 @@ def _reference_tree(series, hierarchy, numeric, value_range, spans_of):
     table = rows[list(first.values())].astype(str).astype(object)
     table[:, 0] = list(first)
     has_missing = bool((codes < 0).any())
-    if has_missing:
-        table = np.vstack([table, np.array([[MISSING_LEAF] * (table.shape[1] - 1) + [ROOT]], dtype=object)])
+    if has_missing and MISSING_LEAF not in list(table[:, 0]):  # under the single top, or '*' above several
+        top = table[0, -1] if len(set(table[:, -1])) == 1 else ROOT
+        table = np.vstack([table, np.array([[MISSING_LEAF] * (table.shape[1] - 1) + [top]], dtype=object)])
     present = set(n for n in names if n is not None) | ({MISSING_LEAF} if has_missing else set())
     paths = table[:, ::-1]
     if len(set(paths[:, 0])) > 1:

@@ -13,7 +13,9 @@ import numpy as np
 import pandas as pd
 
 from app.privacy.anonymity.axes import NumericAxis, build_axes
-from app.privacy.anonymity.hierarchies import build_tree, released_outside_labels
+from app.privacy.anonymity.hierarchies import (
+    MISSING_LEAF, build_tree, missing_spelled_as_a_value, released_outside_labels,
+)
 from app.privacy.anonymity.lattice import lattice_search
 from app.privacy.anonymity.metrics import anonymity_metrics
 from app.privacy.anonymity.models import Constraints, Sensitive, class_stats
@@ -77,6 +79,15 @@ def _feasible(constraints: Constraints, sensitive: Sensitive | None, n: int) -> 
                                f"recursive (c,l)-diversity with l = {constraints.l} is impossible")
 
 
+def _refuse_missing_spelled_as_a_value(column: str, series: pd.Series) -> None:
+    """Every model counts a missing sensitive cell as the value '<missing>': a value spelled so
+    beside missing cells would be one with them, where the download shows two (a blank and the
+    text), and δ, β and t measured on one value are not the release's."""
+    if missing_spelled_as_a_value(series):
+        raise MethodInputError(f"sensitive column {column!r} holds a value spelled {MISSING_LEAF!r} beside "
+                               "missing cells, which the privacy models count as that value: rename it")
+
+
 def numeric_hierarchical_t(sensitive: str) -> str:
     return (f"t_distance 'hierarchical' needs a categorical sensitive column; {sensitive!r} is "
             "numeric, whose t-closeness uses the ordered distance")
@@ -108,6 +119,8 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
     n = len(frame)
     qi_infos = [infos[q] for q in quasi_identifiers]
     sens = None
+    if sensitive is not None and constraints.needs_sensitive and infos[sensitive].type != "numeric":
+        _refuse_missing_spelled_as_a_value(sensitive, frame[sensitive])
     if sensitive is not None and constraints.t_distance == "hierarchical":
         sens = _sensitive_under_hierarchy(frame, infos, hierarchies, sensitive)
     elif sensitive is not None:

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from app.privacy.anonymity.hierarchies import (
-    MISSING_LEAF, Tree, build_tree, flat_hierarchy, interval_hierarchy,
+    MISSING_LEAF, Tree, build_tree, flat_hierarchy, interval_hierarchy, missing_spelled_as_a_value,
 )
 from app.privacy.data import ColumnInfo
 from app.privacy.registry import MethodInputError
@@ -90,7 +90,7 @@ def numeric_axis(info: ColumnInfo, series: pd.Series, notes: AxisNotes) -> Numer
 
 def _refuse_missing_spelled_as_a_value(name: str, series: pd.Series) -> None:
     """Missing cells are released as MISSING_LEAF: a value spelled so would become one with them."""
-    if series.isna().any() and (series.dropna().astype(str) == MISSING_LEAF).any():
+    if missing_spelled_as_a_value(series):
         raise MethodInputError(f"column {name!r} holds a value spelled {MISSING_LEAF!r}, the label its "
                                "missing cells are released as: rename that value")
 

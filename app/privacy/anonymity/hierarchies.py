@@ -705,6 +705,23 @@ def _node_spans(paths: np.ndarray, numbers: np.ndarray, lo: float, hi: float,
     return out
 
 
+def missing_spelled_as_a_value(series: pd.Series) -> bool:
+    """Whether a column holds missing cells and a value spelled '<missing>' (which would be one)."""
+    return bool(series.isna().any() and (series.dropna().astype(str) == MISSING_LEAF).any())
+
+
+def with_missing_leaf(table: np.ndarray) -> np.ndarray:
+    """An ARX table (leaf first, as text) with the leaf of missing cells: a row '<missing>' directly
+    under the top — the hierarchy's own when it has one, else the root '*' added above its several
+    — unless the hierarchy lists '<missing>' itself, which then places them. Adding a '*' above a
+    top named otherwise made the hierarchy one level higher, every other distance shorter."""
+    if MISSING_LEAF in set(table[:, 0].tolist()):
+        return table
+    tops = set(table[:, -1].tolist())
+    top = tops.pop() if len(tops) == 1 else ROOT
+    return np.vstack([table, np.array([[MISSING_LEAF] * (table.shape[1] - 1) + [top]], dtype=object)])
+
+
 def build_tree(column: str, series: pd.Series, hierarchy: pd.DataFrame, *, numeric: bool = False,
                value_range: tuple[float, float] | None = None,
                spans_of: IntervalLevels | None = None) -> Tree:
@@ -733,7 +750,7 @@ def build_tree(column: str, series: pd.Series, hierarchy: pd.DataFrame, *, numer
         if numeric:
             raise MethodInputError(f"numeric quasi-identifier {column!r} has {(codes < 0).sum()} "
                                    "missing cells: drop or impute them first")
-        table = np.vstack([table, np.array([[MISSING_LEAF] * (table.shape[1] - 1) + [ROOT]], dtype=object)])
+        table = with_missing_leaf(table)
     present = set(present_names.tolist()) | ({MISSING_LEAF} if has_missing else set())
     # paths from the root: column 0 = root ... last = leaf; add a root if the top is not single
     paths = table[:, ::-1]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from app.privacy.anonymity.hierarchies import MISSING_LEAF, ROOT, leaf_keys, normalize_values
+from app.privacy.anonymity.hierarchies import MISSING_LEAF, leaf_keys, normalize_values, with_missing_leaf
 from app.privacy.registry import MethodInputError
 
 _CHUNK_CELLS = 4_000_000
@@ -199,10 +199,11 @@ def _max_tree_distance(ids: np.ndarray, codes: np.ndarray, sizes: np.ndarray, le
     on a tree: with every leaf at depth H and two leaves level(LCA)/H apart, each edge weighs
     1/(2H) and the EMD is Σ over the non-root nodes v of |p(v) − q(v)| / (2H), p(v) and q(v) the
     class's and the table's mass below v (a check apart from models.py's sum over parents)."""
-    table = hierarchy.astype(str).to_numpy()
-    if MISSING_LEAF in set(map(str, leaves)):  # a missing cell: a leaf under the root '*'
-        table = np.vstack([table, [MISSING_LEAF] * (table.shape[1] - 1) + [ROOT]])
-    keys = pd.Index(leaf_keys(table[:, 0]))
+    table = hierarchy.astype(str).to_numpy().astype(object)
+    table[:, 0] = leaf_keys(table[:, 0])
+    if MISSING_LEAF in set(map(str, leaves)):  # a missing cell: a leaf under the top (see hierarchies)
+        table = with_missing_leaf(table)
+    keys = pd.Index(table[:, 0])
     first = np.flatnonzero(~keys.duplicated(keep="first"))  # a leaf listed twice: its first row
     at = keys[first].get_indexer([str(v) for v in leaves])
     rows = np.where(at < 0, -1, first[np.maximum(at, 0)])
