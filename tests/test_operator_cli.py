@@ -234,10 +234,22 @@ def test_compose_containers_without_the_api_do_not_inherit_its_healthcheck():
     assert "/healthz" in docker and "127.0.0.1" in docker
     services = _compose_services()
     for name, block in services.items():
-        if "build: ." in block and '"serve"' not in block:
+        if "build:" in block and '"serve"' not in block:
             assert re.search(r"healthcheck:\n\s+disable: true", block), name
     for name in ("api", "worker"):
         assert "restart: unless-stopped" in services[name], name
+
+
+def test_compose_stops_postgres_after_the_containers_that_use_it():
+    """Compose stops services in reverse dependency order, but docker-compose 1.29 (Debian's
+    package) follows only containers still running: the api and the workers depended on postgres
+    through the migration, which had exited, so `docker-compose stop` stopped postgres first.
+    A worker inside its 8 s grace could not queue its job again ('failed to resolve host
+    postgres'), was killed at stop_grace_period (exit 137) and left the job running (measured)."""
+    services = _compose_services()
+    for name in ("api", "worker"):
+        depends = services[name].split("depends_on:", 1)[1]
+        assert re.search(r"\n\s+postgres:[^\n]*\n\s+condition: service_healthy", depends), name
 
 
 def test_the_image_healthcheck_asks_the_port_the_api_serves():
