@@ -35,7 +35,7 @@ def test_every_container_command_exists_in_the_cli():
 
 def test_image_installs_this_package_as_non_root():
     docker = (ROOT / "Dockerfile").read_text()
-    assert "pip wheel --no-cache-dir --wheel-dir /wheels ." in docker
+    assert "pip install --no-cache-dir ." in docker
     assert re.search(r"^USER (?!root)\w+", docker, re.M)
     for needed in ("COPY pyproject.toml", "COPY app ./app", "COPY migrations ./migrations"):
         assert needed in docker
@@ -98,3 +98,71 @@ def test_the_image_alone_runs_workers_and_compose_runs_them_as_a_service():
     assert re.search(r'^CMD \["veil", "serve"\]$', docker, re.M)
     compose = (ROOT / "docker-compose.yml").read_text()
     assert '["veil", "serve", "--workers", "0"]' in compose and '["veil", "worker"]' in compose
+
+
+def _stage(docker: str, name: str) -> str:
+    """The Dockerfile's lines from `FROM … AS name` to the next FROM."""
+    return re.search(rf"^FROM \S+ AS {name}\n(.*?)(?=^FROM |\Z)", docker, re.M | re.S).group(1)
+
+
+def test_the_build_context_holds_only_what_the_image_copies():
+    """Without a .dockerignore `docker build .` in a checkout sent the whole folder to the engine:
+    2.8 GB (.venv, .venv-peers, and .veil — the embedded database with its live socket and the
+    development key file), 70 s before the first step (legacy builder, measured), and
+    `COPY app ./app` took __pycache__ and untracked files along. An allow-list: everything is
+    ignored but what the Dockerfile copies from the context."""
+    docker = (ROOT / "Dockerfile").read_text()
+    sources = {src for line in re.findall(r"^COPY (?!--from)(.+)$", docker, re.M)
+               for src in line.split()[:-1]}
+    patterns = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
+                if line.strip() and not line.startswith("#")]
+    assert patterns[0] == "*"
+    assert {p[1:] for p in patterns if p.startswith("!")} == sources
+    assert "**/__pycache__" in patterns[patterns.index(next(p for p in patterns if p.startswith("!"))):]
+
+
+def test_the_data_directory_is_in_the_image_and_the_runtime_user_owns_it():
+    """`docker run -v veil-data:/home/veil/.veil <image>` (keeping the embedded database beyond the
+    container) stopped at once: 'cannot use /home/veil/.veil as the data directory: this user
+    cannot write in it' — a named volume mounted on a path the image lacks is created owned by
+    root (measured on the built image)."""
+    from app.config import Settings
+
+    runtime = _stage((ROOT / "Dockerfile").read_text(), "runtime")
+    user = re.search(r"^USER (\w+)$", runtime, re.M).group(1)
+    workdir = re.search(r"^WORKDIR (\S+)$", runtime, re.M).group(1)
+    data_dir = Settings.model_fields["data_dir"].default
+    assert not data_dir.is_absolute()
+    assert f"install -d -o {user} -g {user} {workdir}/{data_dir.as_posix()}" in runtime
+
+
+def test_no_layer_of_the_runtime_image_is_deleted_by_a_later_one():
+    """The runtime stage copied the wheels in (COPY --from=build /wheels) and deleted them in the
+    next step: a deletion in a later layer does not shrink the image, which kept 284 MB of wheels
+    beside the 1.19 GB installed from them (1.71 GB, measured). The build stage installs into a
+    virtual environment; the runtime copies that one folder."""
+    docker = (ROOT / "Dockerfile").read_text()
+    runtime = _stage(docker, "runtime")
+    for dest in re.findall(r"^COPY --from=\S+ .* (\S+)$", runtime, re.M):
+        assert not re.search(rf"^RUN .*rm -\w+ [^\n]*{re.escape(dest)}", runtime, re.M), dest
+    venv = re.search(r"python -m venv (\S+)", _stage(docker, "build")).group(1)
+    assert f"COPY --from=build {venv} {venv}" in runtime
+    assert re.search(rf"^ENV PATH={venv}/bin:\$PATH$", runtime, re.M)
+
+
+def test_the_documented_docker_run_gives_a_stopped_job_time_to_be_queued_again():
+    """`docker stop` kills after 10 s by default. A lone container's worker waits
+    VEIL_WORKER_SHUTDOWN_GRACE_S (8 s) for its job, queues it again, then the embedded PostgreSQL
+    stops: measured 9.8 s and 10.9 s with an experiment job running, and killed before that the
+    job lost an attempt and the database needed crash recovery. Compose gives its workers
+    stop_grace_period: 20s; the documented `docker run` gives the same."""
+    from app.config import Settings
+
+    compose = (ROOT / "docker-compose.yml").read_text()
+    period = int(re.search(r"stop_grace_period: (\d+)s", compose).group(1))
+    assert period >= Settings.model_fields["worker_shutdown_grace_s"].default + 5
+    for name in ("README.md", "Dockerfile"):
+        runs = re.findall(r"docker run [^`\n]*", (ROOT / name).read_text())
+        assert runs, name
+        for run in runs:
+            assert f"--stop-timeout {period} " in run, (name, run)
