@@ -133,6 +133,14 @@ def test_verify_refuses_a_release_that_breaks_each_model():
     with pytest.raises(VerificationError, match="basic beta = 0.59"):
         verify_release(frame, ["q"], beta=0.59, beta_likeness="basic", **common)
     verify_release(frame, ["q"], beta=5.0, **common)
+    # strict, as the definition and the page say: a class exactly at δ fails (the check passed
+    # up to δ + 10⁻⁹, so it would have let through a class models.py's strict test refused)
+    at = pd.DataFrame({"q": ["x"] * 4 + ["y"] * 8, "s": list("aabb") + list("aaaaaaab")})
+    quarter = dict(k=4, sensitive="s", table_values=np.array(["a", "b"]), table_dist=np.array([0.75, 0.25]))
+    assert verify_release(at, ["q"], delta_disclosure=math.log(2) * (1 + 1e-12), **quarter).delta_disclosure \
+        == math.log(2)  # b: 1/2 of x and 1/8 of y against 1/4: e^±ln 2
+    with pytest.raises(VerificationError, match="e\\^delta_disclosure"):
+        verify_release(at, ["q"], delta_disclosure=math.log(2), **quarter)
     # a class without a value of the table: δ-disclosure cannot hold
     lacking = pd.DataFrame({"q": ["x"] * 5 + ["y"] * 5, "s": list("aaaaa") + list("abbbb")})
     with pytest.raises(VerificationError, match="lacks a sensitive value"):
