@@ -184,3 +184,25 @@ def test_shlossers_estimator_with_the_whole_population_counts_the_classes():
     j, s = size_histogram(np.array([0, 0, 1, 2, 2, 2, 3]))
     assert _shlosser(j, s, 1.0) == 4
     assert _shlosser(j, s, 0.5) > 4     # with a sample, unseen classes are added
+
+
+def test_pitmans_population_figures_hold_at_a_large_population():
+    """E[S₁] and E[K] read Γ(θ+α+N−1)/Γ(θ+N) as a difference of log-gammas of ~N ln N, which
+    loses the digits at large N: with n = 1,100 and π = 10⁻¹² (N = 1.1·10¹⁵) the share was 0.0718
+    for 1.4·10⁻⁶ and K 4.9·10¹⁰ for 2.9·10⁹, at N = 1.1·10¹⁷ K was negative. Against the large-N
+    forms Γ(θ+1)/Γ(θ+α)·N^(α−1) and Γ(θ+1)/(αΓ(θ+α))·N^α − θ/α, exact to O(1/N) there."""
+    from scipy.special import gammaln
+
+    from app.privacy.anonymity.risk import _pitman, size_histogram
+
+    ids = np.r_[np.arange(500), 500 + np.arange(400) // 2, 1000 + np.arange(200) // 20]
+    j, s = size_histogram(ids)
+    for pi in (1e-6, 1e-9, 1e-12, 1e-14):
+        n = len(ids)
+        N = int(round(n / pi))
+        fit = _pitman(j, s, n, N)
+        theta, alpha = fit["theta"], fit["alpha"]
+        lead = gammaln(theta + 1) - gammaln(theta + alpha)
+        assert fit["share"] == pytest.approx(np.exp(lead + (alpha - 1) * np.log(N)), rel=1e-6), pi
+        assert fit["classes_in_population"] == pytest.approx(np.exp(lead + alpha * np.log(N)) / alpha
+                                                             - theta / alpha, rel=1e-6), pi
