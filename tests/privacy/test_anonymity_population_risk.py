@@ -206,3 +206,15 @@ def test_pitmans_population_figures_hold_at_a_large_population():
         assert fit["share"] == pytest.approx(np.exp(lead + (alpha - 1) * np.log(N)), rel=1e-6), pi
         assert fit["classes_in_population"] == pytest.approx(np.exp(lead + alpha * np.log(N)) / alpha
                                                              - theta / alpha, rel=1e-6), pi
+
+
+def test_zayatz_on_a_table_of_uniques_says_its_one_is_by_construction():
+    """Every record unique: Zayatz takes the population's class sizes to be the sample's, all 1,
+    so P(F=1 | f=1) = 1 whatever the population — the share 1.0 (chosen by Dankar's rule, Pitman
+    and SNB having no fit) came with no reason, as if measured."""
+    for pi in (0.01, 0.5):
+        u = population_risk(np.arange(50), pi)["uniqueness"]
+        assert u["zayatz"]["share"] == pytest.approx(1.0)
+        assert "by construction" in u["zayatz"]["reason"]
+        assert u["dankar"]["model"] == "zayatz" and "by construction" in u["dankar"]["reason"]
+    assert population_risk(np.r_[np.arange(50), 0], 0.01)["uniqueness"]["zayatz"]["reason"] is None

@@ -89,7 +89,9 @@ def _zayatz(j: np.ndarray, s: np.ndarray, n: int, N: int) -> dict:
     if not denom > 0:
         return _estimate(None, N, "P(f=1) is 0 under the sample's class sizes")
     conditional = s1 / s.sum() * float(p_f1[0] if j[0] == 1 else 0.0) / denom
-    return _estimate(s1 * conditional / n, N, conditional_uniqueness=conditional)
+    reason = ("every record is a sample unique: the model takes the population's class sizes to be "
+              "the sample's, all 1, so the share is 1 by construction, not an estimate" if s1 == n else None)
+    return _estimate(s1 * conditional / n, N, reason, conditional_uniqueness=conditional)
 
 
 def _pitman_loglik(theta: float, alpha: float, j: np.ndarray, s: np.ndarray, n: int, u: int):
