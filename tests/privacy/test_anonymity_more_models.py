@@ -412,3 +412,16 @@ def test_mondrian_checks_every_cut_with_the_hierarchical_distance(adult, monkeyp
     anonymize(frame, infos, hierarchies, ["age", "education", "marital-status", "race", "sex"],
               Constraints(k=5, t=0.15, t_distance="hierarchical"), "occupation", Options())
     assert seen and all(seen)
+
+
+def test_the_guarantee_prints_a_strict_bound_s_figure_with_its_digits():
+    """An achieved r1 / (r_l + …) of 1.99996 below c = 2 read '≤ 2.0000 (below c = 2)' at 4 decimals."""
+    from app.privacy.anonymity.methods import guarantees_of
+    from app.privacy.data import ColumnInfo
+
+    frame = pd.DataFrame({"g": ["x"] * 149_998, "s": ["a"] * 99_998 + ["b"] * 50_000})
+    infos = {"g": ColumnInfo("g", "categorical", "quasi_identifier"), "s": ColumnInfo("s", "categorical", "sensitive")}
+    con = Constraints(k=2, l=2, l_diversity="recursive", c=2.0)
+    result = anonymize(frame, infos, {}, ["g"], con, "s", Options())
+    statements = guarantees_of(result, con, ["g"], ["g", "s"], private=True)["statements"]
+    assert any("≤ 1.99996 (below c = 2)" in s for s in statements), statements

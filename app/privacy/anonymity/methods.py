@@ -212,10 +212,10 @@ def guarantees_of(result: Anonymized, constraints: Constraints, qis: list[str], 
                           f"ln {achieved['entropy_l']:.4f} (l requested: {constraints.l})")
     if "recursive_c" in achieved:
         statements.append(f"recursive (c,l)-diversity with l = {constraints.l}: in every class "
-                          f"r1 / (r_l + … + r_m) ≤ {achieved['recursive_c']:.4f} (below c = {constraints.c:g})")
+                          f"r1 / (r_l + … + r_m) ≤ {achieved['recursive_c']:.10g} (below c = {constraints.c:g})")
     if constraints.delta_disclosure is not None:
         statements.append(f"δ-disclosure privacy: every class holds every sensitive value, each at "
-                          f"|ln(class share / table share)| ≤ {achieved['delta_disclosure']:.4f} "
+                          f"|ln(class share / table share)| ≤ {achieved['delta_disclosure']:.10g} "
                           f"(below δ = {constraints.delta_disclosure:g})")
     if constraints.beta is not None:
         cap = "" if constraints.beta_likeness == "basic" else " and within −ln of its table share"
