@@ -126,6 +126,13 @@ def test_with_the_whole_population_every_estimate_is_the_sample_uniques():
         assert est["uniqueness"][name]["share"] == pytest.approx(expected)
         assert "the table is the population" in est["uniqueness"][name]["reason"]
     assert est["marketer"]["estimated"] == est["marketer"]["table_as_population"] == len(sizes) / len(ids)
+    assert "accuracy" not in est  # observed, not estimated
+
+
+def test_estimates_carry_their_measured_accuracy():
+    est = population_risk(np.unique(_population((20, 2, 5, 7, 9))[:5_000], return_inverse=True)[1].ravel(), 0.1)
+    assert est["accuracy"].startswith("model estimates, not measurements")
+    assert "0.30 at a sampling fraction of 0.01" in est["accuracy"]
 
 
 def test_large_classes_only_give_no_population_uniques():
