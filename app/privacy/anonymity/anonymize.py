@@ -22,7 +22,7 @@ from app.privacy.anonymity.models import Constraints, Sensitive, class_stats
 from app.privacy.anonymity.mondrian import mondrian_partition
 from app.privacy.anonymity.release import generalize, generalize_levels
 from app.privacy.anonymity.risk import prosecutor_risk
-from app.privacy.anonymity.verify import Achieved, equivalence_classes, verify_release
+from app.privacy.anonymity.verify import Achieved, equivalence_classes, verify_release, worst_achieved
 from app.privacy.data import ColumnInfo
 from app.privacy.registry import MethodInputError
 
@@ -93,6 +93,15 @@ def numeric_hierarchical_t(sensitive: str) -> str:
             "numeric, whose t-closeness uses the ordered distance")
 
 
+def _sensitive_column(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: dict[str, pd.DataFrame],
+                      name: str, constraints: Constraints) -> Sensitive:
+    if constraints.needs_sensitive and infos[name].type != "numeric":
+        _refuse_missing_spelled_as_a_value(name, frame[name])
+    if constraints.t_distance == "hierarchical":
+        return _sensitive_under_hierarchy(frame, infos, hierarchies, name)
+    return Sensitive.from_series(name, frame[name], infos[name].type == "numeric")
+
+
 def _sensitive_under_hierarchy(frame: pd.DataFrame, infos: dict[str, ColumnInfo],
                                hierarchies: dict[str, pd.DataFrame], sensitive: str) -> Sensitive:
     """The sensitive column for t-closeness by the hierarchical distance: its uploaded hierarchy
@@ -113,19 +122,16 @@ def flat_warning(columns: list[str]) -> str:
 
 
 def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: dict[str, pd.DataFrame],
-              quasi_identifiers: list[str], constraints: Constraints, sensitive: str | None,
+              quasi_identifiers: list[str], constraints: Constraints, sensitive: str | list[str] | None,
               options: Options, progress: Callable[[float, str], None] | None = None) -> Anonymized:
+    """``sensitive``: one column or several; every constraint then holds on each of them."""
     started = time.perf_counter()
     n = len(frame)
     qi_infos = [infos[q] for q in quasi_identifiers]
-    sens = None
-    if sensitive is not None and constraints.needs_sensitive and infos[sensitive].type != "numeric":
-        _refuse_missing_spelled_as_a_value(sensitive, frame[sensitive])
-    if sensitive is not None and constraints.t_distance == "hierarchical":
-        sens = _sensitive_under_hierarchy(frame, infos, hierarchies, sensitive)
-    elif sensitive is not None:
-        sens = Sensitive.from_series(sensitive, frame[sensitive], infos[sensitive].type == "numeric")
-    _feasible(constraints, sens, n)
+    names = [] if sensitive is None else [sensitive] if isinstance(sensitive, str) else list(sensitive)
+    sens = tuple(_sensitive_column(frame, infos, hierarchies, name, constraints) for name in names)
+    for one in sens or (None,):
+        _feasible(constraints, one, n)
     lattice = options.algorithm == "lattice"
     axes, notes = build_axes(
         frame, qi_infos, hierarchies,
@@ -183,15 +189,18 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
     if progress:
         progress(0.9, "verifying")
     generalized = time.perf_counter()
-    achieved = verify_release(
-        out, quasi_identifiers, k=constraints.k, sensitive=sensitive, l=constraints.l,
+    each = [verify_release(
+        out, quasi_identifiers, k=constraints.k, sensitive=one.column if one else None, l=constraints.l,
         alpha=constraints.alpha, t=constraints.t, l_diversity=constraints.l_diversity, c=constraints.c,
         beta=constraints.beta, beta_likeness=constraints.beta_likeness,
         delta_disclosure=constraints.delta_disclosure,
-        t_hierarchy=hierarchies[sensitive] if sens is not None and sens.hierarchy is not None else None,
-        table_values=sens.values if sens is not None else None,
-        table_dist=sens.table_dist if sens is not None else None,
-        ordered=bool(sens is not None and sens.ordered))
+        t_hierarchy=hierarchies[one.column] if one is not None and one.hierarchy is not None else None,
+        table_values=one.values if one is not None else None,
+        table_dist=one.table_dist if one is not None else None,
+        ordered=bool(one is not None and one.ordered)) for one in sens or (None,)]
+    achieved = worst_achieved(each)
+    if len(sens) > 1:  # the guarantee states the worst column; each column's figures beside it
+        metadata["sensitive_achieved"] = {one.column: a.as_dict() for one, a in zip(sens, each)}
     released_ids = equivalence_classes(out, quasi_identifiers)
     metrics = anonymity_metrics(quasi_identifiers, ncp, n, int(suppressed.sum()), released_ids,
                                 constraints.k)
@@ -214,8 +223,9 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
         metadata["automatic_hierarchies"] = notes.automatic
     if notes.given:  # what the release was generalized with: its audit event names these only
         metadata["uploaded_hierarchies"] = notes.given
-    if sens is not None and constraints.t is not None:
-        metadata["t_distance"] = T_DISTANCE[sens.distance_kind]
+    if sens and constraints.t is not None:
+        metadata["t_distance"] = (T_DISTANCE[sens[0].distance_kind] if len(sens) == 1 else
+                                  {one.column: T_DISTANCE[one.distance_kind] for one in sens})
     return Anonymized(frame=out, achieved=achieved, metrics=metrics, metadata=metadata,
                       warnings=warnings, ncp=ncp)
 

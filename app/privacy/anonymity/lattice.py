@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from app.privacy.anonymity.hierarchies import Tree
-from app.privacy.anonymity.models import Constraints, Sensitive, class_stats
+from app.privacy.anonymity.models import Constraints, Sensitive, as_sensitives, satisfied
 
 
 @dataclass
@@ -111,11 +111,10 @@ class _Columns:
         return ids.astype(np.int64), len(uniques)
 
 
-def _suppressed(cols: _Columns, levels, c: Constraints, sensitive: Sensitive | None,
+def _suppressed(cols: _Columns, levels, c: Constraints, sensitives: tuple[Sensitive, ...],
                 columns: list[int] | None = None) -> np.ndarray:
     ids, n_classes = cols.classes(levels, columns)
-    stats = class_stats(ids, n_classes, c, sensitive)
-    return ~stats.satisfied(c)[ids]
+    return ~satisfied(ids, n_classes, c, sensitives)[ids]
 
 
 def _loss(cols: _Columns, levels, suppressed: np.ndarray) -> float:
@@ -128,7 +127,8 @@ def _loss(cols: _Columns, levels, suppressed: np.ndarray) -> float:
     return total / cols.normalizer
 
 
-def lattice_search(trees: list[Tree], constraints: Constraints, sensitive: Sensitive | None = None,
+def lattice_search(trees: list[Tree], constraints: Constraints,
+                   sensitive: Sensitive | tuple[Sensitive, ...] | None = None,
                    suppression: float = 0.0, time_budget: float = 10.0, max_nodes: int = 200_000,
                    progress: Callable[[float, str], None] | None = None,
                    metric: str = "ncp") -> LatticeResult:
@@ -136,6 +136,7 @@ def lattice_search(trees: list[Tree], constraints: Constraints, sensitive: Sensi
     ``suppression`` (a fraction) of the records suppressed. After ``time_budget`` seconds the
     best node found so far is returned with ``optimal=False`` and ``timed_out=True``."""
     began = time.perf_counter()
+    sensitive = as_sensitives(sensitive)  # every model holds on each sensitive column
     cols = _Columns(trees, metric)
     n = len(trees[0].leaf_codes)
     limit = int(np.floor(suppression * n + 1e-9))
@@ -180,7 +181,7 @@ def lattice_search(trees: list[Tree], constraints: Constraints, sensitive: Sensi
                          timed_out, evaluated, size, pruned, time.perf_counter() - began)
 
 
-def _projection_filter(cols: _Columns, nodes: np.ndarray, c: Constraints, sensitive: Sensitive | None,
+def _projection_filter(cols: _Columns, nodes: np.ndarray, c: Constraints, sensitive: tuple[Sensitive, ...],
                        limit: int, monotone: bool) -> np.ndarray:
     """False for nodes ruled out by a single column or a pair of columns (see module doc)."""
     q_count = len(cols.trees)
@@ -198,7 +199,7 @@ def _projection_filter(cols: _Columns, nodes: np.ndarray, c: Constraints, sensit
     return ok
 
 
-def _greedy(cols: _Columns, c: Constraints, sensitive: Sensitive | None, limit: int, began: float,
+def _greedy(cols: _Columns, c: Constraints, sensitive: tuple[Sensitive, ...], limit: int, began: float,
             size: int) -> LatticeResult:
     """Lattice too large to search: climb from the bottom, each step raising the column whose
     next level adds the least loss, until the table passes. Not optimal (flagged)."""

@@ -34,6 +34,9 @@ NOT_DP = ("k-anonymity is not differential privacy: it limits linkage through th
           "releases of the same data, is not covered")
 
 
+MAX_SENSITIVE = 8  # columns each model must hold on (one count table per column per check)
+
+
 class KAnonymityParams(Params):
     k: int = Field(5, ge=2, le=100_000, description="every equivalence class has at least k records")
     algorithm: Literal["mondrian", "lattice"] = Field(
@@ -41,8 +44,10 @@ class KAnonymityParams(Params):
         "optimal full-domain generalization over the hierarchy levels")
     quasi_identifiers: list[str] | None = Field(
         None, max_length=32, description="columns to generalize; default: the schema's quasi-identifiers")
-    sensitive: str | None = Field(
-        None, description="sensitive column for l, alpha and t; default: the schema's single sensitive column")
+    sensitive: str | list[str] | None = Field(
+        None, description="sensitive column for l, alpha, t, beta and delta_disclosure, or a list of "
+        "columns (at most 8), each of which must then meet every one of them; default: the schema's "
+        "single sensitive column")
     l: int | None = Field(None, ge=2, le=10_000, description="l-diversity, read as l_diversity says "
                           "(by default distinct l-diversity = p-sensitivity: at least l distinct "
                           "sensitive values per class)")
@@ -100,6 +105,8 @@ class KAnonymityParams(Params):
     def _combination(self):
         if self.l is not None and self.l > self.k:
             raise ValueError("l cannot exceed k: a class of k records holds at most k distinct values")
+        if isinstance(self.sensitive, list) and len(self.sensitive) > MAX_SENSITIVE:
+            raise ValueError(f"{len(self.sensitive)} sensitive columns; at most {MAX_SENSITIVE}")
         if self.l is None and self.l_diversity != "distinct":
             raise ValueError(f"l_diversity = '{self.l_diversity}' reads l, and l is not given")
         if (self.l_diversity == "recursive") != (self.c is not None):
@@ -228,6 +235,11 @@ def guarantees_of(result: Anonymized, constraints: Constraints, qis: list[str], 
     if constraints.t is not None:
         statements.append(f"t-closeness: largest class distance {achieved['t']:.4f} "
                           f"({result.metadata.get('t_distance')})")
+    several = result.metadata.get("sensitive")
+    if isinstance(several, list) and len(several) > 1 and constraints.needs_sensitive:
+        statements.append("the models above hold on each sensitive column: " + ", ".join(several)
+                          + " (the figures are the weakest column's; metadata.sensitive_achieved "
+                          "gives each column's)")
     others = [c for c in released if c not in qis]
     if others:
         statements.append("columns released unchanged (not generalized): " + ", ".join(others))
@@ -357,8 +369,10 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
 def _check_kanonymity(params: KAnonymityParams, columns: list[ColumnInfo],
                       source: SourceRelease | None) -> None:
     _, sensitive = _roles(params, columns)
-    if params.t_distance == "hierarchical" and {c.name: c for c in columns}[sensitive].type == "numeric":
-        raise MethodInputError(numeric_hierarchical_t(sensitive))
+    by_name = {c.name: c for c in columns}
+    for name in [sensitive] if isinstance(sensitive, str) else sensitive or []:
+        if params.t_distance == "hierarchical" and by_name[name].type == "numeric":
+            raise MethodInputError(numeric_hierarchical_t(name))
 
 
 register(MethodSpec(

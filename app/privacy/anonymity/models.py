@@ -33,6 +33,7 @@ ones work on the sorted (class, value) pairs, so the cost is O(n log n) whatever
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -213,6 +214,24 @@ def class_stats(class_ids: np.ndarray, n_classes: int, c: Constraints,
     if s is None:
         raise ValueError("sensitive codes must be given per record of class_ids")
     return _sensitive_stats(stats, class_ids, s, n_classes, c, sensitive)
+
+
+def as_sensitives(sensitive: Sensitive | Sequence[Sensitive] | None) -> tuple[Sensitive, ...]:
+    """One sensitive column, several, or none, as a tuple (every model holds on each column)."""
+    if sensitive is None:
+        return ()
+    return (sensitive,) if isinstance(sensitive, Sensitive) else tuple(sensitive)
+
+
+def satisfied(class_ids: np.ndarray, n_classes: int, c: Constraints,
+              sensitives: Sequence[Sensitive]) -> np.ndarray:
+    """Per class, whether every constraint holds — on each sensitive column."""
+    if not c.needs_sensitive or not sensitives:
+        return class_stats(class_ids, n_classes, c, None).satisfied(c)
+    ok = np.ones(n_classes, dtype=bool)
+    for sensitive in sensitives:
+        ok &= class_stats(class_ids, n_classes, c, sensitive).satisfied(c)
+    return ok
 
 
 def _gain_threshold(c: Constraints, q: np.ndarray) -> np.ndarray:

@@ -53,7 +53,7 @@ from typing import Literal
 import numpy as np
 
 from app.privacy.anonymity.axes import Axis, NumericAxis
-from app.privacy.anonymity.models import Constraints, Sensitive, class_stats, stats_from_counts
+from app.privacy.anonymity.models import Constraints, Sensitive, as_sensitives, satisfied, stats_from_counts
 
 _SEARCH_CELLS = 8_000_000  # (boundaries + partitions) × sensitive values for the full search
 _FALLBACK_LAYERS = 8  # boundaries per side of the median tried when the full table is too big
@@ -94,7 +94,8 @@ class _AxisView:
         return width, unit
 
 
-def mondrian_partition(axes: list[Axis], constraints: Constraints, sensitive: Sensitive | None = None,
+def mondrian_partition(axes: list[Axis], constraints: Constraints,
+                       sensitive: Sensitive | tuple[Sensitive, ...] | None = None,
                        progress: Callable[[float, str], None] | None = None,
                        search: Literal["all", "nearest"] = "all",
                        dimension: Literal["auto", "least_loss", "widest"] = "auto") -> np.ndarray:
@@ -117,8 +118,8 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints, sensitive: Se
     if dimension == "auto":
         dimension = "least_loss" if all(isinstance(a, NumericAxis) for a in axes) else "widest"
     k = constraints.k
-    extra = constraints.needs_sensitive
-    sens_all = sensitive.codes if sensitive is not None else None
+    sensitives = as_sensitives(sensitive)  # every model holds on each sensitive column
+    extra = constraints.needs_sensitive and bool(sensitives)
 
     orders = [np.argsort(v.keys, kind="stable").astype(np.int32) for v in views]
     # record × axis keys, in the narrowest integer type (the least-loss choice's cost is
@@ -149,8 +150,8 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints, sensitive: Se
             width, unit = view.width_and_unit(kv, sizes, starts, starts + sizes - 1)
             axis_state.append((width, unit))
             cut, ok = _nearest_cut(unit, same_part, starts, sizes, k, extra and (
-                lambda cand, valid: _cut_satisfies(cand, valid, part, o, sens_all, n_part,  # noqa: B023 (called before the loop moves on)
-                                                   constraints, sensitive)))
+                lambda cand, valid: _cut_satisfies(cand, valid, part, o, n_part,  # noqa: B023 (called before the loop moves on)
+                                                   constraints, sensitives)))
             candidates.append((cut, ok & (width > 0)))
         if dimension == "least_loss":
             best_dim, best_cut = _least_loss_choice(views, keys, orders, candidates, axis_state,
@@ -163,8 +164,9 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints, sensitive: Se
         if extra and search == "all" and stuck.any():
             # no axis has a valid cut near its median: search every boundary of every axis
             # (there the widest axis with a valid boundary is taken, whatever ``dimension``)
-            found = [_best_cut(unit, same_part, part, starts, sizes, sens_all[orders[d]],
-                               constraints, sensitive, stuck & (width > 0))
+            found = [_best_cut(unit, same_part, part, starts, sizes,
+                               tuple(replace(s, codes=s.codes[orders[d]]) for s in sensitives),
+                               constraints, stuck & (width > 0))
                      for d, (width, unit) in enumerate(axis_state)]
             dim, cut, width = _widest_choice(views, keys, orders, found, axis_state, starts, sizes)
             take = stuck & (dim >= 0)
@@ -294,12 +296,12 @@ def _nearest_cut(unit: np.ndarray, same_part: np.ndarray, starts: np.ndarray, si
 
 
 def _best_cut(unit: np.ndarray, same_part: np.ndarray, part: np.ndarray, starts: np.ndarray,
-              sizes: np.ndarray, sens: np.ndarray, c: Constraints, sensitive: Sensitive,
+              sizes: np.ndarray, ordered: tuple[Sensitive, ...], c: Constraints,
               only: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per partition in ``only``, the boundary nearest its median whose two sides both satisfy
     k and the sensitive constraints, searching every boundary (see the module docstring).
 
-    ``sens`` is the sensitive code of each position (records in this axis's order)."""
+    ``ordered`` are the sensitive columns with their codes by position (this axis's order)."""
     n_part = len(starts)
     b = np.flatnonzero((unit[1:] != unit[:-1]) & same_part) + 1
     bp = part[b] if len(b) else np.zeros(0, dtype=np.int64)
@@ -310,22 +312,24 @@ def _best_cut(unit: np.ndarray, same_part: np.ndarray, part: np.ndarray, starts:
     ok = np.zeros(n_part, dtype=bool)
     if not len(b):
         return best, ok
-    m = sensitive.m
-    if (len(b) + n_part) * m > _SEARCH_CELLS:
-        return _layered_cut(b, bp, lhs, part, starts, sizes, sens, c, sensitive)
+    if (len(b) + n_part) * sum(s.m for s in ordered) > _SEARCH_CELLS:
+        return _layered_cut(b, bp, lhs, part, starts, sizes, ordered, c)
     # Segments start at every partition start and every boundary; per segment, the count of
     # each sensitive value; a cumulative sum gives the counts before any segment start.
     breaks = np.union1d(starts, b)
-    segment = np.searchsorted(breaks, np.arange(len(sens)), side="right") - 1
-    counts = np.bincount(segment * m + sens, minlength=len(breaks) * m).reshape(-1, m)
-    before = np.vstack([np.zeros((1, m), dtype=np.int64), np.cumsum(counts, axis=0)])
-    at = lambda pos: before[np.searchsorted(breaks, pos)]  # counts of positions < pos
-    first = at(starts)
-    total = at(starts + sizes) - first
-    left = at(b) - first[bp]
-    right = total[bp] - left
-    good = (stats_from_counts(left, c, sensitive).satisfied(c)
-            & stats_from_counts(right, c, sensitive).satisfied(c))
+    segment = np.searchsorted(breaks, np.arange(len(part)), side="right") - 1
+    good = np.ones(len(b), dtype=bool)
+    for sensitive in ordered:
+        m = sensitive.m
+        counts = np.bincount(segment * m + sensitive.codes, minlength=len(breaks) * m).reshape(-1, m)
+        before = np.vstack([np.zeros((1, m), dtype=np.int64), np.cumsum(counts, axis=0)])
+        at = lambda pos: before[np.searchsorted(breaks, pos)]  # noqa: E731, B023 (counts of positions < pos)
+        first = at(starts)
+        total = at(starts + sizes) - first
+        left = at(b) - first[bp]
+        right = total[bp] - left
+        good &= (stats_from_counts(left, c, sensitive).satisfied(c)
+                 & stats_from_counts(right, c, sensitive).satisfied(c))
     b, bp, lhs = b[good], bp[good], lhs[good]
     gap = np.abs(lhs - sizes[bp] / 2.0)
     pick = np.lexsort((b, gap, bp))  # per partition: smallest gap, then the leftmost
@@ -335,7 +339,7 @@ def _best_cut(unit: np.ndarray, same_part: np.ndarray, part: np.ndarray, starts:
     return best, ok
 
 
-def _layered_cut(b, bp, lhs, part, starts, sizes, sens, c, sensitive):
+def _layered_cut(b, bp, lhs, part, starts, sizes, ordered, c):
     """The fallback when the full count table is too big: the ``_FALLBACK_LAYERS`` boundaries
     on each side of the median, nearest first, each layer checked for all partitions at once
     (a partition keeps the first layer that passes)."""
@@ -346,7 +350,6 @@ def _layered_cut(b, bp, lhs, part, starts, sizes, sens, c, sensitive):
     rank = np.arange(len(b)) - np.searchsorted(bp, bp)  # 0 = nearest the median
     best = np.zeros(n_part, dtype=np.int64)
     ok = np.zeros(n_part, dtype=bool)
-    sorted_sub = replace(sensitive, codes=sens)  # the same column (and hierarchy) in this order
     for layer in range(2 * _FALLBACK_LAYERS):
         here = (rank == layer) & ~ok[bp]
         if not here.any():
@@ -357,20 +360,18 @@ def _layered_cut(b, bp, lhs, part, starts, sizes, sens, c, sensitive):
         cut[bp[here]] = b[here]
         tried = np.zeros(n_part, dtype=bool)
         tried[bp[here]] = True
-        side = np.arange(len(sens)) >= cut[part]
-        stats = class_stats(2 * part + side, 2 * n_part, c, sorted_sub)
-        passed = tried & stats.satisfied(c).reshape(n_part, 2).all(axis=1)
+        side = np.arange(len(part)) >= cut[part]
+        passed = tried & satisfied(2 * part + side, 2 * n_part, c, ordered).reshape(n_part, 2).all(axis=1)
         best[passed], ok[passed] = cut[passed], True
     return best, ok
 
 
-def _cut_satisfies(cut: np.ndarray, ok: np.ndarray, part: np.ndarray, order: np.ndarray,
-                   sens_all: np.ndarray, n_part: int, c: Constraints,
-                   sensitive: Sensitive) -> np.ndarray:
-    """Whether both sides of each partition's cut satisfy l/α/t (k is already checked)."""
+def _cut_satisfies(cut: np.ndarray, ok: np.ndarray, part: np.ndarray, order: np.ndarray, n_part: int,
+                   c: Constraints, sensitives: tuple[Sensitive, ...]) -> np.ndarray:
+    """Whether both sides of each partition's cut satisfy the sensitive constraints on every
+    sensitive column (k is already checked)."""
     side = np.arange(len(order)) >= cut[part]
     group = 2 * part + side
-    sub = replace(sensitive, codes=sens_all[order])
-    stats = class_stats(group, 2 * n_part, c, sub)
-    good = stats.satisfied(c).reshape(n_part, 2).all(axis=1)
+    ordered = tuple(replace(s, codes=s.codes[order]) for s in sensitives)  # and the hierarchy kept
+    good = satisfied(group, 2 * n_part, c, ordered).reshape(n_part, 2).all(axis=1)
     return ok & good

@@ -36,8 +36,17 @@ def resolve_quasi_identifiers(columns: list[ColumnInfo], given: list[str] | None
     return chosen
 
 
-def resolve_sensitive(columns: list[ColumnInfo], given: str | None, quasi_identifiers: list[str],
-                      needed: bool) -> str | None:
+def resolve_sensitive(columns: list[ColumnInfo], given: str | list[str] | None, quasi_identifiers: list[str],
+                      needed: bool) -> str | list[str] | None:
+    """The sensitive column (or columns, when a list is given: each is checked)."""
+    if isinstance(given, list):
+        if not given:
+            raise MethodInputError("sensitive is an empty list: name at least one column")
+        try:
+            no_repeats(given, "sensitive")
+        except ValueError as exc:
+            raise MethodInputError(str(exc)) from None
+        return [resolve_sensitive(columns, name, quasi_identifiers, needed) for name in given]
     by_name = {c.name: c for c in columns}
     if given is not None:
         name = given

@@ -42,6 +42,18 @@ class Achieved:
         return {key: value for key, value in self.__dict__.items() if value is not None}
 
 
+def worst_achieved(each: list[Achieved]) -> Achieved:
+    """One figure per model over several sensitive columns' checks of the same release: the
+    weakest (smallest l and entropy l, largest α, t, c, β, δ)."""
+    def pick(name: str, worst):
+        values = [getattr(a, name) for a in each if getattr(a, name) is not None]
+        return worst(values) if values else None
+    return Achieved(k=each[0].k, classes=each[0].classes, records=each[0].records, l=pick("l", min),
+                    alpha=pick("alpha", max), t=pick("t", max), entropy_l=pick("entropy_l", min),
+                    recursive_c=pick("recursive_c", max), delta_disclosure=pick("delta_disclosure", max),
+                    beta=pick("beta", max))
+
+
 def equivalence_classes(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
     """Class id per record: records with equal values (missing equal to missing) on ``columns``."""
     if not columns:
