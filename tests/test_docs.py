@@ -81,6 +81,24 @@ def test_every_documented_job_body_validates_against_its_method():
             raise AssertionError(f"{where}: {exc}") from None
 
 
+def test_every_documented_hierarchy_build_body_validates():
+    """The `-d '{"builder": …}'` bodies of docs/hierarchies.md, checked by the endpoint's own
+    body model (a renamed option breaks its example here)."""
+    import json
+    import re
+
+    from pydantic import TypeAdapter
+
+    from app.privacy.anonymity.builders import HierarchyBuild
+
+    adapter = TypeAdapter(HierarchyBuild)
+    bodies = [json.loads(body) for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+              for body in re.findall(r"-d '(\{.*?\})'", page.read_text(), flags=re.S) if '"builder"' in body]
+    assert {body["builder"] for body in bodies} == {"redaction", "date", "intervals", "groups"}
+    for body in bodies:
+        adapter.validate_python(body)
+
+
 def test_veil_docs_leaves_plugin_methods_out_of_veils_own_pages():
     """The tests load their diagnostic methods with VEIL_PLUGINS, as an operator loads a
     third party's: `veil docs` run with it set wrote their rows into Veil's README and its

@@ -20,6 +20,7 @@ from app.deps import OffLoopRoute, SessionDep, is_json, not_json
 from app.errors import Unprocessable, UnsupportedMediaType, problem_responses
 from app.openapi_parts import (MEDIA_BY_FORMAT, Cursor, DatasetId, HierarchyColumn, IdempotencyKey, IfNoneMatch,
                                PageSize, SpreadsheetSafe, TableFormat, table_content)
+from app.privacy.anonymity.builders import HierarchyBuild
 
 
 class ColumnName(PathConvertor):
@@ -205,6 +206,19 @@ async def put_hierarchy(dataset_id: DatasetId, column: HierarchyColumn, request:
         raise Unprocessable("the hierarchy is empty")
     return Hierarchy(**await run_in_threadpool(service.put_hierarchy, session, principal,
                                                dataset_id, column, text))
+
+
+@router.post("/{dataset_id}/hierarchies/{column:column}/build", response_model=Hierarchy,
+             responses=problem_responses(401, 403, 404, 415, 422, 503))
+def build_hierarchy(dataset_id: DatasetId, column: HierarchyColumn, body: HierarchyBuild,
+                    principal: OwnerPrincipal, session: SessionDep) -> Hierarchy:
+    """Generate a column's hierarchy from a builder's specification — `redaction` (codes such as
+    ZIP codes, masked one more character per level), `date` (ISO dates → month → year → decade),
+    `intervals` (a numeric column's cells of the widths given per level) or `groups` (the
+    owner's groups per level) — and store it as an upload is: checked against the data, read
+    back as ARX CSV by GET, replaced by the next upload or build, audited
+    (`dataset.hierarchy_set`, with the builder's name). docs/hierarchies.md has examples."""
+    return Hierarchy(**service.build_hierarchy(session, principal, dataset_id, column, body))
 
 
 @router.get("/{dataset_id}/hierarchies/{column:column}", response_class=PlainTextResponse,

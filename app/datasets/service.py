@@ -321,13 +321,8 @@ def _refuse_under_active_jobs(session: Session, dataset_id: uuid.UUID) -> None:
                        "or cancel them, then change the schema")
 
 
-def put_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID, column: str,
-                  text: str) -> dict[str, Any]:
-    from app.privacy.anonymity.hierarchies import (
-        hierarchy_findings, interval_label_warnings, not_number_warnings, parse_arx_hierarchy, top_warnings,
-    )
-    from app.privacy.registry import MethodInputError
-
+def _hierarchy_target(session: Session, principal: Principal, dataset_id: uuid.UUID, column: str):
+    """Lock the column's hierarchy and read the dataset row (FOR KEY SHARE): (row, column types)."""
     # First, one change of the column's hierarchy at a time: the row lock below takes this
     # transaction's id, which orders the audit trail, and an upload that took it first but
     # finished its check last overwrote a later one listed after it (race acceptance check)
@@ -338,14 +333,64 @@ def put_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID,
     types = {c["name"]: c["type"] for c in row["columns"]}
     if row["shape"] != "table" or column not in types:
         raise NotFound(f"dataset {dataset_id} has no column {column!r}")
+    return row, types
+
+
+def put_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID, column: str,
+                  text: str) -> dict[str, Any]:
+    from app.privacy.anonymity.hierarchies import parse_arx_hierarchy
+    from app.privacy.registry import MethodInputError
+
+    row, types = _hierarchy_target(session, principal, dataset_id, column)
     try:
         hierarchy = parse_arx_hierarchy(text, max_cell_length=get_settings().max_cell_length)
     except MethodInputError as exc:
         raise Unprocessable(f"hierarchy for {column!r}: {exc}") from None
     # that column only: the whole table decoded here stayed in the API process's memory
     values = codec.parquet_column(blobs.read(session, row["blob_id"]), column)
+    return _store_hierarchy(session, principal, dataset_id, column, hierarchy, text, values,
+                            numeric=types[column] == "numeric")
+
+
+def build_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID, column: str,
+                    spec) -> dict[str, Any]:
+    """A hierarchy generated from a builder's specification (app/privacy/anonymity/builders.py),
+    then checked, stored and audited exactly as an uploaded one (its ARX text is what GET
+    answers)."""
+    from app.privacy.anonymity.builders import BuildError, to_arx_text
+    from app.privacy.anonymity.builders import build_hierarchy as build
+
+    row, types = _hierarchy_target(session, principal, dataset_id, column)
+    described = next(c for c in row["columns"] if c["name"] == column)
+    values = codec.parquet_column(blobs.read(session, row["blob_id"]), column)
+    numeric = types[column] == "numeric"
+    try:
+        hierarchy = build(spec, values, numeric=numeric,
+                          lower_bound=(described.get("bounds") or [None])[0] if numeric else None)
+        text = to_arx_text(hierarchy)
+    except BuildError as exc:
+        loc = ["body", spec.builder, *exc.field.split(".")] if exc.field else ["hierarchy", "level_0"]
+        raise Unprocessable(f"{spec.builder} hierarchy for {column!r}: {exc}", errors=exc.issues(loc)) from None
+    size, limit = len(text.encode()), get_settings().max_hierarchy_bytes
+    if size > limit:  # what an upload could have sent: every job along it parses it when it starts
+        raise Unprocessable(f"{spec.builder} hierarchy for {column!r}: the built hierarchy is {size} bytes of ARX "
+                            f"text, above the limit of {limit} bytes an uploaded one may have "
+                            "(VEIL_MAX_HIERARCHY_BYTES)")
+    return _store_hierarchy(session, principal, dataset_id, column, hierarchy, text, values, numeric=numeric,
+                            builder=spec.builder)
+
+
+def _store_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID, column: str,
+                     hierarchy: pd.DataFrame, text: str, values: pd.Series, *, numeric: bool,
+                     builder: str | None = None) -> dict[str, Any]:
+    """Check ``hierarchy`` (``text`` parsed, or built) against the column's values, store its
+    text and record the change: an upload's and a build's one path."""
+    from app.privacy.anonymity.hierarchies import (
+        hierarchy_findings, interval_label_warnings, not_number_warnings, top_warnings,
+    )
+
     strings = _value_strings(values)
-    numeric = types[column] == "numeric"  # its leaves match as numbers, as the jobs match them
+    # numeric: its leaves match as numbers, as the jobs match them
     found = hierarchy_findings(hierarchy, strings, numeric)
     if problems := found.sentences():
         raise Unprocessable(f"hierarchy for {column!r} does not fit the data: " + "; ".join(problems)
@@ -353,10 +398,11 @@ def put_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UUID,
     warnings = top_warnings(hierarchy, found.data, numeric) + (
         not_number_warnings(found, column) + interval_label_warnings(hierarchy, found.data) if numeric else [])
     repository.upsert_hierarchy(session, dataset_id, column, text, levels=int(hierarchy.shape[1]))
+    details = {"column": column, "levels": int(hierarchy.shape[1]),
+               "sha256": hashlib.sha256(text.encode()).hexdigest()}
     record(session, tenant=principal.tenant, actor=principal.actor, action="dataset.hierarchy_set",
            subject_type="dataset", subject_id=dataset_id, dataset_id=dataset_id,
-           details={"column": column, "levels": int(hierarchy.shape[1]),
-                    "sha256": hashlib.sha256(text.encode()).hexdigest()})
+           details={**details, "builder": builder} if builder else details)
     return {"dataset_id": dataset_id, "column": column, "levels": int(hierarchy.shape[1]),
             "values": int(hierarchy.shape[0]), "warnings": warnings}
 
