@@ -23,6 +23,7 @@ from app.privacy.anonymity.mondrian import mondrian_partition
 from app.privacy.anonymity.release import generalize, generalize_levels
 from app.privacy.anonymity.risk import prosecutor_risk
 from app.privacy.anonymity.verify import Achieved, equivalence_classes, verify_release, worst_achieved
+from app.privacy.anonymity.wording import below, rounded
 from app.privacy.data import ColumnInfo
 from app.privacy.registry import MethodInputError
 
@@ -67,11 +68,11 @@ def _feasible(constraints: Constraints, sensitive: Sensitive | None, n: int) -> 
         raise MethodInputError(f"sensitive column {sensitive.column!r} has {stats.distinct[0]} "
                                f"distinct values in the whole table: l = {constraints.l} is impossible")
     if constraints.alpha is not None and stats.max_share[0] > constraints.alpha + 1e-12:
-        raise MethodInputError(f"a value of {sensitive.column!r} holds {stats.max_share[0]:.4f} of the "
+        raise MethodInputError(f"a value of {sensitive.column!r} holds {rounded(stats.max_share[0], down=False)} of the "
                                f"whole table: alpha = {constraints.alpha} is impossible")
     if constraints.l_diversity == "entropy" and not stats.satisfied(constraints)[0]:
         raise MethodInputError(f"sensitive column {sensitive.column!r} has entropy {stats.entropy[0]:.4f} "
-                               f"in the whole table (as diverse as {np.exp(stats.entropy[0]):.3f} equally "
+                               f"in the whole table (as diverse as {below(np.exp(stats.entropy[0]), constraints.l)} equally "
                                f"frequent values): entropy l = {constraints.l} is impossible")
     if constraints.l_diversity == "recursive" and not stats.satisfied(constraints)[0]:
         raise MethodInputError(f"the whole table's counts of {sensitive.column!r} give r1 / (r_l + … + r_m) "

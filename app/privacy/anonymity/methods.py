@@ -20,6 +20,7 @@ from app.privacy.anonymity.risk import (
 )
 from app.privacy.anonymity.roles import resolve_quasi_identifiers, resolve_sensitive
 from app.privacy.anonymity.verify import disclosure_levels, equivalence_classes
+from app.privacy.anonymity.wording import as_given, below, rounded
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease, columns_changed_by
 from app.privacy.guarantees import guarantee, raw_determinants
@@ -216,25 +217,29 @@ def guarantees_of(result: Anonymized, constraints: Constraints, qis: list[str], 
                           "sensitive values")
     if "entropy_l" in achieved:
         statements.append(f"entropy l-diversity: every class's sensitive entropy is at least "
-                          f"ln {achieved['entropy_l']:.4f} (l requested: {constraints.l})")
+                          f"ln {rounded(achieved['entropy_l'], down=True)} (l requested: {constraints.l})")
     if "recursive_c" in achieved:
         statements.append(f"recursive (c,l)-diversity with l = {constraints.l}: in every class "
-                          f"r1 / (r_l + … + r_m) ≤ {achieved['recursive_c']:.10g} (below c = {constraints.c:g})")
+                          f"r1 / (r_l + … + r_m) ≤ {below(achieved['recursive_c'], constraints.c)} "
+                          f"(below c = {as_given(constraints.c)})")
     if constraints.delta_disclosure is not None:
         statements.append(f"δ-disclosure privacy: every class holds every sensitive value, each at "
-                          f"|ln(class share / table share)| ≤ {achieved['delta_disclosure']:.10g} "
-                          f"(below δ = {constraints.delta_disclosure:g})")
+                          f"|ln(class share / table share)| ≤ "
+                          f"{below(achieved['delta_disclosure'], constraints.delta_disclosure)} "
+                          f"(below δ = {as_given(constraints.delta_disclosure)})")
     if constraints.beta is not None:
         cap = "" if constraints.beta_likeness == "basic" else " and within −ln of its table share"
         statements.append(f"{constraints.beta_likeness} β-likeness: no sensitive value's share in a class "
-                          f"exceeds its table share by a relative gain above {achieved['beta']:.4f}"
-                          f"{cap} (β requested: {constraints.beta:g})")
+                          f"exceeds its table share by a relative gain above "
+                          f"{rounded(achieved['beta'], down=False)}{cap} (β requested: {as_given(constraints.beta)})")
     if constraints.alpha is not None:
-        statements.append(f"(α,k)-anonymity: no sensitive value exceeds a share {achieved['alpha']:.4f} "
-                          "of its class")
+        statements.append("(α,k)-anonymity: no sensitive value exceeds a share "
+                          f"{rounded(achieved['alpha'], down=False)} of its class")
     if constraints.t is not None:
-        statements.append(f"t-closeness: largest class distance {achieved['t']:.4f} "
-                          f"({result.metadata.get('t_distance')})")
+        distance = result.metadata.get("t_distance")
+        if isinstance(distance, dict):  # several sensitive columns: each one's distance
+            distance = "; ".join(f"{column}: {kind}" for column, kind in distance.items())
+        statements.append(f"t-closeness: largest class distance {achieved['t']:.4f} ({distance})")
     several = result.metadata.get("sensitive")
     if isinstance(several, list) and len(several) > 1 and constraints.needs_sensitive:
         statements.append("the models above hold on each sensitive column: " + ", ".join(several)
