@@ -130,7 +130,9 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
     n = len(frame)
     qi_infos = [infos[q] for q in quasi_identifiers]
     names = [] if sensitive is None else [sensitive] if isinstance(sensitive, str) else list(sensitive)
-    sens = tuple(_sensitive_column(frame, infos, hierarchies, name, constraints) for name in names)
+    # only a model that reads a sensitive column checks it (k alone reads none)
+    sens = tuple(_sensitive_column(frame, infos, hierarchies, name, constraints)
+                 for name in names if constraints.needs_sensitive)
     for one in sens or (None,):
         _feasible(constraints, one, n)
     lattice = options.algorithm == "lattice"

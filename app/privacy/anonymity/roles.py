@@ -55,7 +55,8 @@ def resolve_sensitive(columns: list[ColumnInfo], given: str | list[str] | None, 
         if len(declared) != 1:
             raise MethodInputError(
                 "l, alpha, t, beta and delta_disclosure need a sensitive column: pass sensitive" if not declared else
-                f"{len(declared)} columns are declared sensitive: pass sensitive to name one")
+                f"{len(declared)} columns are declared sensitive ({', '.join(declared)}): pass sensitive to "
+                "name one, or a list of them (every model then holds on each)")
         name = declared[0]
     else:
         return None
