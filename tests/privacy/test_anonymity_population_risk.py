@@ -225,3 +225,15 @@ def test_zayatz_on_a_table_of_uniques_says_its_one_is_by_construction():
         assert "by construction" in u["zayatz"]["reason"]
         assert u["dankar"]["model"] == "zayatz" and "by construction" in u["dankar"]["reason"]
     assert population_risk(np.r_[np.arange(50), 0], 0.01)["uniqueness"]["zayatz"]["reason"] is None
+
+
+def test_without_sample_uniques_the_marketer_estimate_still_carries_its_accuracy():
+    """No sample uniques: the uniqueness share is observed (0), but the marketer figure is still
+    Shlosser's estimate of the population's classes (here the classes seen: K/N = 50/2,000,
+    a lower reading if the population has classes the sample missed) — said, as for any estimate."""
+    est = population_risk(np.repeat(np.arange(50), 4), 0.1)
+    assert est["uniqueness"]["dankar"]["share"] == 0.0
+    assert est["marketer"]["model"] == "shlosser" and est["marketer"]["estimated"] == pytest.approx(50 / 2_000)
+    assert est["accuracy"].startswith("the marketer figure is a model estimate")
+    assert "0.20 at a sampling fraction of 0.01" in est["accuracy"]
+    assert "Dankar" not in est["accuracy"]  # the uniqueness share is observed here

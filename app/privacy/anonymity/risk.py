@@ -260,6 +260,11 @@ ACCURACY_NOTE = ("model estimates, not measurements: on simulated populations of
                  "(docs/methods/risk.md) Dankar's choice was off by up to 0.30 at a sampling "
                  "fraction of 0.01, 0.10 at 0.1 and 0.011 at 0.5; the marketer estimate by up to "
                  "0.20, 0.06 and 0.002")
+# No sample uniques: the uniqueness share is observed (0), the marketer figure still estimated.
+MARKETER_ACCURACY_NOTE = ("the marketer figure is a model estimate, not a measurement (the uniqueness "
+                          "share is observed: no sample uniques): on simulated populations of 400,000 "
+                          "(docs/methods/risk.md) the marketer estimate was off by up to 0.20 at a "
+                          "sampling fraction of 0.01, 0.06 at 0.1 and 0.002 at 0.5")
 
 
 def population_risk(class_ids: np.ndarray, sampling_fraction: float) -> dict:
@@ -288,6 +293,8 @@ def population_risk(class_ids: np.ndarray, sampling_fraction: float) -> dict:
                   "no sample uniques: no record of the table is unique in the population")
         estimates = {k: _estimate(s1 / n, N, reason) for k in names}
         estimates["dankar"] = {**_estimate(s1 / n, N, reason), "model": None}
+        if pi < 1.0:
+            out["accuracy"] = MARKETER_ACCURACY_NOTE
     else:
         estimates = {"zayatz": _zayatz(j, s, n, N), "pitman": _pitman(j, s, n, N),
                      "snb": _snb(j, s, n, N, pi)}
