@@ -237,3 +237,11 @@ def test_a_built_hierarchy_larger_than_an_upload_may_be_is_refused(client, owner
                    "the built hierarchy is 189 bytes of ARX text, above the limit of 100 bytes an uploaded one "
                    "may have (VEIL_MAX_HIERARCHY_BYTES)")
     assert client.get(f"/v1/datasets/{dataset}/hierarchies/zip", headers=auth(owner)).status_code == 404
+
+
+def test_a_group_name_with_a_control_character_is_a_problem_not_a_server_error(client, owner, dataset):
+    """A NUL cannot be stored in PostgreSQL's text (the schema fuzzer's kind of input)."""
+    for name in ("A\x00", "A\tB"):
+        r = _build(client, owner, dataset, "job", {"builder": "groups", "unlisted": "top",
+                                                    "levels": [{name: ["Sales"]}]})
+        assert_problem(r, 422, "groups.levels: Value error, level 1: group", "control character")

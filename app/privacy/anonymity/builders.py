@@ -176,8 +176,10 @@ class GroupsBuild(_Spec):
             for name, members in groups.items():
                 if name.strip() == ROOT:
                     raise ValueError(f"level {i + 1}: '*' is the top's name, not a group's")
-                if not name.strip() or any(c in name for c in "\r\n"):
-                    raise ValueError(f"level {i + 1}: group {name!r} needs a name of one line")
+                if not name.strip():
+                    raise ValueError(f"level {i + 1}: a group needs a name")
+                if any(ord(c) < 0x20 or c == "\x7f" for c in name):  # a line break, a tab, a NUL (no text column holds it)
+                    raise ValueError(f"level {i + 1}: group {name!r} holds a control character")
                 if not members:
                     raise ValueError(f"level {i + 1}: group {name!r} has no members")
         return levels
