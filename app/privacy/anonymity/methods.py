@@ -244,7 +244,10 @@ def guarantees_of(result: Anonymized, constraints: Constraints, qis: list[str], 
     if isinstance(several, list) and len(several) > 1 and constraints.needs_sensitive:
         statements.append("the models above hold on each sensitive column: " + ", ".join(several)
                           + " (the figures are the weakest column's; metadata.sensitive_achieved "
-                          "gives each column's)")
+                          "gives each column's) — each column by itself, not their combinations: "
+                          "an attacker who knows a person's value in one of them can narrow the "
+                          "others within the class (multi-attribute l-diversity, which treats the "
+                          "other sensitive columns as quasi-identifiers, is not what is checked)")
     others = [c for c in released if c not in qis]
     if others:
         statements.append("columns released unchanged (not generalized): " + ", ".join(others))
