@@ -257,14 +257,14 @@ def _marketer(estimates: dict, j: np.ndarray, s: np.ndarray, n: int, N: int, pi:
 # What the estimates are worth, measured (benchmarks/risk_population_accuracy.py, the table in
 # docs/methods/risk.md): said beside them, so a point estimate is not read as a measurement.
 ACCURACY_NOTE = ("model estimates, not measurements: on simulated populations of 400,000 "
-                 "(docs/methods/risk.md) Dankar's choice was off by up to 0.30 at a sampling "
-                 "fraction of 0.01, 0.10 at 0.1 and 0.011 at 0.5; the marketer estimate by up to "
-                 "0.20, 0.06 and 0.002")
+                 "(docs/methods/risk.md) Dankar's choice was off by up to 0.31 at a sampling "
+                 "fraction of 0.01, 0.098 at 0.1 and 0.011 at 0.5; the marketer estimate by up to "
+                 "0.21, 0.061 and 0.0019")
 # No sample uniques: the uniqueness share is observed (0), the marketer figure still estimated.
 MARKETER_ACCURACY_NOTE = ("the marketer figure is a model estimate, not a measurement (the uniqueness "
                           "share is observed: no sample uniques): on simulated populations of 400,000 "
-                          "(docs/methods/risk.md) the marketer estimate was off by up to 0.20 at a "
-                          "sampling fraction of 0.01, 0.06 at 0.1 and 0.002 at 0.5")
+                          "(docs/methods/risk.md) the marketer estimate was off by up to 0.21 at a "
+                          "sampling fraction of 0.01, 0.061 at 0.1 and 0.0019 at 0.5")
 
 
 def population_risk(class_ids: np.ndarray, sampling_fraction: float) -> dict:
