@@ -35,6 +35,7 @@ TABLE = {
     "PUT /v1/datasets/{dataset_id}/schema": DATASET_OBJECT,
     "PUT /v1/datasets/{dataset_id}/hierarchies/{column}": DATASET_OBJECT,
     "GET /v1/datasets/{dataset_id}/hierarchies/{column}": DATASET_OBJECT,
+    "POST /v1/datasets/{dataset_id}/hierarchies/{column}/build": DATASET_OBJECT,
     "DELETE /v1/datasets/{dataset_id}": {**DATASET_OBJECT, "owner": 204},
     "DELETE /v1/datasets/{dataset_id}/hierarchies/{column}": {**DATASET_OBJECT, "owner": 204},
     "GET /v1/jobs": {"owner": 200, "analyst": 200, "admin": 200, "other": 200, "other_analyst": 200},
@@ -113,6 +114,8 @@ def _request(op: str, a: dict, victim: str) -> tuple[str, str, dict]:
         kwargs = {"json": {"epsilon_total": 50}}
     elif op == "PUT /v1/datasets/{dataset_id}/schema":
         kwargs = {"json": {"columns": {"edu": {"role": "quasi_identifier"}}}}
+    elif op == "POST /v1/datasets/{dataset_id}/hierarchies/{column}/build":
+        kwargs = {"json": {"builder": "groups", "levels": [{"any": ["M", "F"]}]}}
     elif op.startswith("PUT /v1/datasets/{dataset_id}/hierarchies"):
         kwargs = {"content": b"M;*\nF;*\n", "headers": {"Content-Type": "text/csv"}}
     elif op == "POST /v1/jobs":
