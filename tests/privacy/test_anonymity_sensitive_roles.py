@@ -13,12 +13,18 @@ from app.privacy.data import ColumnInfo
 from app.privacy.registry import MethodInputError
 
 
-def test_several_declared_sensitive_columns_ask_for_one_or_a_list():
+def test_several_declared_sensitive_columns_are_all_read():
+    """The schema declares two sensitive columns and the job names none: both are read (every model
+    holds on each), not a 422 asking to choose; an explicit column still chooses one."""
     columns = [ColumnInfo("g", "categorical", "quasi_identifier"), ColumnInfo("s", "categorical", "sensitive"),
                ColumnInfo("u", "categorical", "sensitive")]
-    with pytest.raises(MethodInputError, match=r"2 columns are declared sensitive \(s, u\): pass sensitive "
-                                               r"to name one, or a list of them"):
-        resolve_sensitive(columns, None, ["g"], needed=True)
+    assert resolve_sensitive(columns, None, ["g"], needed=True) == ["s", "u"]
+    assert resolve_sensitive(columns, "u", ["g"], needed=True) == "u"
+    assert resolve_sensitive(columns, None, ["g"], needed=False) is None
+    many = [ColumnInfo("g", "categorical", "quasi_identifier")] + [
+        ColumnInfo(f"s{i}", "categorical", "sensitive") for i in range(9)]
+    with pytest.raises(MethodInputError, match=r"9 columns are declared sensitive \(s0, .*s8\), more than the 8"):
+        resolve_sensitive(many, None, ["g"], needed=True)
 
 
 def test_k_alone_does_not_read_a_sensitive_column():

@@ -309,3 +309,17 @@ def test_kanonymity_with_two_sensitive_columns(client, owner_adult, adult_path):
         r = submit(client, headers, "kanonymity", {"k": 5, "quasi_identifiers": qis, "sensitive": bad, "alpha": 0.8},
                    dataset_id=ds["id"])
         assert r.status_code == 422 and named in r.text, r.text
+
+
+def test_kanonymity_reads_every_declared_sensitive_column(client, make_key, workers, adult_path):
+    headers = make_key("owner")
+    schema = {"income": {"role": "label"}, "occupation": {"role": "sensitive"}, "workclass": {"role": "sensitive"}}
+    ds = upload(client, headers, adult_path, "adult_train.csv", schema=schema).json()
+    qis = ["age", "education", "sex"]
+    job = run(client, headers, "kanonymity", {"k": 5, "quasi_identifiers": qis, "l": 3}, dataset_id=ds["id"])
+    rel, frame = release_frame(client, headers, job)
+    assert rel["metadata"]["sensitive"] == ["workclass", "occupation"]  # in the table's column order
+    assert set(rel["metadata"]["sensitive_achieved"]) == {"occupation", "workclass"}
+    for column in ("occupation", "workclass"):
+        values = frame[column].astype(object).where(frame[column].notna(), "<missing>")
+        assert values.groupby([frame[c].astype(str) for c in qis]).nunique().min() >= 3, column

@@ -18,7 +18,7 @@ from app.privacy.anonymity.rfk import RfkConfig, rfk_pipeline
 from app.privacy.anonymity.risk import (
     class_size_table, frame_risk, population_risk, population_table, prosecutor_risk,
 )
-from app.privacy.anonymity.roles import resolve_quasi_identifiers, resolve_sensitive
+from app.privacy.anonymity.roles import MAX_SENSITIVE, resolve_quasi_identifiers, resolve_sensitive
 from app.privacy.anonymity.verify import disclosure_levels, equivalence_classes
 from app.privacy.anonymity.wording import as_given, below, rounded
 from app.privacy.context import RunContext
@@ -35,9 +35,6 @@ NOT_DP = ("k-anonymity is not differential privacy: it limits linkage through th
           "releases of the same data, is not covered")
 
 
-MAX_SENSITIVE = 8  # columns each model must hold on (one count table per column per check)
-
-
 class KAnonymityParams(Params):
     k: int = Field(5, ge=2, le=100_000, description="every equivalence class has at least k records")
     algorithm: Literal["mondrian", "lattice"] = Field(
@@ -48,7 +45,7 @@ class KAnonymityParams(Params):
     sensitive: str | list[str] | None = Field(
         None, description="sensitive column for l, alpha, t, beta and delta_disclosure, or a list of "
         "columns (at most 8), each of which must then meet every one of them; default: the schema's "
-        "single sensitive column")
+        "sensitive column, or all of them when it declares several")
     l: int | None = Field(None, ge=2, le=10_000, description="l-diversity, read as l_diversity says "
                           "(by default distinct l-diversity = p-sensitivity: at least l distinct "
                           "sensitive values per class)")

@@ -7,6 +7,7 @@ from app.privacy.data import ColumnInfo
 from app.privacy.registry import MethodInputError, no_repeats
 
 MAX_QUASI_IDENTIFIERS = 32
+MAX_SENSITIVE = 8  # columns each model must hold on (one count table per column per check)
 
 
 def resolve_quasi_identifiers(columns: list[ColumnInfo], given: list[str] | None,
@@ -52,11 +53,13 @@ def resolve_sensitive(columns: list[ColumnInfo], given: str | list[str] | None, 
         name = given
     elif needed:
         declared = [c.name for c in columns if c.role == "sensitive"]
-        if len(declared) != 1:
-            raise MethodInputError(
-                "l, alpha, t, beta and delta_disclosure need a sensitive column: pass sensitive" if not declared else
-                f"{len(declared)} columns are declared sensitive ({', '.join(declared)}): pass sensitive to "
-                "name one, or a list of them (every model then holds on each)")
+        if not declared:
+            raise MethodInputError("l, alpha, t, beta and delta_disclosure need a sensitive column: pass sensitive")
+        if len(declared) > MAX_SENSITIVE:
+            raise MethodInputError(f"{len(declared)} columns are declared sensitive ({', '.join(declared)}), "
+                                   f"more than the {MAX_SENSITIVE} a job checks: pass sensitive to name them")
+        if len(declared) > 1:  # the schema's word: every model holds on each of them
+            return resolve_sensitive(columns, declared, quasi_identifiers, needed)
         name = declared[0]
     else:
         return None
