@@ -99,29 +99,24 @@ def verify_release(frame: pd.DataFrame, quasi_identifiers: list[str], *, k: int,
             codes, m = _leaf_codes(frame[sensitive], table_values)
         else:
             codes, m = _sensitive_codes(frame[sensitive], ordered, table_values)
-        pair, count = np.unique(ids * m + codes, return_counts=True)  # sorted by class
-        pair_class = pair // m
-        distinct = np.bincount(pair_class, minlength=len(sizes))
-        first = np.flatnonzero(np.r_[True, pair_class[1:] != pair_class[:-1]])
-        top = np.maximum.reduceat(count, first) / sizes
+        pairs = _ClassValues.count_pairs(ids, codes, sizes, m)
+        distinct = pairs.distinct
         if l is not None:
             achieved.l = int(distinct.min())
             if l_diversity == "distinct" and achieved.l < l:
                 failures.append(f"a class has {achieved.l} distinct sensitive values, fewer than l = {l}")
         if l is not None and l_diversity == "entropy":
-            smallest = _smallest_entropy_l(pair_class, count, sizes)
-            # 12 digits: a class of 5 equally frequent values is e^H = 5, not 4.999999999999998
-            achieved.entropy_l = float(f"{smallest:.12g}")
+            smallest, achieved.entropy_l = pairs.entropy_l()
             if smallest < l * (1 - 1e-9):
                 failures.append(f"a class is as diverse as {smallest:.4f} equally frequent "
                                 f"values (e^entropy), below entropy l = {l}")
         if l is not None and l_diversity == "recursive":
-            achieved.recursive_c = _largest_recursive_ratio(pair_class, count, len(sizes), l)
+            achieved.recursive_c = _largest_recursive_ratio(pairs.pair_class, pairs.count, len(sizes), l)
             if not achieved.recursive_c < c:
                 failures.append(f"a class has r1 / (r_l + … + r_m) = {achieved.recursive_c:.4f}, not "
                                 f"below c = {c:g} (recursive (c,l)-diversity, l = {l})")
         if alpha is not None:
-            achieved.alpha = float(top.max())
+            achieved.alpha = pairs.largest_share()
             if achieved.alpha > alpha + 1e-9:
                 failures.append(f"a sensitive value holds {achieved.alpha:.4f} of a class, above alpha = {alpha}")
         if t is not None:
@@ -134,17 +129,17 @@ def verify_release(frame: pd.DataFrame, quasi_identifiers: list[str], *, k: int,
         if delta_disclosure is not None or beta is not None:
             if table_dist is None:
                 raise ValueError("delta_disclosure and beta are relative to the input table: give table_dist")
-            shares = count / sizes[pair_class]
-            q = np.asarray(table_dist, dtype=float)[pair % m]
+            ratio = pairs.ratio_to(np.asarray(table_dist, dtype=float))
+            q = np.asarray(table_dist, dtype=float)[pairs.value]
         if delta_disclosure is not None:
             missing = bool((distinct < m).any())  # ln 0: a value of the table absent from a class
-            achieved.delta_disclosure = float("inf") if missing else float(np.abs(np.log(shares / q)).max())
+            achieved.delta_disclosure = float("inf") if missing else float(np.abs(np.log(ratio)).max())
             if not achieved.delta_disclosure < delta_disclosure:  # strict, as defined (and as models.py)
                 failures.append("a class lacks a sensitive value of the table" if missing else
                                 f"a class's share of a sensitive value is e^{achieved.delta_disclosure:.4f} "
                                 f"times the table's, not below e^delta_disclosure = e^{delta_disclosure:g}")
         if beta is not None:
-            gain = shares / q - 1.0
+            gain = ratio - 1.0
             achieved.beta = max(float(gain.max()), 0.0)
             bound = beta if beta_likeness == "basic" else np.minimum(beta, -np.log(q))
             worst = float((gain - bound).max())
@@ -155,6 +150,40 @@ def verify_release(frame: pd.DataFrame, quasi_identifiers: list[str], *, k: int,
     if failures:
         raise VerificationError("release failed its independent check: " + "; ".join(failures))
     return achieved
+
+
+@dataclass
+class _ClassValues:
+    """The (class, sensitive value) pairs of a table with their counts, sorted by class: what
+    every attribute-disclosure figure here is read from."""
+    pair_class: np.ndarray
+    value: np.ndarray
+    count: np.ndarray
+    sizes: np.ndarray
+    m: int
+
+    @classmethod
+    def count_pairs(cls, ids: np.ndarray, codes: np.ndarray, sizes: np.ndarray, m: int) -> _ClassValues:
+        pair, count = np.unique(ids * m + codes, return_counts=True)
+        return cls(pair_class=pair // m, value=pair % m, count=count, sizes=sizes, m=m)
+
+    @property
+    def distinct(self) -> np.ndarray:
+        return np.bincount(self.pair_class, minlength=len(self.sizes))
+
+    def largest_share(self) -> float:
+        first = np.flatnonzero(np.r_[True, self.pair_class[1:] != self.pair_class[:-1]])
+        return float((np.maximum.reduceat(self.count, first) / self.sizes).max())
+
+    def entropy_l(self) -> tuple[float, float]:
+        """The smallest e^H, and it read at 12 digits (a class of 5 equally frequent values is
+        e^H = 5, not 4.999999999999998)."""
+        smallest = _smallest_entropy_l(self.pair_class, self.count, self.sizes)
+        return smallest, float(f"{smallest:.12g}")
+
+    def ratio_to(self, q: np.ndarray) -> np.ndarray:
+        """Per pair, the class's share of the value over the reference share q of it."""
+        return self.count / self.sizes[self.pair_class] / q[self.value]
 
 
 def _smallest_entropy_l(pair_class: np.ndarray, count: np.ndarray, sizes: np.ndarray) -> float:
@@ -286,14 +315,12 @@ def disclosure_levels(frame: pd.DataFrame, quasi_identifiers: list[str], sensiti
     sizes = np.bincount(ids)
     codes, m = _sensitive_codes(frame[sensitive], numeric, None)
     q = np.bincount(codes, minlength=m) / len(codes)
-    pair, count = np.unique(ids * m + codes, return_counts=True)
-    pair_class, value = pair // m, pair % m
-    distinct = np.bincount(pair_class, minlength=len(sizes))
-    first = np.flatnonzero(np.r_[True, pair_class[1:] != pair_class[:-1]])
-    gain = count / sizes[pair_class] / q[value] - 1.0
-    ratio = _largest_recursive_ratio(pair_class, count, len(sizes), recursive_l)
-    lacking = int((distinct < m).sum())
-    beyond = int(np.unique(pair_class[gain > -np.log(q[value]) + 1e-12]).size)
+    pairs = _ClassValues.count_pairs(ids, codes, sizes, m)
+    relative = pairs.ratio_to(q)
+    gain = relative - 1.0
+    ratio = _largest_recursive_ratio(pairs.pair_class, pairs.count, len(sizes), recursive_l)
+    lacking = int((pairs.distinct < m).sum())
+    beyond = int(np.unique(pairs.pair_class[gain > -np.log(q[pairs.value]) + 1e-12]).size)
 
     def level(figure: float | None, reason: str) -> dict:
         return {"level": figure, "reason": None if figure is not None else reason}
@@ -301,12 +328,12 @@ def disclosure_levels(frame: pd.DataFrame, quasi_identifiers: list[str], sensiti
         "sensitive": sensitive, "distance": "ordered" if numeric else "equal",
         "reference": "the table's own distribution of the sensitive column",
         "values": int(m), "classes": int(len(sizes)),
-        "l_distinct": int(distinct.min()),
-        "entropy_l": float(f"{_smallest_entropy_l(pair_class, count, sizes):.12g}"),
+        "l_distinct": int(pairs.distinct.min()),
+        "entropy_l": pairs.entropy_l()[1],
         "recursive": {"l": recursive_l, **level(
             float(ratio) if np.isfinite(ratio) else None,
             f"a class has fewer than l = {recursive_l} distinct values: no c makes it (c,l)-diverse")},
-        "alpha": float((np.maximum.reduceat(count, first) / sizes).max()),
+        "alpha": pairs.largest_share(),
         "t": _max_distance(ids, codes, sizes, q, numeric),
         "beta_basic": max(float(gain.max()), 0.0),
         "beta_enhanced": level(
@@ -314,6 +341,6 @@ def disclosure_levels(frame: pd.DataFrame, quasi_identifiers: list[str], sensiti
             f"in {beyond} classes a value's relative gain exceeds −ln of its share, which enhanced "
             "β-likeness allows for no β"),
         "delta_disclosure": level(
-            float(np.abs(np.log(count / sizes[pair_class] / q[value])).max()) if lacking == 0 else None,
+            float(np.abs(np.log(relative)).max()) if lacking == 0 else None,
             f"{lacking} classes lack some value of the column (ln 0): no δ makes it δ-disclosure private"),
     }
