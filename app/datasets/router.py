@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Annotated
@@ -57,6 +58,13 @@ _UPLOAD_BODY = {
 }
 
 
+def _copy_to(spooled, path: Path) -> None:
+    """The spooled body to a file of its own, in a worker thread: a 1 MiB write took up to 8 ms
+    on a loaded disk, and on the event loop every other request of this process waited for it."""
+    with open(path, "wb") as out:
+        shutil.copyfileobj(spooled, out, 1 << 20)
+
+
 @router.post("", status_code=201, response_model=Dataset, openapi_extra=_UPLOAD_BODY,
              responses={201: {"description": "the dataset is stored",
                               "headers": {"Location": {"description": "the dataset's address",
@@ -81,9 +89,7 @@ async def upload_dataset(request: Request, response: Response, principal: OwnerP
             if not isinstance(upload_file, UploadFile):
                 raise Unprocessable("the multipart body has no file field named 'file'")
             path = Path(tmp) / "upload"
-            with open(path, "wb") as out:
-                while chunk := await upload_file.read(1 << 20):
-                    out.write(chunk)
+            await run_in_threadpool(_copy_to, upload_file.file, path)
             fields = {k: form.get(k) for k in ("schema", "format", "name")}
             for k, v in fields.items():
                 if v is not None and not isinstance(v, str):
