@@ -385,9 +385,8 @@ def _store_hierarchy(session: Session, principal: Principal, dataset_id: uuid.UU
                      builder: str | None = None) -> dict[str, Any]:
     """Check ``hierarchy`` (``text`` parsed, or built) against the column's values, store its
     text and record the change: an upload's and a build's one path."""
-    from app.privacy.anonymity.hierarchies import (
-        hierarchy_findings, interval_label_warnings, not_number_warnings, top_warnings,
-    )
+    from app.privacy.anonymity.hierarchies import hierarchy_findings, not_number_warnings, top_warnings
+    from app.privacy.anonymity.interval_labels import interval_label_warnings
 
     strings = _value_strings(values)
     # numeric: its leaves match as numbers, as the jobs match them

@@ -14,7 +14,8 @@ import pytest
 from app.privacy.anonymity.builders import (
     DateBuild, GroupsBuild, IntervalsBuild, RedactionBuild, build_hierarchy, to_arx_text,
 )
-from app.privacy.anonymity.hierarchies import interval_label_warnings, parse_arx_hierarchy, value_keys
+from app.privacy.anonymity.hierarchies import parse_arx_hierarchy, value_keys
+from app.privacy.anonymity.interval_labels import interval_label_warnings
 from app.worker import runner
 from tests.support.api import assert_problem, auth, submit, upload
 

@@ -181,7 +181,7 @@ def test_hierarchy_issues_name_every_value_up_to_a_size_and_count_the_rest():
 
 
 def _read(label):
-    from app.privacy.anonymity.hierarchies import read_interval
+    from app.privacy.anonymity.interval_labels import read_interval
 
     return read_interval(label)
 

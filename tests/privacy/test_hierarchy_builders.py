@@ -12,9 +12,8 @@ from app.privacy.anonymity.builders import (
     BuildError, DateBuild, GroupsBuild, IntervalsBuild, RedactionBuild, build_hierarchy, date_hierarchy,
     groups_hierarchy, intervals_hierarchy, redaction_hierarchy, to_arx_text,
 )
-from app.privacy.anonymity.hierarchies import (
-    hierarchy_findings, interval_label_warnings, parse_arx_hierarchy,
-)
+from app.privacy.anonymity.hierarchies import hierarchy_findings, parse_arx_hierarchy
+from app.privacy.anonymity.interval_labels import interval_label_warnings
 
 
 def rows(frame: pd.DataFrame) -> list[str]:

@@ -8,8 +8,9 @@ import pytest
 
 from app.privacy.anonymity.hierarchies import (
     build_tree, hierarchy_findings, hierarchy_issues, hierarchy_problems, interval_hierarchy,
-    interval_label_warnings, parse_arx_hierarchy, top_warnings, value_keys,
+    parse_arx_hierarchy, top_warnings, value_keys,
 )
+from app.privacy.anonymity.interval_labels import interval_label_warnings
 from app.privacy.registry import MethodInputError
 from tests.privacy.test_anonymity_support import adult_complete, adult_hierarchy_text
 

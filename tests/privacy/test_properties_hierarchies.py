@@ -13,10 +13,8 @@ from hypothesis import assume, given, note
 from hypothesis import strategies as st
 
 from app.privacy.anonymity.axes import AxisNotes, tree_axis
-from app.privacy.anonymity.hierarchies import (
-    ROOT, hierarchy_findings, interval_hierarchy, interval_label_warnings, leaf_key, normalize_value,
-    read_interval,
-)
+from app.privacy.anonymity.hierarchies import ROOT, hierarchy_findings, interval_hierarchy, leaf_key, normalize_value
+from app.privacy.anonymity.interval_labels import interval_label_warnings, read_interval
 from app.privacy.data import ColumnInfo
 from tests.support.properties import bounded
 

@@ -13,9 +13,8 @@ import numpy as np
 import pandas as pd
 
 from app.privacy.anonymity.axes import NumericAxis, build_axes
-from app.privacy.anonymity.hierarchies import (
-    MISSING_LEAF, build_tree, missing_spelled_as_a_value, released_outside_labels,
-)
+from app.privacy.anonymity.hierarchies import MISSING_LEAF, build_tree, missing_spelled_as_a_value
+from app.privacy.anonymity.interval_labels import released_outside_labels
 from app.privacy.anonymity.lattice import lattice_search
 from app.privacy.anonymity.metrics import anonymity_metrics
 from app.privacy.anonymity.models import Constraints, Sensitive, class_stats
