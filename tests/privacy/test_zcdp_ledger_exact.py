@@ -39,6 +39,25 @@ def test_a_marginals_l2_sensitivity_under_replace_one_is_root_two():
     assert worst == pytest.approx(math.sqrt(zcdp.MARGINAL_L2_SQ)) == pytest.approx(math.sqrt(2))
 
 
+def test_under_add_remove_a_marginal_moves_by_l2_one_and_a_score_by_one():
+    """Adding or removing a record moves one cell by 1 (neighbouring="add_remove" in mst, aim):
+    L2 sensitivity 1, and the L1 error against an x̂ that does not read the table moves by ≤ 1."""
+    rng = np.random.default_rng(0)
+    sizes = (3, 4)
+    table = np.column_stack([rng.integers(0, 3, 30), rng.integers(0, 4, 30)])
+    base = _marginal(table, sizes)
+    estimate = rng.uniform(0, 5, base.size)
+    l2, score = 0.0, 0.0
+    neighbours = [np.delete(table, i, axis=0) for i in range(len(table))]
+    neighbours += [np.vstack([table, [new]]) for new in itertools.product(range(3), range(4))]
+    for other in neighbours:
+        l2 = max(l2, float(np.linalg.norm(_marginal(other, sizes) - base)))
+        score = max(score, abs(zcdp.l1_error(_marginal(other, sizes), estimate) - zcdp.l1_error(base, estimate)))
+    assert l2 == pytest.approx(math.sqrt(zcdp.L2_SQ["add_remove"])) == pytest.approx(1.0)
+    assert score <= zcdp.SCORE_SENSITIVITY["add_remove"] == 1
+    assert zcdp.L2_SQ["replace_one"] == zcdp.MARGINAL_L2_SQ == 2.0 and zcdp.SCORE_SENSITIVITY["replace_one"] == 2
+
+
 @pytest.mark.parametrize("rho", [1e-6, 0.01, 0.5, 3.0])
 def test_sigma_for_and_em_epsilon_cost_at_most_their_rho_and_waste_nothing(rho):
     sigma = zcdp.sigma_for(rho)

@@ -92,6 +92,38 @@ def test_aim_job_runs_in_the_worker_and_lists_its_rounds(client, make_key, worke
     assert rel["rows"] == 800 and rel["guarantees"]["epsilon"] == pytest.approx(2.0)
 
 
+def test_add_remove_jobs_debit_their_replace_one_epsilon_and_hide_n(client, make_key, workers):
+    """neighbouring: add_remove through the API: each job is debited the replace-one ε' of its
+    plan (more than its ε), which the ledger holds and the release's guarantee states beside the
+    add/remove (ε, δ); the size is the estimated total (mst) or the rows asked for (aim), never
+    the 800 records."""
+    headers = make_key("owner")
+    ds = _declared_dataset(client, headers)
+    client.put(f"/v1/datasets/{ds['id']}/budget", headers=auth(headers), json={"epsilon_total": 4.0})
+    jobs = {method: submit(client, headers, method, {"epsilon": 1.0, "neighbouring": "add_remove",
+                                                     "iterations": 200, **extra}, dataset_id=ds["id"])
+            for method, extra in (("mst", {}), ("aim", {"rows": 300, "rounds": 6, "round_iterations": 20}))}
+    assert all(r.status_code == 202 for r in jobs.values()), [r.text for r in jobs.values()]
+    debited = {m: r.json()["epsilon"] for m, r in jobs.items()}
+    assert all(1.3 < e < 1.7 for e in debited.values()), debited
+    ledger = client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(headers)).json()
+    assert ledger["epsilon_spent"] == pytest.approx(sum(debited.values()), rel=1e-12)
+    assert sorted(e["epsilon"] for e in ledger["entries"] if e["kind"] == "debit") == \
+        pytest.approx(sorted(debited.values()), rel=1e-12)
+    for method, r in jobs.items():
+        job = wait_job(client, headers, r.json()["id"], timeout=240)
+        assert job["status"] == "succeeded", (job["status"], job["error"])
+        rel = client.get(f"/v1/releases/{job['result']['release_ids'][0]}", headers=auth(headers)).json()
+        g, meta = rel["guarantees"], rel["metadata"][method]
+        assert g["notion"] == "central_dp" and g["private"] is True
+        assert g["epsilon"] == pytest.approx(1.0) and g["delta"] <= 1e-9 and "added or removed" in g["neighbouring"]
+        assert g["replace_one"]["epsilon"] == debited[method] and g["replace_one"]["delta"] <= 1e-9
+        assert any(f"debited ε = {debited[method]:.7g}" in s for s in g["statements"])
+        total = meta["model"]["known_total"]
+        assert total != 800 and rel["rows"] == meta["rows"] == rel["metrics"]["rows"]
+        assert rel["rows"] == (300 if method == "aim" else max(1, round(total)))
+
+
 def test_a_boolean_column_downloads_as_booleans_from_a_release_of_a_release(client, make_key, workers):
     """A release lists its boolean columns with the categories "False"/"True" (a schema's
     categories are text); mst or aim on that release read them as text categories, and the

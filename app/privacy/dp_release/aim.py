@@ -13,12 +13,14 @@ adaptively, the total never exceeding it (a zCDP filter):
   round     a round's ρ_T = (ρ - ρ_1way)/(T - d) (the paper's ρ/T with its start; T = ``rounds``,
             default 16·d): the exponential mechanism (ε₀ = √(0.8ρ_T) at first, ρ = ε₀²/8) picks among the
             candidates whose model would stay within ``max_model_size`` × (ρ used / ρ), by the
-            score w_r·(‖x_r - x̂_r‖₁ - √(2/π)·σ·|r|) (sensitivity 2·max w: replace one record);
-            the pick is measured with σ = √(1/0.9ρ_T) (ρ = 1/σ²) and the model refitted; when the refit moved
+            score w_r·(‖x_r - x̂_r‖₁ - √(2/π)·σ·|r|) (sensitivity 2·max w: replace one record;
+            max w under add_remove); the pick is measured with σ = √(1/0.9ρ_T) (ρ = 1/σ²;
+            add_remove: σ = √(1/1.8ρ_T), ρ = 1/2σ²) and the model refitted; when the refit moved
             the model's answer by less than the noise expected (√(2/π)·σ·|r| in L1), σ /= 2 and
             ε₀ *= 2
   last      when what is left would not pay two more rounds, one round spends all of it
-  model     mirror descent on every measurement with the public total n
+  model     mirror descent on every measurement with the public total n (add_remove: the total
+            n̂ estimated from the noisy 1-ways, from the first model on; it also sizes the table)
   sample    mbi's synthetic_data, decoded like mst (uniform inside numeric bins)
 
 The model is fitted by ``pgm.MirrorDescent`` — mbi's estimator in numpy (the tests check it
@@ -44,20 +46,19 @@ from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.dp_release.common import at_least_two_records, require_rows
 from app.privacy.dp_release.marginals import (
-    Column, SynthParams, build_columns, decode_frame, encode_frame, label_columns, load_mbi,
-    marginal, one_way_facts, one_way_rhos, sampler_random_source, release, synthetic_epsilon,
-    zcdp_budget,
+    Column, SynthParams, build_columns, decode_frame, encode_frame, estimated_total, label_columns,
+    load_mbi, marginal, one_way_facts, one_way_rhos, priced_epsilon, release, sampler_random_source,
+    synthetic_rows, zcdp_budget,
 )
 from app.privacy.dp_release.pgm import (
     Clique, CliqueGraph, Measurement, MirrorDescent,
 )
 from app.privacy.dp_release.zcdp import (
-    ExactSampler, Ledger, em_epsilon, exact_score, l1_error, sigma_for,
+    L2_SQ, SCORE_SENSITIVITY, ExactSampler, Ledger, em_epsilon, exact_score, l1_error, sigma_for,
 )
 from app.privacy.registry import MethodKind, MethodInputError, MethodSpec, register
 from app.privacy.results import ReleaseResult
 
-SCORE_SENSITIVITY = 2  # per unit of weight: ‖x - x̂‖₁ moves by ≤ 2 when one record is replaced
 MEASURE_SHARE = 0.9  # of each round's ρ; the rest selects
 BIAS = math.sqrt(2.0 / math.pi)  # E|N(0, σ²)| / σ
 MISSING_SIGMAS = 5.0  # a missing level whose first noisy count is below 5σ gets no mass
@@ -106,14 +107,16 @@ class _Rounds:
     model: MirrorDescent
     maximal: dict[Clique, np.ndarray]
     masked: list[str]  # columns whose missing level gets no mass
+    total: float  # n (replace-one) or its estimate from the noisy 1-ways (add/remove)
     rounds: int = 0
     annealed: int = 0
 
 
-def _first_model(columns: list[Column], truth, sigmas: list[float], ledger: Ledger, n: int,
+def _first_model(columns: list[Column], truth, sigmas: list[float], ledger: Ledger, n: int | None,
                  iterations: int, rng) -> _Rounds:
     """Every 1-way marginal. A missing level whose noisy count is below 5σ gets no mass in the
-    model (post-processing), so a column without missing values releases none."""
+    model (post-processing), so a column without missing values releases none. ``n`` None (add/
+    remove): the model's total is estimated from the noisy 1-ways."""
     sizes = {c.name: c.size for c in columns}
     measured, mask = [], {}
     for col, sigma in zip(columns, sigmas):
@@ -123,26 +126,29 @@ def _first_model(columns: list[Column], truth, sigmas: list[float], ledger: Ledg
         if y[col.missing_level] < MISSING_SIGMAS * sigma:
             mask[(col.name,)] = np.where(np.arange(col.size) == col.missing_level, NO_MASS, 0.0)
     frozen = {c: sizes[c] - 1 for (c,) in mask}  # the missing level is the last
-    model = MirrorDescent(sizes, measured, n, mask, frozen)
-    return _Rounds(ledger, measured, model, model.run(iterations), [c[0] for c in mask])
+    total = n if n is not None else estimated_total([(float(m.values.sum()), m.values.size * m.sigma**2)
+                                                     for m in measured])
+    model = MirrorDescent(sizes, measured, total, mask, frozen)
+    return _Rounds(ledger, measured, model, model.run(iterations), [c[0] for c in mask], total)
 
 
 def _adaptive_rounds(state: _Rounds, weights: dict[Clique, float], truth, sizes: dict[str, int],
-                     rho: float, per_round: float, n: int, params: AimParams,
-                     ctx: RunContext) -> None:
-    ledger = state.ledger
-    sigma = sigma_for(MEASURE_SHARE * per_round)
+                     rho: float, per_round: float, params: AimParams, ctx: RunContext) -> None:
+    ledger, n = state.ledger, state.total
+    sigma = sigma_for(MEASURE_SHARE * per_round, ledger.l2_sq)
     eps0 = em_epsilon((1 - MEASURE_SHARE) * per_round)
     sampler = ExactSampler(ctx.rng)
     max_weight = max(weights.values())
+    sensitivity = SCORE_SENSITIVITY[params.neighbouring]  # per unit of weight
     terminate = False
     while not terminate:
         state.rounds += 1
-        if ledger.remaining < 2 * (1.0 / sigma**2 + eps0**2 / 8.0):  # one last round spends the rest
+        if ledger.remaining < 2 * (ledger.gaussian_rho(sigma) + eps0**2 / 8.0):  # one last round spends the rest
             left = ledger.remaining
-            sigma, eps0 = sigma_for(MEASURE_SHARE * left), em_epsilon((1 - MEASURE_SHARE) * left)
+            sigma = sigma_for(MEASURE_SHARE * left, ledger.l2_sq)
+            eps0 = em_epsilon((1 - MEASURE_SHARE) * left)
             terminate = True
-        limit = params.max_model_size * (ledger.spent + eps0**2 / 8.0 + 1.0 / sigma**2) / rho
+        limit = params.max_model_size * (ledger.spent + eps0**2 / 8.0 + ledger.gaussian_rho(sigma)) / rho
         cliques = [m.clique for m in state.measured]
         free = {frozenset(sub) for m in state.model.tree.maximal for k in range(1, len(m) + 1)
                 for sub in itertools.combinations(m, k)}
@@ -153,12 +159,12 @@ def _adaptive_rounds(state: _Rounds, weights: dict[Clique, float], truth, sizes:
         # exact rationals: w·(S - b) with S the exact L1 error and b the data-independent bias
         scores = [exact_score(weights[r]) * (exact_score(l1_error(truth[r], estimates[r]))
                                              - exact_score(BIAS * sigma * truth[r].size)) for r in allowed]
-        eta = Fraction(eps0) / (2 * SCORE_SENSITIVITY * Fraction(max_weight))
+        eta = Fraction(eps0) / (2 * sensitivity * Fraction(max_weight))
         pick = allowed[sampler.exponential(scores, eta)]
         ledger.spend(eps0**2 / 8.0, {"kind": "select", "stage": "exponential mechanism",
                                      "round": state.rounds, "candidates": len(allowed),
                                      "chosen": list(pick), "epsilon0": eps0,
-                                     "score_sensitivity": SCORE_SENSITIVITY * max_weight})
+                                     "score_sensitivity": sensitivity * max_weight})
         y = ledger.measure(truth[pick], sigma, ctx.rng,
                            {"kind": "measure", "clique": list(pick), "stage": f"round {state.rounds}"})
         state.measured.append(Measurement(pick, y.reshape([sizes[a] for a in pick]), sigma))
@@ -173,7 +179,6 @@ def _adaptive_rounds(state: _Rounds, weights: dict[Clique, float], truth, sizes:
 def run_aim(data: MethodInput, params: AimParams, ctx: RunContext) -> ReleaseResult:
     started = time.perf_counter()
     frame = require_rows(data)
-    n = len(frame)
     columns = build_columns(params, data.columns)
     _check_rounds(params, len(columns))
     names = [c.name for c in columns]
@@ -190,28 +195,31 @@ def run_aim(data: MethodInput, params: AimParams, ctx: RunContext) -> ReleaseRes
     ctx.progress(0.05, "1-way marginals")
     d = len(columns)
     rho_one, per_round = _one_way_budget(params, rho, d, T)
-    sigmas = [sigma_for(r) for r in one_way_rhos(columns, rho_one, params.one_way_weights)]
-    state = _first_model(columns, truth, sigmas, Ledger(rho), n, params.round_iterations, ctx.rng)
-    _adaptive_rounds(state, weights, truth, sizes, rho, per_round, n, params, ctx)
+    l2_sq = L2_SQ[params.neighbouring]
+    sigmas = [sigma_for(r, l2_sq) for r in one_way_rhos(columns, rho_one, params.one_way_weights)]
+    n = len(frame) if params.neighbouring == "replace_one" else None  # add/remove: n is not public
+    state = _first_model(columns, truth, sigmas, Ledger(rho, l2_sq=l2_sq), n, params.round_iterations, ctx.rng)
+    _adaptive_rounds(state, weights, truth, sizes, rho, per_round, params, ctx)
     ctx.progress(0.72, "fitting the graphical model")
     maximal = state.model.run(params.iterations)
     ctx.progress(0.85, "sampling")
-    rows = params.rows or n
-    fitted = _markov_random_field(mbi, names, sizes, state.model, maximal, n)
+    rows = synthetic_rows(params, state.total)
+    fitted = _markov_random_field(mbi, names, sizes, state.model, maximal, state.total)
     with sampler_random_source(ctx.rng):
         synthetic = fitted.synthetic_data(rows)
     levels = {c.name: np.asarray(synthetic.data[c.name], dtype=np.int64) for c in columns}
     out = decode_frame(columns, levels, ctx.rng)
     ctx.progress(1.0, "done")
     return _result(params, ctx, columns, out, state.ledger, (rho, slack, tails),
-                   {"n": n, "rows": rows, "rounds": state.rounds, "annealed": state.annealed,
+                   {"n": state.total, "rows": rows, "rounds": state.rounds, "annealed": state.annealed,
                     "planned_rounds": T, "round_rho": per_round,
                     "workload": sum(len(r) == 2 for r in weights),
                     "labels": sorted(labels),
                     "candidates": len(weights), "model_cells": state.model.tree.cells,
                     "model_cliques": [list(m) for m in state.model.tree.maximal],
                     "missing_released": [c.name for c in columns if c.name not in state.masked],
-                    "seconds": time.perf_counter() - started})
+                    "seconds": time.perf_counter() - started},
+                   (len(columns) + T + 1, _measure_share(params, len(columns), T)))
 
 
 def _one_way_budget(params: AimParams, rho: float, d: int, T: int) -> tuple[float, float]:
@@ -232,6 +240,14 @@ def _planned_rounds(params: AimParams, d: int) -> int:
     return params.rounds or 16 * d
 
 
+def _measure_share(params: AimParams, d: int, T: int) -> float:
+    """The share of ρ at most spent on Gaussian measurements: the 1-ways' and 0.9 of every
+    round's (a round's split is fixed: annealing halves σ and doubles ε₀, both ρ × 4, and the
+    last round splits what is left the same way); the selections spend at most the rest."""
+    one = _one_way_budget(params, 1.0, d, T)[0]
+    return one + MEASURE_SHARE * (1.0 - one)
+
+
 def _check(params: AimParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
     d = len(build_columns(params, columns))
     _check_rounds(params, d)
@@ -239,8 +255,15 @@ def _check(params: AimParams, columns: list[ColumnInfo], source: SourceRelease |
     zcdp_budget("aim", params, d + _planned_rounds(params, d) + 1, FEWER)
 
 
+def _epsilon(params: AimParams, columns: list[ColumnInfo]) -> float:
+    """ε debited: the job's (replace-one), or the replace-one ε of an add/remove job's plan."""
+    d = len(build_columns(params, columns))
+    T = _planned_rounds(params, d)
+    return priced_epsilon("aim", params, d + T + 1, _measure_share(params, d, T), FEWER)
+
+
 def _markov_random_field(mbi, names: list[str], sizes: dict[str, int], model: MirrorDescent,
-                         maximal: dict, n: int):
+                         maximal: dict, n: float):
     """mbi's model object over the fitted potentials (its sampler needs nothing else)."""
     import jax.numpy as jnp
 
@@ -256,7 +279,8 @@ def _markov_random_field(mbi, names: list[str], sizes: dict[str, int], model: Mi
 
 
 def _result(params: AimParams, ctx: RunContext, columns: list[Column], out, ledger: Ledger,
-            budget: tuple[float, float, float], facts: dict[str, Any]) -> ReleaseResult:
+            budget: tuple[float, float, float], facts: dict[str, Any],
+            plan: tuple[int, float]) -> ReleaseResult:
     released = ", ".join(facts["missing_released"]) or "no column"
     return release("aim", params, ctx, columns, out, ledger, budget, facts, {
         "missing_levels": "a column's missing level gets no mass in the model (log-potential -10⁴) "
@@ -273,7 +297,7 @@ def _result(params: AimParams, ctx: RunContext, columns: list[Column], out, ledg
         "model": {"estimator": "mirror descent (app/privacy/dp_release/pgm.py: mbi's algorithm in "
                   "numpy), warm-started from round to round", "iterations": params.iterations,
                   "round_iterations": params.round_iterations, "max_model_size_mb": params.max_model_size,
-                  "cells": facts["model_cells"], "cliques": facts["model_cliques"]}})
+                  "cells": facts["model_cells"], "cliques": facts["model_cliques"]}}, plan)
 
 
 register(MethodSpec(
@@ -285,11 +309,12 @@ register(MethodSpec(
             "annealing the noise; a final mbi model sampled into records. Domains from the "
             "declared bounds and categories.",
     params=AimParams,
-    guarantee="central (ε, δ)-DP of the whole table (replace-one neighbours) through ρ-zCDP",
+    guarantee="central (ε, δ)-DP of the whole table (replace-one neighbours; add/remove-one with "
+              "neighbouring: add_remove) through ρ-zCDP",
     paper="McKenna, Mullins, Sheldon & Miklau, AIM: An Adaptive and Iterative Mechanism for "
           "Differentially Private Synthetic Data, PVLDB 15(11), 2022",
     run=run_aim,
-    epsilon=synthetic_epsilon,
+    epsilon=_epsilon,
     check=_check,
     check_rows=at_least_two_records,
     docs="docs/methods/aim.md",

@@ -18,6 +18,9 @@ MAX_EPSILON = 100.0
 MAX_ENCODED_WIDTH = 1000  # one-hot width cap: the covariance is width², its eigensystem width³
 NEIGHBOURING = ("neighbouring tables differ in the values of one record (replace one); the "
                 "number of records n is public")
+NEIGHBOURING_ADD_REMOVE = ("neighbouring tables differ by one record added or removed (add/remove "
+                           "one); the number of records n is not public: the release's size is the "
+                           "rows asked for, else an estimate from the noisy measurements")
 
 Category = str | int | float | bool
 

@@ -36,7 +36,9 @@ from pydantic import Field, field_validator
 from app.privacy.context import RunContext
 from app.privacy.json_types import schema_bounds
 from app.privacy.data import ColumnInfo
-from app.privacy.dp_release.common import MAX_EPSILON, NEIGHBOURING, TableParams, check_references
+from app.privacy.dp_release.common import (
+    MAX_EPSILON, NEIGHBOURING, NEIGHBOURING_ADD_REMOVE, TableParams, check_references,
+)
 from app.privacy.dp_release.encoding import ColumnPlan, check_declared, declared_plan, domain_warnings
 from app.privacy.guarantees import guarantee
 from app.privacy.registry import MethodInputError
@@ -47,6 +49,7 @@ MAX_LEVELS = 1024  # levels of one column, missing level included
 MAX_COLUMNS = 100
 MAX_BINS = 256
 MAX_DELTA = 1e-3
+MAX_ROWS = 2_000_000  # the largest `rows` a job may ask for; an estimated size is capped there
 
 
 # The label's marginals weigh twice as much in the selection (aim.md and mst.md, "The label's
@@ -67,8 +70,16 @@ class SynthParams(TableParams):
         "One number for every numeric column or column → number, or column → the bin edges "
         "themselves, from the lower to the upper declared bound",
         json_schema_extra=schema_bounds(types_=("integer",), minimum=2, maximum=MAX_BINS))
-    rows: int | None = Field(None, ge=1, le=2_000_000, description="rows of the synthetic table; "
-                             "default the number of input records")
+    rows: int | None = Field(None, ge=1, le=MAX_ROWS, description="rows of the synthetic table; "
+                             "default the number of input records (replace_one) or, under add_remove, "
+                             "the total estimated from the noisy measurements (rounded, at least 1, at "
+                             f"most {MAX_ROWS:,})")
+    neighbouring: Literal["replace_one", "add_remove"] = Field(
+        "replace_one", description="the neighbouring relation ε is stated under: 'replace_one' "
+        "(Veil's convention: one record's values changed, n public) or 'add_remove' (one record "
+        "added or removed, as in the MST/AIM papers and OpenDP: marginal sensitivity 1, n not "
+        "public). An add_remove job is debited the replace-one ε its run also satisfies (about "
+        "more than ε), and its guarantee states both")
     iterations: int = Field(2000, ge=50, le=20_000, description="mirror-descent iterations of the "
                             "final graphical-model fit")
     max_cells: int = Field(100_000, ge=4, le=1_000_000, description="a marginal over more cells "
@@ -332,9 +343,49 @@ def zcdp_budget(method: str, params: SynthParams, measurements: int,
                         max_epsilon=MAX_EPSILON, fewer=fewer)
 
 
-def synthetic_epsilon(params: SynthParams, columns: list[ColumnInfo]) -> float:
-    """ε debited at acceptance: the ε of the (ε, δ) guarantee (δ is reported, not budgeted)."""
-    return params.epsilon
+def priced_epsilon(method: str, params: SynthParams, measurements: int, measure_share: float,
+                   fewer: str) -> float:
+    """ε debited at acceptance (δ is reported, not budgeted): the job's ε under replace-one;
+    under add/remove the replace-one ε' the run also satisfies at the job's δ — the ρ of its
+    plan with the Gaussian measurements' part (at most ``measure_share`` of ρ, fixed by the
+    schema and the params) doubled and the selections' part (the rest) quadrupled, plus 10⁻⁹
+    relative for the σ/ε₀ roundings (``zcdp.replace_one_rho``)."""
+    from app.privacy.dp_release.zcdp import replace_one_epsilon
+
+    if params.neighbouring == "replace_one":
+        return params.epsilon
+    rho = zcdp_budget(method, params, measurements, fewer)[0]
+    bound = replaced_rho_bound(rho, measure_share)
+    try:
+        return replace_one_epsilon(bound, params.delta, measurements)
+    except ValueError:
+        raise MethodInputError(f"epsilon {params.epsilon:g} under add_remove is more than ε = 10⁴ "
+                               "under replace-one, which the budget counts: lower epsilon") from None
+
+
+def replaced_rho_bound(rho: float, measure_share: float) -> float:
+    """The replace-one ρ of an add/remove run of ρ spending at most ``measure_share`` of it on
+    measurements, the rest (at most) on selections."""
+    from app.privacy.dp_release.zcdp import replace_one_rho
+
+    return replace_one_rho(measure_share * rho, (1.0 - measure_share) * rho) * (1.0 + 1e-9)
+
+
+def estimated_total(totals: list[tuple[float, float]]) -> float:
+    """n̂ under add/remove (post-processing): the inverse-variance-weighted mean of the columns'
+    noisy 1-way totals, given as (Σ of a column's noisy counts, its variance k·σ²), at least 1."""
+    weights = [1.0 / var for _, var in totals]
+    return max(1.0, sum(t * w for (t, _), w in zip(totals, weights)) / sum(weights))
+
+
+def synthetic_rows(params: SynthParams, total: float) -> int:
+    """The synthetic table's size: ``rows`` when given; else n (replace-one: public) or the
+    estimated total rounded, in [1, MAX_ROWS] (add/remove)."""
+    if params.rows:
+        return params.rows
+    if params.neighbouring == "replace_one":
+        return int(total)
+    return int(min(MAX_ROWS, max(1, round(total))))
 
 
 # ------------------------------------------------------------------------------ mbi
@@ -402,10 +453,14 @@ def sampler_random_source(rng: SecureRandom):
 # ------------------------------------------------------------------------- metadata
 def release(method: str, params: SynthParams, ctx: RunContext, columns: list[Column],
             out: pd.DataFrame, ledger, budget: tuple[float, float, float], facts: dict[str, Any],
-            extra: dict[str, Any]) -> ReleaseResult:
+            extra: dict[str, Any], plan: tuple[int, float]) -> ReleaseResult:
     """The release of a marginal-based synthesizer: the (ε, δ) delivered by the ledger's ρ,
-    every measurement and selection, the columns' domains, and ``extra`` (method-specific)."""
-    from app.privacy.dp_release.zcdp import ACCOUNTANT, CONVERSION, delivered, noise_description
+    every measurement and selection, the columns' domains, and ``extra`` (method-specific).
+    ``plan``: (the measurements priced, the share of ρ at most spent measuring), as the
+    method's ``epsilon`` priced an add/remove job."""
+    from app.privacy.dp_release.zcdp import (
+        ACCOUNTANT, ACCOUNTANT_ADD_REMOVE, CONVERSION, delivered, noise_description, replace_one_rho,
+    )
 
     rho, slack, tails = budget
     eps, delta_out = delivered(ledger.spent, params.epsilon, slack, tails)
@@ -414,25 +469,45 @@ def release(method: str, params: SynthParams, ctx: RunContext, columns: list[Col
     split = {"1-way": sum(s["rho"] for s in measurements if s["stage"] == "1-way"),
              "select": sum(s["rho"] for s in selections),
              "marginals chosen": sum(s["rho"] for s in measurements if s["stage"] != "1-way")}
+    add_remove = params.neighbouring == "add_remove"
+    accountant = ACCOUNTANT_ADD_REMOVE if add_remove else ACCOUNTANT
+    neighbouring = NEIGHBOURING_ADD_REMOVE if add_remove else NEIGHBOURING
+    replaced: dict[str, Any] = {}
+    if add_remove:
+        m, share = plan
+        eps_debited = priced_epsilon(method, params, m, share, "")
+        rho_replaced = replace_one_rho(split["1-way"] + split["marginals chosen"], split["select"])
+        replaced = {"epsilon": eps_debited, "delta": delivered(rho_replaced, eps_debited, slack, tails)[1],
+                    "rho": rho_replaced, "rho_priced": replaced_rho_bound(rho, share),
+                    "debited": eps_debited,
+                    "bound": "a replacement is a removal and an addition: each measurement's ρ × 2 "
+                             "(Δ₂ = √2), each selection's × 4 (score sensitivity 2, ε₀ doubled); ε "
+                             "priced at submission from the plan's ρ (measurements at most "
+                             f"{share:.6g} of it), δ delivered by the ρ actually spent"}
     meta = {
         "method": method, "epsilon": params.epsilon, "delta": params.delta,
         "delta_delivered": delta_out, "rho": rho, "rho_spent": ledger.spent,
-        "accountant": ACCOUNTANT, "conversion": CONVERSION, "neighbouring": NEIGHBOURING,
+        "accountant": accountant, "conversion": CONVERSION, "neighbouring": neighbouring,
+        **({"replace_one": replaced} if add_remove else {}),
         "sampler_slack_reserved": {"epsilon": slack, "delta": tails},
         "sampler_slack_realized": {"epsilon": ledger.slack, "delta": ledger.tails},
-        "budget_split": split, "noise": noise_description(ctx.rng),
+        "budget_split": split, "noise": noise_description(ctx.rng, params.neighbouring),
         "measurements": measurements, "selections": selections,
         "columns": {c.name: c.describe() for c in columns}, "rows": facts["rows"],
         "model": {"library": f"mbi {mbi_version()}", "known_total": facts["n"],
+                  **({"total": "estimated: the inverse-variance-weighted mean of the noisy 1-way "
+                      "totals (post-processing; n is not public under add/remove)"} if add_remove else {}),
                   "sampling": "mbi MarkovRandomField.synthetic_data (randomized rounding along the "
                   "junction tree, shuffled within each parent group)", **extra.pop("model", {})},
         **extra,
     }
     g = guarantee("central_dp", rng=ctx.rng.name, private=ctx.rng.is_private, epsilon=eps,
                   delta=delta_out, protected_columns=list(out.columns),
-                  statements=statements(method, eps, delta_out, ctx),
-                  warnings=domain_warnings([c.plan for c in columns]), rho=rho, accountant=ACCOUNTANT,
-                  conversion=CONVERSION, neighbouring=NEIGHBOURING, rho_split=split)
+                  statements=statements(method, eps, delta_out, ctx, neighbouring, replaced),
+                  warnings=domain_warnings([c.plan for c in columns]), rho=rho, accountant=accountant,
+                  conversion=CONVERSION, neighbouring=neighbouring, rho_split=split,
+                  **({"replace_one": {k: replaced[k] for k in ("epsilon", "delta", "rho")}}
+                     if add_remove else {}))
     return ReleaseResult(frame=out, columns=output_infos(columns), guarantees=g, metadata={method: meta},
                          metrics={"rows": facts["rows"], "seconds": facts["seconds"],
                                   "measurements": len(measurements), "selections": len(selections)})
@@ -444,12 +519,18 @@ def mbi_version() -> str:
     return version("mbi")
 
 
-def statements(method: str, epsilon: float, delta: float, ctx: RunContext) -> list[str]:
+def statements(method: str, epsilon: float, delta: float, ctx: RunContext,
+               neighbouring: str = NEIGHBOURING, replaced: dict[str, Any] | None = None) -> list[str]:
     from app.privacy.dp_release.common import rng_statements
 
     return [
         f"(ε, δ)-differential privacy with ε = {epsilon:g}, δ = {delta:.3g} for the whole synthetic "
-        f"table: {NEIGHBOURING}",
+        f"table: {neighbouring}",
+        *([f"under replace-one neighbours (one record's values changed, n public: the relation "
+           f"Veil's budget counts) the same release is (ε, δ)-DP with ε = {replaced['epsilon']:.7g}, "
+           f"δ = {replaced['delta']:.3g}, a replacement being a removal and an addition (each "
+           "measurement's ρ doubled, each selection's quadrupled); the dataset's budget was "
+           f"debited ε = {replaced['epsilon']:.7g}"] if replaced else []),
         f"{method} reads the data only through the measurements and selections listed in "
         f"metadata.{method}.measurements / metadata.{method}.selections; each is charged in ρ-zCDP, "
         "the ρ add up to at most the ρ that converts to (ε, δ) (guarantees.accountant, "

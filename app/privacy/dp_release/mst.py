@@ -11,10 +11,13 @@ with the exponential mechanism, measure those, fit a graphical model (mbi), samp
               joins the largest level (post-processing)
   select      Kruskal's algorithm with the exponential mechanism: r rounds, each picks a pair
               of not-yet-connected columns with probability ∝ exp(η·q), q = ‖x - x̂‖₁ of the
-              pair on the compressed domain (x̂ from the 1-way model), sensitivity 2,
-              ε₀ = √(8ρ_s), η = ε₀/4 (ρ_s = (1 - s)ρ/2r each)
-  2-way       the r chosen pairs on the compressed domain, σ₂ = 1/√ρ_s (ρ_s each)
-  estimate    mbi mirror descent on all measurements with the public total n
+              pair on the compressed domain (x̂ from the 1-way model), sensitivity 2
+              (add_remove: 1), ε₀ = √(8ρ_s), η = ε₀/4 (add_remove: ε₀/2) (ρ_s = (1 - s)ρ/2r each)
+  2-way       the r chosen pairs on the compressed domain, σ₂ = 1/√ρ_s (ρ_s each; add_remove:
+              σ = 1/√(2ρ), the same for the 1-ways)
+  estimate    mbi mirror descent on all measurements with the public total n (add_remove: the
+              total n̂ estimated from the noisy 1-ways, which also sizes the table and the
+              selection's x̂)
   sample      mbi's synthetic_data, then a shared level back to its members in proportion to
               their noisy counts, and levels back to values (post-processing)
 
@@ -36,17 +39,16 @@ from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.dp_release.common import at_least_two_records, require_rows
 from app.privacy.dp_release.marginals import (
     Column, SynthParams, build_columns, candidate_pairs, decode_frame, encode_frame, label_columns,
-    load_mbi, marginal, mirror_descent, one_way_facts, one_way_rhos, release, sampler_random_source,
-    synthetic_epsilon, zcdp_budget,
+    estimated_total, load_mbi, marginal, mirror_descent, one_way_facts, one_way_rhos, priced_epsilon,
+    release, sampler_random_source, synthetic_rows, zcdp_budget,
 )
 from app.privacy.dp_release.zcdp import (
-    ExactSampler, Ledger, em_epsilon, exact_score, l1_error, sigma_for,
+    L2_SQ, SCORE_SENSITIVITY, ExactSampler, Ledger, em_epsilon, exact_score, l1_error, sigma_for,
 )
 from app.privacy.registry import MethodKind, MethodSpec, register
 from app.privacy.results import ReleaseResult
 from app.privacy.rng import SecureRandom
 
-SCORE_SENSITIVITY = 2  # ‖x - x̂‖₁ of a marginal moves by ≤ 2 when one record is replaced
 FEWER = "release fewer columns, or lower max_cells so that fewer pairs are candidates"
 COMPRESS_SIGMAS = 3.0
 MISSING_SIGMAS = 5.0  # a column without missing values keeps a spurious missing level w.p. ~3e-7
@@ -141,12 +143,14 @@ def one_way_fit(y: np.ndarray, mapping: np.ndarray, n: int) -> np.ndarray:
 
 
 def select_tree(pairs: list[tuple[int, int]], names: list[str], codes: dict[str, np.ndarray],
-                model_1way: dict[str, np.ndarray], n: int, rho_round: float, rounds: int,
+                model_1way: dict[str, np.ndarray], n: float, rho_round: float, rounds: int,
                 ledger: Ledger, rng: SecureRandom, labels: frozenset[str] = frozenset(),
-                label_weight: float = 1.0) -> list[tuple[str, str]]:
+                label_weight: float = 1.0, sensitivity: int = SCORE_SENSITIVITY["replace_one"],
+                ) -> list[tuple[str, str]]:
     """Kruskal's algorithm in which each round's edge is drawn by the exponential mechanism
     (ρ_round each) among the pairs not yet connected, scored by the exact L1 distance between
-    the pair's counts and the 1-way model's product estimate (sensitivity 2), times
+    the pair's counts and the 1-way model's product estimate with total ``n`` (sensitivity 2
+    replace-one, 1 add/remove, for an ``n`` that is public or itself noisy), times
     ``label_weight`` for a pair that holds one of ``labels`` (the sensitivity times the
     largest weight: η is scaled down by it)."""
     scores = {}
@@ -159,7 +163,7 @@ def select_tree(pairs: list[tuple[int, int]], names: list[str], codes: dict[str,
         score = exact_score(l1_error(marginal(codes, (a, b), (len(p), len(q))), xhat))
         scores[(i, j)] = score * (weight if {a, b} & labels else 1)
     eps0 = em_epsilon(rho_round)
-    eta = Fraction(eps0) / (2 * SCORE_SENSITIVITY * top)
+    eta = Fraction(eps0) / (2 * sensitivity * top)
     sampler, forest = ExactSampler(rng), _Forest(len(names))
     chosen: list[tuple[str, str]] = []
     for r in range(rounds):
@@ -172,14 +176,13 @@ def select_tree(pairs: list[tuple[int, int]], names: list[str], codes: dict[str,
                                  "epsilon0": eps0, "score": "L1 error of the 2-way marginal against "
                                  "the 1-way model" + (f", × {float(weight):g} for a pair holding a label "
                                                       "column" if top != 1 else ""),
-                                 "score_sensitivity": SCORE_SENSITIVITY * float(top)})
+                                 "score_sensitivity": sensitivity * float(top)})
     return chosen
 
 
 def run_mst(data: MethodInput, params: MstParams, ctx: RunContext) -> ReleaseResult:
     started = time.perf_counter()
     frame = require_rows(data)
-    n = len(frame)
     columns = build_columns(params, data.columns)
     names = [c.name for c in columns]
     d = len(columns)
@@ -188,7 +191,8 @@ def run_mst(data: MethodInput, params: MstParams, ctx: RunContext) -> ReleaseRes
     labels = label_columns(data.columns, names)
     rounds = spanning_rounds(d, pairs)
     rho, slack, tails = zcdp_budget("mst", params, d + rounds, FEWER)
-    ledger = Ledger(rho)
+    l2_sq = L2_SQ[params.neighbouring]
+    ledger = Ledger(rho, l2_sq=l2_sq)
     rho_one = rho if rounds == 0 else rho * params.one_way_share
     ctx.progress(0.02, "loading the inference library")
     mbi = load_mbi()
@@ -196,7 +200,7 @@ def run_mst(data: MethodInput, params: MstParams, ctx: RunContext) -> ReleaseRes
 
     # 1-way marginals on the declared domains
     ctx.progress(0.08, "1-way marginals")
-    sigmas = [sigma_for(r) for r in one_way_rhos(columns, rho_one, params.one_way_weights)]
+    sigmas = [sigma_for(r, l2_sq) for r in one_way_rhos(columns, rho_one, params.one_way_weights)]
     full = mbi.Domain(names, [c.size for c in columns])
     mappings: dict[str, np.ndarray] = {}
     one_way, noisy = [], {}
@@ -207,6 +211,9 @@ def run_mst(data: MethodInput, params: MstParams, ctx: RunContext) -> ReleaseRes
         noisy[col.name] = y
         one_way.append(LinearMeasurement(y, (col.name,), sigma1))
     one_way = [m.compress(mappings, full) for m in one_way]
+    # the total: n (public under replace-one) or its estimate from the noisy 1-ways (add/remove)
+    n = (len(frame) if params.neighbouring == "replace_one" else
+         estimated_total([(float(noisy[c.name].sum()), c.size * s * s) for c, s in zip(columns, sigmas)]))
     small = mbi.Domain(names, [int(mappings[c].max()) + 1 for c in names])
     ccodes = {c: mappings[c][codes[c]] for c in names}
     estimator = mirror_descent(mbi)
@@ -216,12 +223,13 @@ def run_mst(data: MethodInput, params: MstParams, ctx: RunContext) -> ReleaseRes
         ctx.progress(0.2, "selecting pairs")
         model_1way = {c: one_way_fit(noisy[c], mappings[c], n) for c in names}
         chosen = select_tree(pairs, names, ccodes, model_1way, n, (rho - rho_one) / 2.0 / rounds,
-                             rounds, ledger, ctx.rng, labels, params.label_weight)
+                             rounds, ledger, ctx.rng, labels, params.label_weight,
+                             SCORE_SENSITIVITY[params.neighbouring])
 
     ctx.progress(0.35, "2-way marginals")
     two_way = []
     if rounds:
-        sigma2 = sigma_for((rho - rho_one) / 2.0 / rounds)
+        sigma2 = sigma_for((rho - rho_one) / 2.0 / rounds, l2_sq)
         for a, b in chosen:
             shape = (small[a], small[b])
             y = ledger.measure(marginal(ccodes, (a, b), shape), sigma2, ctx.rng,
@@ -232,7 +240,7 @@ def run_mst(data: MethodInput, params: MstParams, ctx: RunContext) -> ReleaseRes
     ctx.progress(0.45, "fitting the graphical model")
     model = estimator.estimate(small, one_way + two_way, known_total=float(n), iters=params.iterations)
     ctx.progress(0.85, "sampling")
-    rows = params.rows or n
+    rows = synthetic_rows(params, n)
     with sampler_random_source(ctx.rng):
         synthetic = model.synthetic_data(rows)
     levels = {c.name: decompress(np.asarray(synthetic.data[c.name], dtype=np.int64),
@@ -243,19 +251,35 @@ def run_mst(data: MethodInput, params: MstParams, ctx: RunContext) -> ReleaseRes
     return _result(params, ctx, columns, out, ledger, (rho, slack, tails), mappings,
                    {"n": n, "rows": rows, "rounds": rounds, "candidate_pairs": len(pairs),
                     "labels": sorted(labels),
-                    "seconds": time.perf_counter() - started})
+                    "seconds": time.perf_counter() - started}, (d + rounds, _measure_share(params, rounds)))
+
+
+def _plan(params: MstParams, columns: list[ColumnInfo]) -> tuple[int, int]:
+    """(columns, the tree's rounds): the schema fixes the domains, hence both."""
+    chosen = build_columns(params, columns)
+    return len(chosen), spanning_rounds(len(chosen), candidate_pairs(chosen, params.max_cells))
+
+
+def _measure_share(params: MstParams, rounds: int) -> float:
+    """The share of ρ spent on Gaussian measurements: the 1-ways' and half the rest (all of it
+    without a pair to select); the selections get the other half of the rest."""
+    return 1.0 if rounds == 0 else params.one_way_share + (1.0 - params.one_way_share) / 2.0
 
 
 def _check(params: MstParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
-    """The schema fixes the domains, hence the tree's rounds and the measurements to pay for."""
-    chosen = build_columns(params, columns)
-    rounds = spanning_rounds(len(chosen), candidate_pairs(chosen, params.max_cells))
-    zcdp_budget("mst", params, len(chosen) + rounds, FEWER)
+    d, rounds = _plan(params, columns)
+    zcdp_budget("mst", params, d + rounds, FEWER)
+
+
+def _epsilon(params: MstParams, columns: list[ColumnInfo]) -> float:
+    """ε debited: the job's (replace-one), or the replace-one ε of an add/remove job's plan."""
+    d, rounds = _plan(params, columns)
+    return priced_epsilon("mst", params, d + rounds, _measure_share(params, rounds), FEWER)
 
 
 def _result(params: MstParams, ctx: RunContext, columns: list[Column], out, ledger: Ledger,
             budget: tuple[float, float, float], mappings: dict[str, np.ndarray],
-            facts: dict[str, Any]) -> ReleaseResult:
+            facts: dict[str, Any], plan: tuple[int, float]) -> ReleaseResult:
     result = release("mst", params, ctx, columns, out, ledger, budget, facts, {
         "compression": ("levels with a noisy 1-way count below 3σ₁ share one level (post-processing), "
                         "sampled back among them in proportion to their noisy counts clipped at 0 "
@@ -265,7 +289,7 @@ def _result(params: MstParams, ctx: RunContext, columns: list[Column], out, ledg
         "model": {"estimator": "mbi MirrorDescent", "iterations": params.iterations},
         "one_way": one_way_facts(params.one_way_share, params.one_way_weights),
         "rounds": facts["rounds"], "candidate_pairs": facts["candidate_pairs"],
-        "label_columns": facts["labels"], "label_weight": params.label_weight})
+        "label_columns": facts["labels"], "label_weight": params.label_weight}, plan)
     for c in columns:
         result.metadata["mst"]["columns"][c.name].update(_compression_facts(mappings[c.name], c.missing_level))
     return result
@@ -287,11 +311,12 @@ register(MethodSpec(
             "marginals chosen with the exponential mechanism, a graphical model fitted with mbi, "
             "records sampled from it. Domains from the declared bounds and categories.",
     params=MstParams,
-    guarantee="central (ε, δ)-DP of the whole table (replace-one neighbours) through ρ-zCDP",
+    guarantee="central (ε, δ)-DP of the whole table (replace-one neighbours; add/remove-one with "
+              "neighbouring: add_remove) through ρ-zCDP",
     paper="McKenna, Miklau & Sheldon, Winning the NIST Contest: A scalable and general approach "
           "to differentially private synthetic data, Journal of Privacy and Confidentiality 11(3), 2021",
     run=run_mst,
-    epsilon=synthetic_epsilon,
+    epsilon=_epsilon,
     check=_check,
     check_rows=at_least_two_records,
     docs="docs/methods/mst.md",

@@ -1,8 +1,14 @@
 """Zero-concentrated DP accounting for the marginal-based synthesizers (mst, aim).
 
-Neighbours are Veil's: tables of the same public size n that differ in one record (replace
-one). Replacing a record moves one cell of every marginal down by 1 and one cell up by 1, so
-a marginal's L2 sensitivity is √2 and the L1 error ‖x - x̂‖₁ of a marginal moves by ≤ 2.
+Neighbours are Veil's by default: tables of the same public size n that differ in one record
+(replace one). Replacing a record moves one cell of every marginal down by 1 and one cell up
+by 1, so a marginal's L2 sensitivity is √2 and the L1 error ‖x - x̂‖₁ of a marginal moves by
+≤ 2. With ``neighbouring="add_remove"`` (the MST/AIM papers', OpenDP's SymmetricDistance)
+neighbours differ by one record added or removed: one cell moves by 1, so the L2 sensitivity
+is 1 (ρ = 1/2σ²) and the L1 error moves by ≤ 1; n is then not public. A replacement is a
+removal and an addition, so such a release is also replace-one DP with every measurement's ρ
+doubled and every selection's ε₀ doubled (ρ × 4): ``replace_one_rho`` / ``replace_one_epsilon``
+give that bound, which the budget is debited.
 
 Mechanisms and their zCDP cost (the ρ of every step is listed in the metadata):
 
@@ -38,6 +44,12 @@ from app.privacy.noise import GAUSSIAN_SAMPLER, discrete_gaussian, gaussian_slac
 from app.privacy.rng import SecureRandom
 
 MARGINAL_L2_SQ = 2.0  # replace-one: one cell -1, one cell +1 (squared L2 sensitivity)
+RELATIONS = ("replace_one", "add_remove")
+L2_SQ = {"replace_one": MARGINAL_L2_SQ, "add_remove": 1.0}  # add/remove: one cell ±1
+SCORE_SENSITIVITY = {"replace_one": 2, "add_remove": 1}  # of ‖x - x̂‖₁, per unit of weight
+# add/remove → replace-one: a replacement is a removal then an addition (Δ₂ 1 → √2: ρ × 2;
+# a score's sensitivity 1 → 2: ε₀ × 2, ρ = ε₀²/8 × 4)
+REPLACE_ONE_FACTOR = {"measure": 2.0, "select": 4.0}
 SAFETY = 1e-12  # σ and ε₀ are nudged by this relative margin so float rounding never overspends
 SLACK_PER_MEASUREMENT = 2e-6  # ε room per Gaussian measurement (realized ≤ 1.02e-6 up to
 #                               σ = 3·10¹⁰ counts, far above what MIN_RHO allows)
@@ -48,6 +60,14 @@ ACCOUNTANT = ("ρ-zCDP (replace-one neighbours): Gaussian measurements ρ = Δ�
               "(discrete Gaussian, Canonne-Kamath-Steinke 2020 Thm. 14); exponential mechanism "
               "ρ = ε₀²/8 (bounded range, Cesar & Rogers 2021); adaptive composition by summing ρ "
               "(zCDP filter, Feldman & Zrnic 2021)")
+ACCOUNTANT_ADD_REMOVE = (
+    "ρ-zCDP (add/remove-one neighbours): Gaussian measurements ρ = Δ₂²/2σ² with Δ₂ = 1 "
+    "(discrete Gaussian, Canonne-Kamath-Steinke 2020 Thm. 14); exponential mechanism ρ = ε₀²/8 "
+    "(bounded range, Cesar & Rogers 2021) with score sensitivity 1 per unit of weight; adaptive "
+    "composition by summing ρ (zCDP filter, Feldman & Zrnic 2021). Replace-one bound (what the "
+    "budget is debited): a replacement is a removal and an addition, so each measurement costs "
+    "2ρ (Δ₂ = √2) and each selection 4ρ (ε₀ doubled); their sum converts at the job's δ to the "
+    "replace-one ε")
 CONVERSION = ("δ(ε) = inf over α > 1 of exp((α-1)(αρ-ε))/(α-1)·(1-1/α)^α (Canonne, Kamath & "
               "Steinke 2020, Cor. 13), never above Bun & Steinke 2016's exp(-(ε-ρ)²/4ρ); the "
               "sampler's floating-point slack is reserved out of ε and δ")
@@ -115,6 +135,42 @@ def delivered(rho_spent: float, epsilon: float, slack: float, tails: float) -> t
                      + tails * (1.0 + math.exp(eps0)))  # the neighbour's far tail at e^{ε₀}
 
 
+def replace_one_rho(measure_rho: float, select_rho: float) -> float:
+    """The replace-one ρ of an add/remove-one ρ-zCDP run that spent ``measure_rho`` on
+    Gaussian measurements and ``select_rho`` on exponential mechanisms."""
+    return REPLACE_ONE_FACTOR["measure"] * measure_rho + REPLACE_ONE_FACTOR["select"] * select_rho
+
+
+def replace_one_epsilon(rho: float, delta: float, max_measurements: int) -> float:
+    """The smallest ε' (to 7 significant digits, rounded up) at which ``rho_for`` gives at
+    least ``rho`` for this δ and number of measurements: a ρ-zCDP run (with its samplers'
+    reserves) is then (ε', δ)-DP. ValueError when no ε' up to 10⁴ does."""
+    def enough(eps: float) -> bool:
+        try:
+            return rho_for(eps, delta, max_measurements)[0] >= rho
+        except ValueError:
+            return False
+
+    lo, hi = 0.0, 1.0
+    while not enough(hi):
+        lo, hi = hi, 2.0 * hi
+        if hi > 1e4:
+            raise ValueError("no replace-one ε up to 10⁴ covers this ρ")
+    for _ in range(100):  # bisection to ~1e-12 relative
+        mid = 0.5 * (lo + hi)
+        if enough(mid):
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo <= 1e-12 * hi:
+            break
+    step = 10.0 ** (math.floor(math.log10(hi)) - 6)  # 7 significant digits
+    out = float(f"{math.ceil(hi / step) * step:.7g}")
+    while not enough(out):  # the rounding's float error: one step more
+        out = float(f"{out + step:.7g}")
+    return out
+
+
 # ----------------------------------------------------------------------- the ledger
 @dataclass
 class Ledger:
@@ -124,6 +180,11 @@ class Ledger:
     steps: list[dict[str, Any]] = field(default_factory=list)
     slack: float = 0.0  # realized floating-point ε slack of the samplers
     tails: float = 0.0  # realized δ of the samplers' tails
+    l2_sq: float = MARGINAL_L2_SQ  # a marginal's squared L2 sensitivity (L2_SQ[relation])
+
+    def gaussian_rho(self, sigma: float) -> float:
+        """ρ of one marginal measured with standard deviation σ: Δ₂²/2σ²."""
+        return self.l2_sq / (2.0 * sigma * sigma)
 
     @property
     def spent(self) -> float:
@@ -140,9 +201,10 @@ class Ledger:
 
     def measure(self, counts: np.ndarray, sigma: float, rng: SecureRandom,
                 step: dict[str, Any]) -> np.ndarray:
-        """counts (integers) + discrete Gaussian(σ), ρ = 1/σ² charged."""
+        """counts (integers) + discrete Gaussian(σ), ρ = Δ₂²/2σ² charged (1/σ² replace-one,
+        1/2σ² add/remove)."""
         noisy, record = gaussian_counts(counts, sigma, rng)
-        self.spend(MARGINAL_L2_SQ / (2.0 * sigma * sigma), {**step, **record})
+        self.spend(self.gaussian_rho(sigma), {**step, **record})
         self.slack += record["sampler_slack"]
         self.tails += record["tail_delta"]
         return noisy
@@ -166,17 +228,22 @@ def gaussian_counts(counts: np.ndarray, sigma: float, rng: SecureRandom) -> tupl
                    "sampler_slack": float(slack_eps), "tail_delta": float(slack_delta)}
 
 
-def noise_description(rng: SecureRandom) -> dict[str, Any]:
+def noise_description(rng: SecureRandom, relation: str = "replace_one") -> dict[str, Any]:
     """What every measurement of the ledger shares (published once in the metadata)."""
-    return {"mechanism": "discrete Gaussian on integer counts, grid γ = 2^e ≤ min(1, σ/16)",
-            "sampler": GAUSSIAN_SAMPLER, "rng": rng.name,
-            "sensitivity_l2": "√2 per marginal (replace one record: one cell -1, one cell +1)",
-            "rho_per_measurement": "1/σ²"}
+    out = {"mechanism": "discrete Gaussian on integer counts, grid γ = 2^e ≤ min(1, σ/16)",
+           "sampler": GAUSSIAN_SAMPLER, "rng": rng.name,
+           "sensitivity_l2": "√2 per marginal (replace one record: one cell -1, one cell +1)",
+           "rho_per_measurement": "1/σ²"}
+    if relation == "add_remove":
+        out.update(sensitivity_l2="1 per marginal (add or remove one record: one cell ±1)",
+                   rho_per_measurement="1/2σ² (2·that under replace-one)")
+    return out
 
 
-def sigma_for(rho: float) -> float:
-    """σ of a marginal measurement that costs at most ρ: ρ = (√2)²/2σ²."""
-    return math.sqrt(MARGINAL_L2_SQ / (2.0 * rho)) * (1.0 + SAFETY)
+def sigma_for(rho: float, l2_sq: float = MARGINAL_L2_SQ) -> float:
+    """σ of a marginal measurement that costs at most ρ = Δ₂²/2σ² (Δ₂² = 2 replace-one, 1
+    add/remove)."""
+    return math.sqrt(l2_sq / (2.0 * rho)) * (1.0 + SAFETY)
 
 
 def em_epsilon(rho: float) -> float:
