@@ -365,10 +365,10 @@ def _levels_of(frame, info, hierarchy, auto_levels) -> list[tuple[list[str], np.
     return out
 
 
-def _brute_force_optimum(frame, infos, hierarchies, qis, constraints, sensitive, options) -> float:
-    """Least loss over every node of the lattice whose violating classes are within the
-    suppression limit: mean NCP over records and QIs, a suppressed record counting 1 on every QI
-    (spec 04)."""
+def brute_force_loss(frame, infos, hierarchies, qis, options, class_ok) -> float:
+    """Least loss over every node of the lattice whose violating classes (``class_ok(rows)``
+    false) are within the suppression limit: mean NCP over records and QIs, a suppressed record
+    counting 1 on every QI (spec 04)."""
     n, width = len(frame), len(qis)
     limit = math.floor(options.suppression * n + 1e-9)
     per_qi = [_levels_of(frame, infos[q], hierarchies.get(q), options.auto_levels) for q in qis]
@@ -381,21 +381,27 @@ def _brute_force_optimum(frame, infos, hierarchies, qis, constraints, sensitive,
             groups.setdefault(key, []).append(row)
         bad = np.zeros(n, dtype=bool)
         for rows in groups.values():
-            ok = len(rows) >= constraints.k
-            if sensitive is not None and constraints.needs_sensitive:
-                s = frame[sensitive].iloc[rows]
-                if constraints.l is not None:
-                    ok &= s.nunique(dropna=False) >= constraints.l
-                if constraints.alpha is not None:
-                    ok &= s.value_counts(normalize=True, dropna=False).iloc[0] <= constraints.alpha + 1e-12
-                if constraints.t is not None:
-                    ok &= _emd(s, frame[sensitive], infos[sensitive].type == "numeric") <= constraints.t + 1e-12
-            if not ok:
+            if not class_ok(rows):
                 bad[rows] = True
         if bad.sum() > limit:
             continue
         best = min(best, (ncp[~bad].sum() + bad.sum() * width) / (n * width))
     return best
+
+
+def _brute_force_optimum(frame, infos, hierarchies, qis, constraints, sensitive, options) -> float:
+    def class_ok(rows: list[int]) -> bool:
+        ok = len(rows) >= constraints.k
+        if sensitive is not None and constraints.needs_sensitive:
+            s = frame[sensitive].iloc[rows]
+            if constraints.l is not None:
+                ok &= s.nunique(dropna=False) >= constraints.l
+            if constraints.alpha is not None:
+                ok &= s.value_counts(normalize=True, dropna=False).iloc[0] <= constraints.alpha + 1e-12
+            if constraints.t is not None:
+                ok &= _emd(s, frame[sensitive], infos[sensitive].type == "numeric") <= constraints.t + 1e-12
+        return ok
+    return brute_force_loss(frame, infos, hierarchies, qis, options, class_ok)
 
 
 @bounded(60)

@@ -5,8 +5,8 @@ experiments."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -54,6 +54,8 @@ class Anonymized:
     metadata: dict
     warnings: list[str] = field(default_factory=list)
     ncp: np.ndarray | None = None
+    # the sensitive columns with models of their own: those models and what the check found
+    own_models: dict[str, tuple[Constraints, Achieved]] = field(default_factory=dict)
 
 
 def _feasible(constraints: Constraints, sensitive: Sensitive | None, n: int) -> None:
@@ -123,17 +125,23 @@ def flat_warning(columns: list[str]) -> str:
 
 def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: dict[str, pd.DataFrame],
               quasi_identifiers: list[str], constraints: Constraints, sensitive: str | list[str] | None,
-              options: Options, progress: Callable[[float, str], None] | None = None) -> Anonymized:
-    """``sensitive``: one column or several; every constraint then holds on each of them."""
+              options: Options, progress: Callable[[float, str], None] | None = None, *,
+              models: Mapping[str, Constraints] | None = None) -> Anonymized:
+    """``sensitive``: one column or several; every constraint then holds on each of them.
+    ``models``: columns with a set of models of their own (their k is ``constraints.k``), which
+    they meet instead of ``constraints``' — sensitive whether ``sensitive`` names them or not."""
     started = time.perf_counter()
     n = len(frame)
     qi_infos = [infos[q] for q in quasi_identifiers]
     names = [] if sensitive is None else [sensitive] if isinstance(sensitive, str) else list(sensitive)
+    own = dict(models or {})
+    names += [name for name in own if name not in names]
+    model = {name: own.get(name, constraints) for name in names}
     # only a model that reads a sensitive column checks it (k alone reads none)
-    sens = tuple(_sensitive_column(frame, infos, hierarchies, name, constraints)
-                 for name in names if constraints.needs_sensitive)
+    sens = tuple(replace(_sensitive_column(frame, infos, hierarchies, name, model[name]), model=model[name])
+                 for name in names if model[name].needs_sensitive)
     for one in sens or (None,):
-        _feasible(constraints, one, n)
+        _feasible(constraints if one is None else one.model, one, n)
     lattice = options.algorithm == "lattice"
     axes, notes = build_axes(
         frame, qi_infos, hierarchies,
@@ -142,7 +150,9 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
         auto_levels=options.auto_levels)
     step = (lambda f, s: progress(0.1 + 0.7 * f, s)) if progress else None
     metadata: dict = {"algorithm": options.algorithm, "quasi_identifiers": quasi_identifiers,
-                      "sensitive": sensitive, "constraints": constraints.describe()}
+                      "sensitive": names if own else sensitive,
+                      "constraints": "; ".join([constraints.describe()] + [
+                          f"on {name}: {m.describe(with_k=False)}" for name, m in own.items()])}
     warnings: list[str] = []
     suppressed = np.zeros(n, dtype=bool)
     if lattice:
@@ -191,18 +201,16 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
     if progress:
         progress(0.9, "verifying")
     generalized = time.perf_counter()
-    each = [verify_release(
-        out, quasi_identifiers, k=constraints.k, sensitive=one.column if one else None, l=constraints.l,
-        alpha=constraints.alpha, t=constraints.t, l_diversity=constraints.l_diversity, c=constraints.c,
-        beta=constraints.beta, beta_likeness=constraints.beta_likeness,
-        delta_disclosure=constraints.delta_disclosure,
-        t_hierarchy=hierarchies[one.column] if one is not None and one.hierarchy is not None else None,
-        table_values=one.values if one is not None else None,
-        table_dist=one.table_dist if one is not None else None,
-        ordered=bool(one is not None and one.ordered)) for one in sens or (None,)]
-    achieved = worst_achieved(each)
-    if len(sens) > 1:  # the guarantee states the worst column; each column's figures beside it
-        metadata["sensitive_achieved"] = {one.column: a.as_dict() for one, a in zip(sens, each)}
+    each = [_verify(out, quasi_identifiers, constraints, one, hierarchies) for one in sens or (None,)]
+    # the guarantee states the weakest of the columns that meet the job's models; a column with
+    # models of its own is stated by itself
+    shared = [a for one, a in zip(sens, each) if one.column not in own] if sens else each
+    achieved = worst_achieved(shared) if shared else Achieved(k=each[0].k, classes=each[0].classes,
+                                                                records=each[0].records)
+    if len(sens) > 1 or own:  # each column's figures beside it, and which models they are
+        metadata["sensitive_achieved"] = {one.column: {**({"models": one.model.describe(with_k=False)}
+                                                          if own else {}), **a.as_dict()}
+                                          for one, a in zip(sens, each)}
     released_ids = equivalence_classes(out, quasi_identifiers)
     metrics = anonymity_metrics(quasi_identifiers, ncp, n, int(suppressed.sum()), released_ids,
                                 constraints.k)
@@ -225,11 +233,28 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
         metadata["automatic_hierarchies"] = notes.automatic
     if notes.given:  # what the release was generalized with: its audit event names these only
         metadata["uploaded_hierarchies"] = notes.given
-    if sens and constraints.t is not None:
+    with_t = [one for one in sens if one.model.t is not None]
+    if with_t:
         metadata["t_distance"] = (T_DISTANCE[sens[0].distance_kind] if len(sens) == 1 else
-                                  {one.column: T_DISTANCE[one.distance_kind] for one in sens})
+                                  {one.column: T_DISTANCE[one.distance_kind] for one in with_t})
     return Anonymized(frame=out, achieved=achieved, metrics=metrics, metadata=metadata,
-                      warnings=warnings, ncp=ncp)
+                      warnings=warnings, ncp=ncp,
+                      own_models={one.column: (one.model, a) for one, a in zip(sens, each) if one.column in own})
+
+
+def _verify(out: pd.DataFrame, quasi_identifiers: list[str], constraints: Constraints, one: Sensitive | None,
+            hierarchies: dict[str, pd.DataFrame]) -> Achieved:
+    """The independent check of the release on one sensitive column, for that column's models
+    (or of k alone, with none)."""
+    c = constraints if one is None else one.model
+    return verify_release(
+        out, quasi_identifiers, k=constraints.k, sensitive=one.column if one else None, l=c.l,
+        alpha=c.alpha, t=c.t, l_diversity=c.l_diversity, c=c.c, beta=c.beta, beta_likeness=c.beta_likeness,
+        delta_disclosure=c.delta_disclosure,
+        t_hierarchy=hierarchies[one.column] if one is not None and one.hierarchy is not None else None,
+        table_values=one.values if one is not None else None,
+        table_dist=one.table_dist if one is not None else None,
+        ordered=bool(one is not None and one.ordered))
 
 
 def _describe_axes(axes, gen, options: Options, lattice: bool) -> dict:

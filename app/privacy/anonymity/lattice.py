@@ -14,7 +14,8 @@ better than the best loss found, which makes the result optimal.
 Pruning by monotonicity (generalizing merges classes; k-anonymity and distinct l-diversity are
 monotone with or without suppression, every other model — entropy and recursive l, α, t, β,
 δ-disclosure — without suppression only; with suppression the projections are tested on k and
-distinct l alone, which every l-diversity reading implies): a class of the projection onto two columns is a union of the
+distinct l alone, which every l-diversity reading implies — on each sensitive column its own
+models' part, when columns have models of their own): a class of the projection onto two columns is a union of the
 node's classes, so when the 2-column projection at the node's levels already suppresses more
 than the limit, so does the node, and so does every node below it. All pairs are tabulated
 once (cheap), which rules most nodes out without a look at the full table. Nodes above a
@@ -26,13 +27,13 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from app.privacy.anonymity.hierarchies import Tree
-from app.privacy.anonymity.models import Constraints, Sensitive, as_sensitives, satisfied
+from app.privacy.anonymity.models import Constraints, Sensitive, as_sensitives, model_of, satisfied
 
 
 @dataclass
@@ -136,13 +137,13 @@ def lattice_search(trees: list[Tree], constraints: Constraints,
     ``suppression`` (a fraction) of the records suppressed. After ``time_budget`` seconds the
     best node found so far is returned with ``optimal=False`` and ``timed_out=True``."""
     began = time.perf_counter()
-    sensitive = as_sensitives(sensitive)  # every model holds on each sensitive column
+    sensitive = as_sensitives(sensitive)  # each column's models (model_of) hold on it
     cols = _Columns(trees, metric)
     n = len(trees[0].leaf_codes)
     limit = int(np.floor(suppression * n + 1e-9))
     heights = [t.height for t in trees]
     size = int(np.prod([h + 1 for h in heights]))
-    monotone = suppression == 0 or constraints.monotone_with_suppression
+    monotone = suppression == 0
     if size > max_nodes:
         return _greedy(cols, constraints, sensitive, limit, began, size)
     nodes = np.array(list(itertools.product(*[range(h + 1) for h in heights])), dtype=np.int64)
@@ -185,9 +186,12 @@ def _projection_filter(cols: _Columns, nodes: np.ndarray, c: Constraints, sensit
                        limit: int, monotone: bool) -> np.ndarray:
     """False for nodes ruled out by a single column or a pair of columns (see module doc)."""
     q_count = len(cols.trees)
-    # the other models are not monotone with suppression: project only k and distinct l then
-    # (entropy l ≥ ln l and recursive (c,l) both need l distinct values, so this only relaxes)
-    proj = c if monotone else Constraints(k=c.k, l=c.l)
+    # with suppression only k and distinct l are monotone: each column's models are projected
+    # on their monotone part then (entropy l ≥ ln l and recursive (c,l) both need l distinct
+    # values, so this only relaxes); a column whose own models are all monotone keeps them
+    proj = c if monotone else c.monotone_part()
+    if not monotone:
+        sensitive = tuple(replace(s, model=model_of(s, c).monotone_part()) for s in sensitive)
     ok = np.ones(len(nodes), dtype=bool)
     for pair in list(itertools.combinations(range(q_count), 2)) or [(0,)]:
         pair = list(pair)

@@ -26,6 +26,11 @@ recursive test is monotone by Machanavajjhala et al.'s Theorem). With suppressio
 class merged with a failing one can fail under every model but k and distinct l: the lattice
 uses ``monotone_with_suppression`` to know which projections it may prune by.
 
+Each sensitive column may carry its own set of these models (``Sensitive.model``, as ARX puts
+criteria on attributes one by one); a class passes when k holds and every column meets its
+own set. Each set is monotone by itself, so their conjunction is too, and a column's part
+that is monotone with suppression can be pruned by whatever the other columns ask.
+
 Classes are given as integer ids per record; the sensitive column as integer codes (in value
 order for a numeric column). Small domains use a dense classes × values count matrix; large
 ones work on the sorted (class, value) pairs, so the cost is O(n log n) whatever m is.
@@ -74,8 +79,14 @@ class Constraints:
         return (self.alpha is None and self.t is None and self.beta is None
                 and self.delta_disclosure is None and (self.l is None or self.l_diversity == "distinct"))
 
-    def describe(self) -> str:
-        parts = [f"k={self.k}"]
+    def monotone_part(self) -> Constraints:
+        """The part of these models that survives merging with any class (suppression on):
+        all of them when they are monotone so, else k and distinct l (which entropy and
+        recursive l-diversity imply: both need l distinct values)."""
+        return self if self.monotone_with_suppression else Constraints(k=self.k, l=self.l)
+
+    def describe(self, *, with_k: bool = True) -> str:
+        parts = [f"k={self.k}"] if with_k else []
         if self.l is not None:
             parts.append(f"l={self.l} ({self.l_diversity}" + (f", c={self.c:g})" if self.l_diversity
                                                                == "recursive" else ")"))
@@ -131,6 +142,7 @@ class Sensitive:
     table_dist: np.ndarray
     values: np.ndarray | None = None  # the domain: sorted numbers, or labels as text
     hierarchy: HierarchyLevels | None = None  # t-closeness by the hierarchical distance
+    model: Constraints | None = None  # this column's own models; None: the job's (model_of)
 
     @property
     def m(self) -> int:
@@ -223,14 +235,26 @@ def as_sensitives(sensitive: Sensitive | Sequence[Sensitive] | None) -> tuple[Se
     return (sensitive,) if isinstance(sensitive, Sensitive) else tuple(sensitive)
 
 
+def model_of(sensitive: Sensitive, c: Constraints) -> Constraints:
+    """The models a sensitive column must meet: its own set when it has one (ARX's per-attribute
+    criteria: recursive (c,l)-diversity on one column, t-closeness on another), else the job's."""
+    return c if sensitive.model is None else sensitive.model
+
+
+def reads_sensitive(c: Constraints, sensitives: Sequence[Sensitive]) -> bool:
+    """Whether any model reads a sensitive column (k alone reads none)."""
+    return any(model_of(s, c).needs_sensitive for s in sensitives)
+
+
 def satisfied(class_ids: np.ndarray, n_classes: int, c: Constraints,
               sensitives: Sequence[Sensitive]) -> np.ndarray:
-    """Per class, whether every constraint holds — on each sensitive column."""
-    if not c.needs_sensitive or not sensitives:
-        return class_stats(class_ids, n_classes, c, None).satisfied(c)
-    ok = np.ones(n_classes, dtype=bool)
+    """Per class, whether k holds and, on each sensitive column, that column's models
+    (:func:`model_of`)."""
+    ok = np.bincount(class_ids, minlength=n_classes) >= c.k
     for sensitive in sensitives:
-        ok &= class_stats(class_ids, n_classes, c, sensitive).satisfied(c)
+        model = model_of(sensitive, c)
+        if model.needs_sensitive:
+            ok &= class_stats(class_ids, n_classes, model, sensitive).satisfied(model)
     return ok
 
 

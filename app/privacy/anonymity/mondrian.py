@@ -53,7 +53,9 @@ from typing import Literal
 import numpy as np
 
 from app.privacy.anonymity.axes import Axis, NumericAxis
-from app.privacy.anonymity.models import Constraints, Sensitive, as_sensitives, satisfied, stats_from_counts
+from app.privacy.anonymity.models import (
+    Constraints, Sensitive, as_sensitives, model_of, reads_sensitive, satisfied, stats_from_counts,
+)
 
 _SEARCH_CELLS = 8_000_000  # (boundaries + partitions) × sensitive values for the full search
 _FALLBACK_LAYERS = 8  # boundaries per side of the median tried when the full table is too big
@@ -118,8 +120,8 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints,
     if dimension == "auto":
         dimension = "least_loss" if all(isinstance(a, NumericAxis) for a in axes) else "widest"
     k = constraints.k
-    sensitives = as_sensitives(sensitive)  # every model holds on each sensitive column
-    extra = constraints.needs_sensitive and bool(sensitives)
+    sensitives = as_sensitives(sensitive)  # each column's models (model_of) hold on it
+    extra = reads_sensitive(constraints, sensitives)
 
     orders = [np.argsort(v.keys, kind="stable").astype(np.int32) for v in views]
     # record × axis keys, in the narrowest integer type (the least-loss choice's cost is
@@ -320,6 +322,9 @@ def _best_cut(unit: np.ndarray, same_part: np.ndarray, part: np.ndarray, starts:
     segment = np.searchsorted(breaks, np.arange(len(part)), side="right") - 1
     good = np.ones(len(b), dtype=bool)
     for sensitive in ordered:
+        model = model_of(sensitive, c)  # the column's own models, or the job's
+        if not model.needs_sensitive:
+            continue
         m = sensitive.m
         counts = np.bincount(segment * m + sensitive.codes, minlength=len(breaks) * m).reshape(-1, m)
         before = np.vstack([np.zeros((1, m), dtype=np.int64), np.cumsum(counts, axis=0)])
@@ -328,8 +333,8 @@ def _best_cut(unit: np.ndarray, same_part: np.ndarray, part: np.ndarray, starts:
         total = at(starts + sizes) - first
         left = at(b) - first[bp]
         right = total[bp] - left
-        good &= (stats_from_counts(left, c, sensitive).satisfied(c)
-                 & stats_from_counts(right, c, sensitive).satisfied(c))
+        good &= (stats_from_counts(left, model, sensitive).satisfied(model)
+                 & stats_from_counts(right, model, sensitive).satisfied(model))
     b, bp, lhs = b[good], bp[good], lhs[good]
     gap = np.abs(lhs - sizes[bp] / 2.0)
     pick = np.lexsort((b, gap, bp))  # per partition: smallest gap, then the leftmost
@@ -368,8 +373,8 @@ def _layered_cut(b, bp, lhs, part, starts, sizes, ordered, c):
 
 def _cut_satisfies(cut: np.ndarray, ok: np.ndarray, part: np.ndarray, order: np.ndarray, n_part: int,
                    c: Constraints, sensitives: tuple[Sensitive, ...]) -> np.ndarray:
-    """Whether both sides of each partition's cut satisfy the sensitive constraints on every
-    sensitive column (k is already checked)."""
+    """Whether both sides of each partition's cut satisfy, on every sensitive column, that
+    column's models (k is already checked)."""
     side = np.arange(len(order)) >= cut[part]
     group = 2 * part + side
     ordered = tuple(replace(s, codes=s.codes[order]) for s in sensitives)  # and the hierarchy kept
