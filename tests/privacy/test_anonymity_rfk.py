@@ -206,9 +206,56 @@ def test_experiment_rfk_small_run_produces_tables_and_plots():
     row5 = table[table.E == 5].iloc[0]
     assert row5["rfk_accuracy"] == row5["kanonymity_accuracy"]  # E = 5 is plain k-anonymity
     assert (table["rfk_ncp_sum"].diff().dropna() >= -1e-12).all()  # more tiers, more loss
-    assert set(report.plots) == {"rfk_accuracy_adult", "rfk_information_loss_adult", "rfk_risk_adult"}
+    assert set(report.plots) == {"rfk_accuracy_adult", "rfk_information_loss_adult", "rfk_risk_adult",
+                                 "rfk_accuracy_lead_adult"}
     assert report.data["datasets"][0]["tier_agreement_with_paper"]["same_tier_share"] >= 0.0
     assert len(report.tables["tiers"]) == 14
+    assert table["rfk_accuracy_se"].isna().all()  # one split: no spread to estimate, none made up
+
+
+def test_experiment_rfk_keeps_every_split_and_its_standard_errors_are_recomputable():
+    """'RFK accuracy plot without spread': the accuracies were bare means of 2 splits, the
+    per-split values dropped, and a reader could not tell which 0.01-0.03 gaps were real. The
+    report keeps each split's accuracy of every series (accuracy_splits), and by_E's means,
+    standard errors (Nadeau-Bengio corrected, 70/30 splits: s·√(1/J + 3/7)) and paired
+    differences RFK − baseline are those of the kept values."""
+    from app.privacy.experiments.rfk import ExperimentRfkParams, run_experiment_rfk
+
+    J = 3
+    params = ExperimentRfkParams(datasets=["adult"], repeats=1, n_estimators=5, stability_runs=0,
+                                 sample_size=600, eval_repeats=J)
+    report = run_experiment_rfk(MethodInput(columns=[]), params, RunContext())
+    by_e, splits = report.tables["by_E"].set_index("E"), report.tables["accuracy_splits"]
+    assert len(splits) == 5 * J and (splits.groupby("E").split.apply(sorted) == [[1, 2, 3]] * 5).all()
+    assert splits.split_seed.nunique() == J  # J different splits, the same J at every E
+
+    def corrected(values):
+        v = np.asarray(values, dtype=float)
+        return np.std(v, ddof=1) * np.sqrt(1 / len(v) + 0.3 / 0.7)
+
+    for E, part in splits.groupby("E"):
+        row = by_e.loc[E]
+        for series in ("rfk_accuracy", "rfk_tiers_only_accuracy", "kanonymity_accuracy", "pak_accuracy",
+                       "original_accuracy"):
+            assert row[series] == pytest.approx(part[series].mean(), abs=1e-12), (E, series)
+            assert row[f"{series}_se"] == pytest.approx(corrected(part[series]), abs=1e-12), (E, series)
+        for prefix, method, baseline in (("rfk_minus_kanonymity", "rfk", "kanonymity"),
+                                         ("rfk_tiers_only_minus_kanonymity", "rfk_tiers_only", "kanonymity"),
+                                         ("rfk_minus_pak", "rfk", "pak"),
+                                         ("rfk_tiers_only_minus_pak", "rfk_tiers_only", "pak")):
+            d = part[f"{method}_accuracy"].to_numpy() - part[f"{baseline}_accuracy"].to_numpy()
+            assert row[prefix] == pytest.approx(d.mean(), abs=1e-12), (E, prefix)
+            assert row[f"{prefix}_se"] == pytest.approx(corrected(d), abs=1e-12), (E, prefix)
+    # the baselines are the same tables at every E, each split the same value
+    for series in ("kanonymity_accuracy", "pak_accuracy", "original_accuracy"):
+        assert (splits.groupby("split")[series].nunique() == 1).all(), series
+    # plain k-anonymity is RFK's E = 5 table, split by split: its lead there is exactly 0
+    five = splits[splits.E == 5]
+    assert (five.rfk_accuracy == five.kanonymity_accuracy).all()
+    assert by_e.loc[5, "rfk_minus_kanonymity"] == 0 and by_e.loc[5, "rfk_minus_kanonymity_se"] == 0
+    # the splits vary (else every standard error would be 0 and prove nothing)
+    assert (by_e["original_accuracy_se"] > 0).all()
+    assert "accuracy_splits" in report.data["accuracy_spread"]
 
 
 def test_on_a_k_anonymous_release_the_generalized_attributes_are_named_not_called_without_hierarchy():
@@ -328,3 +375,63 @@ def test_experiment_rfk_figures_name_their_data_direction_and_the_papers_reporte
     bank_lines = {line.get_label() for line in bank["rfk_accuracy_bank"].axes[0].get_lines()}
     assert "paper: plain k-anonymity + its reported RFK lead" in bank_lines
     assert not any("(p,α,k)-anonymity + its" in label for label in bank_lines)  # no Bank claim
+
+
+def _legend_title(fig) -> str:
+    return " ".join(fig.legends[0].get_title().get_text().split())  # wrapped to the figure's width
+
+
+def _by_e_table_with_spread() -> pd.DataFrame:
+    """_by_e_table with the standard errors and paired differences the experiment reports."""
+    table = _by_e_table()
+    se = {"rfk_accuracy": [0.004, 0.005, 0.006, 0.004, 0.005], "rfk_tiers_only_accuracy": 0.007,
+          "kanonymity_accuracy": 0.005, "pak_accuracy": 0.006, "original_accuracy": 0.004}
+    differences = {"rfk_minus_kanonymity": [0.04, 0.05, 0.04, 0.02, 0.0],
+                   "rfk_tiers_only_minus_kanonymity": [0.0, 0.01, -0.02, 0.02, 0.0],
+                   "rfk_minus_pak": [0.05, 0.06, 0.05, 0.03, 0.01],
+                   "rfk_tiers_only_minus_pak": [0.01, 0.02, -0.01, 0.03, 0.01]}
+    return table.assign(**{f"{c}_se": v for c, v in se.items()}, **differences,
+                        **{f"{c}_se": [0.003, 0.004, 0.005, 0.006, 0.0] for c in differences},
+                        pak_sample_uniques_share=0.0)
+
+
+def test_experiment_rfk_accuracy_figures_draw_the_standard_errors_and_the_paired_leads():
+    """'RFK accuracy plot without spread': differences of 0.01-0.03 were drawn as bare means. The
+    accuracy figure draws ± 1 standard error (error bars on RFK's two series, bands around the
+    constant baselines); a lead figure draws RFK − baseline, paired split by split, in points
+    with ± 2 standard errors, and the paper's reported leads beside them. Every figure stays
+    readable."""
+    from app.privacy.experiments.rfk import ExperimentRfkParams, _figures
+
+    table = _by_e_table_with_spread()
+    figures = _figures(table, "adult", ExperimentRfkParams(eval_repeats=10), records=32561)
+    assert set(figures) == {"rfk_accuracy_adult", "rfk_information_loss_adult", "rfk_risk_adult",
+                            "rfk_accuracy_lead_adult"}
+    for fig in figures.values():
+        assert_readable(fig)
+
+    accuracy = figures["rfk_accuracy_adult"].axes[0]
+    bars = [c for c in accuracy.containers if hasattr(c, "has_yerr") and c.has_yerr]
+    assert len(bars) == 2  # RFK and RFK tiers only; the baselines are bands
+    halves = sorted(tuple(np.round([(s[1][1] - s[0][1]) / 2 for s in c.lines[2][0].get_segments()], 6))
+                    for c in bars)
+    assert halves == sorted([(0.004, 0.005, 0.006, 0.004, 0.005), (0.007,) * 5])
+    bands = [c.get_paths()[0].vertices[:, 1] for c in accuracy.collections
+             if c.get_paths() and len(c.get_paths()[0].vertices) > 2]
+    assert sorted((round(b.min(), 6), round(b.max(), 6)) for b in bands) == [
+        (0.784, 0.796), (0.795, 0.805), (0.846, 0.854)]  # (p,α,k), plain k-anonymity, original
+    assert "± 1 standard error" in _legend_title(figures["rfk_accuracy_adult"])
+
+    lead_fig = figures["rfk_accuracy_lead_adult"]
+    lead = lead_fig.axes[0]
+    containers = {c.get_label(): c for c in lead.containers}
+    rfk_k = containers["RFK − plain k-anonymity"]
+    assert np.allclose(rfk_k.lines[0].get_ydata(), [4, 5, 4, 2, 0])  # points
+    segments = rfk_k.lines[2][0].get_segments()
+    assert np.allclose([(s[1][1] - s[0][1]) / 2 for s in segments], [0.6, 0.8, 1.0, 1.2, 0.0])  # ± 2 SE
+    paper = containers["paper: RFK's reported lead over plain k-anonymity"]
+    assert np.allclose(paper.lines[0].get_ydata(), [0.5, 1.6])
+    # beside the difference it is reported for
+    assert np.allclose(paper.lines[0].get_xdata(), rfk_k.lines[0].get_xdata()[2:4])
+    assert "± 2 standard errors" in _legend_title(lead_fig)
+    assert "10 train/test splits" in _legend_title(lead_fig)

@@ -29,11 +29,13 @@ from sklearn.metrics import adjusted_rand_score
 from app.privacy.anonymity.anonymize import Options, anonymize
 from app.privacy.anonymity.hierarchies import parse_arx_hierarchy
 from app.privacy.anonymity.models import Constraints
-from app.privacy.anonymity.rfk import RfkConfig, mean_accuracy, rfk_pipeline, stratified_sample
+from app.privacy.anonymity.rfk import (
+    TEST_SHARE, RfkConfig, encode_features, forest_accuracy, rfk_pipeline, stratified_sample,
+)
 from app.privacy.anonymity.risk import frame_risk
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
-from app.privacy.experiments import dataset_file, distinct
+from app.privacy.experiments import dataset_file, distinct, resampled_standard_error
 from app.privacy.plotting import (
     HIGHER_IS_BETTER, LOWER_IS_BETTER, legend_below, log_axis, spans_a_decade, value_label,
 )
@@ -79,7 +81,9 @@ class ExperimentRfkParams(Params):
     stability_runs: int = Field(2, ge=0, le=10, description="reruns of the tiers for stability")
     sample_size: int = Field(5000, ge=500, le=50_000, description="stratified sample the forests "
                              "train and test on; the anonymizations cover the whole dataset")
-    eval_repeats: int = Field(2, ge=1, le=10, description="splits each accuracy is averaged over")
+    eval_repeats: int = Field(20, ge=1, le=50, description="train/test splits each accuracy is "
+                              "averaged over; its standard error (and that of the paired differences "
+                              "to the baselines) needs at least 2")
     seed: int = Field(0, ge=0, description="seeds samples, splits and forests")
 
     _distinct = field_validator("datasets")(classmethod(lambda cls, v: distinct(v)))
@@ -112,14 +116,42 @@ def load(name: str) -> tuple[pd.DataFrame, list[ColumnInfo], dict[str, pd.DataFr
     return frame, columns, hierarchies, label
 
 
+# The accuracy series of the by_E table, each kept per split: (table column, what it is)
+ACCURACY_SERIES = ("rfk_accuracy", "rfk_tiers_only_accuracy", "kanonymity_accuracy", "pak_accuracy",
+                   "original_accuracy")
+# The paired differences reported: (column prefix, RFK's series, the baseline's series)
+DIFFERENCES = (("rfk_minus_kanonymity", "rfk_accuracy", "kanonymity_accuracy"),
+               ("rfk_tiers_only_minus_kanonymity", "rfk_tiers_only_accuracy", "kanonymity_accuracy"),
+               ("rfk_minus_pak", "rfk_accuracy", "pak_accuracy"),
+               ("rfk_tiers_only_minus_pak", "rfk_tiers_only_accuracy", "pak_accuracy"))
+# n_test/n_train of the forests' 70/30 splits, for the corrected standard error
+TEST_TO_TRAIN = TEST_SHARE / (1 - TEST_SHARE)
+
+
+def eval_seeds(params: ExperimentRfkParams) -> list[int]:
+    """The accuracy splits' seeds (the same as rfk_pipeline's: the first splits of a larger
+    eval_repeats are those of a smaller one)."""
+    return [params.seed + 7 * (i + 1) for i in range(params.eval_repeats)]
+
+
+def split_accuracies(frame: pd.DataFrame, attributes: list[str], label: str, seeds: list[int],
+                     n_estimators: int) -> list[float]:
+    """The forest's accuracy on each split (one per seed). Every table is the same sample's
+    records and labels, so a seed makes the same split and forest seed for every method: the
+    values are paired across methods."""
+    X = encode_features(frame, attributes)
+    y = frame[label].astype(str).to_numpy()
+    return [forest_accuracy(X, y, s, n_estimators) for s in seeds]
+
+
 def _baseline(frame, infos, hierarchies, attributes, label, constraints, sensitive, cfg, sample_index,
-              eval_seeds) -> dict:
+              seeds) -> dict:
     started = time.perf_counter()
     result = anonymize(frame, infos, hierarchies, attributes, constraints, sensitive, Options())
     seconds = time.perf_counter() - started
     per = result.metrics["ncp_per_qi"]
-    return {"accuracy": mean_accuracy(result.frame.loc[sample_index], attributes, label, eval_seeds,
-                                      cfg.n_estimators),
+    return {"accuracy_splits": split_accuracies(result.frame.loc[sample_index], attributes, label, seeds,
+                                                cfg.n_estimators),
             "ncp_all": float(np.mean([per[a] for a in attributes])),
             "ncp_sum": float(sum(per[a] for a in attributes)),
             "risk_all_attributes": frame_risk(result.frame, attributes, cfg.risk_threshold),
@@ -130,30 +162,50 @@ def run_dataset(name: str, params: ExperimentRfkParams, progress) -> dict:
     frame, columns, hierarchies, label = load(name)
     infos = {c.name: c for c in columns}
     attributes = [c.name for c in columns if c.name != label]
+    # The pipeline's own accuracies (means over its eval_repeats splits) are not used: the
+    # experiment keeps every split's value (below), so the pipeline measures one split only.
     cfg = RfkConfig(k=params.k, repeats=params.repeats, n_estimators=params.n_estimators,
                     stability_runs=params.stability_runs, sample_size=params.sample_size,
-                    eval_repeats=params.eval_repeats, seed=params.seed)
+                    eval_repeats=1, seed=params.seed)
+    thresholds = [1, 2, 3, 4, 5]
     started = time.perf_counter()
-    outcome = rfk_pipeline(frame, infos, hierarchies, attributes, label, [1, 2, 3, 4, 5], cfg,
-                           lambda f, s: progress(0.85 * f, s))
+    outcome = rfk_pipeline(frame, infos, hierarchies, attributes, label, thresholds, cfg,
+                           lambda f, s: progress(0.7 * f, s), keep_releases=tuple(thresholds))
     rfk_seconds = time.perf_counter() - started
-    progress(0.9, "(p,α,k) baseline")
     sample_index = stratified_sample(frame, label, cfg.sample_size, cfg.seed).index
-    eval_seeds = [cfg.seed + 7 * (i + 1) for i in range(cfg.eval_repeats)]
+    seeds = eval_seeds(params)
+    started = time.perf_counter()
+    splits = {"original_accuracy": split_accuracies(frame.loc[sample_index], attributes, label, seeds,
+                                                    params.n_estimators)}
+    for i, E in enumerate(thresholds):
+        progress(0.7 + 0.2 * i / len(thresholds), f"accuracy of table E = {E} over {len(seeds)} splits")
+        released = outcome.releases[E].frame.loc[sample_index]
+        splits[("rfk_accuracy", E)] = split_accuracies(released, attributes, label, seeds,
+                                                       params.n_estimators)
+        splits[("rfk_tiers_only_accuracy", E)] = split_accuracies(
+            released, outcome.by_E[E]["anonymized"], label, seeds, params.n_estimators)
+    accuracy_seconds = time.perf_counter() - started
+    progress(0.9, "(p,α,k) baseline")
     pak = _baseline(frame, infos, hierarchies, attributes, label,
                     Constraints(k=params.k, l=params.p, alpha=params.alpha), label, cfg,
-                    sample_index, eval_seeds)
+                    sample_index, seeds)
     plain = outcome.by_E[5]  # every attribute is in tiers 1..5: the E = 5 table is plain k-anonymity
     paper = PAPER_TIERS[name]
     names = [a for a in attributes if a in paper]
-    rows = []
+    rows, split_rows = [], []
     for E, fig in outcome.by_E.items():
         risk = fig["risk_all_attributes"]
+        per_split = {"rfk_accuracy": splits[("rfk_accuracy", E)],
+                     "rfk_tiers_only_accuracy": splits[("rfk_tiers_only_accuracy", E)],
+                     "kanonymity_accuracy": splits[("rfk_accuracy", 5)],
+                     "pak_accuracy": pak["accuracy_splits"],
+                     "original_accuracy": splits["original_accuracy"]}
+        split_rows += [{"dataset": name, "E": E, "split": j + 1, "split_seed": seed,
+                        **{column: values[j] for column, values in per_split.items()}}
+                       for j, seed in enumerate(seeds)]
         rows.append({
             "dataset": name, "E": E, "attributes_anonymized": len(fig["anonymized"]),
-            "rfk_accuracy": fig["accuracy"], "rfk_tiers_only_accuracy": fig["accuracy_tiers_only"],
-            "kanonymity_accuracy": plain["accuracy"], "pak_accuracy": pak["accuracy"],
-            "original_accuracy": outcome.original_accuracy,
+            **accuracy_summary(per_split),
             "rfk_ncp_sum": fig["ncp_sum"], "kanonymity_ncp_sum": plain["ncp_sum"],
             "pak_ncp_sum": pak["ncp_sum"], "rfk_ncp_all": fig["ncp_all"],
             "rfk_risk_highest": risk["highest"], "rfk_sample_uniques_share": risk["sample_uniques_share"],
@@ -171,10 +223,30 @@ def run_dataset(name: str, params: ExperimentRfkParams, progress) -> dict:
                                                              [outcome.tiers[a] for a in names]))},
         "tier_stability": {k: v for k, v in outcome.stability.items() if k != "tiers_by_run"},
         "tiers_by_run": outcome.stability.get("tiers_by_run", [outcome.tiers]),
-        "pak": {k: v for k, v in pak.items() if k != "risk_all_attributes"},
-        "seconds": {"rfk_pipeline": rfk_seconds, "pak_anonymization": pak["seconds"]},
-        "rows": rows,
+        "pak": {k: v for k, v in pak.items() if k not in ("risk_all_attributes", "accuracy_splits")},
+        "seconds": {"rfk_pipeline": rfk_seconds, "accuracy_splits": accuracy_seconds,
+                    "pak_anonymization": pak["seconds"]},
+        "rows": rows, "split_rows": split_rows,
     }
+
+
+def accuracy_summary(per_split: dict[str, list[float]]) -> dict[str, float]:
+    """The by_E row's accuracies from their per-split values (``ACCURACY_SERIES`` → one value
+    per split, the splits in the same order for every series): each series' mean and its
+    standard error, and the paired differences ``DIFFERENCES`` (RFK minus a baseline, split by
+    split) with theirs. Standard errors are Nadeau and Bengio's corrected ones
+    (``resampled_standard_error``: the splits share their records), as experiment_rfka's; NaN
+    with a single split."""
+    out: dict[str, float] = {}
+    for column in ACCURACY_SERIES:
+        values = np.asarray(per_split[column], dtype=float)
+        out[column] = float(values.mean())
+        out[f"{column}_se"] = resampled_standard_error(values, TEST_TO_TRAIN)
+    for prefix, method, baseline in DIFFERENCES:
+        d = np.asarray(per_split[method], dtype=float) - np.asarray(per_split[baseline], dtype=float)
+        out[prefix] = float(d.mean())
+        out[f"{prefix}_se"] = resampled_standard_error(d, TEST_TO_TRAIN)
+    return out
 
 
 # One style per series, the same in every figure of the report (a baseline keeps its colour,
@@ -193,8 +265,26 @@ _STYLES = {
                                 markeredgewidth=1.3, zorder=4),
     "paper_vs_pak": dict(color="C3", marker="p", linestyle="none", markersize=11, fillstyle="none",
                          markeredgewidth=1.3, zorder=4),
+    # the lead figure: a difference in the colour and line of its baseline, the marker of its
+    # RFK series (filled circles RFK, squares tiers only)
+    "rfk_minus_kanonymity": dict(color="C2", marker="o", linestyle="-."),
+    "rfk_tiers_only_minus_kanonymity": dict(color="C2", marker="s", linestyle="-.", fillstyle="none"),
+    "rfk_minus_pak": dict(color="C3", marker="o", linestyle=":"),
+    "rfk_tiers_only_minus_pak": dict(color="C3", marker="s", linestyle=":", fillstyle="none"),
 }
+_DIFFERENCE_LABELS = {"rfk_minus_kanonymity": "RFK − plain k-anonymity",
+                      "rfk_tiers_only_minus_kanonymity": "RFK tiers only − plain k-anonymity",
+                      "rfk_minus_pak": "RFK − (p,α,k)-anonymity",
+                      "rfk_tiers_only_minus_pak": "RFK tiers only − (p,α,k)-anonymity"}
 DISPLAY_NAMES = {"adult": "Adult", "bank": "Bank Marketing"}
+
+
+def _standard_errors(part: pd.DataFrame, column: str) -> np.ndarray | None:
+    """The ``<column>_se`` values, or None where the table has none or none is finite (one split)."""
+    se = part.get(f"{column}_se")
+    if se is None or not np.isfinite(se.to_numpy(dtype=float)).any():
+        return None
+    return se.to_numpy(dtype=float)
 
 
 def _figure(table: pd.DataFrame, dataset: str, series: dict[str, tuple[str, str]], ylabel: str,
@@ -204,12 +294,29 @@ def _figure(table: pd.DataFrame, dataset: str, series: dict[str, tuple[str, str]
     log axis when the values span more than a decade (the information loss: RFK's 0.0016 at E = 1
     sat on the zero line under (p,α,k)'s 5.46, so its growth with E was invisible). ``claims``:
     baseline column → (style key, legend label, {E: the paper's lead in accuracy points}), drawn
-    at this run's baseline plus the lead: where RFK would sit if the paper's lead held here."""
+    at this run's baseline plus the lead: where RFK would sit if the paper's lead held here.
+    Where the table has a column's standard errors (``<column>_se``), ± 1 of them is drawn: a
+    band around a series constant over E (a baseline), error bars on one that varies (RFK's), the
+    varying series moved apart sideways so their bars do not overlap."""
     fig = Figure(figsize=(6.4, 4))
     ax = fig.subplots()
     part = table[table.dataset == dataset]
+    E = part["E"].to_numpy(dtype=float)
+    varying = [c for c in series if _standard_errors(part, c) is not None and part[c].nunique() > 1]
+    shifts = dict(zip(varying, np.linspace(-0.06, 0.06, len(varying)) if len(varying) > 1 else [0.0]))
     for column, (style, name) in series.items():
-        ax.plot(part["E"], part[column], label=name, **_STYLES[style])
+        x = E + shifts.get(column, 0.0)
+        ax.plot(x, part[column], label=name, **_STYLES[style])
+        se = _standard_errors(part, column)
+        if se is None:
+            continue
+        if column in shifts:
+            ax.errorbar(x, part[column], yerr=se, fmt="none", ecolor=_STYLES[style]["color"],
+                        elinewidth=1, capsize=3, zorder=_STYLES[style].get("zorder", 2))
+        else:
+            ax.fill_between([E.min() - 0.2, E.max() + 0.2], part[column].iloc[0] - se[0],
+                            part[column].iloc[0] + se[0], color=_STYLES[style]["color"], alpha=0.13,
+                            linewidth=0)
     for column, (style, name, leads) in (claims or {}).items():
         base = part.set_index("E")[column]
         at = [E for E in sorted(leads) if E in base.index]
@@ -240,6 +347,11 @@ def _figures(table: pd.DataFrame, dataset: str, params: ExperimentRfkParams | No
         if key in paper}
     splits = "one train/test split" if params.eval_repeats == 1 else f"mean of {params.eval_repeats} train/test splits"
     accuracy_note = f"accuracy: {splits} of a {params.sample_size:,}-record stratified sample"
+    if _standard_errors(table[table.dataset == dataset], "rfk_accuracy") is not None:
+        accuracy_note += ("; bars and bands ± 1 standard error (Nadeau–Bengio corrected: the splits "
+                          "share records); whether a gap is resolved: the lead figure")
+    leads = ({f"rfk_accuracy_lead_{dataset}": _lead_figure(table, dataset, data, params)}
+             if all(prefix in table for prefix, _, _ in DIFFERENCES) else {})
     return {
         f"rfk_accuracy_{dataset}": _figure(table, dataset, {
             "rfk_accuracy": ("rfk", "RFK (others unchanged)"),
@@ -261,7 +373,54 @@ def _figures(table: pd.DataFrame, dataset: str, params: ExperimentRfkParams | No
             **({"pak_sample_uniques_share": ("pak", "(p,α,k)-anonymity: sample uniques")}
                if "pak_sample_uniques_share" in table else {})},
             "share of records", f"Re-identification risk over all attributes vs E — {data}"),
+        **leads,
     }
+
+
+def _lead_figure(table: pd.DataFrame, dataset: str, data: str, params: ExperimentRfkParams) -> Figure:
+    """RFK's accuracy minus each baseline's, split by split, in points: the mean of the paired
+    differences with ± 2 of their standard errors (a bar clear of 0 is a lead more than two
+    standard errors from zero), and the paper's reported leads as hollow markers beside the
+    difference they are reported for."""
+    fig = Figure(figsize=(6.4, 4))
+    ax = fig.subplots()
+    part = table[table.dataset == dataset]
+    E = part["E"].to_numpy(dtype=float)
+    ax.axhline(0.0, color="0.4", linewidth=0.8, zorder=1)
+    shifts = dict(zip([p for p, _, _ in DIFFERENCES], np.linspace(-0.18, 0.18, len(DIFFERENCES))))
+    for prefix, _, _ in DIFFERENCES:
+        se = _standard_errors(part, prefix)
+        ax.errorbar(E + shifts[prefix], 100 * part[prefix], yerr=None if se is None else 200 * se,
+                    capsize=3, label=_DIFFERENCE_LABELS[prefix], **_STYLES[prefix])
+    paper = PAPER_CLAIMS.get(dataset, {})
+    for key, prefix, style, label in (
+            ("vs_kanonymity", "rfk_minus_kanonymity", "paper_vs_kanonymity",
+             "paper: RFK's reported lead over plain k-anonymity"),
+            ("vs_pak", "rfk_minus_pak", "paper_vs_pak", "paper: RFK's reported lead over (p,α,k)")):
+        at = sorted(E_ for E_ in paper.get(key, {}) if E_ in set(part["E"]))
+        if at:  # an errorbar without bars: the legend lists it after the differences, not first
+            ax.errorbar([E_ + shifts[prefix] for E_ in at], [paper[key][E_] for E_ in at], label=label,
+                        **_STYLES[style])
+    ax.set_xticks([1, 2, 3, 4, 5])
+    ax.set_xlabel("threshold E (tiers 1..E k-anonymized)")
+    ax.set_ylabel(value_label("RFK's accuracy lead", "points", "above 0: RFK more accurate", width=45))
+    ax.set_title(f"RFK's accuracy lead over the baselines vs E — {data}", fontsize=10)
+    ax.grid(alpha=0.3)
+    bars = ("" if _standard_errors(part, "rfk_minus_kanonymity") is None else
+            "; bars ± 2 standard errors (Nadeau–Bengio corrected): a bar clear of 0 is a resolved lead")
+    legend_below(fig, [ax], fontsize=8,
+                 title=f"differences paired split by split over {params.eval_repeats} train/test splits{bars}")
+    return fig
+
+
+SPREAD_NOTE = (
+    "by_E's accuracies are means over {splits} stratified 70/30 train/test splits of the sample (the "
+    "same splits and forest seeds for every table; each split's values in the accuracy_splits "
+    "table). <column>_se: the standard error of the mean, Nadeau and Bengio's corrected "
+    "s·√(1/J + n_test/n_train) with n_test/n_train = 3/7 (the splits share records, so s/√J would be "
+    "too small). <rfk series>_minus_<baseline>: the mean of the split-by-split differences, with "
+    "their standard error by the same formula. It covers the forest's train/test noise on this "
+    "sample and tiering, not another sample or another run's tiers.")
 
 
 def run_experiment_rfk(data: MethodInput, params: ExperimentRfkParams, ctx: RunContext) -> ReportResult:
@@ -271,6 +430,7 @@ def run_experiment_rfk(data: MethodInput, params: ExperimentRfkParams, ctx: RunC
         results.append(run_dataset(name, params, lambda f, s, i=i: ctx.progress(
             (i + f) * share, f"{name}: {s}")))  # noqa: B023 (run before the loop moves on)
     table = pd.DataFrame([row for r in results for row in r["rows"]])
+    splits = pd.DataFrame([row for r in results for row in r["split_rows"]])
     tiers = pd.DataFrame([{"dataset": r["dataset"], "attribute": a, "sensitivity": r["sensitivity"][a],
                            "tier": r["tiers"][a], "paper_tier": r["paper_tiers"].get(a),
                            **{f"tier_run_{j}": run[a] for j, run in enumerate(r["tiers_by_run"][1:], 1)}}
@@ -281,8 +441,10 @@ def run_experiment_rfk(data: MethodInput, params: ExperimentRfkParams, ctx: RunC
     return ReportResult(
         kind="experiment_rfk",
         data={"params": params.model_dump(), "paper_claims": PAPER_CLAIMS,
-              "datasets": [{k: v for k, v in r.items() if k != "rows"} for r in results]},
-        tables={"by_E": table, "tiers": tiers},
+              "accuracy_spread": SPREAD_NOTE.format(splits=params.eval_repeats),
+              "datasets": [{k: v for k, v in r.items() if k not in ("rows", "split_rows")}
+                           for r in results]},
+        tables={"by_E": table, "tiers": tiers, "accuracy_splits": splits},
         plots=plots,
     )
 
