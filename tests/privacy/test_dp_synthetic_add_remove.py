@@ -85,7 +85,7 @@ def test_every_rho_listed_is_that_of_the_sigma_and_epsilon0_used(method):
     eps = replaced["epsilon"]
     assert zcdp.rho_for(eps, params.delta, m)[0] >= replaced["rho_priced"]
     assert zcdp.rho_for(eps * (1 - 2e-6), params.delta, m)[0] < replaced["rho_priced"]
-    assert replaced["debited"] == eps == registry.get(method).epsilon_cost(params, COLUMNS)
+    assert replaced["priced"] == eps == registry.get(method).epsilon_cost(params, COLUMNS)
     assert replaced["delta"] <= params.delta
     assert 1.3 < eps < 1.7  # ε = 1 add/remove is about 1.5 replace-one here
     g = result.guarantees
@@ -93,7 +93,7 @@ def test_every_rho_listed_is_that_of_the_sigma_and_epsilon0_used(method):
     assert g["replace_one"] == {k: replaced[k] for k in ("epsilon", "delta", "rho")}
     assert g["accountant"] == meta["accountant"] == zcdp.ACCOUNTANT_ADD_REMOVE
     said = " ".join(g["statements"])
-    assert "added or removed" in said and f"debited ε = {eps:.7g}" in said and "n is not public" in said
+    assert "added or removed" in said and f"priced at ε = {eps:.7g}" in said and "n is not public" in said
 
 
 def test_the_plans_measurement_share_bounds_what_the_run_spent():

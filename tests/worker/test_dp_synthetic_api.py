@@ -118,7 +118,7 @@ def test_add_remove_jobs_debit_their_replace_one_epsilon_and_hide_n(client, make
         assert g["notion"] == "central_dp" and g["private"] is True
         assert g["epsilon"] == pytest.approx(1.0) and g["delta"] <= 1e-9 and "added or removed" in g["neighbouring"]
         assert g["replace_one"]["epsilon"] == debited[method] and g["replace_one"]["delta"] <= 1e-9
-        assert any(f"debited ε = {debited[method]:.7g}" in s for s in g["statements"])
+        assert any(f"priced at ε = {debited[method]:.7g}" in s for s in g["statements"])
         total = meta["model"]["known_total"]
         assert total != 800 and rel["rows"] == meta["rows"] == rel["metrics"]["rows"]
         assert rel["rows"] == (300 if method == "aim" else max(1, round(total)))

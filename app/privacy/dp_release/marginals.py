@@ -475,11 +475,11 @@ def release(method: str, params: SynthParams, ctx: RunContext, columns: list[Col
     replaced: dict[str, Any] = {}
     if add_remove:
         m, share = plan
-        eps_debited = priced_epsilon(method, params, m, share, "")
+        eps_priced = priced_epsilon(method, params, m, share, "")
         rho_replaced = replace_one_rho(split["1-way"] + split["marginals chosen"], split["select"])
-        replaced = {"epsilon": eps_debited, "delta": delivered(rho_replaced, eps_debited, slack, tails)[1],
+        replaced = {"epsilon": eps_priced, "delta": delivered(rho_replaced, eps_priced, slack, tails)[1],
                     "rho": rho_replaced, "rho_priced": replaced_rho_bound(rho, share),
-                    "debited": eps_debited,
+                    "priced": eps_priced,
                     "bound": "a replacement is a removal and an addition: each measurement's ρ × 2 "
                              "(Δ₂ = √2), each selection's × 4 (score sensitivity 2, ε₀ doubled); ε "
                              "priced at submission from the plan's ρ (measurements at most "
@@ -529,8 +529,9 @@ def statements(method: str, epsilon: float, delta: float, ctx: RunContext,
         *([f"under replace-one neighbours (one record's values changed, n public: the relation "
            f"Veil's budget counts) the same release is (ε, δ)-DP with ε = {replaced['epsilon']:.7g}, "
            f"δ = {replaced['delta']:.3g}, a replacement being a removal and an addition (each "
-           "measurement's ρ doubled, each selection's quadrupled); the dataset's budget was "
-           f"debited ε = {replaced['epsilon']:.7g}"] if replaced else []),
+           "measurement's ρ doubled, each selection's quadrupled); Veil's budget counts replace-one "
+           f"ε, so the job was priced at ε = {replaced['epsilon']:.7g} (debited from the dataset's "
+           "budget unless it ran on a central-DP release, which costs nothing more)"] if replaced else []),
         f"{method} reads the data only through the measurements and selections listed in "
         f"metadata.{method}.measurements / metadata.{method}.selections; each is charged in ρ-zCDP, "
         "the ρ add up to at most the ρ that converts to (ε, δ) (guarantees.accountant, "
