@@ -435,3 +435,55 @@ def test_experiment_rfk_accuracy_figures_draw_the_standard_errors_and_the_paired
     assert np.allclose(paper.lines[0].get_xdata(), rfk_k.lines[0].get_xdata()[2:4])
     assert "± 2 standard errors" in _legend_title(lead_fig)
     assert "10 train/test splits" in _legend_title(lead_fig)
+
+    # a rerun's tiering: its own leads over plain k-anonymity as marks beside the main run's
+    rerun = table[["dataset", "E", "rfk_minus_kanonymity", "rfk_tiers_only_minus_kanonymity"]].assign(
+        tier_run=1, rfk_minus_kanonymity=[0.01, 0.03, 0.05, 0.0, 0.0])
+    tier_runs = pd.concat([table.assign(tier_run=0), rerun])
+    lead_fig = _figures(table, "adult", ExperimentRfkParams(eval_repeats=10), 32561, tier_runs)[
+        "rfk_accuracy_lead_adult"]
+    assert_readable(lead_fig)
+    containers = {c.get_label(): c for c in lead_fig.axes[0].containers}
+    marks = containers["RFK − plain k-anonymity, a rerun's tiers"].lines[0]
+    assert np.allclose(marks.get_ydata(), [1, 3, 5, 0])  # E = 1..4: at 5 every table is plain k
+    assert np.allclose(marks.get_xdata(), containers["RFK − plain k-anonymity"].lines[0].get_xdata()[:4])
+
+
+def test_experiment_rfk_measures_the_tables_of_every_tier_run():
+    """RFK's randomness is its tiering (the sensitivity forests' seed): the splits' spread says
+    nothing of it. by_E_tier_runs has RFK's accuracies and leads for the tables of every tier
+    run — 0 the main run (as by_E), then each rerun's own tiers, anonymized — against the same
+    baselines and splits, each split kept in accuracy_splits."""
+    from app.privacy.anonymity.anonymize import Options, anonymize
+    from app.privacy.anonymity.models import Constraints
+    from app.privacy.anonymity.rfk import encode_features, forest_accuracy, stratified_sample
+    from app.privacy.experiments.rfk import ExperimentRfkParams, load, run_experiment_rfk
+
+    params = ExperimentRfkParams(datasets=["adult"], repeats=1, n_estimators=5, stability_runs=1,
+                                 sample_size=600, eval_repeats=2)
+    report = run_experiment_rfk(MethodInput(columns=[]), params, RunContext())
+    by_e, runs, splits = (report.tables[t] for t in ("by_E", "by_E_tier_runs", "accuracy_splits"))
+    assert sorted(set(zip(runs.tier_run, runs.E))) == [(r, E) for r in (0, 1) for E in range(1, 6)]
+    main = runs[runs.tier_run == 0].set_index("E")
+    for column in ("rfk_accuracy", "rfk_accuracy_se", "rfk_minus_kanonymity", "rfk_minus_kanonymity_se",
+                   "rfk_tiers_only_minus_pak"):
+        assert np.allclose(main[column], by_e.set_index("E")[column], equal_nan=True), column
+    rerun = runs[runs.tier_run == 1].set_index("E")
+    assert rerun.loc[5, "rfk_minus_kanonymity"] == 0  # every attribute: plain k-anonymity again
+    for E, part in splits[splits.tier_run == 1].groupby("E"):
+        assert rerun.loc[E, "rfk_accuracy"] == pytest.approx(part.rfk_accuracy.mean(), abs=1e-12)
+    # a rerun's table is anonymized on its own tiers: recompute one split at its E = 1
+    tiers = report.data["datasets"][0]["tiers_by_run"][1]
+    frame, columns, hierarchies, label = load("adult")
+    attributes = [c.name for c in columns if c.name != label]
+    qis = [a for a in attributes if tiers[a] <= 1]
+    assert rerun.loc[1, "attributes_anonymized"] == len(qis)
+    table = anonymize(frame, {c.name: c for c in columns}, hierarchies, qis, Constraints(k=5), None,
+                      Options(risk_threshold=5)).frame
+    first = splits[(splits.tier_run == 1) & (splits.E == 1) & (splits.split == 1)].iloc[0]
+    sample = table.loc[stratified_sample(frame, label, 600, params.seed).index]
+    y = sample[label].astype(str).to_numpy()
+    assert first.rfk_accuracy == forest_accuracy(encode_features(sample, attributes), y,
+                                                 int(first.split_seed), 5)
+    assert first.rfk_tiers_only_accuracy == forest_accuracy(encode_features(sample, qis), y,
+                                                            int(first.split_seed), 5)

@@ -78,7 +78,9 @@ class ExperimentRfkParams(Params):
                          "label in a class")
     repeats: int = Field(4, ge=1, le=50, description="splits per sensitivity estimate (paper: 20)")
     n_estimators: int = Field(40, ge=5, le=500, description="trees per forest (paper: scikit-learn's 100)")
-    stability_runs: int = Field(2, ge=0, le=10, description="reruns of the tiers for stability")
+    stability_runs: int = Field(2, ge=0, le=10, description="reruns of the tiers for stability; "
+                                "each rerun's tiers also get their own RFK tables, measured like the "
+                                "main run's")
     sample_size: int = Field(5000, ge=500, le=50_000, description="stratified sample the forests "
                              "train and test on; the anonymizations cover the whole dataset")
     eval_repeats: int = Field(20, ge=1, le=50, description="train/test splits each accuracy is "
@@ -175,15 +177,33 @@ def run_dataset(name: str, params: ExperimentRfkParams, progress) -> dict:
     sample_index = stratified_sample(frame, label, cfg.sample_size, cfg.seed).index
     seeds = eval_seeds(params)
     started = time.perf_counter()
-    splits = {"original_accuracy": split_accuracies(frame.loc[sample_index], attributes, label, seeds,
-                                                    params.n_estimators)}
-    for i, E in enumerate(thresholds):
-        progress(0.7 + 0.2 * i / len(thresholds), f"accuracy of table E = {E} over {len(seeds)} splits")
-        released = outcome.releases[E].frame.loc[sample_index]
-        splits[("rfk_accuracy", E)] = split_accuracies(released, attributes, label, seeds,
-                                                       params.n_estimators)
-        splits[("rfk_tiers_only_accuracy", E)] = split_accuracies(
-            released, outcome.by_E[E]["anonymized"], label, seeds, params.n_estimators)
+    original = split_accuracies(frame.loc[sample_index], attributes, label, seeds, params.n_estimators)
+    # RFK's per-split accuracies of the table whose anonymized attributes are a given set: the
+    # main run's tables come from the pipeline, a rerun's tiers (their own RFK tables: the
+    # method's randomness is its tiering) are anonymized here; a set already measured is not
+    # measured again (E = 5 is every attribute in every run)
+    measured: dict[tuple[str, ...], tuple[list[float], list[float]]] = {}
+
+    def rfk_splits(qis: list[str], release=None) -> tuple[list[float], list[float]]:
+        key = tuple(a for a in attributes if a in qis)
+        if key not in measured:
+            if release is None:
+                release = anonymize(frame, infos, hierarchies, list(key), Constraints(k=cfg.k), None,
+                                    Options(risk_threshold=cfg.risk_threshold))
+            released = release.frame.loc[sample_index]
+            measured[key] = (split_accuracies(released, attributes, label, seeds, params.n_estimators),
+                             split_accuracies(released, list(key), label, seeds, params.n_estimators))
+        return measured[key]
+
+    tier_runs = outcome.stability.get("tiers_by_run", [outcome.tiers])
+    by_run = {}
+    for run, tiers in enumerate(tier_runs):
+        for i, E in enumerate(thresholds):
+            progress(0.7 + 0.2 * (run * len(thresholds) + i) / (len(tier_runs) * len(thresholds)),
+                     f"accuracy of {'' if run == 0 else f'tier run {run}: '}table E = {E} "
+                     f"over {len(seeds)} splits")
+            qis = outcome.by_E[E]["anonymized"] if run == 0 else [a for a in attributes if tiers[a] <= E]
+            by_run[run, E] = rfk_splits(qis, outcome.releases[E] if run == 0 else None)
     accuracy_seconds = time.perf_counter() - started
     progress(0.9, "(p,α,k) baseline")
     pak = _baseline(frame, infos, hierarchies, attributes, label,
@@ -192,20 +212,25 @@ def run_dataset(name: str, params: ExperimentRfkParams, progress) -> dict:
     plain = outcome.by_E[5]  # every attribute is in tiers 1..5: the E = 5 table is plain k-anonymity
     paper = PAPER_TIERS[name]
     names = [a for a in attributes if a in paper]
-    rows, split_rows = [], []
-    for E, fig in outcome.by_E.items():
-        risk = fig["risk_all_attributes"]
-        per_split = {"rfk_accuracy": splits[("rfk_accuracy", E)],
-                     "rfk_tiers_only_accuracy": splits[("rfk_tiers_only_accuracy", E)],
-                     "kanonymity_accuracy": splits[("rfk_accuracy", 5)],
-                     "pak_accuracy": pak["accuracy_splits"],
-                     "original_accuracy": splits["original_accuracy"]}
-        split_rows += [{"dataset": name, "E": E, "split": j + 1, "split_seed": seed,
+    rows, split_rows, run_rows = [], [], []
+    for (run, E), (rfk, tiers_only) in by_run.items():
+        per_split = {"rfk_accuracy": rfk, "rfk_tiers_only_accuracy": tiers_only,
+                     "kanonymity_accuracy": by_run[0, 5][0], "pak_accuracy": pak["accuracy_splits"],
+                     "original_accuracy": original}
+        split_rows += [{"dataset": name, "tier_run": run, "E": E, "split": j + 1, "split_seed": seed,
                         **{column: values[j] for column, values in per_split.items()}}
                        for j, seed in enumerate(seeds)]
+        summary = accuracy_summary(per_split)
+        run_rows.append({"dataset": name, "tier_run": run, "E": E,
+                         "attributes_anonymized": sum(t <= E for t in tier_runs[run].values()),
+                         **{c: v for c, v in summary.items() if c.startswith("rfk_")}})
+        if run > 0:
+            continue
+        fig = outcome.by_E[E]
+        risk = fig["risk_all_attributes"]
         rows.append({
             "dataset": name, "E": E, "attributes_anonymized": len(fig["anonymized"]),
-            **accuracy_summary(per_split),
+            **summary,
             "rfk_ncp_sum": fig["ncp_sum"], "kanonymity_ncp_sum": plain["ncp_sum"],
             "pak_ncp_sum": pak["ncp_sum"], "rfk_ncp_all": fig["ncp_all"],
             "rfk_risk_highest": risk["highest"], "rfk_sample_uniques_share": risk["sample_uniques_share"],
@@ -222,11 +247,11 @@ def run_dataset(name: str, params: ExperimentRfkParams, progress) -> dict:
             "adjusted_rand_index": float(adjusted_rand_score([paper[a] for a in names],
                                                              [outcome.tiers[a] for a in names]))},
         "tier_stability": {k: v for k, v in outcome.stability.items() if k != "tiers_by_run"},
-        "tiers_by_run": outcome.stability.get("tiers_by_run", [outcome.tiers]),
+        "tiers_by_run": tier_runs,
         "pak": {k: v for k, v in pak.items() if k not in ("risk_all_attributes", "accuracy_splits")},
         "seconds": {"rfk_pipeline": rfk_seconds, "accuracy_splits": accuracy_seconds,
                     "pak_anonymization": pak["seconds"]},
-        "rows": rows, "split_rows": split_rows,
+        "rows": rows, "split_rows": split_rows, "run_rows": run_rows,
     }
 
 
@@ -271,6 +296,10 @@ _STYLES = {
     "rfk_tiers_only_minus_kanonymity": dict(color="C2", marker="s", linestyle="-.", fillstyle="none"),
     "rfk_minus_pak": dict(color="C3", marker="o", linestyle=":"),
     "rfk_tiers_only_minus_pak": dict(color="C3", marker="s", linestyle=":", fillstyle="none"),
+    # the reruns' tierings: their own RFK tables' leads over plain k-anonymity, marks only
+    "rerun_rfk_minus_kanonymity": dict(color="0.35", marker="x", linestyle="none", markersize=6, zorder=4),
+    "rerun_rfk_tiers_only_minus_kanonymity": dict(color="0.35", marker="+", linestyle="none",
+                                                  markersize=8, zorder=4),
 }
 _DIFFERENCE_LABELS = {"rfk_minus_kanonymity": "RFK − plain k-anonymity",
                       "rfk_tiers_only_minus_kanonymity": "RFK tiers only − plain k-anonymity",
@@ -336,7 +365,7 @@ def _figure(table: pd.DataFrame, dataset: str, series: dict[str, tuple[str, str]
 
 
 def _figures(table: pd.DataFrame, dataset: str, params: ExperimentRfkParams | None = None,
-             records: int | None = None) -> dict[str, Figure]:
+             records: int | None = None, tier_runs: pd.DataFrame | None = None) -> dict[str, Figure]:
     params = params or ExperimentRfkParams()
     data = f"{DISPLAY_NAMES.get(dataset, dataset)} ({f'{records:,} records, ' if records else ''}k = {params.k})"
     paper = PAPER_CLAIMS.get(dataset, {})
@@ -350,7 +379,7 @@ def _figures(table: pd.DataFrame, dataset: str, params: ExperimentRfkParams | No
     if _standard_errors(table[table.dataset == dataset], "rfk_accuracy") is not None:
         accuracy_note += ("; bars and bands ± 1 standard error (Nadeau–Bengio corrected: the splits "
                           "share records); whether a gap is resolved: the lead figure")
-    leads = ({f"rfk_accuracy_lead_{dataset}": _lead_figure(table, dataset, data, params)}
+    leads = ({f"rfk_accuracy_lead_{dataset}": _lead_figure(table, dataset, data, params, tier_runs)}
              if all(prefix in table for prefix, _, _ in DIFFERENCES) else {})
     return {
         f"rfk_accuracy_{dataset}": _figure(table, dataset, {
@@ -377,11 +406,14 @@ def _figures(table: pd.DataFrame, dataset: str, params: ExperimentRfkParams | No
     }
 
 
-def _lead_figure(table: pd.DataFrame, dataset: str, data: str, params: ExperimentRfkParams) -> Figure:
+def _lead_figure(table: pd.DataFrame, dataset: str, data: str, params: ExperimentRfkParams,
+                 tier_runs: pd.DataFrame | None = None) -> Figure:
     """RFK's accuracy minus each baseline's, split by split, in points: the mean of the paired
     differences with ± 2 of their standard errors (a bar clear of 0 is a lead more than two
     standard errors from zero), and the paper's reported leads as hollow markers beside the
-    difference they are reported for."""
+    difference they are reported for. ``tier_runs`` (by_E_tier_runs): the leads over plain
+    k-anonymity of the reruns' tierings (their own RFK tables) as grey marks beside the main
+    run's, without bars: how far another tiering moves the lead."""
     fig = Figure(figsize=(6.4, 4))
     ax = fig.subplots()
     part = table[table.dataset == dataset]
@@ -392,6 +424,16 @@ def _lead_figure(table: pd.DataFrame, dataset: str, data: str, params: Experimen
         se = _standard_errors(part, prefix)
         ax.errorbar(E + shifts[prefix], 100 * part[prefix], yerr=None if se is None else 200 * se,
                     capsize=3, label=_DIFFERENCE_LABELS[prefix], **_STYLES[prefix])
+    reruns = (tier_runs[(tier_runs.dataset == dataset) & (tier_runs.tier_run > 0)]
+              if tier_runs is not None and "tier_run" in tier_runs else None)
+    if reruns is not None:
+        reruns = reruns[reruns.E < 5]  # at E = 5 every run's table is plain k-anonymity: lead 0
+    if reruns is not None and len(reruns):
+        for prefix, label in (("rfk_minus_kanonymity", "RFK − plain k-anonymity, a rerun's tiers"),
+                              ("rfk_tiers_only_minus_kanonymity",
+                               "RFK tiers only − plain k-anonymity, a rerun's tiers")):
+            ax.errorbar(reruns["E"] + shifts[prefix], 100 * reruns[prefix], label=label,
+                        **_STYLES[f"rerun_{prefix}"])  # no bars: listed after the main run's leads
     paper = PAPER_CLAIMS.get(dataset, {})
     for key, prefix, style, label in (
             ("vs_kanonymity", "rfk_minus_kanonymity", "paper_vs_kanonymity",
@@ -419,8 +461,11 @@ SPREAD_NOTE = (
     "table). <column>_se: the standard error of the mean, Nadeau and Bengio's corrected "
     "s·√(1/J + n_test/n_train) with n_test/n_train = 3/7 (the splits share records, so s/√J would be "
     "too small). <rfk series>_minus_<baseline>: the mean of the split-by-split differences, with "
-    "their standard error by the same formula. It covers the forest's train/test noise on this "
-    "sample and tiering, not another sample or another run's tiers.")
+    "their standard error by the same formula. These cover the forest's train/test noise on this "
+    "sample with the main run's tiers. by_E_tier_runs: RFK's figures as by_E's for the tables of "
+    "every tier run (0: the main run, as by_E; 1..stability_runs: the reruns' tiers, each with its "
+    "own RFK tables) against the same baselines and splits: how much RFK's accuracy and leads "
+    "depend on its tiering, the method's own randomness. Not covered: another sample.")
 
 
 def run_experiment_rfk(data: MethodInput, params: ExperimentRfkParams, ctx: RunContext) -> ReportResult:
@@ -431,20 +476,21 @@ def run_experiment_rfk(data: MethodInput, params: ExperimentRfkParams, ctx: RunC
             (i + f) * share, f"{name}: {s}")))  # noqa: B023 (run before the loop moves on)
     table = pd.DataFrame([row for r in results for row in r["rows"]])
     splits = pd.DataFrame([row for r in results for row in r["split_rows"]])
+    tier_runs = pd.DataFrame([row for r in results for row in r["run_rows"]])
     tiers = pd.DataFrame([{"dataset": r["dataset"], "attribute": a, "sensitivity": r["sensitivity"][a],
                            "tier": r["tiers"][a], "paper_tier": r["paper_tiers"].get(a),
                            **{f"tier_run_{j}": run[a] for j, run in enumerate(r["tiers_by_run"][1:], 1)}}
                           for r in results for a in r["attributes"]])
     plots = {name: render_figure(fig) for r in results
-             for name, fig in _figures(table, r["dataset"], params, r["records"]).items()}
+             for name, fig in _figures(table, r["dataset"], params, r["records"], tier_runs).items()}
     ctx.progress(1.0, "done")
     return ReportResult(
         kind="experiment_rfk",
         data={"params": params.model_dump(), "paper_claims": PAPER_CLAIMS,
               "accuracy_spread": SPREAD_NOTE.format(splits=params.eval_repeats),
-              "datasets": [{k: v for k, v in r.items() if k not in ("rows", "split_rows")}
+              "datasets": [{k: v for k, v in r.items() if k not in ("rows", "split_rows", "run_rows")}
                            for r in results]},
-        tables={"by_E": table, "tiers": tiers, "accuracy_splits": splits},
+        tables={"by_E": table, "tiers": tiers, "accuracy_splits": splits, "by_E_tier_runs": tier_runs},
         plots=plots,
     )
 
