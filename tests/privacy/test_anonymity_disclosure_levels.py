@@ -66,23 +66,51 @@ def test_numeric_sensitive_column_uses_the_ordered_distance():
         disclosure_levels(frame.assign(s=[1, None, 2, 2, 3, 3, 4, 4]), ["a"], "s", numeric=True)
 
 
-def test_risk_reports_the_levels_through_the_api(client, owner):
-    rng = np.random.default_rng(9)
-    frame = table(rng, 1500, 12, 4)
-    ds = upload(client, owner, frame.to_csv(index=False).encode(), "people.csv").json()
-    r = submit(client, owner, "risk", {"quasi_identifiers": ["a", "b"], "sensitive": "s", "recursive_l": 3},
-               dataset_id=ds["id"])
+def risk_report(client, owner, ds: dict, params: dict) -> dict:
+    """A risk job on the dataset, run here, and its report."""
+    r = submit(client, owner, "risk", params, dataset_id=ds["id"])
     assert r.status_code == 202, r.text
     runner.execute(r.json()["id"])
     job = client.get(f"/v1/jobs/{r.json()['id']}", headers=auth(owner)).json()
     assert job["status"] == "succeeded", job
-    report = client.get(f"/v1/reports/{job['result']['report_id']}", headers=auth(owner)).json()
+    return client.get(f"/v1/reports/{job['result']['report_id']}", headers=auth(owner)).json()
+
+
+def test_risk_reports_the_levels_through_the_api(client, owner):
+    rng = np.random.default_rng(9)
+    frame = table(rng, 1500, 12, 4)
+    ds = upload(client, owner, frame.to_csv(index=False).encode(), "people.csv").json()
+    report = risk_report(client, owner, ds, {"quasi_identifiers": ["a", "b"], "sensitive": "s", "recursive_l": 3})
     levels = report["data"]["attribute_disclosure"]
     assert levels == disclosure_levels(frame, ["a", "b"], "s", numeric=False, recursive_l=3)
     assert levels["recursive"]["l"] == 3
     assert "attribute_disclosure" in report["data"]["tables"]
     for params, named in [({"sensitive": "nope"}, "unknown sensitive column 'nope'"),
                           ({"sensitive": "a"}, "column 'a' cannot be both sensitive and a quasi-identifier")]:
+        bad = submit(client, owner, "risk", {"quasi_identifiers": ["a", "b"], **params}, dataset_id=ds["id"])
+        assert_problem(bad, 422)
+        assert named in bad.text
+
+
+def test_risk_reports_each_sensitive_column_s_levels(client, owner):
+    """sensitive as a list: data.attribute_disclosure by column, each the column's own levels
+    (checked against the definitions above), and a table row per column and model."""
+    rng = np.random.default_rng(4)
+    frame = table(rng, 1200, 10, 5).assign(n=rng.integers(0, 6, 1200).astype(float))
+    ds = upload(client, owner, frame.to_csv(index=False).encode(), "people.csv").json()
+    report = risk_report(client, owner, ds, {"quasi_identifiers": ["a", "b"], "sensitive": ["s", "n"]})
+    levels = report["data"]["attribute_disclosure"]
+    assert set(levels) == {"s", "n"}
+    assert levels["s"] == disclosure_levels(frame, ["a", "b"], "s", numeric=False)
+    assert levels["n"] == disclosure_levels(frame, ["a", "b"], "n", numeric=True)
+    for column in ("s", "n"):
+        counts = pd.crosstab([frame["a"], frame["b"]], frame[column]).to_numpy().tolist()
+        assert levels[column]["l_distinct"] == min(sum(x > 0 for x in row) for row in counts)
+        assert levels[column]["alpha"] == pytest.approx(max(max(row) / sum(row) for row in counts))
+    assert levels["n"]["distance"] == "ordered" and levels["s"]["distance"] == "equal"
+    for params, named in [({"sensitive": ["s", "s"]}, "repeat"), ({"sensitive": []}, "empty list"),
+                          ({"sensitive": ["s", "a"]}, "column 'a' cannot be both sensitive and a quasi-identifier"),
+                          ({"sensitive": [f"c{i}" for i in range(9)]}, "9 sensitive columns; at most 8")]:
         bad = submit(client, owner, "risk", {"quasi_identifiers": ["a", "b"], **params}, dataset_id=ds["id"])
         assert_problem(bad, 422)
         assert named in bad.text

@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 from app.privacy.anonymity import models, mondrian
 from app.privacy.anonymity.anonymize import Options, anonymize
 from app.privacy.anonymity.models import Constraints
+from app.privacy.data import ColumnInfo
 from app.privacy.registry import MethodInputError
-from tests.privacy.test_anonymity_more_models import beta_holds, disclosure, entropy, recursive_holds
+from tests.privacy.test_anonymity_more_models import _two_groups, beta_holds, disclosure, entropy, recursive_holds
 from tests.privacy.test_anonymity_several_sensitive import counts_of, figures, table
 from tests.privacy.test_properties_kanonymity import _emd, brute_force_loss, tables
 from tests.support.properties import bounded
@@ -88,6 +89,24 @@ def test_per_column_models_differ_from_one_set_on_every_column():
     assert per.metrics["ncp"] <= both.metrics["ncp"] + 1e-12
 
 
+def test_refusals_read_from_the_data_name_the_column_whose_models_fail():
+    """A column's own set is checked on the whole table by itself: the column another set
+    names is not refused for models it was not asked for, and the refusal names the column."""
+    frame, infos = _two_groups(["x", "x", "<missing>", "<missing>", "x", "x", None, None])
+    frame["w"] = ["p", "q"] * 4
+    infos["w"] = ColumnInfo("w", "categorical", "sensitive")
+    with pytest.raises(MethodInputError, match="'s' holds a value spelled '<missing>'"):
+        anonymize(frame, infos, {}, ["g"], Constraints(k=2), None, Options(), models={"s": Constraints(k=2, l=2)})
+    frame["s"] = ["x", "y"] * 4
+    with pytest.raises(MethodInputError, match="sensitive column 'w' has 2 distinct values in the whole table: "
+                                               "l = 3 is impossible"):
+        anonymize(frame, infos, {}, ["g"], Constraints(k=3), None, Options(),
+                  models={"s": Constraints(k=3, alpha=0.5), "w": Constraints(k=3, l=3)})
+    result = anonymize(frame, infos, {}, ["g"], Constraints(k=3), None, Options(),
+                       models={"s": Constraints(k=3, alpha=0.5), "w": Constraints(k=3, l=2)})
+    assert result.metadata["sensitive_achieved"]["w"]["l"] == 2
+
+
 # ----------------------------------------------------- random tables: definitions and brute force
 MODEL_SETS = [dict(l=2), dict(l=2, l_diversity="entropy"), dict(l=2, l_diversity="recursive", c=2.0),
               dict(alpha=0.75), dict(t=0.5), dict(t=0.25), dict(beta=1.5, beta_likeness="basic"),
@@ -98,8 +117,6 @@ SENSITIVE_VALUES = ["flu", "cold", "hiv", "ok"]
 @st.composite
 def per_column_tables(draw, lattice: bool):
     frame, infos, hierarchies, qis, con, _, options = draw(tables(lattice))
-    from app.privacy.data import ColumnInfo
-
     frame, n = frame.drop(columns=["s"], errors="ignore"), len(frame)
     infos = {name: info for name, info in infos.items() if name != "s"}
     frame["s"] = pd.Series(draw(st.lists(st.sampled_from(SENSITIVE_VALUES + [None]), min_size=n, max_size=n)),

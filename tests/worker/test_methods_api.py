@@ -311,6 +311,101 @@ def test_kanonymity_with_two_sensitive_columns(client, owner_adult, adult_path):
         assert r.status_code == 422 and named in r.text, r.text
 
 
+def _per_class_counts(frame: pd.DataFrame, raw: pd.Series, qis: list[str], column: str):
+    """Each released class's counts of a sensitive column over the input table's domain, and the
+    input table's shares (a missing cell is the value '<missing>')."""
+    keys = lambda v: v.astype(object).where(v.notna(), "<missing>").astype(str)  # noqa: E731
+    q = keys(raw).value_counts(normalize=True).sort_index()
+    counts = pd.crosstab([frame[c].astype(str) for c in qis], keys(frame[column]))
+    return counts.reindex(columns=q.index, fill_value=0).to_numpy().tolist(), q.tolist()
+
+
+@pytest.mark.parametrize("algorithm", ["mondrian", "lattice"])
+def test_kanonymity_with_models_of_each_column_s_own(client, owner_adult, adult_path, algorithm):
+    """sensitive_models as ARX configures criteria: Mondrian with recursive (c,l)-diversity on
+    occupation and t-closeness on hours-per-week; the lattice with enhanced β on occupation,
+    δ-disclosure on relationship and the job's α on workclass. Each model is checked on its own
+    column of the download by its definition, against the input table's distribution."""
+    from tests.privacy.test_anonymity_more_models import beta_holds, disclosure, recursive_holds
+    from tests.privacy.test_anonymity_support import ordered_emd
+
+    headers, ds = owner_adult
+    qis = ["age", "education", "marital-status", "race", "sex"]
+    if algorithm == "mondrian":
+        params = {"sensitive_models": {"occupation": {"l": 3, "l_diversity": "recursive", "c": 4},
+                                       "hours-per-week": {"t": 0.2}}}
+    else:
+        params = {"algorithm": "lattice", "suppression": 0.04, "sensitive": "workclass", "alpha": 0.9,
+                  "sensitive_models": {"occupation": {"beta": 3}, "relationship": {"delta_disclosure": 3}}}
+    job = run(client, headers, "kanonymity", {"k": 10, "quasi_identifiers": qis, **params}, dataset_id=ds["id"])
+    rel, frame = release_frame(client, headers, job)
+    raw = pd.read_csv(adult_path, na_values=["?"], skipinitialspace=True)
+    assert frame.groupby([frame[c].astype(str) for c in qis]).size().min() >= 10
+    achieved, own = rel["metadata"]["sensitive_achieved"], rel["guarantees"]["sensitive_models"]
+    statements = rel["guarantees"]["statements"]
+    occupation, q = _per_class_counts(frame, raw["occupation"], qis, "occupation")
+    if algorithm == "mondrian":
+        assert rel["metadata"]["sensitive"] == ["occupation", "hours-per-week"]
+        assert all(recursive_holds(r, 4, 3) for r in occupation)
+        largest = max(sorted(r, reverse=True)[0] / sum(sorted(r, reverse=True)[2:]) for r in occupation)
+        assert achieved["occupation"]["recursive_c"] == pytest.approx(largest) and largest < 4
+        hours = raw["hours-per-week"].to_numpy(dtype=float)
+        distances = [ordered_emd(v.to_numpy(dtype=float), hours)
+                     for _, v in frame.groupby([frame[c].astype(str) for c in qis])["hours-per-week"]]
+        assert max(distances) <= 0.2 + 1e-9
+        assert achieved["hours-per-week"]["t"] == pytest.approx(max(distances), abs=1e-9)
+        assert own["hours-per-week"]["t"] == pytest.approx(max(distances), abs=1e-9)
+        assert "ordered" in own["hours-per-week"]["t_distance"] and "t" not in own["occupation"]
+        assert own["occupation"]["models"] == "l=3 (recursive, c=4)" and own["occupation"]["c_requested"] == 4
+        assert any(s.startswith("on occupation (its own models, sensitive_models): recursive (c,l)-diversity "
+                                "with l = 3") for s in statements), statements
+        assert any(s.startswith("on hours-per-week (its own models, sensitive_models): t-closeness") for s in statements)
+        # the job's own set is empty: no figure at the top
+        assert rel["guarantees"]["l"] is None and rel["guarantees"]["t"] is None
+    else:
+        assert rel["metadata"]["lattice"]["optimal"]
+        assert rel["metadata"]["sensitive"] == ["workclass", "occupation", "relationship"]
+        assert all(beta_holds(r, q, 3.0, True) for r in occupation)
+        gain = max(max(x / sum(r) / qs - 1 for x, qs in zip(r, q)) for r in occupation)
+        assert own["occupation"]["beta"] == pytest.approx(gain) and own["occupation"]["beta_likeness"] == "enhanced"
+        relationship, q = _per_class_counts(frame, raw["relationship"], qis, "relationship")
+        worst = max(disclosure(r, q) for r in relationship)
+        assert worst < 3 and own["relationship"]["delta_disclosure"] == pytest.approx(worst)
+        workclass, _ = _per_class_counts(frame, raw["workclass"], qis, "workclass")
+        top = max(max(r) / sum(r) for r in workclass)
+        assert top <= 0.9 and rel["guarantees"]["alpha"] == pytest.approx(top)
+        assert set(own) == {"occupation", "relationship"} and "alpha" not in own["occupation"]
+        assert any(s.startswith("the models above hold on workclass (the sensitive columns without models of "
+                                "their own") for s in statements), statements
+
+
+def test_kanonymity_refuses_bad_models_of_a_column_naming_it(client, owner_adult):
+    headers, ds = owner_adult
+    qis = ["age", "education", "sex"]
+    for params, named in [
+        ({"sensitive_models": {"occupation": {}}}, "sensitive_models['occupation'] sets no model"),
+        ({"sensitive_models": {"occupation": {"l": 20}}}, "sensitive_models['occupation']: l cannot exceed k"),
+        ({"sensitive_models": {"occupation": {"l": 3, "l_diversity": "recursive"}}},
+         "sensitive_models['occupation']: l_diversity = 'recursive' needs c"),
+        ({"sensitive_models": {"occupation": {"beta_likeness": "basic", "alpha": 0.5}}},
+         "sensitive_models['occupation']: beta_likeness chooses how beta is read"),
+        ({"sensitive_models": {"hours-per-week": {"t": 0.2, "t_distance": "hierarchical"}}},
+         "sensitive_models['hours-per-week']: t_distance 'hierarchical' needs a categorical sensitive column"),
+        ({"sensitive_models": {"nope": {"l": 2}}}, "sensitive_models: unknown sensitive column 'nope'"),
+        ({"sensitive_models": {"age": {"l": 2}}},
+         "sensitive_models: column 'age' cannot be both sensitive and a quasi-identifier"),
+        ({"sensitive_models": {"occupation": {"l": 1}}}, "occupation"),  # a bound: the path names it
+        ({"sensitive_models": {"occupation": {"l": 2, "colour": 1}}}, "occupation"),
+        ({"sensitive": "occupation", "l": 2, "sensitive_models": {"occupation": {"alpha": 0.5}}},
+         "the job's models (l=2 (distinct)) hold on the sensitive columns without an entry in sensitive_models"),
+        ({"sensitive": ["workclass", "relationship", "race", "native-country", "income"],
+          "sensitive_models": {c: {"l": 2} for c in ["occupation", "marital-status", "capital-gain", "fnlwgt"]}},
+         "9 sensitive columns (sensitive and sensitive_models together); at most 8"),
+    ]:
+        r = submit(client, headers, "kanonymity", {"k": 10, "quasi_identifiers": qis, **params}, dataset_id=ds["id"])
+        assert r.status_code == 422 and named in r.text, (params, r.text)
+
+
 def test_kanonymity_reads_every_declared_sensitive_column(client, make_key, workers, adult_path):
     headers = make_key("owner")
     schema = {"income": {"role": "label"}, "occupation": {"role": "sensitive"}, "workclass": {"role": "sensitive"}}

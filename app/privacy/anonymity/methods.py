@@ -35,17 +35,10 @@ NOT_DP = ("k-anonymity is not differential privacy: it limits linkage through th
           "releases of the same data, is not covered")
 
 
-class KAnonymityParams(Params):
-    k: int = Field(5, ge=2, le=100_000, description="every equivalence class has at least k records")
-    algorithm: Literal["mondrian", "lattice"] = Field(
-        "mondrian", description="'mondrian': strict multidimensional local recoding; 'lattice': "
-        "optimal full-domain generalization over the hierarchy levels")
-    quasi_identifiers: list[str] | None = Field(
-        None, max_length=32, description="columns to generalize; default: the schema's quasi-identifiers")
-    sensitive: str | list[str] | None = Field(
-        None, description="sensitive column for l, alpha, t, beta and delta_disclosure, or a list of "
-        "columns (at most 8), each of which must then meet every one of them; default: the schema's "
-        "sensitive column, or all of them when it declares several")
+class AttributeModels(Params):
+    """The attribute-disclosure models, which read a sensitive column: the job's set (these
+    fields on kanonymity's parameters) and a column's own (an entry of sensitive_models)."""
+
     l: int | None = Field(None, ge=2, le=10_000, description="l-diversity, read as l_diversity says "
                           "(by default distinct l-diversity = p-sensitivity: at least l distinct "
                           "sensitive values per class)")
@@ -77,6 +70,58 @@ class KAnonymityParams(Params):
         None, gt=0.0, le=100.0, description="δ-disclosure privacy (Brickell & Shmatikov 2008): "
         "|ln(p/q)| below this for every class and every sensitive value of the table (p the class's "
         "share, q the table's), so every class holds every value")
+
+    @property
+    def asks_a_model(self) -> bool:
+        return any(v is not None for v in (self.l, self.alpha, self.t, self.beta, self.delta_disclosure))
+
+    def check_models(self, k: int, where: str = "") -> None:
+        """A model half given, or l above k: a ValueError, its message after ``where``."""
+        problem = None
+        if self.l is not None and self.l > k:
+            problem = "l cannot exceed k: a class of k records holds at most k distinct values"
+        elif self.l is None and self.l_diversity != "distinct":
+            problem = f"l_diversity = '{self.l_diversity}' reads l, and l is not given"
+        elif (self.l_diversity == "recursive") != (self.c is not None):
+            problem = ("c is recursive (c,l)-diversity's: give l, l_diversity = 'recursive' and c "
+                       "together" if self.c is not None else
+                       "l_diversity = 'recursive' needs c (r1 < c (r_l + … + r_m))")
+        elif self.t is None and self.t_distance != "auto":
+            problem = "t_distance chooses t-closeness's distance, and t is not given"
+        elif self.beta is None and self.beta_likeness != "enhanced":
+            problem = "beta_likeness chooses how beta is read, and beta is not given"
+        if problem is not None:
+            raise ValueError(where + problem)
+
+    def model_set(self, k: int) -> Constraints:
+        return Constraints(k=k, l=self.l, alpha=self.alpha, t=self.t, l_diversity=self.l_diversity,
+                           c=self.c, beta=self.beta, beta_likeness=self.beta_likeness,
+                           delta_disclosure=self.delta_disclosure, t_distance=self.t_distance)
+
+
+class SensitiveModels(AttributeModels):
+    """One sensitive column's own models (an entry of kanonymity's sensitive_models): the same
+    fields, bounds and readings as the job's set."""
+
+
+class KAnonymityParams(AttributeModels):
+    k: int = Field(5, ge=2, le=100_000, description="every equivalence class has at least k records")
+    algorithm: Literal["mondrian", "lattice"] = Field(
+        "mondrian", description="'mondrian': strict multidimensional local recoding; 'lattice': "
+        "optimal full-domain generalization over the hierarchy levels")
+    quasi_identifiers: list[str] | None = Field(
+        None, max_length=32, description="columns to generalize; default: the schema's quasi-identifiers")
+    sensitive: str | list[str] | None = Field(
+        None, description="sensitive column for l, alpha, t, beta and delta_disclosure, or a list of "
+        "columns (at most 8), each of which must then meet every one of them; default: the schema's "
+        "sensitive column, or all of them when it declares several")
+    sensitive_models: dict[str, SensitiveModels] | None = Field(
+        None, description="models of a column's own, by column name: {column: {l, l_diversity, c, "
+        "alpha, t, t_distance, beta, beta_likeness, delta_disclosure}} (ARX's per-attribute "
+        "criteria, e.g. recursive (c,l)-diversity on one column and t-closeness on another). A "
+        "column named here meets exactly its own set, not the job's l/alpha/t/beta/"
+        "delta_disclosure, and is sensitive whether or not sensitive names it; the columns of "
+        "sensitive without an entry meet the job's set. At most 8 sensitive columns in all")
     suppression: float = Field(0.0, ge=0.0, le=0.5, description="lattice: largest share of records "
                                "that may be suppressed (removed), e.g. 0.04 for 4%")
     time_budget: float = Field(30.0, gt=0.0, le=600.0, description="lattice: seconds of search after "
@@ -101,20 +146,20 @@ class KAnonymityParams(Params):
 
     @model_validator(mode="after")
     def _combination(self):
-        if self.l is not None and self.l > self.k:
-            raise ValueError("l cannot exceed k: a class of k records holds at most k distinct values")
-        if isinstance(self.sensitive, list) and len(self.sensitive) > MAX_SENSITIVE:
-            raise ValueError(f"{len(self.sensitive)} sensitive columns; at most {MAX_SENSITIVE}")
-        if self.l is None and self.l_diversity != "distinct":
-            raise ValueError(f"l_diversity = '{self.l_diversity}' reads l, and l is not given")
-        if (self.l_diversity == "recursive") != (self.c is not None):
-            raise ValueError("c is recursive (c,l)-diversity's: give l, l_diversity = 'recursive' and c "
-                             "together" if self.c is not None else
-                             "l_diversity = 'recursive' needs c (r1 < c (r_l + … + r_m))")
-        if self.t is None and self.t_distance != "auto":
-            raise ValueError("t_distance chooses t-closeness's distance, and t is not given")
-        if self.beta is None and self.beta_likeness != "enhanced":
-            raise ValueError("beta_likeness chooses how beta is read, and beta is not given")
+        self.check_models(self.k)
+        listed = [self.sensitive] if isinstance(self.sensitive, str) else list(self.sensitive or [])
+        own = self.sensitive_models or {}
+        every = list(dict.fromkeys([*listed, *own]))
+        if len(every) > MAX_SENSITIVE:
+            raise ValueError(f"{len(every)} sensitive columns"
+                             + (" (sensitive and sensitive_models together)" if own else "")
+                             + f"; at most {MAX_SENSITIVE}")
+        for column, models in own.items():
+            if not models.asks_a_model:
+                raise ValueError(f"sensitive_models[{column!r}] sets no model: give it at least one of l, "
+                                 "alpha, t, beta and delta_disclosure, or leave the column out (a column of "
+                                 "sensitive without an entry meets the job's models)")
+            models.check_models(self.k, f"sensitive_models[{column!r}]: ")
         # an option of the other algorithm was ignored without a word: suppression = 0.04 with
         # Mondrian (which suppresses nothing) released a coarser table than the caller asked for
         ignored = [f"{name} = {getattr(self, name)!r}" for name in _ONLY_FOR[_OTHER[self.algorithm]]
@@ -126,9 +171,11 @@ class KAnonymityParams(Params):
         return self
 
     def constraints(self) -> Constraints:
-        return Constraints(k=self.k, l=self.l, alpha=self.alpha, t=self.t, l_diversity=self.l_diversity,
-                           c=self.c, beta=self.beta, beta_likeness=self.beta_likeness,
-                           delta_disclosure=self.delta_disclosure, t_distance=self.t_distance)
+        return self.model_set(self.k)
+
+    def column_models(self) -> dict[str, Constraints]:
+        """The columns with models of their own, and those models (with the job's k)."""
+        return {column: models.model_set(self.k) for column, models in (self.sensitive_models or {}).items()}
 
     def options(self) -> Options:
         return Options(algorithm=self.algorithm, suppression=self.suppression,
@@ -148,9 +195,29 @@ _ONLY_FOR = {algorithm: tuple(name for name, f in KAnonymityParams.model_fields.
 _OTHER = {"lattice": "mondrian", "mondrian": "lattice"}
 
 
-def _roles(params: KAnonymityParams, columns: list[ColumnInfo]) -> tuple[list[str], str | None]:
+def _roles(params: KAnonymityParams, columns: list[ColumnInfo]) -> tuple[list[str], str | list[str] | None]:
+    """The quasi-identifiers and the sensitive column(s) the job's own models hold on (the
+    columns of sensitive_models, with theirs, come on top: KAnonymityParams.column_models)."""
     qis = resolve_quasi_identifiers(columns, params.quasi_identifiers)
-    sensitive = resolve_sensitive(columns, params.sensitive, qis, params.constraints().needs_sensitive)
+    own = list(params.sensitive_models or {})
+    for name in own:  # known, neither a quasi-identifier nor an identifier
+        try:
+            resolve_sensitive(columns, name, qis, needed=True)
+        except MethodInputError as exc:
+            raise MethodInputError(f"sensitive_models: {exc}") from None
+    asked = params.constraints().needs_sensitive
+    sensitive = resolve_sensitive(columns, params.sensitive, qis, asked)
+    named = [] if sensitive is None else [sensitive] if isinstance(sensitive, str) else sensitive
+    if own and asked and all(name in own for name in named):
+        # every sensitive column has models of its own: the job's would hold on none, unsaid
+        raise MethodInputError(
+            f"the job's models ({params.constraints().describe(with_k=False)}) hold on the sensitive "
+            "columns without an entry in sensitive_models, and every one has its own ("
+            + ", ".join(named) + "): name another column in sensitive, or move those models into the entries")
+    every = list(dict.fromkeys([*named, *own]))
+    if len(every) > MAX_SENSITIVE:
+        raise MethodInputError(f"{len(every)} sensitive columns (sensitive and sensitive_models together: "
+                               f"{', '.join(every)}); at most {MAX_SENSITIVE}")
     return qis, sensitive
 
 
@@ -209,6 +276,63 @@ def guarantees_of(result: Anonymized, constraints: Constraints, qis: list[str], 
         f"({', '.join(qis)}) has at least {achieved['k']} records (k requested: {constraints.k})",
         NOT_DP,
     ]
+    own = result.own_models
+    named = result.metadata.get("sensitive")
+    named = [named] if isinstance(named, str) else list(named or [])
+    shared = [column for column in named if column not in own]  # the columns the job's models hold on
+    distance = result.metadata.get("t_distance")
+    statements += _model_statements(constraints, achieved, _distances(distance, shared))
+    if constraints.needs_sensitive and own:
+        statements.append("the models above hold on " + ("each of " if len(shared) > 1 else "")
+                          + ", ".join(shared) + " (the sensitive columns without models of their own in "
+                          "sensitive_models" + ("; the figures are the weakest column's" if len(shared) > 1
+                                                else "") + ")")
+    elif constraints.needs_sensitive and len(shared) > 1:
+        statements.append("the models above hold on each sensitive column: " + ", ".join(shared)
+                          + " (the figures are the weakest column's; metadata.sensitive_achieved "
+                          "gives each column's) — each column by itself, " + BY_ITSELF)
+    for column, (models, got) in own.items():
+        statements += [f"on {column} (its own models, sensitive_models): {line}" for line in
+                       _model_statements(models, got.as_dict(), _distances(distance, [column]))]
+    if own and len(named) > 1:
+        statements.append("each sensitive column meets its models by itself, " + BY_ITSELF)
+    others = [c for c in released if c not in qis]
+    if others:
+        statements.append("columns released unchanged (not generalized): " + ", ".join(others))
+    statements += extra_statements or []
+    return guarantee(
+        "k_anonymity", rng=NO_RANDOMNESS, private=private, protected_columns=qis,
+        unprotected_columns=others, statements=statements,
+        warnings=[*result.warnings, *(extra_warnings or [])],
+        k=achieved["k"], k_requested=constraints.k, l=achieved.get("l"), alpha=achieved.get("alpha"),
+        t=achieved.get("t"), t_distance=result.metadata.get("t_distance"),
+        **_other_models(constraints, achieved),
+        **({"sensitive_models": {column: _own_figures(models, got, _distances(distance, [column]))
+                                 for column, (models, got) in own.items()}} if own else {}),
+        suppressed=result.metrics["suppressed"], verified=True,
+        determined_by_unprotected=determined or {},
+    )
+
+
+BY_ITSELF = ("not their combinations: an attacker who knows a person's value in one of them can narrow "
+             "the others within the class (multi-attribute l-diversity, which treats the other "
+             "sensitive columns as quasi-identifiers, is not what is checked)")
+
+
+def _distances(distance: str | dict | None, columns: list[str]) -> str | None:
+    """t-closeness's distance in words, on these columns (metadata.t_distance names each
+    column's when there are several)."""
+    if not isinstance(distance, dict):
+        return distance
+    if len(columns) == 1:
+        return distance.get(columns[0])
+    return "; ".join(f"{column}: {kind}" for column, kind in distance.items() if column in columns) or None
+
+
+def _model_statements(constraints: Constraints, achieved: dict, distance: str | None) -> list[str]:
+    """The statements of the attribute-disclosure models asked, with the figures achieved
+    (rounded the safe way: wording.py)."""
+    statements = []
     if constraints.l is not None:
         statements.append(f"distinct l-diversity: every class has at least {achieved['l']} distinct "
                           "sensitive values")
@@ -233,32 +357,17 @@ def guarantees_of(result: Anonymized, constraints: Constraints, qis: list[str], 
         statements.append("(α,k)-anonymity: no sensitive value exceeds a share "
                           f"{rounded(achieved['alpha'], down=False)} of its class")
     if constraints.t is not None:
-        distance = result.metadata.get("t_distance")
-        if isinstance(distance, dict):  # several sensitive columns: each one's distance
-            distance = "; ".join(f"{column}: {kind}" for column, kind in distance.items())
         statements.append(f"t-closeness: largest class distance {achieved['t']:.4f} ({distance})")
-    several = result.metadata.get("sensitive")
-    if isinstance(several, list) and len(several) > 1 and constraints.needs_sensitive:
-        statements.append("the models above hold on each sensitive column: " + ", ".join(several)
-                          + " (the figures are the weakest column's; metadata.sensitive_achieved "
-                          "gives each column's) — each column by itself, not their combinations: "
-                          "an attacker who knows a person's value in one of them can narrow the "
-                          "others within the class (multi-attribute l-diversity, which treats the "
-                          "other sensitive columns as quasi-identifiers, is not what is checked)")
-    others = [c for c in released if c not in qis]
-    if others:
-        statements.append("columns released unchanged (not generalized): " + ", ".join(others))
-    statements += extra_statements or []
-    return guarantee(
-        "k_anonymity", rng=NO_RANDOMNESS, private=private, protected_columns=qis,
-        unprotected_columns=others, statements=statements,
-        warnings=[*result.warnings, *(extra_warnings or [])],
-        k=achieved["k"], k_requested=constraints.k, l=achieved.get("l"), alpha=achieved.get("alpha"),
-        t=achieved.get("t"), t_distance=result.metadata.get("t_distance"),
-        **_other_models(constraints, achieved),
-        suppressed=result.metrics["suppressed"], verified=True,
-        determined_by_unprotected=determined or {},
-    )
+    return statements
+
+
+def _own_figures(models: Constraints, got, distance: str | None) -> dict:
+    """A column's own models in the guarantee: which, and the figures the check found."""
+    achieved = got.as_dict()
+    figures = {"models": models.describe(with_k=False), "l": achieved.get("l"), "alpha": achieved.get("alpha"),
+               "t": achieved.get("t"), "t_distance": distance if models.t is not None else None,
+               **_other_models(models, achieved)}
+    return {key: value for key, value in figures.items() if value is not None}
 
 
 def _other_models(constraints: Constraints, achieved: dict) -> dict:
@@ -342,7 +451,8 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
     ctx.progress(0.0, "preparing")
     hierarchies, generalized = usable_hierarchies(data)
     result = anonymize(frame.drop(columns=identifiers), infos, hierarchies, qis,
-                       params.constraints(), sensitive, params.options(), ctx.progress)
+                       params.constraints(), sensitive, params.options(), ctx.progress,
+                       models=params.column_models())
     warnings = chain_warnings(result, qis, generalized) + changed_qi_warnings(data, qis)
     labels = [c.name for c in data.columns if c.role == "label" and c.name in qis]
     if labels:  # allowed (a label can identify), but rarely what was meant
@@ -375,9 +485,13 @@ def _check_kanonymity(params: KAnonymityParams, columns: list[ColumnInfo],
                       source: SourceRelease | None) -> None:
     _, sensitive = _roles(params, columns)
     by_name = {c.name: c for c in columns}
+    own = params.column_models()
     for name in [sensitive] if isinstance(sensitive, str) else sensitive or []:
-        if params.t_distance == "hierarchical" and by_name[name].type == "numeric":
+        if name not in own and params.t_distance == "hierarchical" and by_name[name].type == "numeric":
             raise MethodInputError(numeric_hierarchical_t(name))
+    for name, models in own.items():
+        if models.t_distance == "hierarchical" and by_name[name].type == "numeric":
+            raise MethodInputError(f"sensitive_models[{name!r}]: {numeric_hierarchical_t(name)}")
 
 
 register(MethodSpec(
@@ -415,15 +529,22 @@ class RiskParams(Params):
         None, gt=0.0, le=1.0, description="the table is a sample holding this share of its "
         "population: adds marketer risk and population uniqueness (Zayatz, Pitman, SNB, Dankar's "
         "rule); absent: prosecutor risk only")
-    sensitive: str | None = Field(
+    sensitive: str | list[str] | None = Field(
         None, description="a sensitive column: adds the attribute-disclosure levels the table meets "
         "over the quasi-identifiers (distinct and entropy l, recursive c, α, t, β, δ-disclosure), "
-        "against its own distribution of the column")
+        "against its own distribution of the column; or a list of columns (at most 8): the levels "
+        "of each, by column")
     recursive_l: int = Field(2, ge=2, le=10_000, description="the l at which recursive (c,l)-diversity's "
                              "c is reported (with sensitive)")
 
+    @model_validator(mode="after")
+    def _few_sensitive(self):
+        if isinstance(self.sensitive, list) and len(self.sensitive) > MAX_SENSITIVE:
+            raise ValueError(f"{len(self.sensitive)} sensitive columns; at most {MAX_SENSITIVE}")
+        return self
 
-def _risk_sensitive(params: RiskParams, columns: list[ColumnInfo], qis: list[str]) -> str | None:
+
+def _risk_sensitive(params: RiskParams, columns: list[ColumnInfo], qis: list[str]) -> str | list[str] | None:
     return resolve_sensitive(columns, params.sensitive, qis, needed=False)
 
 
@@ -483,10 +604,18 @@ def run_risk(data: MethodInput, params: RiskParams, ctx: RunContext) -> ReportRe
     sensitive = _risk_sensitive(params, data.columns, qis)
     if sensitive is not None:
         ctx.progress(0.7, "measuring attribute disclosure")
-        numeric = {c.name: c for c in data.columns}[sensitive].type == "numeric"
-        figures["attribute_disclosure"] = disclosure_levels(frame, qis, sensitive, numeric=numeric,
-                                                            recursive_l=params.recursive_l)
-        tables["attribute_disclosure"] = _disclosure_table(figures["attribute_disclosure"])
+        types = {c.name: c.type for c in data.columns}
+        levels = {name: disclosure_levels(frame, qis, name, numeric=types[name] == "numeric",
+                                          recursive_l=params.recursive_l)
+                  for name in ([sensitive] if isinstance(sensitive, str) else sensitive)}
+        if isinstance(sensitive, str):
+            figures["attribute_disclosure"] = levels[sensitive]
+            tables["attribute_disclosure"] = _disclosure_table(levels[sensitive])
+        else:  # several columns: each one's levels, by column (a table row per column and model)
+            figures["attribute_disclosure"] = levels
+            tables["attribute_disclosure"] = pd.concat(
+                [_disclosure_table(one).assign(column=name) for name, one in levels.items()],
+                ignore_index=True)[["column", "model", "level", "meaning"]]
     ctx.progress(0.9, "plotting")
     return ReportResult(
         kind="risk",
