@@ -48,7 +48,8 @@ def test_small_protocol_reports_both_styles_per_method_and_epsilon():
     guarantees = report.data["protocol"]["guarantees"]  # and what each release would promise
     assert set(guarantees) == {"icahdp_strict", "dppro"} and "δ = 1e-06" in guarantees["dppro"]
     # what was not run is said, so a reader of the report alone does not take it for an omission
-    assert report.data["protocol"]["methods_not_run"] == ["icahdp_paper", "mst", "aim"]
+    assert report.data["protocol"]["methods_not_run"] == ["icahdp_paper", "mst", "aim", "mst_add_remove",
+                                                          "aim_add_remove"]
     assert "not run by the service" in report.data["protocol"]["peers"]
 
 
@@ -219,3 +220,60 @@ def test_each_release_runs_in_the_experiments_context_its_progress_and_its_cance
     assert [round(f, 4) for f, _ in halves] == [round(1 / 12, 4), round(3 / 12, 4), round(0.5 + 1 / 12, 4)]
     assert halves[0][1] == "coil_caravan repetition 1, slow at ε = 1: half"
     assert [f for f, _ in seen] == sorted(f for f, _ in seen)  # progress never goes back
+
+
+def test_mst_under_add_remove_is_a_variant_of_its_own_with_the_epsilon_it_would_debit():
+    """mst and aim gained neighbouring 'add_remove' (the papers' and smartnoise's relation); the
+    experiment ran them under replace-one only, so its comparison with smartnoise's MST and AIM
+    was not like-for-like. mst_add_remove / aim_add_remove are opt-in variants: their rows, their
+    label, and the replace-one ε' a job of theirs would be debited are in the report."""
+    from app.privacy.experiments.dp_release import ALL_METHODS, debits
+
+    assert "mst_add_remove" not in ExperimentDpReleaseParams().methods == ALL_METHODS  # the protocol's default
+    params = ExperimentDpReleaseParams(tasks=["adult_income"], methods=["mst", "mst_add_remove", "noprivacy"],
+                                       epsilons=[2.0], repetitions=1, train_rows=1000, test_rows=1000,
+                                       seed=5)
+    report = run_protocol(params, RunContext(SecureRandom(seed=5)))
+    runs = report.tables["runs"].set_index("method")
+    assert set(runs.index) == {"mst", "mst_add_remove", "noprivacy"}
+    ar = runs.loc["mst_add_remove"]
+    assert ar["epsilon"] == 2.0 and 0 < ar["tvd_1way"] < 0.02 and ar["error_raw_holdout"] < ar["majority_error"]
+    assert report.data["protocol"]["methods"]["mst_add_remove"] == "MST (add/remove)"
+    assert report.data["protocol"]["methods"]["mst"] == "MST (replace-one)"
+    assert report.data["protocol"]["neighbouring"] == {"mst": "replace_one", "mst_add_remove": "add_remove"}
+    assert "'neighbouring': 'add_remove'" in report.data["protocol"]["guarantees"]["mst_add_remove"]
+    debited = report.tables["epsilon_debited"].set_index("method")
+    assert debited.loc["mst", "epsilon_replace_one"] == 2.0
+    # the docs' figure at δ = 1e-9 on Adult's 15 columns (mst.md), the method's own pricing
+    assert debited.loc["mst_add_remove", "epsilon_replace_one"] == pytest.approx(3.2529, abs=1e-4)
+    assert debits(params).equals(report.tables["epsilon_debited"])
+    assert {"mst", "mst_add_remove"} <= set(report.tables["summary_raw_holdout"]["method"])
+
+
+def test_the_figure_labels_both_relations_and_says_what_epsilon_means_for_add_remove():
+    from app.privacy.experiments.dp_release import debits
+
+    params = ExperimentDpReleaseParams(tasks=["adult_income"], methods=["aim", "aim_add_remove", "mst_add_remove"],
+                                       epsilons=[0.5, 1.0, 2.0])
+    runs = pd.DataFrame([{"task": "adult_income", "method": m, "epsilon": e, "repetition": r, "majority_error": 0.246,
+                          "error_release_split": 0.16, "error_raw_holdout": 0.16 + 0.01 * r}
+                         for m in params.methods for e in params.epsilons for r in range(3)])
+    fig = _plot(runs, "adult_income", LABELS, debits(params))
+    try:
+        assert_readable(fig)
+        containers = {c.get_label(): c.lines[0] for c in fig.axes[1].containers}
+        assert set(containers) == {"AIM (replace-one)", "AIM (add/remove)", "MST (add/remove)"}
+        # the variant is its method's colour and marker, hollow, on another line style
+        replace, add_remove = containers["AIM (replace-one)"], containers["AIM (add/remove)"]
+        assert add_remove.get_color() == replace.get_color() and add_remove.get_marker() == replace.get_marker()
+        assert add_remove.get_markerfacecolor() == "none" and add_remove.get_linestyle() != replace.get_linestyle()
+        note = " ".join(fig.legends[0].get_title().get_text().split())
+        assert "stated under add/remove-one neighbours" in note
+        assert "1.50–1.51·ε for AIM (add/remove)" in note and "1.61–1.63·ε for MST (add/remove)" in note
+    finally:
+        plt.close(fig)
+    fig = _plot(runs[runs.method == "aim"], "adult_income", LABELS, debits(params.model_copy(update={"methods": ["aim"]})))
+    try:
+        assert "add/remove" not in fig.legends[0].get_title().get_text()
+    finally:
+        plt.close(fig)

@@ -55,12 +55,15 @@ from app.privacy.rng import SecureRandom  # noqa: E402
 TARGET = "target"
 TaskName = Literal["adult_degree", "adult_married", "coil_caravan", "coil_home", "bank_y",
                    "adult_income"]
-MethodName = Literal["icahdp_strict", "icahdp_paper", "dppro", "mst", "aim", "noprivacy"]
+MethodName = Literal["icahdp_strict", "icahdp_paper", "dppro", "mst", "aim", "mst_add_remove",
+                     "aim_add_remove", "noprivacy"]
 ALL_TASKS: list[str] = ["adult_degree", "adult_married", "coil_caravan", "coil_home", "bank_y"]
 TASK_ORDER: list[str] = [*ALL_TASKS, "adult_income"]
 ALL_METHODS: list[str] = ["icahdp_strict", "icahdp_paper", "dppro", "noprivacy"]
 LABELS = {"icahdp_strict": "ICAHDP strict", "icahdp_paper": "ICAHDP paper", "dppro": "DPPro",
-          "mst": "MST", "aim": "AIM", "noprivacy": "NoPrivacy"}
+          "mst": "MST (replace-one)", "aim": "AIM (replace-one)",
+          "mst_add_remove": "MST (add/remove)", "aim_add_remove": "AIM (add/remove)",
+          "noprivacy": "NoPrivacy"}
 TVD_BINS = 32  # numeric columns are compared on the methods' 32 default bins over their declared bounds
 
 # Declared bounds: from the datasets' documentation and plain domain knowledge, not the data.
@@ -198,6 +201,10 @@ RELEASES: dict[str, tuple[str, dict]] = {
     "dppro": ("dppro", {}),
     "mst": ("mst", {}),
     "aim": ("aim", {}),
+    # ε stated under add/remove-one neighbours (the MST/AIM papers' and smartnoise's relation):
+    # like-for-like with those peers; a job would be debited the replace-one ε' (``debits``)
+    "mst_add_remove": ("mst", {"neighbouring": "add_remove"}),
+    "aim_add_remove": ("aim", {"neighbouring": "add_remove"}),
 }
 
 
@@ -213,22 +220,55 @@ def task_columns(name: str) -> tuple[ColumnInfo, ...]:
     return tuple(load_task(name).data.columns)
 
 
+def _built_in_releases(params: ExperimentDpReleaseParams):
+    """(task, release name, its method's spec, that spec's params besides ε) for every built-in
+    release the params choose on every task."""
+    for task in params.tasks:
+        for name in params.methods:
+            if name in RELEASES:
+                method, extra = RELEASES[name]
+                yield task, name, registry.get(method), extra
+
+
 def check_epsilons(params: ExperimentDpReleaseParams, columns, source) -> None:
     """Each release must be feasible at the grid's smallest ε on each task (feasibility only
     grows with ε): a too-small ε otherwise failed the job at its first release, after the
     releases before it had run. The methods' own submission checks decide."""
     smallest = min(params.epsilons)
-    for task in params.tasks:
-        for name in params.methods:
-            if name not in RELEASES:
-                continue
-            method, extra = RELEASES[name]
-            spec = registry.get(method)
-            try:
-                spec.check(spec.params(epsilon=smallest, **extra), list(task_columns(task)), None)
-            except MethodInputError as e:
-                raise MethodInputError(f"epsilons: {name} on task {task!r} at ε = {smallest:g}: "
-                                       f"{e}") from None
+    for task, name, spec, extra in _built_in_releases(params):
+        try:
+            spec.check(spec.params(epsilon=smallest, **extra), list(task_columns(task)), None)
+        except MethodInputError as e:
+            raise MethodInputError(f"epsilons: {name} on task {task!r} at ε = {smallest:g}: "
+                                   f"{e}") from None
+
+
+def debits(params: ExperimentDpReleaseParams) -> pd.DataFrame:
+    """Per task, built-in release and ε of the grid: the relation its ε is stated under and the
+    ε a job of it would be debited — Veil's budget counts replace-one ε, so an add/remove
+    variant's is its plan's replace-one ε' (the method's own pricing, no data read); the
+    experiment's releases run on the public datasets and debit nothing."""
+    rows = [{"task": task, "method": name, "epsilon": eps,
+             "neighbouring": extra.get("neighbouring", "replace_one"),
+             "epsilon_replace_one": spec.epsilon_cost(spec.params(epsilon=eps, **extra), list(task_columns(task)))}
+            for task, name, spec, extra in _built_in_releases(params) for eps in params.epsilons]
+    return pd.DataFrame(rows, columns=["task", "method", "epsilon", "neighbouring", "epsilon_replace_one"])
+
+
+def add_remove_note(debited: pd.DataFrame, labels: dict[str, str]) -> str | None:
+    """What the x axis means for the add/remove variants in ``debited`` (``debits``' rows of
+    one task), or None when none ran."""
+    parts = debited[debited["neighbouring"] == "add_remove"]
+    if parts.empty:
+        return None
+    ratios = []
+    for method, part in parts.groupby("method", sort=False):
+        r = part["epsilon_replace_one"] / part["epsilon"]
+        span = f"{r.min():.2f}" if f"{r.min():.2f}" == f"{r.max():.2f}" else f"{r.min():.2f}–{r.max():.2f}"
+        ratios.append(f"{span}·ε for {labels.get(method, method)}")
+    return ("ε of the (add/remove) series is stated under add/remove-one neighbours (the papers' "
+            "and smartnoise's); a job of theirs would be debited the replace-one ε': " + ", ".join(ratios)
+            + "; the other Veil series are replace-one")
 
 
 def marginal_tvd(raw: pd.DataFrame, release: pd.DataFrame, columns: list[ColumnInfo]) -> tuple[float, float]:
@@ -271,7 +311,10 @@ class ExperimentDpReleaseParams(Params):
                                   "releases adult_train and tests on adult_test")
     methods: list[MethodName] = Field(default_factory=lambda: list(ALL_METHODS), min_length=1,
                                       description="releases to compare; mst and aim (marginal-based "
-                                      "synthetic tables, ~10 s per release on Adult) are opt-in")
+                                      "synthetic tables, ~10 s per release on Adult) are opt-in, and "
+                                      "so are mst_add_remove and aim_add_remove (the same with ε under "
+                                      "add/remove-one neighbours, the papers' and smartnoise's relation; "
+                                      "the report gives the replace-one ε' a job of theirs is debited)")
     # each ε in the methods' own range (0, 100]: otherwise the first release failed the job as
     # an internal error instead of a 422
     epsilons: list[Annotated[float, Field(gt=0, le=100)]] = Field(
@@ -370,7 +413,10 @@ _STYLES = {"icahdp_strict": dict(color="C2", marker="o", linestyle="-"),
            "icahdp_paper": dict(color="C1", marker="^", linestyle="-."),
            "dppro": dict(color="C0", marker="s", linestyle="--"),
            "mst": dict(color="C5", marker="D", linestyle=":"),
-           "aim": dict(color="C4", marker="v", linestyle="-")}
+           "aim": dict(color="C4", marker="v", linestyle="-"),
+           # add/remove variants: their replace-one method's colour and marker, hollow, other line
+           "mst_add_remove": dict(color="C5", marker="D", linestyle="--", markerfacecolor="none"),
+           "aim_add_remove": dict(color="C4", marker="v", linestyle="--", markerfacecolor="none")}
 # peers injected by the benchmarks (run_protocol's ``extra``), in the order they come
 _PEER_STYLES = [dict(color=f"C{i}", marker=m, linestyle=ls) for i, m, ls in
                 [(3, "P", "--"), (6, "X", "-."), (7, "*", ":"), (8, "h", "--"), (9, "<", "-.")]]
@@ -398,19 +444,22 @@ def task_title(task: str) -> str:
     return TASK_DESCRIPTIONS.get(task, task).split(";")[0]
 
 
-def _plot(runs: pd.DataFrame, task: str, labels: dict[str, str]):
+def _plot(runs: pd.DataFrame, task: str, labels: dict[str, str], debited: pd.DataFrame | None = None):
+    note = None if debited is None else add_remove_note(debited[debited["task"] == task], labels)
     return plot_task(plot_points(runs, task), task_title(task), labels,
-                     peers=[m for m in dict.fromkeys(runs["method"]) if m not in _STYLES and m != "noprivacy"])
+                     peers=[m for m in dict.fromkeys(runs["method"]) if m not in _STYLES and m != "noprivacy"],
+                     legend_note=note)
 
 
 def plot_task(points: pd.DataFrame, title: str, labels: dict[str, str], peers: list[str] = (),
-              epsilon_note: str | None = None):
+              epsilon_note: str | None = None, legend_note: str | None = None):
     """A task's panels from ``plot_points``' frame, one per ``column`` it holds (the docs re-draw
     theirs from a page's tables: a 70/30 panel without standard errors, NaN, draws no bar, and
     the legend says which panel has them; adult_income's page kept the right panel only).
     Error bars: ± 1 standard error of the mean over the repetitions, where more than one ran; the
     methods' points are then set a little apart along ε so the bars do not hide each other.
-    ``epsilon_note`` joins the x label (the δ of each method, say)."""
+    ``epsilon_note`` joins the x label (the δ of each method, say); ``legend_note`` the legend's
+    title (``add_remove_note``: what ε means for the add/remove variants)."""
     columns = [c for c in PANELS if c in set(points["column"])]
     fig, axes = plt.subplots(1, len(columns), figsize=(10, 3.8) if len(columns) > 1 else (6.4, 4.2),
                              sharey=True, squeeze=False)
@@ -450,6 +499,8 @@ def plot_task(points: pd.DataFrame, title: str, labels: dict[str, str], peers: l
         legend += "; error bars: ± 1 standard error of the mean"
         if len(with_bars) < len(columns):
             legend += " (" + " and ".join(("left", "right")[columns.index(c)] for c in with_bars) + " panel only)"
+    if legend_note:
+        legend += f". {legend_note}"
     legend_below(fig, axes, fontsize=8, title=legend)
     return fig
 
@@ -472,8 +523,9 @@ def _guarantees(methods) -> dict[str, str]:
 def _report(runs: pd.DataFrame, params: ExperimentDpReleaseParams, labels: dict[str, str],
             timings: dict[str, list[float]]) -> ReportResult:
     plots = {}
+    debited = debits(params)
     for task in params.tasks:
-        fig = _plot(runs, task, labels)
+        fig = _plot(runs, task, labels, debited)
         plots[task] = render_figure(fig)
         plt.close(fig)
     release_split = _summary(runs, "error_release_split")
@@ -504,6 +556,12 @@ def _report(runs: pd.DataFrame, params: ExperimentDpReleaseParams, labels: dict[
                      "PrivBayes run beside these methods in `python -m benchmarks.bench_dp --report` "
                      "(figures in docs/experiments/dp_release.md)",
             "guarantees": _guarantees(runs["method"].unique()),
+            # the (add/remove) variants' ε is not what Veil's budget counts: say what it would debit
+            "neighbouring": {name: RELEASES[name][1].get("neighbouring", "replace_one")
+                             for name in runs["method"].unique() if name in RELEASES},
+            "epsilon_debited": "table epsilon_debited: the ε a job of each release would be "
+                               "debited (replace-one; an add/remove variant's replace-one ε' of its "
+                               "plan at its δ). These releases ran on public data and debited nothing",
         },
         "runs": runs.to_dict(orient="records"),  # NoPrivacy's ε: "Infinity", as the tables give it
         "summary_release_split": release_split.to_dict(orient="records"),
@@ -520,6 +578,7 @@ def _report(runs: pd.DataFrame, params: ExperimentDpReleaseParams, labels: dict[
                                 "summary_raw_holdout": raw_holdout,
                                 "se_release_split": release_split_se, "se_raw_holdout": raw_holdout_se,
                                 "summary_marginals": tvd,
+                                "epsilon_debited": debited,
                                 "runs": runs},
                         plots=plots)
 
