@@ -13,6 +13,11 @@ smartnoise-synth's MST and AIM, which pin mbi 1.1 and run in the peers' interpre
         [--privbayes] [--pca] [--smartnoise sn_mst,sn_aim,...] [--train-rows N] [--test-rows N]
 runs experiment_dp_release (with the chosen peers), writes docs/experiments/img/dp_*.png and
 prints the tables (markdown) for docs/experiments/dp_release.md.
+
+    python -m benchmarks.bench_dp --add-remove-rows [--merge]
+runs only mst's and aim's add/remove rows of the benchmark table (``python -m benchmarks`` runs
+them beside the replace-one rows, with the peers) and, with --merge, writes them into
+docs/benchmarks.md next to the replace-one rows, the smartnoise peers' figures read from there.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import io
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -42,7 +48,7 @@ from app.privacy.dp_release.icahdp import IcahdpParams, run_icahdp
 from app.privacy.dp_release.mst import MstParams, run_mst
 from app.privacy.experiments import datasets_dir
 from app.privacy.experiments.dp_release import (
-    ADULT_BOUNDS, ExperimentDpReleaseParams, Releaser, declared_schema, load_task, run_protocol,
+    ADULT_BOUNDS, RELEASES, ExperimentDpReleaseParams, Releaser, declared_schema, load_task, run_protocol,
 )
 from app.privacy.noise import discrete_gaussian, laplace_mechanism
 from app.privacy.rng import SecureRandom
@@ -389,16 +395,18 @@ from app.privacy.experiments.dp_release import load_task
 from app.privacy.dp_release.{module} import {params} as P, run_{module} as run
 data = load_task("adult_income").data
 loaded = time.perf_counter()
-run(data, P(epsilon=1.0), RunContext())
+run(data, P(epsilon=1.0, **json.loads(sys.argv[1])), RunContext())
 print(json.dumps({{"seconds": time.perf_counter() - loaded, "with_import": time.perf_counter() - start}}))
 """
 
 
-def cold_seconds(method: str) -> float:
+def cold_seconds(method: str, extra: dict | None = None) -> float:
     """One release in a fresh interpreter, as a job's child process runs it: jax is imported
-    and every program compiled inside (the data loading is not counted)."""
+    and every program compiled inside (the data loading is not counted). ``extra``: the
+    method's other parameters (an add/remove variant's ``neighbouring``)."""
     module, params = {"mst": ("mst", "MstParams"), "aim": ("aim", "AimParams")}[method]
-    done = subprocess.run([sys.executable, "-c", COLD.format(module=module, params=params)],
+    done = subprocess.run([sys.executable, "-c", COLD.format(module=module, params=params),
+                           json.dumps(extra or {})],
                           capture_output=True, text=True, cwd=ROOT, check=True, timeout=900)
     return json.loads(done.stdout.strip().splitlines()[-1])["seconds"]
 
@@ -416,33 +424,127 @@ def _synthetic_rows(quick: bool) -> list[Row]:
                     unit="s", higher_is_better=False, notes="quick mode: no peer"),
                 Row(workload="aim ε = 1, Adult 2,000 rows × 5 columns (quick; in-process)", veil=aim,
                     unit="s", higher_is_better=False, notes="quick mode: no peer")]
-    return (synthetic_method_rows("mst", "sn_mst", 3, 3, "≤ 0.19 in ≤ 20 s")
-            + synthetic_method_rows("aim", "sn_aim", 3, 1, "≤ 0.165 in ≤ 60 s"))
+    # each with its add/remove variant, the peer's relation (like-for-like), beside it
+    return [row for method, (key, peer_reps, target) in SYNTHETIC.items()
+            for row in synthetic_method_rows(method, key, 3, peer_reps, target, ADD_REMOVE_PAIRS[method])]
 
 
-def synthetic_method_rows(method: str, key: str, reps: int, peer_reps: int, target: str) -> list[Row]:
-    """Time (fresh process) and misclassification of one synthesizer and its smartnoise peer."""
-    peers, missing = peer_releasers(privbayes=False, pca=False, smartnoise=(key,))
+# each synthesizer's smartnoise peer, the peer's runs (smartnoise's AIM takes minutes) and target
+SYNTHETIC = {"mst": ("sn_mst", 3, "≤ 0.19 in ≤ 20 s"), "aim": ("sn_aim", 1, "≤ 0.165 in ≤ 60 s")}
+# the experiment's releases of each: its replace-one default, its add/remove variant
+ADD_REMOVE_PAIRS = {"mst": ("mst", "mst_add_remove"), "aim": ("aim", "aim_add_remove")}
+
+
+def _synthetic_workloads(method: str, name: str, reps: int) -> tuple[str, str]:
+    """The two rows' workloads of the experiment's release ``name`` of ``method`` (replace-one:
+    the rows' names before the add/remove variants came, kept so their history reads on)."""
+    tag = method if not RELEASES[name][1] else f"{method}, neighbouring add_remove,"
+    return (f"{tag} ε = 1 on Adult income (30,162 rows), fresh process",
+            f"{tag} ε = 1 on Adult income: SVM misclassification (train on 10,000 synthetic, "
+            f"test on adult_test, {reps} runs)")
+
+
+def synthetic_method_rows(method: str, key: str, reps: int, peer_reps: int, target: str,
+                          names: tuple[str, ...] | None = None,
+                          peer: tuple[float | None, float | None, str] | None = None) -> list[Row]:
+    """Time (fresh process) and misclassification of one synthesizer's releases ``names`` (the
+    experiment's: ``method`` and/or its add/remove variant; default ``method``) and its
+    smartnoise peer, run once for all of them — or ``peer`` = (misclassification, seconds,
+    note) measured before (``add_remove_rows``)."""
+    names = names or (method,)
     label = SMARTNOISE_PEERS[key][0]
-    params = ExperimentDpReleaseParams(tasks=["adult_income"], methods=[method], epsilons=[1.0],
+    params = ExperimentDpReleaseParams(tasks=["adult_income"], methods=list(names), epsilons=[1.0],
                                        repetitions=reps, train_rows=10_000, test_rows=20_000)
-    runs = run_protocol(params, RunContext()).tables["runs"]
-    peer_error, peer_seconds, note = None, None, missing.get(label, "")
-    if label in peers:
-        peer_params = params.model_copy(update={"methods": ["noprivacy"], "repetitions": peer_reps})
-        peer_runs = run_protocol(peer_params, RunContext(), extra=peers).tables["runs"]
-        peer_error = float(peer_runs.loc[peer_runs["method"] == label, "error_raw_holdout"].mean())
-        peer_seconds, note = peers[label].last["seconds"], f"peer: {peer_reps} run(s)"
-    tvd = f"TVD 1-way {runs['tvd_1way'].mean():.4f}, 2-way {runs['tvd_2way'].mean():.4f}"
-    return [
-        Row(workload=f"{method} ε = 1 on Adult income (30,162 rows), fresh process", veil=cold_seconds(method),
-            unit="s", peer=label, peer_value=peer_seconds, higher_is_better=False, target=target,
-            notes="Veil: jax import and compilation included; peer: its fit + sample"),
-        Row(workload=f"{method} ε = 1 on Adult income: SVM misclassification (train on 10,000 "
-                     f"synthetic, test on adult_test, {reps} runs)", veil=float(runs["error_raw_holdout"].mean()),
-            unit="error", peer=label, peer_value=peer_error, higher_is_better=False, target=target,
-            notes=f"{tvd}; {note}; majority class {runs['majority_error'].mean():.3f}"),
-    ]
+    report = run_protocol(params, RunContext())
+    runs, debited = report.tables["runs"], report.tables["epsilon_debited"].set_index("method")
+    if peer is None:
+        peers, missing = peer_releasers(privbayes=False, pca=False, smartnoise=(key,))
+        peer_error, peer_seconds, note = None, None, missing.get(label, "")
+        if label in peers:
+            peer_params = params.model_copy(update={"methods": ["noprivacy"], "repetitions": peer_reps})
+            peer_runs = run_protocol(peer_params, RunContext(), extra=peers).tables["runs"]
+            peer_error = float(peer_runs.loc[peer_runs["method"] == label, "error_raw_holdout"].mean())
+            peer_seconds, note = peers[label].last["seconds"], f"peer: {peer_reps} run(s)"
+    else:
+        peer_error, peer_seconds, note = peer
+    rows = []
+    for name in names:
+        part = runs[runs["method"] == name]
+        extra = RELEASES[name][1]
+        relation = ("ε under add/remove-one neighbours, the peer's (like-for-like); a job is debited "
+                    f"the replace-one ε' = {debited.loc[name, 'epsilon_replace_one']:.4f}"
+                    if extra else "Veil's ε replace-one (the peer's add/remove)")
+        tvd = f"TVD 1-way {part['tvd_1way'].mean():.4f}, 2-way {part['tvd_2way'].mean():.4f}"
+        timed, scored = _synthetic_workloads(method, name, reps)
+        rows += [
+            Row(workload=timed, veil=cold_seconds(method, extra), unit="s", peer=label, peer_value=peer_seconds,
+                higher_is_better=False, target=target,
+                notes=f"Veil: jax import and compilation included; peer: its fit + sample; {relation}"
+                      if extra else "Veil: jax import and compilation included; peer: its fit + sample"),
+            Row(workload=scored, veil=float(part["error_raw_holdout"].mean()), unit="error", peer=label,
+                peer_value=peer_error, higher_is_better=False, target=target,
+                notes=f"{tvd}; {note}; majority class {part['majority_error'].mean():.3f}"
+                      + (f"; {relation}" if extra else "")),
+        ]
+    return rows
+
+
+def _doc_rows(doc: Path) -> list[list[str]]:
+    """docs/benchmarks.md's table rows, as their cells (family, workload, Veil, unit, peer,
+    peer value, ratio, target, notes)."""
+    return [[c.strip() for c in line.strip().strip("|").split("|")]
+            for line in doc.read_text().splitlines()
+            if line.startswith("| ") and not line.startswith("| family ")]
+
+
+def peer_from_doc(doc: Path, method: str, reps: int = 3) -> tuple[float | None, float | None, str]:
+    """The smartnoise peer's misclassification and seconds from ``method``'s replace-one rows
+    in ``doc`` (the same protocol at ε = 1): the add/remove rows are merged beside them without
+    running the peer again (smartnoise's AIM takes minutes a release)."""
+    label = SMARTNOISE_PEERS[SYNTHETIC[method][0]][0]
+    timed, scored = _synthetic_workloads(method, method, reps)
+    found = {row[1]: row for row in _doc_rows(doc) if row[0] == "dp" and row[4] == label}
+
+    def value(workload: str) -> float | None:
+        cell = found.get(workload, [""] * 6)[5].replace(",", "")
+        return float(cell) if cell not in ("", "—") else None
+
+    runs = re.search(r"peer: (\d+) run\(s\)", found.get(scored, [""] * 9)[8])
+    note = (f"peer: {runs.group(1) if runs else '?'} run(s), its figures from the replace-one rows' run "
+            "(not re-run)")
+    return value(scored), value(timed), note
+
+
+def add_remove_rows(doc: Path, merge: bool) -> list[Row]:
+    """mst's and aim's add/remove rows alone (their peers' figures read from ``doc``); with
+    ``merge``, written into ``doc`` beside the replace-one rows they pair with (a row of the same
+    workload and peer replaced)."""
+    from benchmarks.__main__ import table
+
+    rows = []
+    for method, (key, _, target) in SYNTHETIC.items():
+        rows += synthetic_method_rows(method, key, 3, 0, target, (ADD_REMOVE_PAIRS[method][1],),
+                                      peer=peer_from_doc(doc, method))
+    if merge:
+        lines = doc.read_text().splitlines()
+        stamp = f" (merged {time.strftime('%Y-%m-%d %H:%M')})"
+        for row in rows:
+            row.notes += stamp
+            new = table([("dp", row)]).splitlines()[2]
+            key = [c.strip() for c in new.strip().strip("|").split("|")]
+            cells = [[c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("| ") else None
+                     for line in lines]
+            same = [i for i, c in enumerate(cells) if c and c[:2] == key[:2] and c[4] == key[4]]
+            if same:
+                lines[same[0]] = new
+                continue
+            method = row.workload.split(",")[0]
+            pair = row.workload.replace(f"{method}, neighbouring add_remove,", method)
+            after = [i for i, c in enumerate(cells) if c and c[0] == "dp" and c[1] == pair]
+            at = after[-1] + 1 if after else max(i for i, c in enumerate(cells) if c and c[0] == "dp") + 1
+            lines.insert(at, new)
+        doc.write_text("\n".join(lines) + "\n")
+    return rows
 
 
 def _aim_many_columns_rows(quick: bool) -> list[Row]:
@@ -542,8 +644,16 @@ if __name__ == "__main__":
     parser.add_argument("--save", default="", help="write the runs table to this CSV")
     parser.add_argument("--no-images", action="store_true")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--add-remove-rows", action="store_true",
+                        help="only mst's and aim's add/remove rows of the benchmark table (their "
+                        "smartnoise peers' figures read from docs/benchmarks.md, not re-run)")
+    parser.add_argument("--merge", action="store_true", help="with --add-remove-rows: write them into "
+                        "docs/benchmarks.md beside the replace-one rows")
     args = parser.parse_args()
-    if args.report:
+    if args.add_remove_rows:
+        for r in add_remove_rows(ROOT / "docs" / "benchmarks.md", args.merge):
+            print(r)
+    elif args.report:
         write_report(args.repetitions, [t for t in args.tasks.split(",") if t],
                      [float(e) for e in args.epsilons.split(",") if e], args.privbayes, args.pca,
                      not args.no_images, [m for m in args.methods.split(",") if m] or None,

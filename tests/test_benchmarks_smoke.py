@@ -58,3 +58,45 @@ def test_the_dp_figures_are_drawn_from_the_pages_tables():
         assert "(right panel only)" in fig.legends[0].get_title().get_text()
     finally:
         plt.close(fig)
+
+
+def test_the_add_remove_rows_merge_beside_their_replace_one_rows(tmp_path, monkeypatch):
+    """bench_dp --add-remove-rows --merge: mst's and aim's add/remove rows are measured alone
+    (smartnoise's AIM takes minutes a release), their peer's figures read from the replace-one
+    rows of the written table, and written right after those rows; a second merge replaces them."""
+    import benchmarks.bench_dp as bench
+    from benchmarks.common import Row
+
+    def line(family, workload, peer="—", value="—", notes=""):
+        return f"| {family} | {workload} | 1 | s | {peer} | {value} | — | — | {notes} |"
+
+    sn_mst, sn_aim = (bench.SMARTNOISE_PEERS[k][0] for k in ("sn_mst", "sn_aim"))
+    old = {m: bench._synthetic_workloads(m, m, 3) for m in ("mst", "aim")}
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("\n".join([
+        "# Benchmarks", "", "| family | workload | Veil | unit | peer | peer value | ratio | target | notes |",
+        "|---|---|---|---|---|---|---|---|---|",
+        line("dp", "safe noise"),
+        line("dp", old["mst"][0], sn_mst, "60.43"), line("dp", old["mst"][1], sn_mst, "0.205", "peer: 3 run(s)"),
+        line("dp", old["aim"][0], sn_aim, "452"), line("dp", old["aim"][1], sn_aim, "0.159", "peer: 1 run(s)"),
+        line("dp", "aim on CoIL"), line("rr", "randomized response")]) + "\n")
+    calls = []
+
+    def measured(method, key, reps, peer_reps, target, names, peer):
+        calls.append((method, names, peer[:2]))
+        timed, scored = bench._synthetic_workloads(method, names[0], reps)
+        return [Row(timed, 12.0, "s", bench.SMARTNOISE_PEERS[key][0], peer[1], False, target, peer[2]),
+                Row(scored, 0.16, "error", bench.SMARTNOISE_PEERS[key][0], peer[0], False, target, peer[2])]
+
+    monkeypatch.setattr(bench, "synthetic_method_rows", measured)
+    bench.add_remove_rows(doc, merge=True)
+    assert calls == [("mst", ("mst_add_remove",), (0.205, 60.43)), ("aim", ("aim_add_remove",), (0.159, 452.0))]
+    workloads = [row[1] for row in bench._doc_rows(doc)]
+    new = {m: bench._synthetic_workloads(m, f"{m}_add_remove", 3) for m in ("mst", "aim")}
+    assert new["mst"][0].startswith("mst, neighbouring add_remove, ε = 1")
+    assert workloads == ["safe noise", old["mst"][0], new["mst"][0], old["mst"][1], new["mst"][1],
+                         old["aim"][0], new["aim"][0], old["aim"][1], new["aim"][1], "aim on CoIL",
+                         "randomized response"]
+    assert "not re-run" in bench._doc_rows(doc)[2][8]
+    bench.add_remove_rows(doc, merge=True)  # again: replaced, not added
+    assert [row[1] for row in bench._doc_rows(doc)] == workloads
