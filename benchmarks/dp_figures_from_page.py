@@ -20,7 +20,9 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from app.privacy.experiments.dp_release import LABELS, TASK_DESCRIPTIONS, plot_task
+from app.privacy.experiments.dp_release import (
+    LABELS, TASK_DESCRIPTIONS, ExperimentDpReleaseParams, add_remove_note, debits, plot_task,
+)
 from app.privacy.results import render_figure
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,8 +31,10 @@ MAJORITY_NAMES = {"Adult degree": "adult_degree", "Adult married": "adult_marrie
                   "CoIL caravan": "coil_caravan", "CoIL home": "coil_home"}
 # the adult_income table's rows: page name -> (method key, legend label); peers in bench_dp's order
 INCOME_ROWS = {
-    "AIM (Veil)": ("aim", "AIM (Veil)"),
-    "MST (Veil)": ("mst", "MST (Veil)"),
+    "AIM (Veil, replace-one)": ("aim", "AIM (Veil, replace-one)"),
+    "MST (Veil, replace-one)": ("mst", "MST (Veil, replace-one)"),
+    "AIM (Veil, add/remove)": ("aim_add_remove", "AIM (Veil, add/remove)"),
+    "MST (Veil, add/remove)": ("mst_add_remove", "MST (Veil, add/remove)"),
     "smartnoise AIM, sampling fixed (1 run; session 2's run)": ("sn_aim", "smartnoise AIM, sampling fixed (1 run)"),
     "smartnoise MST, sampling fixed": ("sn_mst", "smartnoise MST, sampling fixed"),
     "smartnoise MST as installed (1 run; session 2's run)": ("sn_mst_raw", "smartnoise MST as installed (1 run)"),
@@ -85,7 +89,8 @@ def ten_repetition_points(md: str) -> dict[str, pd.DataFrame]:
 
 
 def income_points(md: str) -> pd.DataFrame:
-    """adult_income's train-on-release / test-on-adult_test panel from the page's table."""
+    """adult_income's train-on-release / test-on-adult_test panel from the page's table (Veil's
+    MST and AIM under each relation: the experiment's mst/aim and their add/remove variants)."""
     table = table_after(md, "### Misclassification (train on the release, test on adult_test)")
     rows = []
     for record in table.to_dict("records"):
@@ -114,8 +119,13 @@ def main(out: Path) -> None:
         print(out / f"dp_{task}.png")
     labels = {**LABELS, "noprivacy": "NoPrivacy (10,000 raw records)",
               **{key: label for key, label in INCOME_ROWS.values()}}
-    fig = plot_task(income_points(md), "Adult: income > 50K (issue 8 protocol)", labels,
-                    peers=INCOME_PEERS, epsilon_note="δ = 10⁻⁹ for MST, AIM, smartnoise; 10⁻⁶ for DPPro")
+    points = income_points(md)
+    variants = [m for m in ("mst_add_remove", "aim_add_remove") if m in set(points["method"])]
+    note = add_remove_note(debits(ExperimentDpReleaseParams(tasks=["adult_income"], methods=variants,
+                                                            epsilons=[0.5, 1.0, 2.0])), labels) if variants else None
+    fig = plot_task(points, "Adult: income > 50K (issue 8 protocol)", labels,
+                    peers=INCOME_PEERS, epsilon_note="δ = 10⁻⁹ for MST, AIM, smartnoise; 10⁻⁶ for DPPro",
+                    legend_note=note and f"{note}; smartnoise's ε is add/remove")
     (out / "dp_adult_income.png").write_bytes(render_figure(fig).png)
     plt.close(fig)
     print(out / "dp_adult_income.png")

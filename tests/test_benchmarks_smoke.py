@@ -53,6 +53,9 @@ def test_the_dp_figures_are_drawn_from_the_pages_tables():
     income = income_points(md).set_index(["method", "epsilon"])
     assert income.loc[("aim", 1.0), ["mean", "se", "n"]].tolist() == [0.158, 0.001, 3]
     assert income.loc[("sn_aim", 1.0), "n"] == 1 and math.isnan(income.loc[("sn_aim", 1.0), "se"])
+    # Veil's add/remove variants, like-for-like with smartnoise, are the page's rows of their own
+    assert income.loc[("aim_add_remove", 1.0), ["mean", "se", "n"]].tolist() == [0.159, 0.002, 3]
+    assert income.loc[("mst_add_remove", 0.5), "mean"] == 0.162
     fig = plot_task(points["coil_caravan"], "CoIL", LABELS)
     try:
         assert "(right panel only)" in fig.legends[0].get_title().get_text()
