@@ -365,12 +365,16 @@ def _levels_of(frame, info, hierarchy, auto_levels) -> list[tuple[list[str], np.
     return out
 
 
-def brute_force_loss(frame, infos, hierarchies, qis, options, class_ok) -> float:
+def brute_force_loss(frame, infos, hierarchies, qis, options, class_ok, *, counted=None, node_ok=None) -> float:
     """Least loss over every node of the lattice whose violating classes (``class_ok(rows)``
     false) are within the suppression limit: mean NCP over records and QIs, a suppressed record
-    counting 1 on every QI (spec 04)."""
+    counting 1 on every QI (spec 04). ``counted`` (a mask: a population's research subset) are
+    the records that may be released — the only ones suppressed, limited and in the loss;
+    ``node_ok(classes)`` rules a node out whatever the suppression (δ-presence)."""
     n, width = len(frame), len(qis)
-    limit = math.floor(options.suppression * n + 1e-9)
+    counted = np.ones(n, dtype=bool) if counted is None else counted
+    n_counted = int(counted.sum())
+    limit = math.floor(options.suppression * n_counted + 1e-9)
     per_qi = [_levels_of(frame, infos[q], hierarchies.get(q), options.auto_levels) for q in qis]
     best = math.inf
     for node in itertools.product(*[range(len(levels)) for levels in per_qi]):
@@ -379,13 +383,16 @@ def brute_force_loss(frame, infos, hierarchies, qis, options, class_ok) -> float
         groups: dict[tuple, list[int]] = {}
         for row, key in enumerate(keys):
             groups.setdefault(key, []).append(row)
+        if node_ok is not None and not node_ok(list(groups.values())):
+            continue
         bad = np.zeros(n, dtype=bool)
         for rows in groups.values():
             if not class_ok(rows):
                 bad[rows] = True
+        bad &= counted
         if bad.sum() > limit:
             continue
-        best = min(best, (ncp[~bad].sum() + bad.sum() * width) / (n * width))
+        best = min(best, (ncp[counted & ~bad].sum() + bad.sum() * width) / (n_counted * width))
     return best
 
 

@@ -17,11 +17,13 @@ from app.privacy.anonymity.hierarchies import MISSING_LEAF, build_tree, missing_
 from app.privacy.anonymity.interval_labels import released_outside_labels
 from app.privacy.anonymity.lattice import lattice_search
 from app.privacy.anonymity.metrics import anonymity_metrics
-from app.privacy.anonymity.models import Constraints, Sensitive, class_stats
+from app.privacy.anonymity.models import Constraints, Population, Sensitive, class_stats
 from app.privacy.anonymity.mondrian import mondrian_partition
 from app.privacy.anonymity.release import generalize, generalize_levels
 from app.privacy.anonymity.risk import prosecutor_risk
-from app.privacy.anonymity.verify import Achieved, equivalence_classes, verify_release, worst_achieved
+from app.privacy.anonymity.verify import (
+    Achieved, equivalence_classes, label_cover, verify_population, verify_release, worst_achieved,
+)
 from app.privacy.anonymity.wording import below, rounded
 from app.privacy.data import ColumnInfo
 from app.privacy.registry import MethodInputError
@@ -58,8 +60,34 @@ class Anonymized:
     own_models: dict[str, tuple[Constraints, Achieved]] = field(default_factory=dict)
 
 
+def _feasible_population(pop: Population, k: int) -> None:
+    """The whole population as one class must meet k, k-map and δ-presence: generalizing cannot
+    do better (merging classes keeps a ratio between its parts', and the whole table's ratio
+    |T| / |P| is where every generalization's classes average to)."""
+    n, t = len(pop.in_subset), int(pop.in_subset.sum())
+    if t == 0:
+        raise MethodInputError("the research subset is empty: no record is marked as in it")
+    if t < k:
+        raise MethodInputError(f"the research subset has {t} records, fewer than k = {k}")
+    if pop.k_map is not None and n < pop.k_map:
+        raise MethodInputError(f"the population has {n} records, fewer than k_map = {pop.k_map}")
+    if pop.presence:
+        ratio = t / n
+        if t == n and pop.delta_max < 1:
+            raise MethodInputError(f"every record of the table is in the research subset: every class's "
+                                   f"share is 1, above delta_max = {pop.delta_max:g}")
+        if not pop.delta_min - 1e-12 <= ratio <= pop.delta_max + 1e-12:
+            raise MethodInputError(
+                f"the research subset holds {t} of the population's {n} records, a share of "
+                f"{rounded(ratio, down=ratio < pop.delta_min, places=6)} outside delta_presence "
+                f"[{pop.delta_min:g}, {pop.delta_max:g}]: the classes' shares average to it, so no "
+                "generalization can meet the bounds")
+
+
 def _feasible(constraints: Constraints, sensitive: Sensitive | None, n: int) -> None:
     """The whole table must meet l/α/t (generalizing cannot do better than one class)."""
+    if constraints.population is not None:
+        return _feasible_population(constraints.population, constraints.k)
     if n < constraints.k:
         raise MethodInputError(f"the table has {n} records, fewer than k = {constraints.k}")
     if not constraints.needs_sensitive:
@@ -140,6 +168,10 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
     # only a model that reads a sensitive column checks it (k alone reads none)
     sens = tuple(replace(_sensitive_column(frame, infos, hierarchies, name, model[name]), model=model[name])
                  for name in names if model[name].needs_sensitive)
+    pop = constraints.population
+    if pop is not None and sens:
+        raise ValueError("the population's models (k_map, delta_presence) do not combine with "
+                         "sensitive-column models")
     for one in sens or (None,):
         _feasible(constraints if one is None else one.model, one, n)
     lattice = options.algorithm == "lattice"
@@ -192,7 +224,7 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
     out = frame.copy()
     for q in quasi_identifiers:
         out[q] = pd.Series(gen.labels[q], index=frame.index, dtype=object).astype(str)
-    keep = ~suppressed
+    keep = ~suppressed if pop is None else ~suppressed & pop.in_subset  # T's records only
     out = out[keep]
     ncp = gen.ncp[keep]
     for axis in axes:  # an uploaded hierarchy's interval labels that do not hold their values
@@ -211,8 +243,19 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
         metadata["sensitive_achieved"] = {one.column: {**({"models": one.model.describe(with_k=False)}
                                                           if own else {}), **a.as_dict()}
                                           for one, a in zip(sens, each)}
+    if pop is not None:  # k-map and δ-presence from the released labels and the population
+        found = verify_population(out, frame.index, pop.in_subset, quasi_identifiers,
+                                  {axis.column: label_cover(axis) for axis in axes}, gen.labels,
+                                  k_map=pop.k_map, delta_min=pop.delta_min, delta_max=pop.delta_max)
+        achieved.k_map = found.k_map if pop.k_map is not None else None
+        achieved.delta_presence_min = found.delta_presence_min
+        achieved.delta_presence_max = found.delta_presence_max
+        metadata["population"] = {"records": n, "research_subset": int(pop.in_subset.sum()),
+                                  "released": len(out), "suppressed": int(suppressed.sum()),
+                                  "smallest_population_class": found.k_map}
     released_ids = equivalence_classes(out, quasi_identifiers)
-    metrics = anonymity_metrics(quasi_identifiers, ncp, n, int(suppressed.sum()), released_ids,
+    n_input = n if pop is None else int(pop.in_subset.sum())  # the records a release could hold
+    metrics = anonymity_metrics(quasi_identifiers, ncp, n_input, int(suppressed.sum()), released_ids,
                                 constraints.k)
     metrics["risk"] = prosecutor_risk(released_ids, options.risk_threshold)
     # what the benchmark's "time" row measures, checkable on any release (the job's own time adds

@@ -11,6 +11,12 @@ per-column terms known before reading classes, which gives a lower bound for eve
 search is best-first on that bound (branch and bound): it stops when the next bound is no
 better than the best loss found, which makes the result optimal.
 
+With a population (k-map and δ-presence over a research subset T, see models.py) the nodes
+generalize the whole population, only T's records count against the suppression limit and in
+the loss (they are the records released), and a node passes only if every class meets
+δ-presence: no suppression can change a class's ratio (it counts suppressed research records
+too), so a δ-presence failure rules the node out, as the projections do below.
+
 Pruning by monotonicity (generalizing merges classes; k-anonymity and distinct l-diversity are
 monotone with or without suppression, every other model — entropy and recursive l, α, t, β,
 δ-disclosure — without suppression only; with suppression the projections are tested on k and
@@ -62,9 +68,11 @@ class _Columns:
     under "entropy", and nothing under "entropy_monotonic" (ARX's
     ``createEntropyMetric(true)``), which ignores suppression."""
 
-    def __init__(self, trees: list[Tree], metric: str = "ncp") -> None:
+    def __init__(self, trees: list[Tree], metric: str = "ncp", weights: np.ndarray | None = None) -> None:
         self.trees = trees
         self.metric = metric
+        # the records the loss is over (a population's research subset), all by default
+        self.weights = np.ones(len(trees[0].leaf_codes), dtype=bool) if weights is None else weights
         self.codes: list[list[np.ndarray]] = []
         self.cards: list[list[int]] = []
         self.ncp: list[list[np.ndarray]] = []  # per-record cost at each level
@@ -85,10 +93,10 @@ class _Columns:
             self.codes.append(codes)
             self.cards.append(cards)
             self.ncp.append(costs)
-        n = len(trees[0].leaf_codes)
+        n = int(self.weights.sum())
         self.normalizer = float(n * len(trees)) if metric == "ncp" else 1.0
         self.count_suppressed = metric != "entropy_monotonic"
-        self.total = [np.array([x.sum() for x in col]) / self.normalizer for col in self.ncp]
+        self.total = [np.array([x[self.weights].sum() for x in col]) / self.normalizer for col in self.ncp]
 
     def classes(self, levels, columns: list[int] | None = None) -> tuple[np.ndarray, int]:
         """Class id per record with column ``columns[i]`` (default: all) at ``levels[i]``."""
@@ -114,17 +122,28 @@ class _Columns:
 
 def _suppressed(cols: _Columns, levels, c: Constraints, sensitives: tuple[Sensitive, ...],
                 columns: list[int] | None = None) -> np.ndarray:
+    """The records the node suppresses; with a population, those of T in classes failing k or
+    k-map — and every record (more than any limit) when a class fails δ-presence, which no
+    suppression fixes."""
     ids, n_classes = cols.classes(levels, columns)
-    return ~satisfied(ids, n_classes, c, sensitives)[ids]
+    if c.population is None:
+        return ~satisfied(ids, n_classes, c, sensitives)[ids]
+    pop = c.population
+    t, p = pop.counts(ids, n_classes)
+    if not pop.presence_ok(t, p).all():
+        return np.ones(len(ids), dtype=bool)
+    return ~satisfied(ids, n_classes, c, sensitives)[ids] & pop.in_subset
 
 
 def _loss(cols: _Columns, levels, suppressed: np.ndarray) -> float:
     total = 0.0
     if not cols.count_suppressed:
         suppressed = np.zeros_like(suppressed)
+    kept = ~suppressed & cols.weights
+    suppressed = suppressed & cols.weights
     for q, level in enumerate(levels):
         cost = float(suppressed.sum()) if cols.metric == "ncp" else cols.ncp[q][-1][suppressed].sum()
-        total += cols.ncp[q][level][~suppressed].sum() + cost
+        total += cols.ncp[q][level][kept].sum() + cost
     return total / cols.normalizer
 
 
@@ -138,8 +157,9 @@ def lattice_search(trees: list[Tree], constraints: Constraints,
     best node found so far is returned with ``optimal=False`` and ``timed_out=True``."""
     began = time.perf_counter()
     sensitive = as_sensitives(sensitive)  # each column's models (model_of) hold on it
-    cols = _Columns(trees, metric)
-    n = len(trees[0].leaf_codes)
+    subset = None if constraints.population is None else constraints.population.in_subset
+    cols = _Columns(trees, metric, subset)
+    n = int(cols.weights.sum())  # the records that may be released (a population's subset)
     limit = int(np.floor(suppression * n + 1e-9))
     heights = [t.height for t in trees]
     size = int(np.prod([h + 1 for h in heights]))

@@ -31,6 +31,21 @@ criteria on attributes one by one); a class passes when k holds and every column
 own set. Each set is monotone by itself, so their conjunction is too, and a column's part
 that is monotone with suppression can be pruned by whatever the other columns ask.
 
+With a population (ARX's setting for k-map and δ-presence: the table is the population P,
+``Population.in_subset`` marks the research subset T, the records released), classes are
+formed on P's records and read per class t = |T ∩ class| and p = |P ∩ class|:
+- k holds on the released records: t = 0 (the class releases nothing) or t ≥ k;
+- k-map (Sweeney; El Emam & Dankar 2008): t = 0 or p ≥ k_map — a released class's
+  generalized tuple matches at least k_map people of the population;
+- δ-presence (Nergiz, Atzori & Clifton 2007): δ_min ≤ t / p ≤ δ_max for *every* class, those
+  without research records too (their 0 tells an adversary the person is not in T, which
+  δ_min > 0 forbids). t counts every research record, released or suppressed: suppressing a
+  class's records hides their values, not their membership, so suppression neither breaks nor
+  fixes δ-presence (the lattice treats it as a model no suppression can satisfy).
+All three pass a merged class whose parts pass (t and p add up; the ratio of a merge is a
+weighted mean of its parts'), and k and k-map keep the projection argument with suppression:
+a failing class's research records lie in failing classes of any refinement.
+
 Classes are given as integer ids per record; the sensitive column as integer codes (in value
 order for a numeric column). Small domains use a dense classes × values count matrix; large
 ones work on the sorted (class, value) pairs, so the cost is O(n log n) whatever m is.
@@ -39,7 +54,7 @@ ones work on the sorted (class, value) pairs, so the cost is O(n log n) whatever
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -56,6 +71,61 @@ BetaLikeness = Literal["basic", "enhanced"]
 _TOL = 1e-12  # float slack of a "≤" on shares (a class exactly at α, t or β passes)
 
 
+_RATIO_TOL = 1e-12  # float slack of δ-presence's bounds (a ratio exactly at δ_min or δ_max passes)
+
+
+@dataclass(frozen=True, eq=False)
+class Population:
+    """The research subset T of the population P (the whole table), and the models that read it:
+    k-map's k_map, δ-presence's [delta_min, delta_max] (see the module doc)."""
+
+    in_subset: np.ndarray  # bool per record of P
+    k_map: int | None = None
+    delta_min: float | None = None
+    delta_max: float | None = None
+
+    @property
+    def presence(self) -> bool:
+        return self.delta_min is not None
+
+    def in_order(self, order: np.ndarray) -> Population:
+        """The same subset with the records taken in ``order``."""
+        return replace(self, in_subset=self.in_subset[order])
+
+    def counts(self, class_ids: np.ndarray, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per class: research records t and population records p."""
+        t = np.bincount(class_ids, weights=self.in_subset, minlength=n_classes).astype(np.int64)
+        return t, np.bincount(class_ids, minlength=n_classes)
+
+    def released_ok(self, k: int, t: np.ndarray, p: np.ndarray) -> np.ndarray:
+        """k on the released records and k-map: what suppressing the class's research records
+        can also satisfy (a class that releases nothing passes both)."""
+        ok = (t == 0) | (t >= k)
+        if self.k_map is not None:
+            ok &= (t == 0) | (p >= self.k_map)
+        return ok
+
+    def presence_ok(self, t: np.ndarray, p: np.ndarray) -> np.ndarray:
+        """δ-presence of every class (True for all without it)."""
+        if not self.presence:
+            return np.ones(len(t), dtype=bool)
+        ratio = t / np.maximum(p, 1)
+        return (ratio >= self.delta_min - _RATIO_TOL) & (ratio <= self.delta_max + _RATIO_TOL)
+
+    def min_cut_size(self, k: int) -> int:
+        """The fewest population records a partition needs before a cut can leave both sides
+        valid: one side released (≥ max(k, k_map) records) and the other at least one record,
+        or, with δ_min > 0, both sides released."""
+        released = max(k, self.k_map or 1)
+        return 2 * released if self.presence and self.delta_min > 0 else released + 1
+
+    def describe(self) -> list[str]:
+        parts = [] if self.k_map is None else [f"k_map={self.k_map}"]
+        if self.presence:
+            parts.append(f"delta_presence=[{self.delta_min:g}, {self.delta_max:g}]")
+        return parts
+
+
 @dataclass(frozen=True)
 class Constraints:
     k: int
@@ -68,6 +138,7 @@ class Constraints:
     beta_likeness: BetaLikeness = "enhanced"
     delta_disclosure: float | None = None
     t_distance: Literal["auto", "hierarchical"] = "auto"  # hierarchical: the sensitive column's hierarchy
+    population: Population | None = None  # k-map and δ-presence over a research subset
 
     @property
     def needs_sensitive(self) -> bool:
@@ -83,7 +154,13 @@ class Constraints:
         """The part of these models that survives merging with any class (suppression on):
         all of them when they are monotone so, else k and distinct l (which entropy and
         recursive l-diversity imply: both need l distinct values)."""
-        return self if self.monotone_with_suppression else Constraints(k=self.k, l=self.l)
+        return self if self.monotone_with_suppression else Constraints(k=self.k, l=self.l,
+                                                                         population=self.population)
+
+    def in_order(self, order: np.ndarray) -> Constraints:
+        """These models with the population's subset mask taken in ``order`` (a Mondrian axis's
+        order of the records); unchanged without a population."""
+        return self if self.population is None else replace(self, population=self.population.in_order(order))
 
     def describe(self, *, with_k: bool = True) -> str:
         parts = [f"k={self.k}"] if with_k else []
@@ -98,6 +175,8 @@ class Constraints:
             parts.append(f"beta={self.beta:g} ({self.beta_likeness})")
         if self.delta_disclosure is not None:
             parts.append(f"delta_disclosure={self.delta_disclosure:g}")
+        if self.population is not None and with_k:
+            parts += self.population.describe()
         return ", ".join(parts)
 
 
@@ -249,8 +328,12 @@ def reads_sensitive(c: Constraints, sensitives: Sequence[Sensitive]) -> bool:
 def satisfied(class_ids: np.ndarray, n_classes: int, c: Constraints,
               sensitives: Sequence[Sensitive]) -> np.ndarray:
     """Per class, whether k holds and, on each sensitive column, that column's models
-    (:func:`model_of`)."""
-    ok = np.bincount(class_ids, minlength=n_classes) >= c.k
+    (:func:`model_of`); with a population, k on the released records, k-map and δ-presence."""
+    if c.population is not None:
+        t, p = c.population.counts(class_ids, n_classes)
+        ok = c.population.released_ok(c.k, t, p) & c.population.presence_ok(t, p)
+    else:
+        ok = np.bincount(class_ids, minlength=n_classes) >= c.k
     for sensitive in sensitives:
         model = model_of(sensitive, c)
         if model.needs_sensitive:

@@ -121,7 +121,12 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints,
         dimension = "least_loss" if all(isinstance(a, NumericAxis) for a in axes) else "widest"
     k = constraints.k
     sensitives = as_sensitives(sensitive)  # each column's models (model_of) hold on it
-    extra = reads_sensitive(constraints, sensitives)
+    population = constraints.population
+    # with a population, a side may release nothing (k counts research records, and a side
+    # without any passes k and k-map): sizes are population records, checked by the models
+    extra = reads_sensitive(constraints, sensitives) or population is not None
+    side_k = 1 if population is not None else k
+    smallest_cut = population.min_cut_size(k) if population is not None else 2 * k
 
     orders = [np.argsort(v.keys, kind="stable").astype(np.int32) for v in views]
     # record × axis keys, in the narrowest integer type (the least-loss choice's cost is
@@ -151,7 +156,7 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints,
             kv = view.keys[o]
             width, unit = view.width_and_unit(kv, sizes, starts, starts + sizes - 1)
             axis_state.append((width, unit))
-            cut, ok = _nearest_cut(unit, same_part, starts, sizes, k, extra and (
+            cut, ok = _nearest_cut(unit, same_part, starts, sizes, side_k, extra and (
                 lambda cand, valid: _cut_satisfies(cand, valid, part, o, n_part,  # noqa: B023 (called before the loop moves on)
                                                    constraints, sensitives)))
             candidates.append((cut, ok & (width > 0)))
@@ -168,7 +173,7 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints,
             # (there the widest axis with a valid boundary is taken, whatever ``dimension``)
             found = [_best_cut(unit, same_part, part, starts, sizes,
                                tuple(replace(s, codes=s.codes[orders[d]]) for s in sensitives),
-                               constraints, stuck & (width > 0))
+                               constraints.in_order(orders[d]), stuck & (width > 0))
                      for d, (width, unit) in enumerate(axis_state)]
             dim, cut, width = _widest_choice(views, keys, orders, found, axis_state, starts, sizes)
             take = stuck & (dim >= 0)
@@ -205,8 +210,9 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints,
             reordered = np.empty_like(o)
             reordered[target] = o
             orders[d] = reordered
-        # a partition under 2k records can never be cut: it is a class now, not next round
-        small = sizes < 2 * k
+        # a partition under 2k records (with a population: Population.min_cut_size) can never
+        # be cut: it is a class now, not next round
+        small = sizes < smallest_cut
         if small.any():
             in_small = np.repeat(small, sizes)
             final[orders[0][in_small]] = n_final + np.repeat(np.arange(int(small.sum())), sizes[small])
@@ -308,7 +314,8 @@ def _best_cut(unit: np.ndarray, same_part: np.ndarray, part: np.ndarray, starts:
     b = np.flatnonzero((unit[1:] != unit[:-1]) & same_part) + 1
     bp = part[b] if len(b) else np.zeros(0, dtype=np.int64)
     lhs = b - starts[bp]
-    fits_k = only[bp] & (lhs >= c.k) & (sizes[bp] - lhs >= c.k)
+    side_k = 1 if c.population is not None else c.k  # with a population the models check k
+    fits_k = only[bp] & (lhs >= side_k) & (sizes[bp] - lhs >= side_k)
     b, bp, lhs = b[fits_k], bp[fits_k], lhs[fits_k]
     best = np.zeros(n_part, dtype=np.int64)
     ok = np.zeros(n_part, dtype=bool)
@@ -335,6 +342,18 @@ def _best_cut(unit: np.ndarray, same_part: np.ndarray, part: np.ndarray, starts:
         right = total[bp] - left
         good &= (stats_from_counts(left, model, sensitive).satisfied(model)
                  & stats_from_counts(right, model, sensitive).satisfied(model))
+    if c.population is not None:  # research and population records on each side
+        pop = c.population
+        side = {}
+        for name, where in (("t", segment[pop.in_subset]), ("p", segment)):
+            # counts of the positions before each segment start, as ``at`` above
+            cum = np.r_[0, np.cumsum(np.bincount(where, minlength=len(breaks)))]
+            first = cum[np.searchsorted(breaks, starts)]
+            total = cum[np.searchsorted(breaks, starts + sizes)] - first
+            left = cum[np.searchsorted(breaks, b)] - first[bp]
+            side[name] = (left, total[bp] - left)
+        for t, p in zip(side["t"], side["p"]):
+            good &= pop.released_ok(c.k, t, p) & pop.presence_ok(t, p)
     b, bp, lhs = b[good], bp[good], lhs[good]
     gap = np.abs(lhs - sizes[bp] / 2.0)
     pick = np.lexsort((b, gap, bp))  # per partition: smallest gap, then the leftmost
@@ -378,5 +397,5 @@ def _cut_satisfies(cut: np.ndarray, ok: np.ndarray, part: np.ndarray, order: np.
     side = np.arange(len(order)) >= cut[part]
     group = 2 * part + side
     ordered = tuple(replace(s, codes=s.codes[order]) for s in sensitives)  # and the hierarchy kept
-    good = satisfied(group, 2 * n_part, c, ordered).reshape(n_part, 2).all(axis=1)
+    good = satisfied(group, 2 * n_part, c.in_order(order), ordered).reshape(n_part, 2).all(axis=1)
     return ok & good

@@ -6,15 +6,23 @@ recomputes k, distinct l, the top share α and the t-closeness distance from scr
 The other models (entropy and recursive l-diversity, δ-disclosure, β-likeness) are recomputed
 here from the (class, value) counts, written from their definitions rather than shared with
 models.py. A release that fails is an error (:class:`VerificationError`), never a result.
+
+With a population (k-map, δ-presence over a research subset), :func:`verify_population`
+reads the released strings and the population's raw values: which population records each
+released class's labels cover (parsed from the label text — an interval by value, a hierarchy
+node by the leaves below every node of that name, a set of children by theirs), never the
+algorithm's classes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from app.privacy.anonymity.axes import Axis, NumericAxis
 from app.privacy.anonymity.hierarchies import MISSING_LEAF, leaf_keys, normalize_values, with_missing_leaf
 from app.privacy.registry import MethodInputError
 
@@ -37,6 +45,9 @@ class Achieved:
     recursive_c: float | None = None  # largest r₁ / (r_l + … + r_m) over classes
     delta_disclosure: float | None = None  # largest |ln(p_c(s) / q(s))|
     beta: float | None = None  # largest relative gain (p_c(s) − q(s)) / q(s)
+    k_map: int | None = None  # smallest population count of a released class
+    delta_presence_min: float | None = None  # smallest |T ∩ class| / |P ∩ class| over every class
+    delta_presence_max: float | None = None  # largest
 
     def as_dict(self) -> dict:
         return {key: value for key, value in self.__dict__.items() if value is not None}
@@ -344,3 +355,161 @@ def disclosure_levels(frame: pd.DataFrame, quasi_identifiers: list[str], sensiti
             float(np.abs(np.log(relative)).max()) if lacking == 0 else None,
             f"{lacking} classes lack some value of the column (ln 0): no δ makes it δ-disclosure private"),
     }
+
+
+# ------------------------------------------------------------------ population (k-map, δ-presence)
+@dataclass
+class LabelCover:
+    """A quasi-identifier's population values as codes, and the codes a released label stands
+    for, read from the label's text."""
+    codes: np.ndarray  # per population record
+    domain: int
+    covers: Callable[[str], np.ndarray]  # label -> bool over the domain
+
+
+def label_cover(axis: Axis) -> LabelCover:
+    """What a released label of this axis covers: a number 'v' or an interval '[a, b]' the
+    values within it; an ordered coding's category or '[c1 .. c2]' the categories between in
+    the published order; a hierarchy's node name the leaves below every node so named, a set
+    '{a|b}' the leaves below each member."""
+    def unknown(label: str):
+        raise VerificationError(f"release holds a label of {axis.column!r} its check cannot read: {label!r}")
+    if isinstance(axis, NumericAxis) and axis.categories is not None:
+        cats = list(axis.categories)
+        index = {c: i for i, c in enumerate(cats)}
+
+        def ordered(label: str) -> np.ndarray:
+            out = np.zeros(len(cats), dtype=bool)
+            if label in index:
+                out[index[label]] = True
+            elif label.startswith("[") and label.endswith("]") and " .. " in label:
+                a, b = label[1:-1].split(" .. ", 1)
+                if a not in index or b not in index:
+                    unknown(label)
+                out[index[a]:index[b] + 1] = True
+            else:
+                unknown(label)
+            return out
+        return LabelCover(axis.codes, len(cats), ordered)
+    if isinstance(axis, NumericAxis):
+        values = np.asarray(axis.values, dtype=float)
+
+        def interval(label: str) -> np.ndarray:
+            try:
+                a, b = ((float(x) for x in label[1:-1].split(", ")) if label.startswith("[")
+                        else (float(label),) * 2)
+            except ValueError:
+                unknown(label)
+            return (values >= a) & (values <= b)
+        return LabelCover(axis.codes, len(values), interval)
+    tree = axis
+    nodes: dict[str, list[int]] = {}
+    for v, name in enumerate(tree.labels):
+        nodes.setdefault(str(name), []).append(v)
+
+    def below(name: str) -> np.ndarray:
+        out = np.zeros(tree.n_leaves, dtype=bool)
+        for v in nodes.get(name) or unknown(name):
+            out[tree.lo[v]:tree.hi[v]] = True
+        return out
+
+    def node(label: str) -> np.ndarray:
+        if label in nodes:
+            return below(label)
+        if label.startswith("{") and label.endswith("}"):
+            return np.logical_or.reduce([below(part) for part in label[1:-1].split("|")])
+        unknown(label)
+    return LabelCover(tree.leaf_codes, tree.n_leaves, node)
+
+
+def _cover_matrix(cover: LabelCover, labels) -> np.ndarray:
+    return np.array([cover.covers(str(label)) for label in labels], dtype=bool).reshape(len(labels), cover.domain)
+
+
+def verify_population(released: pd.DataFrame, population_index: pd.Index, in_subset: np.ndarray,
+                      quasi_identifiers: list[str], covers: dict[str, LabelCover],
+                      hints: dict[str, np.ndarray], *, k_map: int | None,
+                      delta_min: float | None, delta_max: float | None) -> Achieved:
+    """k-map and δ-presence of a release of research records (``released``, indexed as the
+    population) recomputed from the released labels and the population's values: a released
+    class's population count is the number of population records its labels cover. For
+    δ-presence every population record must be covered by at most one released class, every
+    research record a released class covers must be released, and the records no released
+    class covers (never in the subset, or suppressed) are grouped by ``hints`` — the labels the
+    generalization gives every population record, each checked to cover its record's value —
+    their ratio counting the research records suppressed among them. Returns the figures
+    (k_map: smallest population count of a released class; delta_presence_min / _max over every
+    class); raises VerificationError when one is not met."""
+    failures = []
+    n_p = len(in_subset)
+    pos = population_index.get_indexer(released.index)
+    if (pos < 0).any() or not in_subset[pos].all():
+        raise VerificationError("release failed its independent check: a released record is not one "
+                                "of the research subset's")
+    ids = equivalence_classes(released, quasi_identifiers)
+    n_c = int(ids.max()) + 1 if len(ids) else 0
+    first = np.full(n_c, -1, dtype=np.int64)
+    first[ids[::-1]] = np.arange(len(ids))[::-1]
+    class_rows, cover_rows = {}, {}
+    for q in quasi_identifiers:  # each released record is covered by its own labels
+        local, labels = pd.factorize(released[q].astype(str))
+        cover_rows[q] = _cover_matrix(covers[q], labels)
+        class_rows[q] = local[first]
+        if not cover_rows[q][local, covers[q].codes[pos]].all():
+            failures.append(f"a released label of {q!r} does not cover its record's value")
+    # the population's distinct tuples of values, with their population and research counts
+    key = pd.DataFrame({q: covers[q].codes for q in quasi_identifiers})
+    tuple_id = equivalence_classes(key, quasi_identifiers)
+    n_d = int(tuple_id.max()) + 1
+    rep = np.zeros(n_d, dtype=np.int64)
+    rep[tuple_id[::-1]] = np.arange(n_p)[::-1]
+    p_d = np.bincount(tuple_id, minlength=n_d)
+    t_d = np.bincount(tuple_id[in_subset], minlength=n_d)
+    covered_by = np.zeros(n_d, dtype=np.int64)
+    p_c = np.zeros(n_c, dtype=np.int64)
+    t_c = np.zeros(n_c, dtype=np.int64)
+    step = max(1, _CHUNK_CELLS // max(n_d, 1))
+    for c0 in range(0, n_c, step):
+        chunk = np.arange(c0, min(c0 + step, n_c))
+        match = np.ones((len(chunk), n_d), dtype=bool)
+        for q in quasi_identifiers:
+            match &= cover_rows[q][class_rows[q][chunk]][:, covers[q].codes[rep]]
+        covered_by += match.sum(axis=0)
+        p_c[chunk] = match @ p_d
+        t_c[chunk] = match @ t_d
+    achieved = Achieved(k=0, classes=n_c, records=len(released))
+    if n_c:
+        achieved.k_map = int(p_c.min())
+    if k_map is not None and n_c and achieved.k_map < k_map:
+        failures.append(f"a released class matches {achieved.k_map} population records, fewer than "
+                        f"k_map = {k_map}")
+    if delta_min is not None:
+        twice = int((covered_by > 1).astype(np.int64) @ p_d)
+        if twice:
+            failures.append(f"{twice} population records match two released classes or more: no single "
+                            "ratio is theirs")
+        released_count = np.bincount(ids, minlength=n_c)
+        if (t_c != released_count).any():
+            failures.append("a released class's labels cover research records that were not released")
+        ratios = [t_c / np.maximum(p_c, 1)]
+        alone = covered_by[tuple_id] == 0  # records of no released class
+        if alone.any():
+            hinted = pd.DataFrame({q: np.asarray(hints[q])[alone] for q in quasi_identifiers})
+            for q in quasi_identifiers:
+                local, labels = pd.factorize(hinted[q].astype(str))
+                if not _cover_matrix(covers[q], labels)[local, covers[q].codes[alone]].all():
+                    failures.append(f"the generalization of {q!r} does not cover a population record's value")
+            groups = equivalence_classes(hinted, quasi_identifiers)
+            t_g = np.bincount(groups[in_subset[alone]], minlength=int(groups.max()) + 1)
+            ratios.append(t_g / np.bincount(groups))
+        every = np.concatenate(ratios)
+        achieved.delta_presence_min, achieved.delta_presence_max = float(every.min()), float(every.max())
+        if achieved.delta_presence_min < delta_min - 1e-12:
+            failures.append(f"a class of the population has a share {achieved.delta_presence_min:.6g} of "
+                            f"research records, below delta_min = {delta_min:g}")
+        if achieved.delta_presence_max > delta_max + 1e-12:
+            failures.append(f"a class of the population has a share {achieved.delta_presence_max:.6g} of "
+                            f"research records, above delta_max = {delta_max:g}")
+    if failures:
+        raise VerificationError("release failed its independent check: " + "; ".join(failures))
+    return achieved
