@@ -104,7 +104,7 @@ def _numbers(schema: dict):
     for key in ("items", "additionalProperties"):
         if isinstance(schema.get(key), dict):
             yield from _numbers(schema[key])
-    for branch in schema.get("anyOf", []):
+    for branch in [*schema.get("anyOf", []), *schema.get("prefixItems", [])]:  # a tuple's items too
         yield from _numbers(branch)
 
 

@@ -246,3 +246,26 @@ def test_ancestor_labels_that_overlap_fail_the_delta_presence_check():
     found = verify_population(released, population.index, in_t, ["a", "b"], covers, {}, k_map=2,
                               delta_min=None, delta_max=None)
     assert found.k_map == 2
+
+
+def test_risk_reports_the_k_map_and_delta_presence_a_table_meets():
+    """risk with research_subset: per class of the quasi-identifiers, the population count of
+    the classes holding research records (k-map: the smallest) and every class's share of
+    research records (δ-presence: the range, a class without any at 0), by hand."""
+    from app.privacy.anonymity.methods import RiskParams, _check_risk, run_risk
+    from app.privacy.context import RunContext
+    from app.privacy.data import ColumnInfo, MethodInput
+    frame = pd.DataFrame({"zip": ["a"] * 4 + ["b"] * 3 + ["c"] * 2,
+                          "in": ["yes", "no", "no", "no", "YES", "yes", "no", "no", "no"]})
+    columns = [ColumnInfo("zip", "categorical", "quasi_identifier"), ColumnInfo("in", "categorical")]
+    report = run_risk(MethodInput(columns=columns, frame=frame), RiskParams(research_subset="in"), RunContext())
+    figures = report.data["population_models"]
+    assert figures == {"research_subset": "in", "records": 9, "research_records": 3, "classes": 3,
+                       "classes_without_research_records": 1, "k_map": 3, "delta_presence": [0.0, 2 / 3]}
+    assert "population_models" not in run_risk(MethodInput(columns=columns, frame=frame), RiskParams(),
+                                               RunContext()).data
+    with pytest.raises(MethodInputError, match="research_subset column 'zip' is also a quasi-identifier"):
+        _check_risk(RiskParams(research_subset="zip"), columns, None)
+    with pytest.raises(MethodInputError, match="research_subset column 'zip' holds 'a', 'b', 'c'"):
+        run_risk(MethodInput(columns=columns, frame=frame), RiskParams(research_subset="zip",
+                                                                          quasi_identifiers=["in"]), RunContext())

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from dataclasses import replace
+from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
@@ -13,7 +14,7 @@ from pydantic import Field, model_validator
 from app.privacy.anonymity.anonymize import (
     Anonymized, Options, anonymize, flat_warning, numeric_hierarchical_t,
 )
-from app.privacy.anonymity.models import Constraints
+from app.privacy.anonymity.models import Constraints, Population
 from app.privacy.anonymity.rfk import RfkConfig, rfk_pipeline
 from app.privacy.anonymity.risk import (
     class_size_table, frame_risk, population_risk, population_table, prosecutor_risk,
@@ -104,8 +105,25 @@ class SensitiveModels(AttributeModels):
     fields, bounds and readings as the job's set."""
 
 
+Share = Annotated[float, Field(ge=0.0, le=1.0)]  # a bound of δ-presence
+
+
 class KAnonymityParams(AttributeModels):
-    k: int = Field(5, ge=2, le=100_000, description="every equivalence class has at least k records")
+    k: int = Field(5, ge=1, le=100_000, description="every equivalence class has at least k records "
+                   "(1, no k-anonymity of the released records, only with k_map or delta_presence)")
+    research_subset: str | None = Field(
+        None, description="ARX's population setting: the table is the population, and this column "
+        "marks the research subset released (true/false, yes/no, 1/0, or a boolean column); the "
+        "classes are formed over the whole population and only the subset's records are released, "
+        "without this column. Read by k_map and delta_presence")
+    k_map: int | None = Field(
+        None, ge=1, le=1_000_000, description="k-map (with research_subset): every released class's "
+        "generalized quasi-identifiers match at least k_map records of the population")
+    delta_presence: tuple[Share, Share] | None = Field(
+        None, description="δ-presence [delta_min, delta_max] (with research_subset; Nergiz et al. 2007): in "
+        "every class of the population — those with no research record too — the share of records in "
+        "the research subset lies between the two, so whoever holds the population cannot tell "
+        "whether a person is in the subset with more or less confidence than that")
     algorithm: Literal["mondrian", "lattice"] = Field(
         "mondrian", description="'mondrian': strict multidimensional local recoding; 'lattice': "
         "optimal full-domain generalization over the hierarchy levels")
@@ -134,7 +152,9 @@ class KAnonymityParams(AttributeModels):
         "monotonic non-uniform entropy (suppression not counted)")
     categorical_release: Literal["ancestor", "children"] = Field(
         "ancestor", description="mondrian: release a class's lowest common ancestor in the "
-        "hierarchy, or the set of its children the class holds ('{a|b}', lower NCP)")
+        "hierarchy, or the set of its children the class holds ('{a|b}', lower NCP); with "
+        "delta_presence always the children (two classes released at the same ancestor could both "
+        "match a person of the population)")
     categorical_coding: Literal["hierarchy", "ordered"] = Field(
         "hierarchy", description="mondrian: categorical columns over their hierarchy (flat when "
         "none is given), or as codes in sorted order without hierarchy (for comparison)")
@@ -146,6 +166,7 @@ class KAnonymityParams(AttributeModels):
 
     @model_validator(mode="after")
     def _combination(self):
+        self._population_models()
         self.check_models(self.k)
         listed = [self.sensitive] if isinstance(self.sensitive, str) else list(self.sensitive or [])
         own = self.sensitive_models or {}
@@ -170,6 +191,33 @@ class KAnonymityParams(AttributeModels):
                              f"and this job runs '{self.algorithm}': drop it or choose the other algorithm")
         return self
 
+    def _population_models(self) -> None:
+        """research_subset, k_map and delta_presence: given together and on their own (a
+        ValueError naming the problem)."""
+        population = self.k_map is not None or self.delta_presence is not None
+        if population and self.research_subset is None:
+            raise ValueError("k_map and delta_presence are read over a research subset of the population: "
+                             "name the column that marks it in research_subset")
+        if self.research_subset is not None and not population:
+            raise ValueError("research_subset is read by k_map and delta_presence: give one of them (to "
+                             "release some records only under k-anonymity, upload those records alone)")
+        if self.k == 1 and not population:
+            raise ValueError("k = 1 asks no k-anonymity at all: it is allowed only with k_map or delta_presence")
+        if self.delta_presence is not None:
+            low, high = self.delta_presence
+            if low > high:
+                raise ValueError(f"delta_presence [{low:g}, {high:g}]: delta_min is above delta_max")
+        if population and (self.asks_a_model or self.sensitive_models or self.sensitive is not None):
+            raise ValueError("k_map and delta_presence do not combine with the sensitive-column models (sensitive, "
+                             "l, alpha, t, beta, delta_disclosure, sensitive_models): those would have to be "
+                             "read on the research subset's records only, which is not implemented")
+
+    def population(self, in_subset) -> Population | None:
+        if self.research_subset is None:
+            return None
+        low, high = self.delta_presence if self.delta_presence is not None else (None, None)
+        return Population(in_subset=in_subset, k_map=self.k_map, delta_min=low, delta_max=high)
+
     def constraints(self) -> Constraints:
         return self.model_set(self.k)
 
@@ -178,8 +226,11 @@ class KAnonymityParams(AttributeModels):
         return {column: models.model_set(self.k) for column, models in (self.sensitive_models or {}).items()}
 
     def options(self) -> Options:
-        return Options(algorithm=self.algorithm, suppression=self.suppression,
-                       time_budget=self.time_budget, categorical_release=self.categorical_release,
+        # δ-presence needs released classes that never match the same person: two classes
+        # released at the same ancestor can (the categorical_release description says so)
+        children = self.delta_presence is not None and self.algorithm == "mondrian"
+        return Options(algorithm=self.algorithm, suppression=self.suppression, time_budget=self.time_budget,
+                       categorical_release="children" if children else self.categorical_release,
                        categorical_coding=self.categorical_coding,
                        numeric_generalization=self.numeric_generalization,
                        auto_levels=self.auto_levels, max_lattice_nodes=self.max_lattice_nodes,
@@ -219,6 +270,50 @@ def _roles(params: KAnonymityParams, columns: list[ColumnInfo]) -> tuple[list[st
         raise MethodInputError(f"{len(every)} sensitive columns (sensitive and sensitive_models together: "
                                f"{', '.join(every)}); at most {MAX_SENSITIVE}")
     return qis, sensitive
+
+
+SUBSET_MARKS = {"true": True, "false": False, "yes": True, "no": False, "1": True, "0": False,
+                "1.0": True, "0.0": False}
+
+
+def _subset_column(name: str | None, columns: list[ColumnInfo], qis: list[str]) -> str | None:
+    """The column marking the research subset: known, not a quasi-identifier, two values at most
+    (as the schema's profile knows them), no missing cell."""
+    if name is None:
+        return None
+    by_name = {c.name: c for c in columns}
+    if name not in by_name:
+        raise MethodInputError(f"unknown research_subset column {name!r}")
+    info = by_name[name]
+    if name in qis:
+        raise MethodInputError(f"research_subset column {name!r} is also a quasi-identifier: it marks who is "
+                               "released, and is itself never released")
+    if info.role == "identifier":
+        raise MethodInputError(f"research_subset column {name!r} is an identifier (dropped): give it another role")
+    if info.distinct is not None and info.distinct > 2:
+        raise MethodInputError(f"research_subset column {name!r} has {info.distinct} distinct values: it must "
+                               "mark each record in or out (true/false, yes/no, 1/0)")
+    if info.missing:
+        raise MethodInputError(f"research_subset column {name!r} has {info.missing} missing cells: each record "
+                               "must be marked in or out")
+    return name
+
+
+def subset_mask(series: pd.Series, name: str) -> np.ndarray:
+    """Which records the column marks as in the research subset: a boolean column, the numbers
+    1/0, or the texts true/false, yes/no, 1/0 (any case); anything else is refused, naming it."""
+    if series.isna().any():
+        raise MethodInputError(f"research_subset column {name!r} has {int(series.isna().sum())} missing "
+                               "cells: each record must be marked in or out")
+    if series.dtype == bool:
+        return series.to_numpy(dtype=bool)
+    text = series.astype(str).str.strip().str.lower()
+    unknown = sorted(set(text.unique()) - set(SUBSET_MARKS))
+    if unknown:
+        shown = ", ".join(repr(v) for v in unknown[:5]) + (", …" if len(unknown) > 5 else "")
+        raise MethodInputError(f"research_subset column {name!r} holds {shown}: it must mark each record "
+                               "in or out with true/false, yes/no or 1/0")
+    return text.map(SUBSET_MARKS).to_numpy(dtype=bool)
 
 
 def release_columns(columns: list[ColumnInfo], frame_columns, generalized: list[str]) -> list[ColumnInfo]:
@@ -385,6 +480,12 @@ def _other_models(constraints: Constraints, achieved: dict) -> dict:
     if constraints.beta is not None:
         figures.update(beta=achieved["beta"], beta_requested=constraints.beta,
                        beta_likeness=constraints.beta_likeness)
+    pop = constraints.population
+    if pop is not None and pop.k_map is not None:
+        figures.update(k_map=achieved["k_map"], k_map_requested=pop.k_map)
+    if pop is not None and pop.presence:
+        figures.update(delta_presence=[achieved["delta_presence_min"], achieved["delta_presence_max"]],
+                       delta_presence_requested=[pop.delta_min, pop.delta_max])
     return figures
 
 
@@ -446,12 +547,17 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
     frame = data.frame
     assert frame is not None
     qis, sensitive = _roles(params, data.columns)
+    subset = _subset_column(params.research_subset, data.columns, qis)
+    population = params.population(subset_mask(frame[subset], subset)) if subset else None
     infos = {c.name: c for c in data.columns}
     identifiers = [c.name for c in data.columns if c.role == "identifier" and c.name in frame.columns]
+    if subset:  # it marks who is released, and is not released itself
+        frame = frame.drop(columns=[subset])
     ctx.progress(0.0, "preparing")
     hierarchies, generalized = usable_hierarchies(data)
+    constraints = replace(params.constraints(), population=population)
     result = anonymize(frame.drop(columns=identifiers), infos, hierarchies, qis,
-                       params.constraints(), sensitive, params.options(), ctx.progress,
+                       constraints, sensitive, params.options(), ctx.progress,
                        models=params.column_models())
     warnings = chain_warnings(result, qis, generalized) + changed_qi_warnings(data, qis)
     labels = [c.name for c in data.columns if c.role == "label" and c.name in qis]
@@ -467,23 +573,60 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
     metadata = dict(result.metadata)
     if identifiers:
         metadata["dropped_identifiers"] = identifiers
+    population_warnings = []
+    if subset:
+        metadata["population"] = {"research_subset_column": subset, **metadata["population"]}
+        if params.delta_presence is not None and params.algorithm == "mondrian":
+            metadata["population"]["categorical_release"] = "children"
+        if determined:  # the population's counts were not recomputed through those columns
+            population_warnings.append(
+                "k_map and delta_presence were checked over the generalized quasi-identifiers, and columns "
+                "released unchanged determine some of them (determined_by_unprotected): an attacker reads "
+                "those exactly, which narrows the population a released class matches — the release is "
+                "not stated private; declare those columns quasi-identifiers too, or leave them out")
     ctx.progress(1.0, "done")
     return ReleaseResult(
         frame=result.frame.reset_index(drop=True),
         columns=release_columns(data.columns, released, qis),
         guarantees=guarantees_of(
-            result, params.constraints(), qis, released,
-            private=through is None or through["smallest_class"] >= params.k,
-            extra_warnings=warnings + through_warnings, determined=determined),
+            result, constraints, qis, released,
+            private=(through is None or through["smallest_class"] >= params.k) and not population_warnings,
+            extra_statements=population_statements(result, constraints, subset) if subset else None,
+            extra_warnings=warnings + through_warnings + population_warnings, determined=determined),
         metrics=metrics,
         metadata=metadata,
         hierarchies_used=result.metadata.get("uploaded_hierarchies", []),
     )
 
 
+def population_statements(result: Anonymized, constraints: Constraints, subset: str) -> list[str]:
+    """What the release says of the population's models, with the figures the check found
+    (rounded the safe way)."""
+    pop, got, meta = constraints.population, result.achieved, result.metadata["population"]
+    statements = [
+        f"population setting: the classes were formed over the table's {meta['records']} records (the "
+        f"population), and only the {meta['research_subset']} records {subset!r} marks (the research "
+        f"subset) are released ({meta['released']} released, {meta['suppressed']} suppressed); {subset!r} "
+        "itself is not released"]
+    if pop.k_map is not None:
+        statements.append(
+            f"k-map: every released class's quasi-identifiers match at least {got.k_map} records of the "
+            f"population (k_map requested: {pop.k_map}), counted by the check from the released labels "
+            "and the population's values")
+    if pop.presence:
+        statements.append(
+            f"δ-presence: in every class of the population, those without a released record too, the "
+            f"share of research-subset records lies in [{rounded(got.delta_presence_min, down=True, places=6)}, "
+            f"{rounded(got.delta_presence_max, down=False, places=6)}] (requested [{as_given(pop.delta_min)}, "
+            f"{as_given(pop.delta_max)}]); suppressed research records count in their class's share, so "
+            "whoever holds the population cannot be surer than that whether a person is in the subset")
+    return statements
+
+
 def _check_kanonymity(params: KAnonymityParams, columns: list[ColumnInfo],
                       source: SourceRelease | None) -> None:
-    _, sensitive = _roles(params, columns)
+    qis, sensitive = _roles(params, columns)
+    _subset_column(params.research_subset, columns, qis)
     by_name = {c.name: c for c in columns}
     own = params.column_models()
     for name in [sensitive] if isinstance(sensitive, str) else sensitive or []:
@@ -494,6 +637,12 @@ def _check_kanonymity(params: KAnonymityParams, columns: list[ColumnInfo],
             raise MethodInputError(f"sensitive_models[{name!r}]: {numeric_hierarchical_t(name)}")
 
 
+def _kanonymity_rows(params: KAnonymityParams, rows: int, columns: list[ColumnInfo] | None = None) -> None:
+    at_least_k_records(params, rows, columns)
+    if params.k_map is not None and params.k_map > rows:
+        raise MethodInputError(f"the population has {rows} records, fewer than k_map = {params.k_map}")
+
+
 register(MethodSpec(
     name="kanonymity",
     family="anonymity",
@@ -501,16 +650,19 @@ register(MethodSpec(
     summary="k-anonymity by generalization (Mondrian multidimensional recoding or the optimal "
             "full-domain lattice search), with optional l-diversity (distinct, entropy, recursive), "
             "(α,k), t-closeness (ordered, equal or hierarchical distance), β-likeness and "
-            "δ-disclosure privacy; every release is verified independently.",
+            "δ-disclosure privacy; or, releasing a research subset of the table as population, "
+            "k-map and δ-presence; every release is verified independently.",
     params=KAnonymityParams,
-    guarantee="k-anonymity (+ l, α, t, β, δ when asked) over the quasi-identifiers; not differential privacy",
+    guarantee="k-anonymity (+ l, α, t, β, δ, or k-map and δ-presence over a population, when asked) over "
+              "the quasi-identifiers; not differential privacy",
     paper="LeFevre, DeWitt & Ramakrishnan, Mondrian multidimensional k-anonymity (ICDE 2006); "
           "Kohlmayer et al., Flash (2012); Machanavajjhala et al., l-diversity (2007); Li et al., "
           "t-closeness (2007); Cao & Karras, β-likeness (2012); Brickell & Shmatikov, δ-disclosure "
-          "(2008); spec 04 §1",
+          "(2008); Nergiz, Atzori & Clifton, δ-presence (SIGMOD 2007); El Emam & Dankar, k-map (JAMIA "
+          "2008); spec 04 §1",
     run=run_kanonymity,
     check=_check_kanonymity,
-    check_rows=at_least_k_records,
+    check_rows=_kanonymity_rows,
     produces_randomness=False,
     uses_hierarchies=True,
     docs="docs/methods/kanonymity.md",
@@ -536,6 +688,11 @@ class RiskParams(Params):
         "of each, by column")
     recursive_l: int = Field(2, ge=2, le=10_000, description="the l at which recursive (c,l)-diversity's "
                              "c is reported (with sensitive)")
+    research_subset: str | None = Field(
+        None, description="a column marking a research subset of the table, which is then the population "
+        "(true/false, yes/no, 1/0, or a boolean column): adds the k-map figure (the smallest population "
+        "class holding a research record) and the δ-presence range (the smallest and largest share of "
+        "research records over every class) the table meets over the quasi-identifiers")
 
     @model_validator(mode="after")
     def _few_sensitive(self):
@@ -616,6 +773,9 @@ def run_risk(data: MethodInput, params: RiskParams, ctx: RunContext) -> ReportRe
             tables["attribute_disclosure"] = pd.concat(
                 [_disclosure_table(one).assign(column=name) for name, one in levels.items()],
                 ignore_index=True)[["column", "model", "level", "meaning"]]
+    if params.research_subset is not None:
+        figures["population_models"] = population_figures(
+            ids, subset_mask(frame[params.research_subset], params.research_subset), params.research_subset)
     ctx.progress(0.9, "plotting")
     return ReportResult(
         kind="risk",
@@ -626,8 +786,24 @@ def run_risk(data: MethodInput, params: RiskParams, ctx: RunContext) -> ReportRe
     )
 
 
+def population_figures(ids: np.ndarray, in_subset: np.ndarray, column: str) -> dict:
+    """The k-map and δ-presence levels a table meets as a population with a research subset:
+    per class t research and p population records; k-map the smallest p of a class with t > 0,
+    δ-presence the range of t / p over every class (a class without research records is 0)."""
+    t = np.bincount(ids[in_subset], minlength=int(ids.max()) + 1 if len(ids) else 0)
+    p = np.bincount(ids, minlength=len(t))
+    share = t / np.maximum(p, 1)
+    return {"research_subset": column, "records": int(len(ids)), "research_records": int(in_subset.sum()),
+            "classes": int(len(p)), "classes_without_research_records": int((t == 0).sum()),
+            "k_map": int(p[t > 0].min()) if (t > 0).any() else None,
+            "delta_presence": [float(share.min()), float(share.max())] if len(p) else None}
+
+
 def _check_risk(params: RiskParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
-    _risk_sensitive(params, columns, _risk_qis(params, columns, source))
+    qis = _risk_qis(params, columns, source)
+    _risk_sensitive(params, columns, qis)
+    if params.research_subset is not None:
+        _subset_column(params.research_subset, columns, qis)
 
 
 register(MethodSpec(
