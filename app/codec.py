@@ -50,8 +50,41 @@ def parquet_to_table(data: bytes) -> pd.DataFrame:
 
 
 def parquet_column(data: bytes, name: str) -> pd.Series:
-    """One column of a stored table, the others left undecoded."""
-    return pd.read_parquet(io.BytesIO(data), columns=[name])[name]
+    """One column of a stored table, the others left undecoded, as methods read it (for_methods)."""
+    return for_methods(pd.read_parquet(io.BytesIO(data), columns=[name]))[name]
+
+
+EXACT_LIMIT = 2.0 ** 53  # the integers a float64 holds exactly
+
+
+def nullable_integers(frame: pd.DataFrame) -> list[str]:
+    """The columns held as pandas' nullable integers: an integer column with missing cells is
+    stored so (int64 with nulls), and its downloads write integers (34, not 34.0)."""
+    return [n for n in frame.columns if isinstance(frame[n].dtype, pd.api.extensions.ExtensionDtype)
+            and pd.api.types.is_integer_dtype(frame[n].dtype)]
+
+
+def for_methods(frame: pd.DataFrame) -> pd.DataFrame:
+    """A stored table as the methods read it: nullable integer columns as float64 with NaN
+    where missing (numpy's arrays of them hold pd.NA objects, which np.isnan and arithmetic
+    refuse); every other column as stored. The worker's child reads its input through this,
+    and restore_integers undoes it on what the method hands back."""
+    names = nullable_integers(frame)
+    return frame.astype({n: "float64" for n in names}) if names else frame
+
+
+def restore_integers(frame: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+    """The columns of ``names`` (the input's nullable integers) that a method handed back as
+    float64 of whole values (a column published as it is) stored as nullable integers again,
+    as the dataset stores them; a column whose values changed to fractions stays float64."""
+    keep = []
+    for name in names:
+        if name in frame.columns and frame[name].dtype == np.float64:
+            values = frame[name].to_numpy()
+            finite = values[~np.isnan(values)]
+            if np.all(finite == np.round(finite)) and np.all(np.abs(finite) <= EXACT_LIMIT):
+                keep.append(name)
+    return frame.astype({n: "Int64" for n in keep}) if keep else frame
 
 
 def transactions_to_parquet(tx: TransactionData) -> bytes:

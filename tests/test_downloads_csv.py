@@ -133,3 +133,22 @@ def test_a_batch_that_starts_with_a_missing_cell_quotes_it_too():
         assert b"\n\n" not in payload
         back = pd.read_csv(io.BytesIO(payload), dtype=str)
         assert back["c"].isna().tolist() == [v is None for v in column.to_pylist()]
+
+
+def test_a_float_column_of_whole_values_is_written_with_a_point():
+    """Arrow's writer writes the float 34.0 as 34, so a float column whose values were all whole
+    read back as integers (pandas, Veil's upload: stored as int64 where the original held
+    float64). Written 34.0 it reads back as floats; integers stay 34, a fraction or a value
+    written with an exponent is left as the writer writes it, missing cells stay empty."""
+    table = pa.table({"f": pa.array([34.0, None, -3.0] * 40_000), "i": pa.array([34, None, -3] * 40_000),
+                      "mixed": pa.array([1.0, 2.5, None] * 40_000), "big": pa.array([1e300, 2.0, 0.0] * 40_000),
+                      "one": pa.array([None, 9007199254740992.0, None] * 40_000)})
+    text = b"".join(csv_batches(table))
+    assert text.decode().splitlines()[:4] == ['"f","i","mixed","big","one"', "34.0,34,1,1e+300,",
+                                              ",,2.5,2,9007199254740992.0", "-3.0,-3,,0,"]
+    back = pacsv.read_csv(io.BytesIO(text))
+    assert back.schema.types == [pa.float64(), pa.int64(), pa.float64(), pa.float64(), pa.float64()]
+    assert back.column("f").to_pylist() == table.column("f").to_pylist()
+    assert back.column("one").to_pylist() == table.column("one").to_pylist()
+    lone = b"".join(csv_batches(pa.table({"f": pa.array([None, 1.0, None])})))
+    assert lone == b'"f"\n""\n1.0\n""\n'  # a one-column table's missing cell stays a quoted empty one

@@ -639,9 +639,14 @@ def _finish_table(table: pa.Table, limits: Limits) -> pd.DataFrame:
             columns[name] = encoded.to_pandas()
         elif pa.types.is_boolean(t):
             columns[name] = col.to_pandas().astype("boolean")
+        elif pa.types.is_integer(t) and col.null_count:
+            # integers with missing cells stay integers (pandas' nullable Int64, stored as int64
+            # with nulls): as float64 their downloads held 34.0 and NaN (codec.for_methods hands
+            # methods the float64 they read)
+            columns[name] = col.cast(pa.int64()).to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
         elif pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
             columns[name] = pd.to_numeric(col.to_pandas()).astype("float64") \
-                if col.null_count or not pa.types.is_integer(t) else col.to_pandas()
+                if not pa.types.is_integer(t) else col.to_pandas()
             _check_finite(name, columns[name])
         else:  # dates, times, binary: kept as text categories
             try:

@@ -178,6 +178,17 @@ def first_row(mask: np.ndarray) -> int:
     return int(np.argmax(mask)) + 1
 
 
+_EXACT_LIMIT = 2.0 ** 53  # the integers a float64 holds exactly
+_INTEGER_TEXT = r"^\s*[+-]?[0-9]+\s*$"
+
+
+def _integer_texts(series: pd.Series) -> bool:
+    """Every value of a text column is an integer literal ('34', not '34.0'); its distinct
+    values are read, not every cell."""
+    distinct = pd.Series(series.dropna().unique()).astype("string")
+    return bool(len(distinct)) and bool(distinct.str.fullmatch(_INTEGER_TEXT).all())
+
+
 def convert(series: pd.Series, name: str, to: str) -> pd.Series:
     """Re-code a column to another type; a value that does not fit names its row."""
     current = infer_type(series)
@@ -197,6 +208,10 @@ def convert(series: pd.Series, name: str, to: str) -> pd.Series:
         bad = numbers.isna().to_numpy() & series.notna().to_numpy()
         if bad.any():
             raise Unprocessable(f"column {name!r}: row {first_row(bad)} is not a number")
+        if _integer_texts(series) and np.all(np.abs(numbers.dropna().to_numpy()) <= _EXACT_LIMIT):
+            # stored as an upload stores integers (int64, nullable with missing cells): as
+            # float64 its CSV gave 34.0 back for the 34 written
+            return numbers.astype("Int64" if numbers.isna().any() else "int64")
         return numbers
     out = pd.Series(pd.NA, index=series.index, dtype="boolean")
     if current == "numeric":  # 1 and 0; as float64 (a column with a missing cell) their text is '1.0'

@@ -30,8 +30,24 @@ def csv_batches(table: pa.Table | codec.StoredTable | codec.StoredTransactions,
 
 
 def _prepared(table: pa.Table, spreadsheet_safe: bool) -> pa.Table:
-    table = _plain_columns(table)
+    table = _whole_floats_with_a_point(_plain_columns(table))
     return _formula_cells_escaped(table) if spreadsheet_safe else table
+
+
+def _whole_floats_with_a_point(table: pa.Table) -> pa.Table:
+    """A float column whose cells in this batch are all whole is written 34.0, not 34 (Arrow's
+    writer drops the point), so that it reads back as floats (pandas, R, Veil's upload): written
+    34 it came back as integers. Through an exact decimal of one place (int64, then decimal128),
+    which Arrow writes as a number, unquoted. A batch holding a fraction, an exponent's range
+    (beyond ±2^53) or a non-finite value is left as it is: that cell already reads as a float."""
+    cols, changed = [], False
+    for col in table.columns:
+        if pa.types.is_floating(col.type) and col.null_count < len(col):
+            whole = pc.all(pc.and_(pc.equal(pc.floor(col), col), pc.less_equal(pc.abs(col), codec.EXACT_LIMIT)))
+            if whole.as_py():
+                col, changed = pc.cast(pc.cast(col, pa.int64()), pa.decimal128(20, 1)), True
+        cols.append(col)
+    return pa.table(cols, names=table.column_names) if changed else table
 
 
 def _csv(table: pa.Table, header: bool) -> bytes:

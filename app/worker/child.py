@@ -103,7 +103,7 @@ def _run(job: dict[str, Any], rng: SecureRandom, progress_queue, stop_event) -> 
         progress_queue.put((fraction, stage))
 
     report(0.0, "loading the input")  # a limit can stop a job here (a large table's decoding)
-    data = _load_input(job)
+    data, integers = _load_input(job)
     # the method's own stages follow; one that reports none was stopped "at 'loading the input'"
     report(0.0, "running")
 
@@ -111,10 +111,12 @@ def _run(job: dict[str, Any], rng: SecureRandom, progress_queue, stop_event) -> 
                      memory_limit_bytes=job.get("memory_limit_bytes"))
     result = spec.run(data, params, ctx)
     report(1.0, "storing the result")  # encoding and storing can take seconds (plots, big tables)
-    return encode(result, job)
+    return encode(result, job, integers=integers)
 
 
-def _load_input(job: dict[str, Any]) -> MethodInput:
+def _load_input(job: dict[str, Any]) -> tuple[MethodInput, list[str]]:
+    """The method's input, and the table's nullable integer columns, which it gets as float64
+    (codec.for_methods) and its release stores as integers again (codec.restore_integers)."""
     columns = [ColumnInfo(**{**c, "inferred": tuple(c.get("inferred", ()))}) for c in job["column_infos"]]
     source = SourceRelease(**job["source"]) if job["source"] else None
     hierarchies = {}
@@ -123,14 +125,15 @@ def _load_input(job: dict[str, Any]) -> MethodInput:
 
         hierarchies = parse_hierarchies(job["hierarchies"], get_settings().max_cell_length)
     if job["input_path"] is None:
-        return MethodInput(columns=columns, source=source)
+        return MethodInput(columns=columns, source=source), []
     with open(job["input_path"], "rb") as f:
         payload = f.read()
     if job["shape"] == "transactions":
         return MethodInput(columns=columns, transactions=codec.parquet_to_transactions(payload),
-                           hierarchies=hierarchies, source=source)
-    return MethodInput(columns=columns, frame=codec.parquet_to_table(payload),
-                       hierarchies=hierarchies, source=source)
+                           hierarchies=hierarchies, source=source), []
+    frame = codec.parquet_to_table(payload)
+    return MethodInput(columns=columns, frame=codec.for_methods(frame), hierarchies=hierarchies,
+                       source=source), codec.nullable_integers(frame)
 
 
 _RESULTS = {registry.MethodKind.release: (ReleaseResult,), registry.MethodKind.analysis: (ReportResult, ModelResult),
@@ -150,7 +153,8 @@ def _check_result_type(result, spec: registry.MethodSpec) -> None:
             f"(MethodSpec.kind) returns a {names} (app.privacy.results)")
 
 
-def encode(result, job: dict[str, Any]) -> dict[str, Any]:
+def encode(result, job: dict[str, Any], integers: list[str] = ()) -> dict[str, Any]:
+    """``integers``: the input table's nullable integer columns (_load_input)."""
     spec = registry.get(job["method"])
     _check_result_type(result, spec)
     if isinstance(result, ReleaseResult):
@@ -163,7 +167,7 @@ def encode(result, job: dict[str, Any]) -> dict[str, Any]:
                         "integer": False, "inferred": []}]
         else:
             columns = _output_columns(result.frame, result.columns, job["columns"])
-            frame = _nullable_booleans(result.frame, columns)
+            frame = codec.restore_integers(_nullable_booleans(result.frame, columns), list(integers))
             payload, shape, rows = codec.table_to_parquet(frame), "table", len(frame)
         return {"kind": "release", "payload": payload, "shape": shape, "rows": rows,
                 "output_sha256": hashlib.sha256(codec.parquet_download(payload, shape)).hexdigest(),
