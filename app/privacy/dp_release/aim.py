@@ -47,7 +47,7 @@ from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.dp_release.common import at_least_two_records, require_rows
 from app.privacy.dp_release.marginals import (
     Column, SynthParams, build_columns, decode_frame, encode_frame, estimated_total, label_columns,
-    load_mbi, marginal, one_way_facts, one_way_rhos, priced_epsilon, release, sampler_random_source,
+    load_mbi, marginal, one_way_facts, one_way_rhos, priced_epsilon, release, synthetic_data,
     synthetic_rows, zcdp_budget,
 )
 from app.privacy.dp_release.pgm import (
@@ -205,9 +205,8 @@ def run_aim(data: MethodInput, params: AimParams, ctx: RunContext) -> ReleaseRes
     ctx.progress(0.85, "sampling")
     rows = synthetic_rows(params, state.total)
     fitted = _markov_random_field(mbi, names, sizes, state.model, maximal, state.total)
-    with sampler_random_source(ctx.rng):
-        synthetic = fitted.synthetic_data(rows)
-    levels = {c.name: np.asarray(synthetic.data[c.name], dtype=np.int64) for c in columns}
+    synthetic = synthetic_data(mbi, fitted, rows, ctx.rng)
+    levels = {c.name: np.asarray(synthetic[c.name], dtype=np.int64) for c in columns}
     out = decode_frame(columns, levels, ctx.rng)
     ctx.progress(1.0, "done")
     return _result(params, ctx, columns, out, state.ledger, (rho, slack, tails),

@@ -19,12 +19,10 @@ imported inside the run (``load_mbi``), never when the registry imports this mod
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
 import os
 import sys
-import types
 import warnings
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -395,7 +393,8 @@ XLA_FLAGS = "--xla_backend_optimization_level=0"
 def load_mbi():
     """Import jax and mbi for this run: float64 (mbi's estimates stall in float32 on large
     tables) and no persistent compilation cache (mbi compiles many small programs). Their
-    advisory warnings are silenced.
+    advisory warnings are silenced. mbi's message order is replaced by ``pgm``'s, the same rule
+    without a set's hash order (a seeded release is then the same in every process).
 
     When this process has not started jax yet (a job's child process), XLA's backend
     optimizations are turned off: a model's programs then compile in about half the time
@@ -410,6 +409,9 @@ def load_mbi():
         jax.config.update("jax_enable_compilation_cache", False)
         import mbi
         from mbi import estimation  # noqa: F401
+    from app.privacy.dp_release.pgm import message_passing_order
+
+    mbi.junction_tree.message_passing_order = message_passing_order  # read at each call (and trace)
     return mbi
 
 
@@ -423,31 +425,70 @@ def mirror_descent(mbi):
         marginal_oracle=jax.jit(mbi.marginal_oracles.message_passing_hugin))
 
 
-class _NumpyWithOwnRandom(types.ModuleType):
-    """numpy as mbi's sampler sees it: every attribute is numpy's, but ``random`` is a
-    generator of its own."""
-
-    def __init__(self, random_state: np.random.RandomState) -> None:
-        super().__init__("numpy")
-        self.random = random_state
-
-    def __getattr__(self, name: str):
-        return getattr(np, name)
-
-
-@contextlib.contextmanager
-def sampler_random_source(rng: SecureRandom):
-    """mbi's sampler calls numpy's global generator (``np.random.choice``, ``shuffle``,
-    ``rand``). For the duration, its module sees a numpy whose ``random`` is a generator seeded
-    from the job's random source (reproducible in test mode); numpy's global state is never
-    touched. Sampling from the fitted model is post-processing: its randomness protects nobody."""
-    module = sys.modules["mbi.markov_random_field"]
+def synthetic_data(mbi, model, rows: int, rng: SecureRandom) -> dict[str, np.ndarray]:
+    """Level codes of ``rows`` records sampled from a fitted mbi model: mbi's
+    ``MarkovRandomField.synthetic_data(rows)`` (randomized rounding along the junction tree,
+    shuffled within each parent group; mbi 2.0.0, Apache-2.0), step for step, with two changes.
+    A column's parents are taken in the order their columns were sampled — mbi takes them in the
+    order of a set of names, which Python's per-process string hashing changes, so a seeded
+    release was a different table in another process. Its draws come from a numpy generator
+    seeded from the job's random source (mbi draws from numpy's global generator), in mbi's
+    order. Sampling from the fitted model is post-processing: its randomness protects nobody."""
+    if model.constraints:
+        raise ValueError("a constrained model is sampled by mbi itself")
     seed = [int(w) for w in rng.uint32(8)]
-    module.np = _NumpyWithOwnRandom(np.random.RandomState(np.random.MT19937(np.random.SeedSequence(seed))))
-    try:
-        yield
-    finally:
-        module.np = np
+    random = np.random.RandomState(np.random.MT19937(np.random.SeedSequence(seed)))
+    total = max(1, int(rows))
+    domain = model.domain
+    jtree, elimination = mbi.junction_tree.make_junction_tree(domain, [tuple(c) for c in model.cliques])
+    cliques = [set(c) for c in jtree.nodes]
+    marginals = mbi.marginal_oracles.message_passing_stable(model.potentials.expand(list(jtree.nodes)),
+                                                             model.total)
+
+    def rounded(counts) -> np.ndarray:  # mbi's synthetic_col, method "round"
+        counts = np.asarray(counts, dtype=np.float64)
+        options = np.arange(counts.size, dtype=np.min_scalar_type(counts.size))
+        counts = counts * (total / counts.sum())
+        frac, integ = np.modf(counts)
+        integ = integ.astype(int)
+        extra = total - integ.sum()
+        if extra > 0:
+            integ[random.choice(options, extra, False, frac / frac.sum())] += 1
+        values = np.repeat(options, integ)
+        random.shuffle(values)
+        return values
+
+    order = elimination[::-1]
+    data = {order[0]: rounded(marginals.project((order[0],)).datavector(flatten=False))}
+    for col in order[1:]:
+        near = set().union(*[c for c in cliques if col in c])
+        parents = tuple(a for a in data if a in near)  # sampled columns, in sampling order
+        if not parents:
+            data[col] = rounded(marginals.project((col,)).datavector(flatten=False))
+            continue
+        marg = np.asarray(marginals.project(parents + (col,)).datavector(flatten=False))
+        above = marg.sum(axis=-1, keepdims=True)
+        cdfs = np.divide(marg, above, out=np.zeros_like(marg), where=above != 0).cumsum(axis=-1)
+        uniques, inverse, counts = np.unique(np.stack([data[a] for a in parents], -1), axis=0,
+                                             return_inverse=True, return_counts=True)
+        inverse = inverse.reshape(-1)
+        perm = np.argsort(inverse, kind="stable")
+        starts = np.zeros(len(counts), dtype=int)
+        np.cumsum(counts[:-1], out=starts[1:])
+        for s, c in zip(starts, counts):  # shuffle within each parent group
+            random.shuffle(perm[s:s + c])
+        ranks = np.empty(total, dtype=int)
+        ranks[perm] = np.arange(total) - starts[inverse[perm]]
+        u = ((ranks + random.rand(total)) / counts[inverse])[perm]
+        unique_cdfs = cdfs[tuple(uniques.T)]
+        choices = np.empty(total, dtype=np.min_scalar_type(domain[col]))
+        start = 0
+        for i, count in enumerate(counts):
+            picked = np.searchsorted(unique_cdfs[i], u[start:start + count], side="right")
+            choices[perm[start:start + count]] = np.minimum(picked, domain[col] - 1)
+            start += count
+        data[col] = choices
+    return data
 
 
 # ------------------------------------------------------------------------- metadata
@@ -497,8 +538,9 @@ def release(method: str, params: SynthParams, ctx: RunContext, columns: list[Col
         "model": {"library": f"mbi {mbi_version()}", "known_total": facts["n"],
                   **({"total": "estimated: the inverse-variance-weighted mean of the noisy 1-way "
                       "totals (post-processing; n is not public under add/remove)"} if add_remove else {}),
-                  "sampling": "mbi MarkovRandomField.synthetic_data (randomized rounding along the "
-                  "junction tree, shuffled within each parent group)", **extra.pop("model", {})},
+                  "sampling": "mbi MarkovRandomField.synthetic_data, run by Veil with a column's "
+                  "parents in sampling order (randomized rounding along the junction tree, shuffled "
+                  "within each parent group)", **extra.pop("model", {})},
         **extra,
     }
     g = guarantee("central_dp", rng=ctx.rng.name, private=ctx.rng.is_private, epsilon=eps,
@@ -542,7 +584,7 @@ def statements(method: str, epsilon: float, delta: float, ctx: RunContext,
         "domains come from the declared bounds and categories (never from the data); values are "
         "clipped into the bounds; every column has a 'missing' level",
         "the graphical model (mbi), the synthetic records it samples and their decoding (uniform "
-        "inside a numeric bin) are post-processing; mbi's sampler uses numpy's generator, seeded "
-        "from the job's random source — that randomness protects nobody",
+        "inside a numeric bin) are post-processing; the sampler (mbi's, in Veil) uses a numpy "
+        "generator seeded from the job's random source — that randomness protects nobody",
         *rng_statements(ctx),
     ]

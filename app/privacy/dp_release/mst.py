@@ -40,7 +40,7 @@ from app.privacy.dp_release.common import at_least_two_records, require_rows
 from app.privacy.dp_release.marginals import (
     Column, SynthParams, build_columns, candidate_pairs, decode_frame, encode_frame, label_columns,
     estimated_total, load_mbi, marginal, mirror_descent, one_way_facts, one_way_rhos, priced_epsilon,
-    release, sampler_random_source, synthetic_rows, zcdp_budget,
+    release, synthetic_data, synthetic_rows, zcdp_budget,
 )
 from app.privacy.dp_release.zcdp import (
     L2_SQ, SCORE_SENSITIVITY, ExactSampler, Ledger, em_epsilon, exact_score, l1_error, sigma_for,
@@ -241,9 +241,8 @@ def run_mst(data: MethodInput, params: MstParams, ctx: RunContext) -> ReleaseRes
     model = estimator.estimate(small, one_way + two_way, known_total=float(n), iters=params.iterations)
     ctx.progress(0.85, "sampling")
     rows = synthetic_rows(params, n)
-    with sampler_random_source(ctx.rng):
-        synthetic = model.synthetic_data(rows)
-    levels = {c.name: decompress(np.asarray(synthetic.data[c.name], dtype=np.int64),
+    synthetic = synthetic_data(mbi, model, rows, ctx.rng)
+    levels = {c.name: decompress(np.asarray(synthetic[c.name], dtype=np.int64),
                                  mappings[c.name], c.missing_level, noisy[c.name], ctx.rng)
               for c in columns}
     out = decode_frame(columns, levels, ctx.rng)

@@ -74,7 +74,7 @@ class JunctionTree:
         domain = Domain(list(self.sizes), list(self.sizes.values()))
         tree, _ = junction_tree.make_junction_tree(domain, self.cliques)
         self.maximal = [tuple(c) for c in junction_tree.maximal_cliques(tree)]
-        self.order = [(tuple(i), tuple(j)) for i, j in junction_tree.message_passing_order(tree)]
+        self.order = [(tuple(i), tuple(j)) for i, j in message_passing_order(tree)]
         self.edges = [(tuple(i), tuple(j)) for i, j in tree.edges()]
         self.home = {c: next(m for m in self.maximal if set(c) <= set(m)) for c in self.cliques}
 
@@ -257,9 +257,28 @@ def _connected(adjacent: list[int]) -> bool:
     return seen == (1 << len(adjacent)) - 1
 
 
+def message_passing_order(tree) -> list[tuple[Clique, Clique]]:
+    """mbi's ``junction_tree.message_passing_order`` — every directed edge of the junction tree,
+    in a topological order of "i → j before j → k (k ≠ i)" — without its set: mbi collects the
+    dependencies in a set of cliques, which Python iterates in the order of its per-process
+    string hashes, so the order (and with it the floating-point sums of message passing) changed
+    from one process to the next. Here the dependencies are added in the tree's edge order, so the
+    order depends on the tree alone. ``load_mbi`` installs this function in mbi."""
+    import networkx as nx
+
+    messages = list(tree.edges()) + [(b, a) for a, b in tree.edges()]
+    graph = nx.DiGraph()
+    graph.add_nodes_from(messages)
+    graph.add_edges_from((m1, m2) for m1 in messages for m2 in messages
+                         if m1[1] == m2[0] and m1[0] != m2[1])
+    return list(nx.topological_sort(graph))
+
+
 def maximal_subset(cliques: list[Clique]) -> list[Clique]:
+    """The cliques not inside another, largest first, in the order given (never a set's order:
+    the model's cliques, hence its sums, would depend on the process's string hashing)."""
     out: list[Clique] = []
-    for c in sorted(set(cliques), key=len, reverse=True):
+    for c in sorted(dict.fromkeys(cliques), key=len, reverse=True):
         if not any(set(c) <= set(o) for o in out):
             out.append(c)
     return out
