@@ -98,7 +98,13 @@ def test_k_map_holds_on_the_population(client, population, algorithm):
     assert g["k_map"] == smallest and g["k_map_requested"] == 10 and g["private"] is True
     assert rel["metadata"]["population"] == {
         "research_subset_column": "in_study", "records": len(raw), "research_subset": int((raw["in_study"] == "yes").sum()),
-        "released": len(frame), "suppressed": rel["metrics"]["suppressed"], "smallest_population_class": smallest}
+        "released": len(frame), "suppressed": rel["metrics"]["suppressed"], "smallest_population_class": smallest,
+        # how the check counted: Mondrian's classes proven disjoint by its split tree, or
+        # (ancestor labels that overlap) counted exactly; the lattice's levels by their labels
+        "check": {"method": "hint groups", "k_map": "exact",
+                  "disjoint": "every quasi-identifier's distinct labels cover disjoint values"}
+        if algorithm == "lattice" else rel["metadata"]["population"]["check"]}
+    assert rel["metadata"]["population"]["check"]["k_map"] == "exact"
     assert any(s.startswith(f"k-map: every released class's quasi-identifiers match at least {smallest} records "
                             "of the population (k_map requested: 10)") for s in g["statements"])
     # k-map alone is weaker than k-anonymity of the released records: classes of 1 are allowed

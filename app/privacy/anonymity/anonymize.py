@@ -187,6 +187,7 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
                           f"on {name}: {m.describe(with_k=False)}" for name, m in own.items()])}
     warnings: list[str] = []
     suppressed = np.zeros(n, dtype=bool)
+    splits = None  # Mondrian's cuts: the population check's certificate of disjoint classes
     if lattice:
         result = lattice_search(axes, constraints, sens, options.suppression, options.time_budget,
                                 options.max_lattice_nodes, step, options.metric)
@@ -216,7 +217,10 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
             warnings.append(f"lattice of {result.lattice_size} nodes exceeds max_lattice_nodes: a greedy "
                             "climb chose the levels; the result is not proven optimal")
     else:
-        class_ids = mondrian_partition(axes, constraints, sens, step)
+        if pop is not None:
+            class_ids, splits = mondrian_partition(axes, constraints, sens, step, with_tree=True)
+        else:
+            class_ids = mondrian_partition(axes, constraints, sens, step)
         if progress:
             progress(0.85, "labelling")
         gen = generalize(axes, class_ids, int(class_ids.max()) + 1,
@@ -246,13 +250,15 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
     if pop is not None:  # k-map and δ-presence from the released labels and the population
         found = verify_population(out, frame.index, pop.in_subset, quasi_identifiers,
                                   {axis.column: label_cover(axis) for axis in axes}, gen.labels,
-                                  k_map=pop.k_map, delta_min=pop.delta_min, delta_max=pop.delta_max)
+                                  k_map=pop.k_map, delta_min=pop.delta_min, delta_max=pop.delta_max,
+                                  splits=splits)
         achieved.k_map = found.k_map if pop.k_map is not None else None
         achieved.delta_presence_min = found.delta_presence_min
         achieved.delta_presence_max = found.delta_presence_max
         metadata["population"] = {"records": n, "research_subset": int(pop.in_subset.sum()),
                                   "released": len(out), "suppressed": int(suppressed.sum()),
-                                  "smallest_population_class": found.k_map}
+                                  "smallest_population_class": found.k_map,
+                                  "check": found.population_check}
     released_ids = equivalence_classes(out, quasi_identifiers)
     n_input = n if pop is None else int(pop.in_subset.sum())  # the records a release could hold
     metrics = anonymity_metrics(quasi_identifiers, ncp, n_input, int(suppressed.sum()), released_ids,

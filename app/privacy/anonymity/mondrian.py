@@ -56,6 +56,7 @@ from app.privacy.anonymity.axes import Axis, NumericAxis
 from app.privacy.anonymity.models import (
     Constraints, Sensitive, as_sensitives, model_of, reads_sensitive, satisfied, stats_from_counts,
 )
+from app.privacy.anonymity.verify import SplitTree
 
 _SEARCH_CELLS = 8_000_000  # (boundaries + partitions) × sensitive values for the full search
 _FALLBACK_LAYERS = 8  # boundaries per side of the median tried when the full table is too big
@@ -100,8 +101,12 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints,
                        sensitive: Sensitive | tuple[Sensitive, ...] | None = None,
                        progress: Callable[[float, str], None] | None = None,
                        search: Literal["all", "nearest"] = "all",
-                       dimension: Literal["auto", "least_loss", "widest"] = "auto") -> np.ndarray:
+                       dimension: Literal["auto", "least_loss", "widest"] = "auto",
+                       with_tree: bool = False) -> np.ndarray | tuple[np.ndarray, SplitTree]:
     """Class id of every record (0..C-1) of a strict Mondrian partition satisfying the constraints.
+    ``with_tree``: also the cuts made (a :class:`~app.privacy.anonymity.verify.SplitTree`: at
+    each cut the axis and the code from which records go right), which the population check
+    reads as a certificate that the classes are disjoint and verifies.
 
     The whole table must satisfy them (else there is no partition at all): the caller checks.
     ``search="nearest"`` tries only the two boundaries nearest the median even with l/α/t (the
@@ -138,6 +143,11 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints,
     side_of = np.zeros(n, dtype=bool)  # side of the cut, by record id (rewritten each round)
     n_final = 0
     round_no = 0
+    # the split tree: the node of each partition of the round, and per round the cuts made
+    # (node, axis, code, its left child's node; the right child's is the next)
+    node_of = np.zeros(1, dtype=np.int64)
+    cuts: list[tuple[np.ndarray, ...]] = []
+    n_nodes = 1
     while len(sizes):
         round_no += 1
         if progress is not None:
@@ -186,6 +196,17 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints,
             n_final += int(done.sum())
         if not split.any():
             break
+        if with_tree:  # where the right side starts: its first unit (a value's code, or the
+            # first leaf of a child of the LCA, so that every child lies on one side of the cut)
+            code = np.zeros(n_part, dtype=np.int64)
+            for d in np.unique(best_dim[split]):
+                mine = split & (best_dim == d)
+                first_unit = axis_state[d][1][best_cut[mine]]
+                code[mine] = first_unit if isinstance(views[d].axis, NumericAxis) else views[d].axis.lo[first_unit]
+            first_child = n_nodes + 2 * np.arange(int(split.sum()))
+            cuts.append((node_of[split], best_dim[split], code[split], first_child))
+            n_nodes += 2 * len(first_child)
+            node_of = np.column_stack([first_child, first_child + 1]).ravel()
         right = np.arange(len(part)) >= np.repeat(best_cut, sizes)
         for d in np.unique(best_dim[split]):
             mine = np.repeat(best_dim == d, sizes)
@@ -219,6 +240,14 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints,
             n_final += int(small.sum())
             orders = [o[~in_small] for o in orders]
             sizes = sizes[~small]
+            node_of = node_of[~small] if with_tree else node_of
+    if with_tree:
+        tree = SplitTree(columns=[a.column for a in axes], axis=np.full(n_nodes, -1, dtype=np.int64),
+                         threshold=np.zeros(n_nodes, dtype=np.int64), left=np.full(n_nodes, -1, dtype=np.int64),
+                         right=np.full(n_nodes, -1, dtype=np.int64))
+        for node, dim, code, left in cuts:
+            tree.axis[node], tree.threshold[node], tree.left[node], tree.right[node] = dim, code, left, left + 1
+        return final, tree
     return final
 
 
