@@ -612,7 +612,11 @@ def population_statements(result: Anonymized, constraints: Constraints, subset: 
         statements.append(
             f"k-map: every released class's quasi-identifiers match at least {got.k_map} records of the "
             f"population (k_map requested: {pop.k_map}), counted by the check from the released labels "
-            "and the population's values")
+            "and the population's values" + (
+                "; a lower bound: each class counted as the population records the generalization "
+                "gives its labels (each checked to cover its record's value), the exact count of every "
+                "class against every population tuple being too large to run"
+                if (meta.get("check") or {}).get("k_map") == "lower bound" else ""))
     if pop.presence:
         statements.append(
             f"δ-presence: in every class of the population, those without a released record too, the "
