@@ -340,7 +340,38 @@ def _scale_rows(quick: bool) -> list[Row]:
                                             f"t={peer.get('t', float('nan')):.3f}")))
     rows += _more_models_rows(n, small, qis, quick)
     rows.append(_automatic_tree_row(n))
+    rows.append(_population_row(n))
     return rows
+
+
+def _population_row(n: int) -> Row:
+    """δ-presence [0.05, 0.5] (k = 1) over a population of ``n`` synthetic records, a seeded
+    random quarter of them the research subset: the whole Mondrian release (ordered codes, sets
+    of children), its independent population check included, which proves the classes disjoint
+    from Mondrian's split tree in O(records × QIs)."""
+    from app.privacy.anonymity.models import Population
+
+    raw = synthetic_raw(n)
+    qis = list(raw.columns)
+    infos = {q: ColumnInfo(q, "categorical", "quasi_identifier") for q in qis}
+    subset = np.random.default_rng(0).random(n) < 0.25
+    constraints = Constraints(k=1, population=Population(in_subset=subset, delta_min=0.05, delta_max=0.5))
+    options = Options(categorical_coding="ordered", categorical_release="children")
+    holder = {}
+    seconds = best_time(lambda: holder.update(r=anonymize(raw, infos, {}, qis, constraints, None, options)),
+                        repeat=2)
+    r = holder["r"]
+    spent = r.metrics["seconds"]
+    return Row(workload=f"Mondrian δ-presence [0.05, 0.5], k = 1, a population of {n:,} records × 8 QIs "
+                        f"(research subset {int(subset.sum()):,}): time", veil=seconds, unit="s",
+               higher_is_better=False,
+               notes=f"whole release with the independent population check; {r.metrics['classes']:,} classes, "
+                     f"shares [{r.achieved.delta_presence_min:.3f}, {r.achieved.delta_presence_max:.3f}]; "
+                     f"generalization {spent['generalization']:.1f} s, check and metrics "
+                     f"{spent['with_verification_and_metrics'] - spent['generalization']:.1f} s "
+                     f"({r.metadata['population']['check']['disjoint']}); with the exact count it replaced (every class × "
+                     "every distinct population tuple) the release took 41 s at 100,000 records (39 s of it "
+                     "the check), 410 s at 300,000")
 
 
 def _more_models_rows(n: int, small: int, qis: list[str], quick: bool) -> list[Row]:
