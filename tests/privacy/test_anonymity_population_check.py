@@ -299,3 +299,28 @@ def test_label_covers_as_ranges_are_the_masks():
             for a, b in cover.spans(str(label)):
                 mask[a:b] = True
             assert (mask == cover.covers(str(label))).all(), label
+
+
+@bounded(80)
+@given(population_cases(lattice=False))
+def test_mondrian_s_split_tree_describes_its_partition(case):
+    """Every record routed down the tree by its own codes ends at its class's leaf, one leaf
+    per class: the certificate Mondrian emits is its partition (the check verifies it anyway)."""
+    from app.privacy.anonymity.axes import build_axes
+    from app.privacy.anonymity.mondrian import mondrian_partition
+    frame, infos, hierarchies, qis, constraints, _, options = case
+    axes, _ = build_axes(frame, [infos[q] for q in qis], hierarchies, numeric=options.numeric_generalization,
+                         categorical=options.categorical_coding, auto_levels=options.auto_levels)
+    ids, tree = mondrian_partition(axes, constraints, with_tree=True)
+    plain = mondrian_partition(axes, constraints)
+    assert (ids == plain).all()
+    assert tree.columns == qis
+    codes = np.column_stack([a.codes if isinstance(a, NumericAxis) else a.leaf_codes for a in axes])
+    node = np.zeros(len(frame), dtype=np.int64)
+    while (tree.axis[node] >= 0).any():
+        inner = np.flatnonzero(tree.axis[node] >= 0)
+        at = node[inner]
+        right = codes[inner, tree.axis[at]] >= tree.threshold[at]
+        node[inner] = np.where(right, tree.right[at], tree.left[at])
+    pairs = pd.DataFrame({"class": ids, "leaf": node}).drop_duplicates()
+    assert pairs["class"].is_unique and pairs["leaf"].is_unique
