@@ -7,7 +7,8 @@ import pytest
 
 from app.privacy.anonymity import models, mondrian
 from app.privacy.anonymity.axes import build_axes
-from app.privacy.anonymity.methods import KAnonymityParams, RiskParams, run_kanonymity, run_risk
+from app.privacy.anonymity.methods import KAnonymityParams, run_kanonymity
+from app.privacy.anonymity.risk_method import RiskParams, run_risk
 from app.privacy.anonymity.models import Constraints, Sensitive, class_stats
 from app.privacy.anonymity.mondrian import mondrian_partition
 from app.privacy.anonymity.risk import prosecutor_risk

@@ -252,7 +252,7 @@ def test_risk_reports_the_k_map_and_delta_presence_a_table_meets():
     """risk with research_subset: per class of the quasi-identifiers, the population count of
     the classes holding research records (k-map: the smallest) and every class's share of
     research records (δ-presence: the range, a class without any at 0), by hand."""
-    from app.privacy.anonymity.methods import RiskParams, _check_risk, run_risk
+    from app.privacy.anonymity.risk_method import RiskParams, _check_risk, run_risk
     from app.privacy.context import RunContext
     from app.privacy.data import ColumnInfo, MethodInput
     frame = pd.DataFrame({"zip": ["a"] * 4 + ["b"] * 3 + ["c"] * 2,

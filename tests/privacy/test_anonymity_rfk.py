@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
-from app.privacy.anonymity.methods import RfkParams, _check_rfk, run_rfk
+from app.privacy.anonymity.rfk_method import RfkParams, _check_rfk, run_rfk
 from app.privacy.anonymity.rfk import encode_features, kmeans_1d, tier_stability
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput

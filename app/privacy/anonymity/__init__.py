@@ -8,5 +8,6 @@ constraints, vectorized over classes), ``mondrian`` and ``lattice`` (the two alg
 ``release`` (labels, metrics and the released frame), ``verify`` (the independent checker),
 ``anonymize`` (one k-anonymization from table to verified release), ``roles`` (which columns are
 quasi-identifiers and which is sensitive), ``metrics`` and ``risk`` (figures), ``rfk`` (seed
-003), ``methods`` (the registered methods).
+003), ``methods`` (the registered ``kanonymity`` and the helpers the others share),
+``risk_method`` and ``rfk_method`` (the registered ``risk`` and ``rfk_anonymity``).
 """

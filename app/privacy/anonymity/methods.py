@@ -1,5 +1,6 @@
-"""The registered anonymity methods: ``kanonymity`` and ``rfk_anonymity`` (releases) and
-``risk`` (analysis)."""
+"""The registered ``kanonymity`` method (its parameters, refusals, guarantee and release) and the
+helpers the other anonymity methods share (risk_method.py: ``risk``; rfk_method.py:
+``rfk_anonymity``)."""
 
 from __future__ import annotations
 
@@ -8,27 +9,24 @@ from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure  # no pyplot: no global state, no GUI backend
 from pydantic import Field, model_validator
 
 from app.privacy.anonymity.anonymize import (
     Anonymized, Options, anonymize, flat_warning, numeric_hierarchical_t,
 )
 from app.privacy.anonymity.models import Constraints, Population
-from app.privacy.anonymity.rfk import RfkConfig, rfk_pipeline
 from app.privacy.anonymity.risk import (
-    class_size_table, frame_risk, population_risk, population_table, prosecutor_risk,
+    frame_risk,
 )
 from app.privacy.anonymity.roles import MAX_SENSITIVE, resolve_quasi_identifiers, resolve_sensitive
-from app.privacy.anonymity.verify import disclosure_levels, equivalence_classes
 from app.privacy.anonymity.wording import as_given, below, rounded
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease, columns_changed_by
 from app.privacy.guarantees import guarantee, raw_determinants
 from app.privacy.registry import (
-    MethodKind, MethodInputError, at_least_k_records, MethodSpec, Params, MethodSource, register, require_declared_classes,
+    MethodKind, MethodInputError, at_least_k_records, MethodSpec, Params, register,
 )
-from app.privacy.results import ReleaseResult, ReportResult, render_figure
+from app.privacy.results import ReleaseResult
 
 NO_RANDOMNESS = "none: deterministic generalization (no randomness drawn)"
 NOT_DP = ("k-anonymity is not differential privacy: it limits linkage through the declared "
@@ -276,7 +274,7 @@ SUBSET_MARKS = {"true": True, "false": False, "yes": True, "no": False, "1": Tru
                 "1.0": True, "0.0": False}
 
 
-def _subset_column(name: str | None, columns: list[ColumnInfo], qis: list[str]) -> str | None:
+def subset_column(name: str | None, columns: list[ColumnInfo], qis: list[str]) -> str | None:
     """The column marking the research subset: known, not a quasi-identifier, two values at most
     (as the schema's profile knows them), no missing cell."""
     if name is None:
@@ -547,7 +545,7 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
     frame = data.frame
     assert frame is not None
     qis, sensitive = _roles(params, data.columns)
-    subset = _subset_column(params.research_subset, data.columns, qis)
+    subset = subset_column(params.research_subset, data.columns, qis)
     population = params.population(subset_mask(frame[subset], subset)) if subset else None
     infos = {c.name: c for c in data.columns}
     identifiers = [c.name for c in data.columns if c.role == "identifier" and c.name in frame.columns]
@@ -630,7 +628,7 @@ def population_statements(result: Anonymized, constraints: Constraints, subset: 
 def _check_kanonymity(params: KAnonymityParams, columns: list[ColumnInfo],
                       source: SourceRelease | None) -> None:
     qis, sensitive = _roles(params, columns)
-    _subset_column(params.research_subset, columns, qis)
+    subset_column(params.research_subset, columns, qis)
     by_name = {c.name: c for c in columns}
     own = params.column_models()
     for name in [sensitive] if isinstance(sensitive, str) else sensitive or []:
@@ -671,328 +669,4 @@ register(MethodSpec(
     uses_hierarchies=True,
     docs="docs/methods/kanonymity.md",
     slow_params=('time_budget', 'max_lattice_nodes'),
-))
-
-
-# ------------------------------------------------------------------------------------ risk
-class RiskParams(Params):
-    quasi_identifiers: list[str] | None = Field(
-        None, max_length=32, description="columns an attacker knows; default: the release's or the "
-        "schema's quasi-identifiers")
-    threshold: int = Field(5, ge=2, le=1_000_000, description="records in classes smaller than this "
-                           "count as at risk (individual risk above 1/threshold)")
-    sampling_fraction: float | None = Field(
-        None, gt=0.0, le=1.0, description="the table is a sample holding this share of its "
-        "population: adds marketer risk and population uniqueness (Zayatz, Pitman, SNB, Dankar's "
-        "rule); absent: prosecutor risk only")
-    sensitive: str | list[str] | None = Field(
-        None, description="a sensitive column: adds the attribute-disclosure levels the table meets "
-        "over the quasi-identifiers (distinct and entropy l, recursive c, α, t, β, δ-disclosure), "
-        "against its own distribution of the column; or a list of columns (at most 8): the levels "
-        "of each, by column")
-    recursive_l: int = Field(2, ge=2, le=10_000, description="the l at which recursive (c,l)-diversity's "
-                             "c is reported (with sensitive)")
-    research_subset: str | None = Field(
-        None, description="a column marking a research subset of the table, which is then the population "
-        "(true/false, yes/no, 1/0, or a boolean column): adds the k-map figure (the smallest population "
-        "class holding a research record) and the δ-presence range (the smallest and largest share of "
-        "research records over every class) the table meets over the quasi-identifiers")
-
-    @model_validator(mode="after")
-    def _few_sensitive(self):
-        if isinstance(self.sensitive, list) and len(self.sensitive) > MAX_SENSITIVE:
-            raise ValueError(f"{len(self.sensitive)} sensitive columns; at most {MAX_SENSITIVE}")
-        return self
-
-
-def _risk_sensitive(params: RiskParams, columns: list[ColumnInfo], qis: list[str]) -> str | list[str] | None:
-    return resolve_sensitive(columns, params.sensitive, qis, needed=False)
-
-
-def _disclosure_table(levels: dict) -> pd.DataFrame:
-    """One row per model: the level the table meets and what it means."""
-    def figure(entry):
-        return entry["level"] if isinstance(entry, dict) else entry
-    rows = [
-        ("distinct l-diversity", levels["l_distinct"], "met for every l up to this"),
-        ("entropy l-diversity", levels["entropy_l"], "met for every l up to this (e^entropy of the least diverse class)"),
-        (f"recursive (c,l)-diversity, l = {levels['recursive']['l']}", figure(levels["recursive"]),
-         "met for every c above this" if levels["recursive"]["level"] is not None else levels["recursive"]["reason"]),
-        ("(α,k)-anonymity", levels["alpha"], "met for every α from this (the largest share of a value in a class)"),
-        (f"t-closeness ({levels['distance']} distance)", levels["t"], "met for every t from this"),
-        ("basic β-likeness", levels["beta_basic"], "met for every β from this (the largest relative gain)"),
-        ("enhanced β-likeness", figure(levels["beta_enhanced"]),
-         "met for every β from this" if levels["beta_enhanced"]["level"] is not None else levels["beta_enhanced"]["reason"]),
-        ("δ-disclosure privacy", figure(levels["delta_disclosure"]),
-         "met for every δ above this" if levels["delta_disclosure"]["level"] is not None
-         else levels["delta_disclosure"]["reason"]),
-    ]
-    return pd.DataFrame(rows, columns=["model", "level", "meaning"])
-
-
-def _risk_qis(params: RiskParams, columns: list[ColumnInfo], source: SourceRelease | None) -> list[str]:
-    declared = source.metadata.get("quasi_identifiers") if source is not None else None
-    return resolve_quasi_identifiers(columns, params.quasi_identifiers, declared)
-
-
-def _risk_plot(table) -> object:
-    fig = Figure(figsize=(6, 3.5))
-    ax = fig.subplots()
-    share = np.cumsum(table["records"].to_numpy()) / max(table["records"].sum(), 1)
-    ax.step(table["class_size"], share, where="post")
-    ax.set_xscale("log")
-    ax.set_xlabel("equivalence class size")
-    ax.set_ylabel("share of records in classes ≤ size")
-    ax.set_ylim(0, 1.02)
-    ax.grid(alpha=0.3)
-    ax.set_title("Prosecutor risk: records by class size")
-    return render_figure(fig)
-
-
-def run_risk(data: MethodInput, params: RiskParams, ctx: RunContext) -> ReportResult:
-    frame = data.frame
-    assert frame is not None
-    qis = _risk_qis(params, data.columns, data.source)
-    ctx.progress(0.1, "grouping records")
-    ids = equivalence_classes(frame, qis)
-    figures = prosecutor_risk(ids, params.threshold)
-    table = class_size_table(ids)
-    tables = {"class_sizes": table}
-    if params.sampling_fraction is not None:
-        ctx.progress(0.5, "estimating population uniqueness")
-        figures["population"] = population_risk(ids, params.sampling_fraction)
-        tables["population_uniqueness"] = population_table(figures["population"])
-    sensitive = _risk_sensitive(params, data.columns, qis)
-    if sensitive is not None:
-        ctx.progress(0.7, "measuring attribute disclosure")
-        types = {c.name: c.type for c in data.columns}
-        levels = {name: disclosure_levels(frame, qis, name, numeric=types[name] == "numeric",
-                                          recursive_l=params.recursive_l)
-                  for name in ([sensitive] if isinstance(sensitive, str) else sensitive)}
-        if isinstance(sensitive, str):
-            figures["attribute_disclosure"] = levels[sensitive]
-            tables["attribute_disclosure"] = _disclosure_table(levels[sensitive])
-        else:  # several columns: each one's levels, by column (a table row per column and model)
-            figures["attribute_disclosure"] = levels
-            tables["attribute_disclosure"] = pd.concat(
-                [_disclosure_table(one).assign(column=name) for name, one in levels.items()],
-                ignore_index=True)[["column", "model", "level", "meaning"]]
-    if params.research_subset is not None:
-        figures["population_models"] = population_figures(
-            ids, subset_mask(frame[params.research_subset], params.research_subset), params.research_subset)
-    ctx.progress(0.9, "plotting")
-    return ReportResult(
-        kind="risk",
-        data={"model": "prosecutor", "quasi_identifiers": qis,
-              "input": "release" if data.source is not None else "dataset", **figures},
-        tables=tables,
-        plots={"class_sizes": _risk_plot(table)},
-    )
-
-
-def population_figures(ids: np.ndarray, in_subset: np.ndarray, column: str) -> dict:
-    """The k-map and δ-presence levels a table meets as a population with a research subset:
-    per class t research and p population records; k-map the smallest p of a class with t > 0,
-    δ-presence the range of t / p over every class (a class without research records is 0)."""
-    t = np.bincount(ids[in_subset], minlength=int(ids.max()) + 1 if len(ids) else 0)
-    p = np.bincount(ids, minlength=len(t))
-    share = t / np.maximum(p, 1)
-    return {"research_subset": column, "records": int(len(ids)), "research_records": int(in_subset.sum()),
-            "classes": int(len(p)), "classes_without_research_records": int((t == 0).sum()),
-            "k_map": int(p[t > 0].min()) if (t > 0).any() else None,
-            "delta_presence": [float(share.min()), float(share.max())] if len(p) else None}
-
-
-def _check_risk(params: RiskParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
-    qis = _risk_qis(params, columns, source)
-    _risk_sensitive(params, columns, qis)
-    if params.research_subset is not None:
-        _subset_column(params.research_subset, columns, qis)
-
-
-register(MethodSpec(
-    name="risk",
-    family="anonymity",
-    kind=MethodKind.analysis,
-    summary="Re-identification risk of a dataset or a release under the prosecutor model: highest "
-            "and average risk, records in small classes, sample uniques; with a sampling fraction, "
-            "marketer risk and population uniqueness too; with a sensitive column, the attribute-"
-            "disclosure levels the table meets (l, α, t, β, δ).",
-    params=RiskParams,
-    guarantee="an assessment: no privacy cost, no protection",
-    paper="Prosecutor and marketer risk, population uniqueness (ARX; Dankar et al. 2012); spec 04 §1",
-    run=run_risk,
-    sources=frozenset({MethodSource.dataset, MethodSource.release}),
-    check=_check_risk,
-    produces_randomness=False,
-    docs="docs/methods/risk.md",
-))
-
-
-# --------------------------------------------------------------------------- rfk_anonymity
-class RfkParams(Params):
-    label: str | None = Field(None, description="class column of the random forests; default: the "
-                              "schema's label column")
-    k: int = Field(5, ge=3, le=10_000, description="k of the k-anonymized tiers (the paper: K > 2, small)")
-    E: int | list[int] = Field(3, description="threshold: tiers 1..E are k-anonymized, the others "
-                               "released unchanged. A list computes every listed table's figures; "
-                               "the release is the first one listed")
-    report_E: list[int] | None = Field(None, description="further thresholds whose figures go into "
-                                       "metrics.by_E (default: 1..tiers)")
-    attributes: list[str] | None = Field(None, max_length=32, description="attributes ranked and "
-                                         "tiered; default: every column but the label and identifiers")
-    repeats: int = Field(5, ge=1, le=50, description="random 70/30 splits the drop-column "
-                         "sensitivity is averaged over (paper: 20)")
-    n_estimators: int = Field(50, ge=5, le=500, description="trees per random forest")
-    tiers: int = Field(5, ge=2, le=10, description="k-means clusters of the sensitivities (paper: 5)")
-    stability_runs: int = Field(1, ge=0, le=10, description="reruns of sensitivity and tiers with "
-                                "fresh splits, to report tier stability")
-    sample_size: int = Field(10_000, ge=200, le=200_000, description="stratified sample the forests "
-                             "are trained on (sensitivity and accuracy); the release covers every record")
-    eval_repeats: int = Field(2, ge=1, le=10, description="splits the release's forest accuracy is "
-                              "averaged over")
-    risk_threshold: int = Field(5, ge=2, le=1_000_000, description="class size below which records "
-                                "count as at risk")
-    seed: int = Field(0, ge=0, description="seeds the forests and splits (analysis randomness only: "
-                      "the k-anonymization itself is deterministic)")
-
-    def thresholds(self) -> tuple[int, list[int]]:
-        asked = [self.E] if isinstance(self.E, int) else list(self.E)
-        more = self.report_E if self.report_E is not None else list(range(1, self.tiers + 1))
-        every = list(dict.fromkeys([*asked, *more]))
-        return asked[0], sorted(every)
-
-    @model_validator(mode="after")
-    def _thresholds(self):
-        asked = [self.E] if isinstance(self.E, int) else list(self.E)
-        if not asked:
-            raise ValueError("E must name at least one threshold")
-        if any(not 1 <= e <= self.tiers for e in [*asked, *(self.report_E or [])]):
-            raise ValueError(f"thresholds E must lie in 1..{self.tiers} (the number of tiers)")
-        return self
-
-
-def _rfk_roles(params: RfkParams, columns: list[ColumnInfo]) -> tuple[str, list[str]]:
-    by_name = {c.name: c for c in columns}
-    if params.label is not None:
-        label = params.label
-    else:
-        labels = [c.name for c in columns if c.role == "label"]
-        if len(labels) != 1:
-            raise MethodInputError("rfk_anonymity needs a label column: pass label")
-        label = labels[0]
-    if label not in by_name:
-        raise MethodInputError(f"unknown label column {label!r}")
-    if params.attributes is not None:
-        attributes = params.attributes
-        for name in attributes:
-            if name not in by_name:
-                raise MethodInputError(f"unknown column {name!r} in attributes")
-            if name == label or by_name[name].role == "identifier":
-                raise MethodInputError(f"column {name!r} cannot be ranked (label or identifier)")
-    else:
-        attributes = [c.name for c in columns if c.name != label and c.role != "identifier"]
-    if len(attributes) < 2:
-        raise MethodInputError("rfk_anonymity needs at least two attributes besides the label")
-    return label, attributes
-
-
-def run_rfk(data: MethodInput, params: RfkParams, ctx: RunContext) -> ReleaseResult:
-    frame = data.frame
-    assert frame is not None
-    label, attributes = _rfk_roles(params, data.columns)
-    identifiers = [c.name for c in data.columns if c.role == "identifier" and c.name in frame.columns]
-    table = frame.drop(columns=identifiers)
-    if table[label].isna().any():
-        raise MethodInputError(f"label column {label!r} has missing cells")
-    release_E, thresholds = params.thresholds()
-    cfg = RfkConfig(k=params.k, tiers=params.tiers, repeats=params.repeats,
-                    n_estimators=params.n_estimators, stability_runs=params.stability_runs,
-                    sample_size=params.sample_size, eval_repeats=params.eval_repeats,
-                    risk_threshold=params.risk_threshold, seed=params.seed)
-    infos = {c.name: c for c in data.columns}
-    hierarchies, generalized = usable_hierarchies(data)
-    outcome = rfk_pipeline(table, infos, hierarchies, attributes, label, thresholds, cfg,
-                           ctx.progress, keep_releases=(release_E,))
-    result = outcome.releases[release_E]
-    figures = outcome.by_E[release_E]
-    released = list(result.frame.columns)
-    risk_all = figures["risk_all_attributes"]
-    unchanged = figures["unchanged"]
-    warnings = chain_warnings(result, figures["anonymized"], generalized) + \
-        changed_qi_warnings(data, figures["anonymized"])
-    if unchanged:
-        warnings.append(
-            f"attributes released unchanged still identify people: over all {len(attributes)} "
-            f"attributes the highest re-identification risk is {risk_all['highest']:.3g}, "
-            f"{risk_all['sample_uniques_share']:.1%} of records are unique and "
-            f"{risk_all['records_at_risk']:.1%} are in classes smaller than {params.risk_threshold}")
-    determined, through, through_warnings = read_through_unchanged(
-        table, result, figures["anonymized"], released)
-    warnings += through_warnings
-    metrics = {
-        **result.metrics, "E": release_E, "k": params.k,
-        **({"risk_through_unchanged_columns": through} if through is not None else {}),
-        "information_loss": {key: figures[key] for key in
-                             ("ncp_anonymized", "ncp_all", "ncp_sum", "ncp_per_attribute")},
-        "accuracy": {"release": figures["accuracy"], "original": outcome.original_accuracy,
-                     "release_tiers_only": figures["accuracy_tiers_only"]},
-        "risk_all_attributes": risk_all,
-        "by_E": [outcome.by_E[e] for e in thresholds],
-        "sensitivity": outcome.sensitivity.as_dict(),
-        "tiers": outcome.tiers,
-        "tier_stability": outcome.stability,
-    }
-    metadata = {**result.metadata, "E": release_E, "tiers": outcome.tiers, "label": label,
-                "sensitivity": outcome.sensitivity.as_dict(),
-                "sensitivity_spread": dict(zip(attributes, map(float, outcome.sensitivity.spread))),
-                "base_accuracy": outcome.sensitivity.base_accuracy,
-                "anonymized_attributes": figures["anonymized"], "unchanged_attributes": unchanged}
-    if identifiers:
-        metadata["dropped_identifiers"] = identifiers
-    ctx.progress(1.0, "done")
-    return ReleaseResult(
-        frame=result.frame.reset_index(drop=True),
-        columns=release_columns(data.columns, released, figures["anonymized"]),
-        guarantees=guarantees_of(
-            result, Constraints(k=params.k), figures["anonymized"], released,
-            private=not unchanged,
-            extra_statements=[f"RFK-anonymity table E = {release_E}: tiers 1..{release_E} of the "
-                              "random-forest sensitivity ranking are k-anonymized together"],
-            extra_warnings=warnings, determined=determined),
-        metrics=metrics,
-        metadata=metadata,
-        hierarchies_used=result.metadata.get("uploaded_hierarchies", []),
-    )
-
-
-def _check_rfk(params: RfkParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
-    label, _ = _rfk_roles(params, columns)
-    info = next(c for c in columns if c.name == label)
-    # The schema's profile (when known) settles a single-class label before any ε or time is
-    # spent; class sizes and the record count are checked when the data is read (rfk.py).
-    require_declared_classes(info, "label column", "the random forests' sensitivities need at "
-                             "least two classes")
-    if info.missing:
-        raise MethodInputError(f"label column {label!r} has missing cells")
-
-
-register(MethodSpec(
-    name="rfk_anonymity",
-    family="anonymity",
-    kind=MethodKind.release,
-    summary="RFK-anonymity: rank attributes by random-forest drop-column sensitivity, cluster them "
-            "into tiers with k-means, k-anonymize tiers 1..E and release the rest unchanged; "
-            "reports information loss, forest accuracy and re-identification risk for every E.",
-    params=RfkParams,
-    guarantee="k-anonymity over the attributes of tiers 1..E only; attributes left unchanged are "
-              "not protected (their risk is reported); not differential privacy",
-    paper="Zhai, Chen, Zhang, Pei & Ma, RFK-anonymity (seed 003); spec 04 §2",
-    run=run_rfk,
-    check=_check_rfk,
-    check_rows=at_least_k_records,
-    produces_randomness=False,
-    uses_hierarchies=True,
-    docs="docs/methods/rfk_anonymity.md",
-    slow_params=('repeats', 'n_estimators', 'stability_runs', 'eval_repeats', 'sample_size'),
 ))
