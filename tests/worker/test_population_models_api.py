@@ -53,32 +53,35 @@ def _release(client, headers, ds, params) -> tuple[dict, pd.DataFrame]:
     return rel, pd.read_parquet(io.BytesIO(data.content))
 
 
-def _covered(raw: pd.DataFrame, hierarchies: dict, labels: tuple) -> np.ndarray:
-    """The population records a released tuple's labels cover, value by value: age by its
+def _hits(hierarchies: dict, q: str, label: str, values: np.ndarray) -> np.ndarray:
+    """Which of a QI's distinct population values one released label covers: age by its
     interval (or its ARX hierarchy's label), a categorical value by any node of its hierarchy
     row, a set '{a|b}' by any member."""
-    covered = np.ones(len(raw), dtype=bool)
-    for q, label in zip(QIS, labels):
-        parts = set(label[1:-1].split("|")) if label.startswith("{") else {label}
-        values = raw[q].astype(str) if q != "age" else raw[q].astype(int).astype(str)
-        hits = {}
-        for v in values.unique():
-            nodes = hierarchies[q][v]
-            # Mondrian's closed interval '[a, b]' by value; a hierarchy's label (ARX's age
-            # hierarchy puts 20 under '15-19') only by the hierarchy's row
-            hits[v] = bool(nodes & parts) or (q == "age" and any(
-                _covers_numeric(p, float(v)) for p in parts if p.startswith("[") and p.endswith("]")))
-        covered &= values.map(hits).to_numpy(dtype=bool)
-    return covered
+    parts = set(label[1:-1].split("|")) if label.startswith("{") else {label}
+    # Mondrian's closed interval '[a, b]' by value; a hierarchy's label (ARX's age hierarchy
+    # puts 20 under '15-19') only by the hierarchy's row
+    return np.array([bool(hierarchies[q][v] & parts) or (q == "age" and any(
+        _covers_numeric(p, float(v)) for p in parts if p.startswith("[") and p.endswith("]")))
+        for v in values], dtype=bool)
 
 
 def _per_class(rel, frame, raw, hierarchies):
-    """Per released class: (population records covered, research records covered, released)."""
+    """Per released class: (population records covered, research records covered, released).
+    Each QI's distinct labels are resolved against its distinct population values once; a
+    class's coverage is then the AND of its labels' rows read at every record's value code."""
     in_t = (raw["in_study"] == "yes").to_numpy()
+    codes, tables = {}, {}
+    for q in QIS:
+        values = raw[q].astype(int).astype(str) if q == "age" else raw[q].astype(str)
+        codes[q], uniques = pd.factorize(values)
+        labels = frame[q].astype(str).unique()
+        tables[q] = {label: _hits(hierarchies, q, label, uniques) for label in labels}
     times = np.zeros(len(raw), dtype=np.int64)
     rows = []
     for labels, group in frame.groupby([frame[q].astype(str) for q in QIS]):
-        covered = _covered(raw, hierarchies, labels)
+        covered = np.ones(len(raw), dtype=bool)
+        for q, label in zip(QIS, labels):
+            covered &= tables[q][label][codes[q]]
         times += covered
         rows.append((int(covered.sum()), int((covered & in_t).sum()), len(group)))
     return rows, times, in_t
