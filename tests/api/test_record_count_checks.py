@@ -36,7 +36,7 @@ def test_a_release_input_is_checked_against_its_own_record_count(client, owner):
     assert ok.status_code == 202, ok.text
 
 
-@pytest.mark.parametrize("method", ["mst", "aim", "dppro", "icahdp"])
+@pytest.mark.parametrize("method", ["mst", "aim", "dppro", "icahdp", "privbayes"])
 def test_a_one_record_table_is_refused_by_dp_releases_before_any_debit(client, owner, method):
     """The job failed ('the table needs at least 2 records') after the debit and its refund,
     and on a budgeted dataset the 409 came first (odd-datasets acceptance check)."""

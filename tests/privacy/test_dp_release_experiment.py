@@ -58,7 +58,7 @@ def test_plot_tells_every_method_and_peer_apart_without_colour():
     DPPro, ICAHDP and the peers apart, and a method's colour followed its rank in the run."""
     runs = pd.DataFrame([{"task": "adult_income", "method": m, "epsilon": e, "majority_error": 0.25,
                           "error_release_split": 0.2, "error_raw_holdout": 0.3}
-                         for m in ["aim", "dppro", "icahdp_paper", "icahdp_strict", "mst", "PrivBayes",
+                         for m in ["aim", "dppro", "icahdp_paper", "icahdp_strict", "mst", "privbayes", "PrivBayes",
                                    "smartnoise MST"] for e in (0.5, 1.0)]
                         + [{"task": "adult_income", "method": "noprivacy", "epsilon": math.inf,
                             "majority_error": 0.25, "error_release_split": 0.15, "error_raw_holdout": 0.15}])

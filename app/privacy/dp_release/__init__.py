@@ -14,4 +14,5 @@ zcdp.py         zCDP accounting and exact sampling (exponential mechanism) for m
 pgm.py          a small numpy graphical model for aim's intermediate rounds
 mst.py          the mst method
 aim.py          the aim method
+privbayes.py    the privbayes method (pure ε-DP: exact R scores, discrete Laplace marginals)
 """

@@ -56,10 +56,11 @@ MAX_ROWS = 2_000_000  # the largest `rows` a job may ask for; an estimated size 
 LABEL_WEIGHT = 2.0
 
 
-class SynthParams(TableParams):
-    """Parameters of mst and aim (epsilon, columns, bounds, categories from TableParams)."""
+class DomainParams(TableParams):
+    """The parameters of a synthesizer on the declared discrete domains (mst, aim, privbayes):
+    epsilon, columns, bounds, categories from TableParams; the numeric columns' ``bins``; the
+    synthetic table's ``rows``."""
 
-    delta: float = Field(1e-9, gt=0.0, le=MAX_DELTA, description="δ of the (ε, δ) guarantee")
     bins: int | dict[str, int | list[float]] = Field(
         32, description=f"number of bins of a numeric column over its declared bounds "
         f"(2-{MAX_BINS}): equal-width for a real-valued column; an integer column with at most that "
@@ -68,6 +69,33 @@ class SynthParams(TableParams):
         "One number for every numeric column or column → number, or column → the bin edges "
         "themselves, from the lower to the upper declared bound",
         json_schema_extra=schema_bounds(types_=("integer",), minimum=2, maximum=MAX_BINS))
+    rows: int | None = Field(None, ge=1, le=MAX_ROWS, description="rows of the synthetic table; "
+                             "default the number of input records (public: neighbours replace one "
+                             "record)")
+
+    @field_validator("bins")
+    @classmethod
+    def _bins(cls, v):
+        # a per-column map names the column at fault
+        for name, b in (v.items() if isinstance(v, dict) else [(None, v)]):
+            where = "bins" if name is None else f"bins of {name!r}"
+            if not 2 <= (len(b) - 1 if isinstance(b, list) else b) <= MAX_BINS:
+                raise ValueError(f"{where} must lie in [2, {MAX_BINS}] (edges: 3 to {MAX_BINS + 1} numbers)")
+            if isinstance(b, list) and any(x >= y for x, y in itertools.pairwise(b)):
+                raise ValueError(f"{where}: its edges must increase strictly")
+        return v
+
+    def bins_of(self, name: str) -> int | list[float]:
+        if isinstance(self.bins, dict):
+            return self.bins.get(name, 32)
+        return self.bins
+
+
+class SynthParams(DomainParams):
+    """Parameters of mst and aim (epsilon, columns, bounds, categories, bins, rows from
+    DomainParams)."""
+
+    delta: float = Field(1e-9, gt=0.0, le=MAX_DELTA, description="δ of the (ε, δ) guarantee")
     rows: int | None = Field(None, ge=1, le=MAX_ROWS, description="rows of the synthetic table; "
                              "default the number of input records (replace_one) or, under add_remove, "
                              "the total estimated from the noisy measurements (rounded, at least 1, at "
@@ -89,23 +117,6 @@ class SynthParams(TableParams):
     one_way_weights: Literal["uniform", "levels"] = Field(
         "levels", description="split of the 1-way share among the columns: 'levels' (ρ_c ∝ "
         "levels^(2/3), the split with the least expected L1 noise) or 'uniform' (the paper's)")
-
-    @field_validator("bins")
-    @classmethod
-    def _bins(cls, v):
-        # a per-column map names the column at fault
-        for name, b in (v.items() if isinstance(v, dict) else [(None, v)]):
-            where = "bins" if name is None else f"bins of {name!r}"
-            if not 2 <= (len(b) - 1 if isinstance(b, list) else b) <= MAX_BINS:
-                raise ValueError(f"{where} must lie in [2, {MAX_BINS}] (edges: 3 to {MAX_BINS + 1} numbers)")
-            if isinstance(b, list) and any(x >= y for x, y in itertools.pairwise(b)):
-                raise ValueError(f"{where}: its edges must increase strictly")
-        return v
-
-    def bins_of(self, name: str) -> int | list[float]:
-        if isinstance(self.bins, dict):
-            return self.bins.get(name, 32)
-        return self.bins
 
 
 # ----------------------------------------------------------------------------- domain
@@ -207,7 +218,7 @@ class Column:
         return out
 
 
-def build_columns(params: SynthParams, infos: list[ColumnInfo]) -> list[Column]:
+def build_columns(params: DomainParams, infos: list[ColumnInfo]) -> list[Column]:
     """The released columns' discrete domains, from declared bounds and categories only."""
     chosen = check_references(params, infos)
     if len(chosen) > MAX_COLUMNS:

@@ -43,6 +43,7 @@ import app.privacy.dp_release.dppro  # noqa: E402,F401
 import app.privacy.dp_release.icahdp  # noqa: E402,F401
 from app.privacy.dp_release.marginals import SynthParams, build_columns, marginal  # noqa: E402
 import app.privacy.dp_release.mst  # noqa: E402,F401
+import app.privacy.dp_release.privbayes  # noqa: E402,F401
 from app.privacy.experiments import dataset_file, distinct  # noqa: E402
 from app.privacy.plotting import (  # noqa: E402
     LOWER_IS_BETTER, legend_below, suptitle_within, tilt_crowded_tick_labels,
@@ -56,14 +57,14 @@ TARGET = "target"
 TaskName = Literal["adult_degree", "adult_married", "coil_caravan", "coil_home", "bank_y",
                    "adult_income"]
 MethodName = Literal["icahdp_strict", "icahdp_paper", "dppro", "mst", "aim", "mst_add_remove",
-                     "aim_add_remove", "noprivacy"]
+                     "aim_add_remove", "privbayes", "noprivacy"]
 ALL_TASKS: list[str] = ["adult_degree", "adult_married", "coil_caravan", "coil_home", "bank_y"]
 TASK_ORDER: list[str] = [*ALL_TASKS, "adult_income"]
 ALL_METHODS: list[str] = ["icahdp_strict", "icahdp_paper", "dppro", "noprivacy"]
 LABELS = {"icahdp_strict": "ICAHDP strict", "icahdp_paper": "ICAHDP paper", "dppro": "DPPro",
           "mst": "MST (replace-one)", "aim": "AIM (replace-one)",
           "mst_add_remove": "MST (add/remove)", "aim_add_remove": "AIM (add/remove)",
-          "noprivacy": "NoPrivacy"}
+          "privbayes": "PrivBayes (Veil, pure ε)", "noprivacy": "NoPrivacy"}
 TVD_BINS = 32  # numeric columns are compared on the methods' 32 default bins over their declared bounds
 
 # Declared bounds: from the datasets' documentation and plain domain knowledge, not the data.
@@ -205,6 +206,8 @@ RELEASES: dict[str, tuple[str, dict]] = {
     # like-for-like with those peers; a job would be debited the replace-one ε' (``debits``)
     "mst_add_remove": ("mst", {"neighbouring": "add_remove"}),
     "aim_add_remove": ("aim", {"neighbouring": "add_remove"}),
+    # pure ε-DP (δ = 0), replace-one
+    "privbayes": ("privbayes", {}),
 }
 
 
@@ -314,7 +317,8 @@ class ExperimentDpReleaseParams(Params):
                                       "synthetic tables, ~10 s per release on Adult) are opt-in, and "
                                       "so are mst_add_remove and aim_add_remove (the same with ε under "
                                       "add/remove-one neighbours, the papers' and smartnoise's relation; "
-                                      "the report gives the replace-one ε' a job of theirs is debited)")
+                                      "the report gives the replace-one ε' a job of theirs is debited) and "
+                                      "privbayes (pure ε-DP, under a second a release on Adult)")
     # each ε in the methods' own range (0, 100]: otherwise the first release failed the job as
     # an internal error instead of a 422
     epsilons: list[Annotated[float, Field(gt=0, le=100)]] = Field(
@@ -416,7 +420,8 @@ _STYLES = {"icahdp_strict": dict(color="C2", marker="o", linestyle="-"),
            "aim": dict(color="C4", marker="v", linestyle="-"),
            # add/remove variants: their replace-one method's colour and marker, hollow, other line
            "mst_add_remove": dict(color="C5", marker="D", linestyle="--", markerfacecolor="none"),
-           "aim_add_remove": dict(color="C4", marker="v", linestyle="--", markerfacecolor="none")}
+           "aim_add_remove": dict(color="C4", marker="v", linestyle="--", markerfacecolor="none"),
+           "privbayes": dict(color="C9", marker="p", linestyle="-")}
 # peers injected by the benchmarks (run_protocol's ``extra``), in the order they come
 _PEER_STYLES = [dict(color=f"C{i}", marker=m, linestyle=ls) for i, m, ls in
                 [(3, "P", "--"), (6, "X", "-."), (7, "*", ":"), (8, "h", "--"), (9, "<", "-.")]]

@@ -1,0 +1,443 @@
+"""PrivBayes (Zhang, Cormode, Procopiuc, Srivastava & Xiao, SIGMOD 2014; TODS 42(4), 2017):
+a pure ε-DP synthetic table (δ = 0) from a Bayesian network. Neighbours replace one record
+(n public).
+
+  domains     the declared schema's, as mst and aim build them (marginals.build_columns):
+              categories, ``bins`` bins of a numeric column, a missing level in every column
+  structure   β·ε (β = ``structure_share``, the paper's 0.3). The paper's greedy loop
+              (GreedyBayes): the first attribute is drawn uniformly at random (no data read);
+              each of the d − 1 rounds picks one (X, Π) — X not yet in the network V, Π ⊆ V
+              with |Π| ≤ k (``degree``) — with the exponential mechanism at β·ε/(d − 1),
+              scored by R (below). Candidates: for each X the maximal θ-useful parent sets
+              (the paper's rule for attributes of any domain): |dom(X)|·|dom(Π)| ≤ τ with
+              τ = n·(1 − β)ε / (2dθ), i.e. the Laplace scale 2d/((1 − β)ε) of the counts at
+              most 1/θ of the average cell count n/|dom(X, Π)|; the empty set when no parent
+              fits. τ depends on n (public), ε and the schema only.
+  conditionals (1 − β)·ε. The attribute sets {X_i} ∪ Π_i of the network, less those inside
+              a later one (the paper measures the (k+1)-way marginal once for its first k + 1
+              attributes: this is that rule for parent sets of any size), m ≤ d marginals, each
+              with the discrete Laplace (noise.laplace_mechanism) at (1 − β)ε/m: one record
+              replaced moves one cell down 1 and one up 1 (L1 sensitivity 2, 2 cells), so the
+              scale is ≈ 2m/((1 − β)ε) counts. Each noisy marginal becomes the nearest table
+              of non-negative counts summing to n (``consistency`` "simplex"; "clip", the
+              paper's, sets negative counts to 0, which leaves a sparse table's empty cells
+              about half the noise scale each); every conditional Pr[X_i | Π_i] is read from
+              its marginal or from the later marginal holding it, normalized (a parent
+              configuration with no mass takes X_i's distribution from the same marginal;
+              uniform if that has none) — consistent conditionals, post-processing.
+  sample      ancestral sampling in the network's order, ``rows`` records (default n), from
+              the job's random source; levels decoded as mst decodes them (post-processing).
+
+The score R(X, Π) = ½‖P[X, Π] − P[X]·P[Π]‖₁ (TODS 2017, §4: the score the paper proposes
+for general domains, sensitivity 3/n + 2/n² under replacing one record). It is computed
+exactly in integers, as S = 2n²R = Σ_{x,π} |n·c(x, π) − c(x)·c(π)| (int64: every term and
+the sum are at most 2n² < 2^63 for n < 2^31). Replacing one record changes c(x, π) by e
+(−1 and +1 in at most two cells), c(x) by a and c(π) by b (the same), so
+
+    Σ |ΔS terms| ≤ n·Σ|e| + Σ_x|a(x)|·Σ_π c(π) + Σ_x c(x)·Σ_π|b(π)| + Σ|a|·Σ|b|
+                 ≤ 2n + 2n + 2n + 4 = 6n + 4,
+
+which is the paper's 3/n + 2/n² for R = S/2n² (tests/privacy/test_privbayes.py checks it on
+random neighbouring tables). The exponential mechanism P(X, Π) ∝ exp(η·S) with
+η = ε_round / (2·(6n + 4)) is ε_round-DP, sampled exactly (zcdp.ExactSampler.exponential:
+rational scores, CSPRNG bits, no floating-point argmax). DataSynthesizer's PrivBayes adds
+numpy float Laplace noise (open to Mironov's floating-point attack) and scores by mutual
+information; here every noisy count is a discrete Laplace draw on a power-of-two grid.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from fractions import Fraction
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field
+
+from app.privacy.context import RunContext
+from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
+from app.privacy.dp_release.common import NEIGHBOURING, require_rows, rng_statements
+from app.privacy.dp_release.encoding import domain_warnings
+from app.privacy.dp_release.marginals import (
+    Column, DomainParams, build_columns, decode_frame, encode_frame, marginal, output_infos,
+)
+from app.privacy.dp_release.zcdp import ExactSampler
+from app.privacy.guarantees import guarantee
+from app.privacy.noise import LAPLACE_SAMPLER, calibrate_laplace, laplace_mechanism
+from app.privacy.registry import MethodInputError, MethodKind, MethodSpec, register
+from app.privacy.results import ReleaseResult
+from app.privacy.rng import SecureRandom
+
+MAX_CANDIDATES = 50_000  # (attribute, parent set) pairs the structure may score, d·Σ_{j≤k} C(d−1, j)
+MAX_RECORDS = 2**31 - 1  # S ≤ 2n² must fit in int64
+MARGINAL_L1 = 2.0  # replace one record: one cell −1, one cell +1
+MARGINAL_CELLS = 2
+MISSING_SIGMAS = 5.0  # a missing level below 5 standard deviations of its noisy count is not released
+SAFETY = 1e-12  # ε shares nudged down so float rounding never sums above ε
+SCORE = "S = 2n²·R = Σ|n·c(x,π) − c(x)·c(π)| (R = ½‖P[X,Π] − P[X]P[Π]‖₁), exact integers"
+
+
+class PrivBayesParams(DomainParams):
+    degree: int = Field(2, ge=1, le=4, description="k: the most parents an attribute may get (the "
+                        "θ-useful rule may give it fewer: see theta)")
+    structure_share: float = Field(0.3, ge=0.05, le=0.95, description="β: the share of ε spent "
+                                   "choosing the network (the paper's 0.3); the rest measures its "
+                                   "conditional distributions")
+    theta: float = Field(4.0, ge=0.0, le=1000.0, description="θ-usefulness (the paper's 4): a "
+                         "parent set Π of X is a candidate only if the marginal of X and Π has at "
+                         "most n·(1 − β)ε/(2dθ) cells (its average count at least θ times the "
+                         "noise scale); 0: every parent set of up to `degree` columns")
+    consistency: Literal["simplex", "clip"] = Field(
+        "simplex", description="how a noisy marginal becomes a distribution (post-processing): "
+        "'simplex', the nearest table of non-negative counts summing to n (n is public), which "
+        "keeps a sparse table's empty cells near 0; 'clip', the paper's, negative counts set to 0 "
+        "(each empty cell then keeps about half the noise scale: 10 % spurious mass on Adult at ε = 50)")
+
+
+# ----------------------------------------------------------------------------- score
+def r_score(x: np.ndarray, x_size: int, parents: np.ndarray, parent_size: int, n: int) -> int:
+    """S = 2n²·R(X, Π) = Σ_{x,π} |n·c(x, π) − c(x)·c(π)|, exactly (``parents``: the flat index
+    of each record's parent configuration; 0 for every record when Π is empty)."""
+    joint = np.bincount(x * parent_size + parents, minlength=x_size * parent_size)
+    joint = joint.reshape(x_size, parent_size).astype(np.int64)
+    outer = np.outer(joint.sum(axis=1), joint.sum(axis=0))
+    return int(np.abs(n * joint - outer).sum())
+
+
+def score_sensitivity(n: int) -> int:
+    """Of S under replacing one record (module docstring): 6n + 4, i.e. 3/n + 2/n² for R."""
+    return 6 * n + 4
+
+
+def parent_index(codes: dict[str, np.ndarray], parents: tuple[str, ...], sizes: dict[str, int],
+                 n: int) -> np.ndarray:
+    if not parents:
+        return np.zeros(n, dtype=np.int64)
+    return np.ravel_multi_index(tuple(codes[p] for p in parents), tuple(sizes[p] for p in parents))
+
+
+# ------------------------------------------------------------------------- structure
+def useful_cells(n: int, epsilon: float, share: float, d: int, theta: float) -> float:
+    """τ: the most cells of a θ-useful marginal (∞ when θ = 0)."""
+    if theta == 0:
+        return math.inf
+    return n * (1.0 - share) * epsilon / (2.0 * d * theta)
+
+
+def candidate_count(d: int, degree: int) -> int:
+    """The (attribute, parent set) pairs the structure could score, over every round:
+    d·Σ_{j ≤ k} C(d − 1, j) (schema-determined)."""
+    return d * sum(math.comb(d - 1, j) for j in range(min(degree, d - 1) + 1))
+
+
+def parent_sets(x: str, chosen: list[str], sizes: dict[str, int], degree: int,
+                tau: float) -> list[tuple[str, ...]]:
+    """X's candidate parent sets among the attributes already in the network: the maximal
+    sets of at most ``degree`` of them whose marginal with X has at most τ cells (a set is
+    maximal when it holds ``degree`` columns or no further column fits: the domains grow with
+    every column added, so a set none of whose one-column extensions fits has no larger
+    superset that fits); the empty set when no column fits."""
+    out = []
+    top = min(degree, len(chosen))
+    for j in range(top, -1, -1):
+        for combo in itertools.combinations(chosen, j):
+            cells = sizes[x] * math.prod(sizes[p] for p in combo)
+            if cells > tau and j > 0:
+                continue
+            if j < top and any(cells * sizes[v] <= tau for v in chosen if v not in combo):
+                continue
+            out.append(combo)
+    return out
+
+
+def greedy_network(names: list[str], codes: dict[str, np.ndarray], sizes: dict[str, int], n: int,
+                   degree: int, tau: float, epsilon_round: Fraction, rng: SecureRandom,
+                   ) -> tuple[list[tuple[str, tuple[str, ...]]], list[dict[str, Any]]]:
+    """The paper's GreedyBayes: the network as (attribute, parents) in order, and each round's
+    record (candidates, choice, ε). The first attribute is uniform (no data read); each later
+    one and its parents come from the exponential mechanism over S at ``epsilon_round``."""
+    sampler = ExactSampler(rng)
+    first = names[sampler.uniform(len(names))]
+    network: list[tuple[str, tuple[str, ...]]] = [(first, ())]
+    chosen = [first]
+    eta = epsilon_round / (2 * score_sensitivity(n))
+    cache: dict[tuple[str, tuple[str, ...]], int] = {}
+    rounds: list[dict[str, Any]] = []
+    for r in range(len(names) - 1):
+        candidates = [(x, ps) for x in names if x not in chosen
+                      for ps in parent_sets(x, chosen, sizes, degree, tau)]
+        scores = []
+        for x, ps in candidates:
+            key = (x, tuple(sorted(ps)))
+            if key not in cache:
+                cache[key] = r_score(codes[x], sizes[x], parent_index(codes, ps, sizes, n),
+                                     math.prod(sizes[p] for p in ps), n)
+            scores.append(Fraction(cache[key]))
+        x, ps = candidates[sampler.exponential(scores, eta)]
+        network.append((x, ps))
+        chosen.append(x)
+        rounds.append({"round": r + 1, "candidates": len(candidates), "attribute": x,
+                       "parents": list(ps), "epsilon": float(epsilon_round)})
+    return network, rounds
+
+
+# ----------------------------------------------------------------------- conditionals
+def measured_sets(network: list[tuple[str, tuple[str, ...]]]) -> tuple[list[int], list[int]]:
+    """(the network positions whose attribute set {X_i} ∪ Π_i is measured, and for every
+    position the measured one its conditional is read from). A set inside a later one is not
+    measured (an earlier set cannot hold a later one: it lacks the later attribute); it is
+    read from the first later measured set that holds it."""
+    sets = [frozenset((x, *ps)) for x, ps in network]
+    measured = [i for i, s in enumerate(sets) if not any(s < t for t in sets[i + 1:])]
+    source = [next(j for j in measured if j >= i and sets[i] <= sets[j]) for i in range(len(sets))]
+    return measured, source
+
+
+def simplex(y: np.ndarray, total: float) -> np.ndarray:
+    """The nearest point (L2) to ``y`` with non-negative entries summing to ``total``:
+    max(y − λ, 0) with λ set so the sum is ``total`` (Duchi et al. 2008, by sorting)."""
+    v = np.sort(y)[::-1]
+    cum = np.cumsum(v) - total
+    j = np.arange(1, len(v) + 1)
+    k = int(np.flatnonzero(v - cum / j > 0)[-1]) + 1
+    return np.maximum(y - cum[k - 1] / k, 0.0)
+
+
+def missing_released(measured: tuple[tuple[str, ...], np.ndarray, float], column: Column) -> bool:
+    """Whether the column's missing level is released: its noisy count in the marginal the
+    column's conditional is read from (the sum over its slice of c cells, Laplace of scale b
+    each: standard deviation b·√(2c)) is at least 5 standard deviations, as mst's rule for its
+    1-way counts. Otherwise no synthetic record is missing there — a column without missing
+    values would else get some from the noise alone (post-processing)."""
+    axes, table, scale = measured
+    axis = axes.index(column.name)
+    cells = table.size // table.shape[axis]
+    return bool(np.take(table, column.missing_level, axis=axis).sum()
+                >= MISSING_SIGMAS * scale * math.sqrt(2.0 * cells))
+
+
+def nonnegative(table: np.ndarray, axes: tuple[str, ...], columns: list[Column], missing: dict[str, bool],
+                n: int, consistency: str) -> np.ndarray:
+    """A noisy marginal as non-negative counts: the cells of a missing level not released are 0,
+    the others projected onto the tables of n records ("simplex") or clipped at 0 ("clip")."""
+    allowed = np.ones(table.shape, dtype=bool)
+    for column in columns:
+        if column.name in axes and not missing[column.name]:
+            index = [slice(None)] * table.ndim
+            index[axes.index(column.name)] = column.missing_level
+            allowed[tuple(index)] = False
+    out = np.zeros(table.shape)
+    out[allowed] = simplex(table[allowed], n) if consistency == "simplex" else np.clip(table[allowed], 0.0, None)
+    return out
+
+
+def conditional(table: np.ndarray, axes: tuple[str, ...], x: str, parents: tuple[str, ...]) -> np.ndarray:
+    """P[x | parents] as a (parent configurations × levels of x) array from a non-negative noisy
+    marginal over ``axes`` (C order): summed down to (parents..., x) and normalized per
+    configuration; a configuration with no mass takes x's distribution in the same table,
+    uniform if that has none."""
+    keep = (*parents, x)
+    summed = table.sum(axis=tuple(i for i, a in enumerate(axes) if a not in keep))
+    rest = [a for a in axes if a in keep]
+    ordered = np.transpose(summed, [rest.index(a) for a in keep])
+    rows = ordered.reshape(-1, ordered.shape[-1])
+    fallback = rows.sum(axis=0)
+    fallback = fallback / fallback.sum() if fallback.sum() > 0 else np.full(len(fallback), 1.0 / len(fallback))
+    mass = rows.sum(axis=1, keepdims=True)
+    return np.where(mass > 0, rows / np.where(mass > 0, mass, 1.0), fallback)
+
+
+def sample_network(network: list[tuple[str, tuple[str, ...]]], conditionals: dict[str, np.ndarray],
+                   sizes: dict[str, int], rows: int, rng: SecureRandom) -> dict[str, np.ndarray]:
+    """Ancestral sampling: each attribute in the network's order from its conditional given
+    its parents' sampled levels, by inverse CDF on the job's random source."""
+    out: dict[str, np.ndarray] = {}
+    for x, ps in network:
+        cdf = np.cumsum(conditionals[x], axis=1)
+        cdf[:, -1] = 1.0
+        config = parent_index(out, ps, sizes, rows)
+        u = rng.random(rows)
+        levels = np.empty(rows, dtype=np.int64)
+        chunk = max(1, (1 << 22) // sizes[x])
+        for start in range(0, rows, chunk):
+            stop = min(rows, start + chunk)
+            levels[start:stop] = (cdf[config[start:stop]] <= u[start:stop, None]).sum(axis=1)
+        out[x] = np.minimum(levels, sizes[x] - 1)
+    return out
+
+
+# ------------------------------------------------------------------------------- run
+def _budget(params: PrivBayesParams, d: int) -> tuple[Fraction, Fraction, float]:
+    """(ε of the structure, ε of one round, ε left for the conditionals), the first two exact:
+    no structure without a second column."""
+    eps = Fraction(params.epsilon)
+    structure = eps * Fraction(params.structure_share) if d > 1 else Fraction(0)
+    per_round = structure / (d - 1) if d > 1 else Fraction(0)
+    return structure, per_round, float(eps - structure) * (1.0 - SAFETY)
+
+
+def _calibration_problem(params: PrivBayesParams, d: int) -> str | None:
+    try:
+        calibrate_laplace(MARGINAL_L1, MARGINAL_CELLS, _budget(params, d)[2] / d * (1.0 - SAFETY))
+    except ValueError:
+        return (f"epsilon {params.epsilon:g} leaves too little for {d} noisy marginals: the discrete "
+                "Laplace cannot be calibrated; raise epsilon or release fewer columns")
+    return None
+
+
+def _check(params: PrivBayesParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
+    d = len(build_columns(params, columns))
+    count = candidate_count(d, params.degree)
+    if count > MAX_CANDIDATES:
+        raise MethodInputError(
+            f"degree {params.degree} with {d} columns gives up to {count:,} (attribute, parent set) "
+            f"candidates to score (limit {MAX_CANDIDATES:,}): lower degree or release fewer columns")
+    if (problem := _calibration_problem(params, d)) is not None:
+        raise MethodInputError(problem)
+
+
+def _check_rows(params: PrivBayesParams, rows: int, columns: list[ColumnInfo] | None = None) -> None:
+    if rows < 2:
+        raise MethodInputError("the table needs at least 2 records")
+    if rows > MAX_RECORDS:
+        raise MethodInputError(f"privbayes scores at most {MAX_RECORDS:,} records exactly; the table "
+                               f"has {rows:,}")
+
+
+def _epsilon(params: PrivBayesParams, columns: list[ColumnInfo]) -> float:
+    """Pure ε-DP under replace-one: the job's ε, all of it."""
+    return params.epsilon
+
+
+def run_privbayes(data: MethodInput, params: PrivBayesParams, ctx: RunContext) -> ReleaseResult:
+    started = time.perf_counter()
+    frame = require_rows(data)
+    columns = build_columns(params, data.columns)
+    _check(params, data.columns, None)
+    n = len(frame)
+    _check_rows(params, n)
+    names = [c.name for c in columns]
+    sizes = {c.name: c.size for c in columns}
+    d = len(columns)
+    codes = encode_frame(columns, frame)
+    structure, per_round, eps_cond = _budget(params, d)
+    tau = useful_cells(n, params.epsilon, params.structure_share, d, params.theta)
+
+    ctx.progress(0.05, "choosing the network")
+    network, rounds = greedy_network(names, codes, sizes, n, params.degree, tau, per_round, ctx.rng)
+    ctx.check_cancelled()
+
+    ctx.progress(0.6, "noisy marginals")
+    measured, source = measured_sets(network)
+    share = eps_cond / len(measured) * (1.0 - SAFETY)
+    noisy_tables: dict[int, tuple[tuple[str, ...], np.ndarray, float]] = {}
+    measurements = []
+    for i in measured:
+        x, ps = network[i]
+        axes = tuple(a for a in names if a == x or a in ps)  # column order
+        shape = tuple(sizes[a] for a in axes)
+        noisy, record = laplace_mechanism(marginal(codes, axes, shape), MARGINAL_L1, MARGINAL_CELLS,
+                                          share, ctx.rng)
+        noisy_tables[i] = (axes, noisy.reshape(shape), record.scale)
+        measurements.append({"clique": list(axes), "cells": int(math.prod(shape)),
+                             "laplace_scale": record.scale, "epsilon": share,
+                             "epsilon_delivered": record.epsilon_delivered, "grid": record.grid,
+                             "sampler_slack": record.sampler_slack})
+    position = {x: i for i, (x, _) in enumerate(network)}
+    missing = {c.name: missing_released(noisy_tables[source[position[c.name]]], c) for c in columns}
+    tables = {i: (axes, nonnegative(table, axes, columns, missing, n, params.consistency))
+              for i, (axes, table, _) in noisy_tables.items()}
+    conditionals = {}
+    for i, (x, ps) in enumerate(network):
+        axes, table = tables[source[i]]
+        conditionals[x] = conditional(table, axes, x, ps)
+
+    ctx.progress(0.8, "sampling")
+    rows = params.rows or n
+    levels = sample_network(network, conditionals, sizes, rows, ctx.rng)
+    out = decode_frame(columns, levels, ctx.rng)[names]
+    delivered = float(structure) + sum(m["epsilon_delivered"] for m in measurements)
+    split = {"structure": float(structure), "conditionals": sum(m["epsilon_delivered"] for m in measurements)}
+    ctx.progress(1.0, "done")
+    return _result(params, ctx, columns, out, {
+        "n": n, "rows": rows, "network": network, "rounds": rounds, "tau": tau, "split": split,
+        "measurements": measurements, "source": [network[j][0] for j in source], "missing": missing, "delivered": delivered,
+        "seconds": time.perf_counter() - started})
+
+
+def _result(params: PrivBayesParams, ctx: RunContext, columns: list[Column], out, facts: dict[str, Any],
+            ) -> ReleaseResult:
+    n, split = facts["n"], facts["split"]
+    statements = [
+        f"ε-differential privacy with ε = {params.epsilon:g}, δ = 0, for the whole synthetic table: "
+        f"{NEIGHBOURING}",
+        f"ε is split (sequential composition): {split['structure']:.6g} choosing the network (the "
+        f"exponential mechanism, {len(facts['rounds'])} rounds), {split['conditionals']:.6g} measuring "
+        f"its {len(facts['measurements'])} marginals (discrete Laplace); 'epsilon_split' adds up to at most ε",
+        "the network's scores are exact integers (2n²·R, sensitivity 6n + 4 under replacing one record) "
+        "and each choice is sampled exactly from CSPRNG bits (no floating-point argmax)",
+        "every noisy count is an integer count plus discrete Laplace noise on a power-of-two grid "
+        "(metadata.privbayes.measurements: the scale, grid and delivered ε of each, floating-point "
+        "slack included)",
+        "domains come from the declared bounds and categories (never from the data); values are "
+        "clipped into the bounds; every column has a 'missing' level",
+        "the conditionals (each noisy marginal made non-negative, "
+        + ("projected onto the tables of n records" if params.consistency == "simplex" else "negative counts clipped")
+        + ", normalized), the sampled records and their decoding (uniform inside a numeric bin) are post-processing",
+        *rng_statements(ctx),
+    ]
+    meta = {
+        "method": "privbayes", "epsilon": params.epsilon, "delta": 0.0, "neighbouring": NEIGHBOURING,
+        "epsilon_split": split, "epsilon_delivered": facts["delivered"],
+        "structure_share": params.structure_share, "degree": params.degree, "theta": params.theta,
+        "useful_cells": None if math.isinf(facts["tau"]) else facts["tau"],
+        "records": n, "records_public": "n is public under replace-one neighbours: it sets τ, the "
+        "score's sensitivity and the default size",
+        "network": [{"attribute": x, "parents": list(ps)} for x, ps in facts["network"]],
+        "first_attribute": "drawn uniformly at random from the job's random source (no data read)",
+        "selections": facts["rounds"],
+        "score": {"name": "R (PrivBayes TODS 2017)", "computed": SCORE,
+                  "sensitivity": f"6n + 4 = {score_sensitivity(n)} (R: 3/n + 2/n²)",
+                  "mechanism": "exponential, P ∝ exp(ε_round·S / (2·(6n + 4))), sampled exactly"},
+        "measurements": facts["measurements"],
+        "missing_released": facts["missing"],
+        "conditionals": [{"attribute": x, "parents": list(ps), "read_from": src}
+                         for (x, ps), src in zip(facts["network"], facts["source"])],
+        "noise": {"mechanism": "discrete Laplace on a power-of-two grid (noise.laplace_mechanism)",
+                  "sampler": LAPLACE_SAMPLER, "rng": ctx.rng.name,
+                  "sensitivity_l1": "2 per marginal (replace one record: one cell −1, one cell +1)"},
+        "columns": {c.name: c.describe() for c in columns}, "rows": facts["rows"],
+        "consistency": params.consistency,
+        "sampling": "ancestral, in the network's order, by inverse CDF from the job's random source",
+    }
+    g = guarantee("central_dp", rng=ctx.rng.name, private=ctx.rng.is_private, epsilon=params.epsilon,
+                  delta=0.0, protected_columns=list(out.columns), statements=statements,
+                  warnings=domain_warnings([c.plan for c in columns]), neighbouring=NEIGHBOURING,
+                  epsilon_split=split, epsilon_delivered=facts["delivered"])
+    return ReleaseResult(frame=out, columns=output_infos(columns), guarantees=g, metadata={"privbayes": meta},
+                         metrics={"rows": facts["rows"], "seconds": facts["seconds"],
+                                  "measurements": len(facts["measurements"]),
+                                  "selections": len(facts["rounds"])})
+
+
+register(MethodSpec(
+    name="privbayes",
+    family="dp_release",
+    kind=MethodKind.release,
+    summary="DP synthetic table by PrivBayes: a Bayesian network of degree ≤ k chosen with the "
+            "exponential mechanism (R score, exact), its conditional distributions measured with "
+            "discrete Laplace noise, records sampled from it. Pure ε-DP (δ = 0). Domains from the "
+            "declared bounds and categories.",
+    params=PrivBayesParams,
+    guarantee="central ε-DP (δ = 0) of the whole table (replace-one neighbours)",
+    paper="Zhang, Cormode, Procopiuc, Srivastava & Xiao, PrivBayes: Private Data Release via "
+          "Bayesian Networks, SIGMOD 2014; ACM TODS 42(4), 2017",
+    run=run_privbayes,
+    epsilon=_epsilon,
+    check=_check,
+    check_rows=_check_rows,
+    docs="docs/methods/privbayes.md",
+    slow_params=("degree", "rows"),
+))

@@ -1,0 +1,216 @@
+"""privbayes: ε adds up to the job's ε (δ = 0), the R score is exact and moves by at most
+3/n + 2/n² when one record is replaced, the network is a DAG of at most `degree` parents
+within the θ-useful cells, on Adult at a large ε the synthetic marginals are close and a
+known strong pair is linked, and a seeded run is the same table twice."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from app.privacy import registry
+from app.privacy.context import RunContext
+from app.privacy.data import ColumnInfo, MethodInput
+from app.privacy.dp_release.marginals import build_columns
+from app.privacy.dp_release.privbayes import (
+    MAX_CANDIDATES, PrivBayesParams, candidate_count, measured_sets, parent_sets, r_score,
+    run_privbayes, score_sensitivity, simplex,
+)
+from app.privacy.experiments.dp_release import load_task, marginal_tvd
+from app.privacy.registry import MethodInputError
+from app.privacy.rng import SecureRandom
+
+
+def ctx(seed: int | None = 1) -> RunContext:
+    return RunContext(SecureRandom(seed=seed))
+
+
+def table(n: int, seed: int = 0) -> pd.DataFrame:
+    """a → b (strongly), c independent, x depends on a, a few missing cells in c."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 3, n)
+    b = np.where(rng.random(n) < 0.8, a, rng.integers(0, 3, n))
+    c = rng.integers(0, 4, n).astype(float)
+    c[rng.random(n) < 0.3] = np.nan
+    x = np.clip(np.rint(20 + 15 * a + rng.normal(0, 5, n)), 0, 60).astype(int)
+    return pd.DataFrame({"a": np.array(list("pqr"))[a], "b": np.array(list("uvw"))[b],
+                         "c": pd.Series(c).map(lambda v: None if np.isnan(v) else "k" + str(int(v))), "x": x})
+
+
+SCHEMA = [ColumnInfo("a", "categorical", categories=tuple("pqr")),
+          ColumnInfo("b", "categorical", categories=tuple("uvw")),
+          ColumnInfo("c", "categorical", categories=("k0", "k1", "k2", "k3")),
+          ColumnInfo("x", "numeric", bounds=(0, 60), integer=True)]
+
+
+def exact_s(x: np.ndarray, p: np.ndarray) -> Fraction:
+    """2n²·R from its definition, in rationals: R = ½ Σ |P[x, π] − P[x]·P[π]|."""
+    n = len(x)
+    joint = pd.crosstab(x, p)
+    r = Fraction(0)
+    for xv in joint.index:
+        for pv in joint.columns:
+            r += abs(Fraction(int(joint.loc[xv, pv]), n)
+                     - Fraction(int(joint.loc[xv].sum()), n) * Fraction(int(joint[pv].sum()), n))
+    return 2 * n * n * r / 2
+
+
+def test_the_score_is_2n2_R_exactly_and_moves_by_at_most_6n_plus_4_when_a_record_is_replaced():
+    rng = np.random.default_rng(3)
+    worst = 0.0
+    for trial in range(300):
+        n = int(rng.integers(2, 40))
+        kx, kp = int(rng.integers(1, 5)), int(rng.integers(1, 7))
+        # skewed tables too: most records in one cell, where a replacement moves the most
+        x = np.where(rng.random(n) < 0.6, 0, rng.integers(0, kx, n))
+        p = np.where(rng.random(n) < 0.6, 0, rng.integers(0, kp, n))
+        s = r_score(x, kx, p, kp, n)
+        if trial < 60:
+            assert s == exact_s(x, p)
+        i = int(rng.integers(0, n))
+        x2, p2 = x.copy(), p.copy()
+        x2[i], p2[i] = rng.integers(0, kx), rng.integers(0, kp)
+        moved = abs(r_score(x2, kx, p2, kp, n) - s)
+        assert moved <= score_sensitivity(n) == 6 * n + 4
+        # in R's units: the paper's 3/n + 2/n²
+        assert Fraction(moved, 2 * n * n) <= Fraction(3, n) + Fraction(2, n * n)
+        worst = max(worst, moved / score_sensitivity(n))
+    assert worst > 0.5  # the bound is not loose by orders of magnitude
+    # no parents: no dependence, score 0
+    assert r_score(np.array([0, 1, 1, 2]), 3, np.zeros(4, dtype=np.int64), 1, 4) == 0
+
+
+def test_the_score_is_exact_in_int64_at_large_n():
+    n = 2_000_000
+    x = np.zeros(n, dtype=np.int64)
+    x[: n // 2] = 1
+    # X = Π: S = Σ|n·c − c·c| over the 4 cells = 2·(n·n/2 − n²/4) + 2·(n²/4) = n²
+    assert r_score(x, 2, x, 2, n) == n * n
+
+
+def test_epsilon_adds_up_to_the_jobs_and_each_round_and_marginal_gets_its_share():
+    data = MethodInput(SCHEMA, table(3000))
+    params = PrivBayesParams(epsilon=1.3, structure_share=0.25, degree=2)
+    r = run_privbayes(data, params, ctx())
+    meta, g = r.metadata["privbayes"], r.guarantees
+    d = 4
+    split = meta["epsilon_split"]
+    assert split["structure"] == pytest.approx(1.3 * 0.25, rel=1e-15)
+    assert split["structure"] + split["conditionals"] <= 1.3
+    assert split["structure"] + split["conditionals"] == pytest.approx(1.3, rel=1e-9)
+    assert [s["epsilon"] for s in meta["selections"]] == pytest.approx([1.3 * 0.25 / (d - 1)] * (d - 1))
+    shares = {m["epsilon"] for m in meta["measurements"]}
+    assert len(shares) == 1 and shares.pop() == pytest.approx(1.3 * 0.75 / len(meta["measurements"]))
+    assert all(m["epsilon_delivered"] <= m["epsilon"] for m in meta["measurements"])
+    # Laplace scale ≈ 2m/((1 − β)ε) counts
+    m = len(meta["measurements"])
+    assert all(m_["laplace_scale"] == pytest.approx(2 * m / (1.3 * 0.75), rel=0.01) for m_ in meta["measurements"])
+    assert g["notion"] == "central_dp" and g["epsilon"] == 1.3 and g["delta"] == 0.0
+    assert g["private"] is False  # seeded: test mode
+    assert registry.get("privbayes").epsilon_cost(params, SCHEMA) == 1.3
+
+
+def test_the_network_is_a_dag_of_at_most_k_theta_useful_parents():
+    data = MethodInput(SCHEMA, table(4000, seed=2))
+    sizes = {c.name: c.size for c in build_columns(PrivBayesParams(epsilon=1.0), SCHEMA)}
+    for degree, theta, eps in [(1, 4.0, 1.0), (2, 4.0, 2.0), (3, 0.0, 1.0), (2, 4.0, 0.05)]:
+        meta = run_privbayes(data, PrivBayesParams(epsilon=eps, degree=degree, theta=theta),
+                             ctx(degree)).metadata["privbayes"]
+        seen: list[str] = []
+        for node in meta["network"]:
+            assert node["attribute"] not in seen and set(node["parents"]) <= set(seen)
+            assert len(node["parents"]) <= degree
+            cells = sizes[node["attribute"]] * math.prod(sizes[p] for p in node["parents"])
+            if node["parents"] and theta:
+                assert cells <= meta["useful_cells"]
+            seen.append(node["attribute"])
+        assert sorted(seen) == sorted(sizes)
+        if theta == 0:
+            assert meta["useful_cells"] is None
+            # without the θ rule every attribute after the k-th gets k parents
+            assert [len(nd["parents"]) for nd in meta["network"]] == [min(i, degree) for i in range(4)]
+
+
+def test_parent_sets_are_the_maximal_useful_ones():
+    sizes = {"x": 3, "a": 4, "b": 5, "c": 10}
+    chosen = ["a", "b", "c"]
+    # τ = 60: {a, b} (60 cells) fits, {a, c} (120) does not; {c} (30) alone is maximal
+    assert parent_sets("x", chosen, sizes, 2, 60.0) == [("a", "b"), ("c",)]
+    # τ = 2: not even x alone: the empty set
+    assert parent_sets("x", chosen, sizes, 2, 2.0) == [()]
+    assert parent_sets("x", chosen, sizes, 1, math.inf) == [("a",), ("b",), ("c",)]
+    assert parent_sets("x", [], sizes, 2, math.inf) == [()]
+
+
+def test_a_set_inside_a_later_one_is_read_from_it():
+    network = [("a", ()), ("b", ("a",)), ("c", ("a", "b")), ("d", ("c",))]
+    measured, source = measured_sets(network)
+    assert measured == [2, 3] and source == [2, 2, 2, 3]
+
+
+def test_simplex_is_the_projection_onto_tables_of_n_records():
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        y = rng.normal(5, 10, int(rng.integers(1, 30)))
+        n = float(rng.integers(1, 200))
+        p = simplex(y, n)
+        assert p.min() >= 0 and p.sum() == pytest.approx(n)
+        # KKT: one λ with p = y − λ where p > 0 and y ≤ λ where p = 0
+        lam = (y - p)[p > 0]
+        assert np.allclose(lam, lam[0]) and np.all(y[p == 0] <= lam[0] + 1e-9)
+
+
+def test_missing_levels_come_from_the_data_only_when_measured_above_the_noise():
+    data = MethodInput(SCHEMA, table(5000, seed=4))
+    out = run_privbayes(data, PrivBayesParams(epsilon=2.0), ctx(5))
+    meta = out.metadata["privbayes"]
+    assert meta["missing_released"] == {"a": False, "b": False, "c": True, "x": False}
+    frame = out.frame
+    assert frame[["a", "b", "x"]].notna().all().all()
+    assert 0.2 < frame["c"].isna().mean() < 0.4  # 30 % in the data
+
+
+def test_seeded_runs_are_the_same_table_and_another_seed_another():
+    data = MethodInput(SCHEMA, table(2000, seed=6))
+    params = PrivBayesParams(epsilon=1.0, rows=700)
+    one, two, other = (run_privbayes(data, params, ctx(s)) for s in (9, 9, 10))
+    pd.testing.assert_frame_equal(one.frame, two.frame)
+    assert one.metadata == two.metadata and one.guarantees == two.guarantees
+    assert len(one.frame) == 700 and not one.frame.equals(other.frame)
+    assert list(one.frame.columns) == ["a", "b", "c", "x"]
+    assert one.frame["x"].dtype.kind == "i" and one.frame["x"].between(0, 60).all()
+
+
+def test_too_many_candidates_are_refused_naming_degree_and_columns():
+    wide = [ColumnInfo(f"c{i}", "categorical", categories=("0", "1")) for i in range(60)]
+    assert candidate_count(60, 3) > MAX_CANDIDATES
+    with pytest.raises(MethodInputError, match="lower degree or release fewer columns"):
+        registry.get("privbayes").check(PrivBayesParams(epsilon=1.0, degree=3), wide, None)
+    registry.get("privbayes").check(PrivBayesParams(epsilon=1.0, degree=1), wide, None)
+
+
+@pytest.fixture(scope="module")
+def adult() -> MethodInput:
+    data = load_task("adult_income").data
+    return MethodInput(data.columns, data.frame.sample(n=12_000, random_state=0).reset_index(drop=True))
+
+
+def test_adult_at_a_large_epsilon_links_a_strong_pair_and_keeps_the_marginals(adult):
+    """ε = 50: the noise is negligible; the synthetic 1-way marginals are as close as sampling
+    allows and every release links relationship with sex or marital-status, or education with
+    education-num (near-functional pairs)."""
+    strong = [{"relationship", "sex"}, {"relationship", "marital-status"}, {"education", "education-num"}]
+    for seed in (1, 2):
+        out = run_privbayes(adult, PrivBayesParams(epsilon=50.0), ctx(seed))
+        edges = [{node["attribute"], p} for node in out.metadata["privbayes"]["network"] for p in node["parents"]]
+        assert any(pair in edges for pair in strong), edges
+        one, two = marginal_tvd(adult.frame, out.frame, adult.columns)
+        assert one < 0.02 and two < 0.06, (one, two)
+    # and at ε = 1 still far better than independent columns would be on the 2-way marginals
+    one, two = marginal_tvd(adult.frame, run_privbayes(adult, PrivBayesParams(epsilon=1.0), ctx(3)).frame,
+                            adult.columns)
+    assert one < 0.04 and two < 0.1, (one, two)
