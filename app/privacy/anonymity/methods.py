@@ -14,6 +14,9 @@ from pydantic import Field, model_validator
 from app.privacy.anonymity.anonymize import (
     Anonymized, Options, anonymize, flat_warning, numeric_hierarchical_t,
 )
+from app.privacy.anonymity.kmap_estimate import (
+    DEFAULT_SIGNIFICANCE, KMapEstimate, estimate, estimate_figures, estimate_statements, estimate_warnings,
+)
 from app.privacy.anonymity.models import Constraints, Population
 from app.privacy.anonymity.risk import (
     frame_risk,
@@ -115,8 +118,28 @@ class KAnonymityParams(AttributeModels):
         "classes are formed over the whole population and only the subset's records are released, "
         "without this column. Read by k_map and delta_presence")
     k_map: int | None = Field(
-        None, ge=1, le=1_000_000, description="k-map (with research_subset): every released class's "
-        "generalized quasi-identifiers match at least k_map records of the population")
+        None, ge=1, le=1_000_000, description="k-map: every released class's generalized "
+        "quasi-identifiers match at least k_map records of the population — counted over the table "
+        "with research_subset, or estimated from the table as a sample with k_map_estimator")
+    k_map_estimator: Literal["poisson", "zero_truncated_poisson"] | None = Field(
+        None, description="k-map estimated without a population table (El Emam & Dankar 2008; ARX's "
+        "KMap with a population model): the table is a random sample of a population given by "
+        "sampling_fraction or population_size, and the release is k-anonymous with the smallest k whose "
+        "classes would come from a population class of at most k_map records with probability at most "
+        "significance: 'poisson' (D3, P(f ≥ k) under Poisson(π·k_map)) or 'zero_truncated_poisson' (D4, "
+        "the same given the class shows in the sample). An estimate under a random-sampling model, not "
+        "a count; not with research_subset")
+    sampling_fraction: float | None = Field(
+        None, gt=0.0, le=1.0, description="with k_map_estimator: the table holds this share of its "
+        "population (as risk's sampling_fraction); or give population_size")
+    population_size: int | None = Field(
+        None, ge=1, le=10_000_000_000, description="with k_map_estimator: the population the table was "
+        "sampled from has this many people (at least the table's records; the sampling fraction is "
+        "records / population_size); or give sampling_fraction")
+    significance: float = Field(
+        DEFAULT_SIGNIFICANCE, gt=0.0, le=0.5, description="with k_map_estimator: the largest probability "
+        "that a population class of at most k_map records shows in the sample with the derived k records "
+        "or more (the test's type I error; ARX's default 0.01)")
     delta_presence: tuple[Share, Share] | None = Field(
         None, description="δ-presence [delta_min, delta_max] (with research_subset; Nergiz et al. 2007): in "
         "every class of the population — those with no research record too — the share of records in "
@@ -189,13 +212,64 @@ class KAnonymityParams(AttributeModels):
                              f"and this job runs '{self.algorithm}': drop it or choose the other algorithm")
         return self
 
+    @property
+    def k_map_estimated(self) -> bool:
+        return self.k_map_estimator is not None
+
+    def _estimated_k_map(self) -> None:
+        """k_map_estimator, sampling_fraction, population_size and significance: together, and
+        not with research_subset (a ValueError naming the fields)."""
+        population = ("sampling_fraction", "population_size")
+        given = [name for name in population if getattr(self, name) is not None]
+        if not self.k_map_estimated:
+            unread = given + (["significance"] if self.significance != DEFAULT_SIGNIFICANCE else [])
+            if unread:
+                raise ValueError(f"{', '.join(unread)} {'are' if len(unread) > 1 else 'is'} read by "
+                                 "k_map_estimator only (k-map estimated from the table as a sample of "
+                                 "a population): give k_map and k_map_estimator too, or drop "
+                                 + ("them" if len(unread) > 1 else "it"))
+            return
+        if self.research_subset is not None:
+            raise ValueError("k_map_estimator estimates k-map from the table as a sample of an unseen "
+                             "population, and research_subset makes the table the population, where "
+                             "k_map is counted exactly: drop k_map_estimator (and sampling_fraction, "
+                             "population_size, significance) or research_subset")
+        if self.k_map is None:
+            raise ValueError("k_map_estimator estimates k-map: give k_map, the population class size "
+                             "every released class should match")
+        if len(given) != 1:
+            raise ValueError("k_map_estimator needs the population: give exactly one of sampling_fraction "
+                             "(the table's share of it) and population_size"
+                             + (" (both were given)" if given else ""))
+
+    def k_map_estimate(self, records: int) -> KMapEstimate | None:
+        """The derived k of the estimated k-map on a table of ``records`` records (None without
+        k_map_estimator); a MethodInputError when the population or the table cannot hold it."""
+        if not self.k_map_estimated:
+            return None
+        if self.population_size is not None and self.population_size < records:
+            raise MethodInputError(f"population_size = {self.population_size} is below the table's {records} "
+                                   "records: the table is a sample of the population, so the population "
+                                   "holds at least as many")
+        return estimate(self.k_map, self.k_map_estimator, self.significance, records,
+                        sampling_fraction=self.sampling_fraction, population_size=self.population_size)
+
     def _population_models(self) -> None:
         """research_subset, k_map and delta_presence: given together and on their own (a
         ValueError naming the problem)."""
+        self._estimated_k_map()
+        if self.k_map_estimated:  # k_map over a sample: checked above; k = 1 is allowed with it
+            if self.delta_presence is not None:
+                raise ValueError("delta_presence is read over a research subset of the population, and "
+                                 "k_map_estimator has none: drop one of them")
+            return
         population = self.k_map is not None or self.delta_presence is not None
         if population and self.research_subset is None:
             raise ValueError("k_map and delta_presence are read over a research subset of the population: "
-                             "name the column that marks it in research_subset")
+                             "name the column that marks it in research_subset"
+                             + (" (or estimate k_map from the table as a sample of a population: "
+                                "k_map_estimator with sampling_fraction or population_size)"
+                                if self.delta_presence is None else ""))
         if self.research_subset is not None and not population:
             raise ValueError("research_subset is read by k_map and delta_presence: give one of them (to "
                              "release some records only under k-anonymity, upload those records alone)")
@@ -219,9 +293,10 @@ class KAnonymityParams(AttributeModels):
     def constraints(self) -> Constraints:
         return self.model_set(self.k)
 
-    def column_models(self) -> dict[str, Constraints]:
-        """The columns with models of their own, and those models (with the job's k)."""
-        return {column: models.model_set(self.k) for column, models in (self.sensitive_models or {}).items()}
+    def column_models(self, k: int | None = None) -> dict[str, Constraints]:
+        """The columns with models of their own, and those models (with the job's k, or the one given)."""
+        return {column: models.model_set(self.k if k is None else k)
+                for column, models in (self.sensitive_models or {}).items()}
 
     def options(self) -> Options:
         # δ-presence needs released classes that never match the same person: two classes
@@ -362,7 +437,7 @@ def read_through_unchanged(table, result: Anonymized, qis: list[str],
 def guarantees_of(result: Anonymized, constraints: Constraints, qis: list[str], released: list[str],
                   *, private: bool, extra_statements: list[str] | None = None,
                   extra_warnings: list[str] | None = None,
-                  determined: dict[str, list[str]] | None = None) -> dict:
+                  determined: dict[str, list[str]] | None = None, extra_figures: dict | None = None) -> dict:
     achieved = result.achieved.as_dict()
     statements = [
         f"verified independently on the released table: every class of the quasi-identifiers "
@@ -403,7 +478,7 @@ def guarantees_of(result: Anonymized, constraints: Constraints, qis: list[str], 
         **({"sensitive_models": {column: _own_figures(models, got, _distances(distance, [column]))
                                  for column, (models, got) in own.items()}} if own else {}),
         suppressed=result.metrics["suppressed"], verified=True,
-        determined_by_unprotected=determined or {},
+        determined_by_unprotected=determined or {}, **(extra_figures or {}),
     )
 
 
@@ -553,11 +628,16 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
         frame = frame.drop(columns=[subset])
     ctx.progress(0.0, "preparing")
     hierarchies, generalized = usable_hierarchies(data)
-    constraints = replace(params.constraints(), population=population)
+    # k-map estimated from the table as a sample: k-anonymity with the derived k (or k, if larger)
+    estimated = params.k_map_estimate(len(frame))
+    k = params.k if estimated is None else max(params.k, estimated.derived_k)
+    constraints = replace(params.model_set(k), population=population)
     result = anonymize(frame.drop(columns=identifiers), infos, hierarchies, qis,
                        constraints, sensitive, params.options(), ctx.progress,
-                       models=params.column_models())
+                       models=params.column_models(k))
     warnings = chain_warnings(result, qis, generalized) + changed_qi_warnings(data, qis)
+    if estimated is not None:
+        warnings += estimate_warnings(estimated, params.k)
     labels = [c.name for c in data.columns if c.role == "label" and c.name in qis]
     if labels:  # allowed (a label can identify), but rarely what was meant
         warnings.append(f"the label {labels[0]!r} is a quasi-identifier here: it is generalized like "
@@ -572,6 +652,8 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
     if identifiers:
         metadata["dropped_identifiers"] = identifiers
     population_warnings = []
+    if estimated is not None:
+        metadata["k_map_estimate"] = {**estimated.as_dict(), "release_k": k}
     if subset:
         metadata["population"] = {"research_subset_column": subset, **metadata["population"]}
         if params.delta_presence is not None and params.algorithm == "mondrian":
@@ -588,9 +670,13 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
         columns=release_columns(data.columns, released, qis),
         guarantees=guarantees_of(
             result, constraints, qis, released,
-            private=(through is None or through["smallest_class"] >= params.k) and not population_warnings,
-            extra_statements=population_statements(result, constraints, subset) if subset else None,
-            extra_warnings=warnings + through_warnings + population_warnings, determined=determined),
+            # an estimate alone (derived k = 1, k = 1) leaves the release without k-anonymity
+            private=(through is None or through["smallest_class"] >= k) and not population_warnings
+            and not (estimated is not None and k == 1),
+            extra_statements=population_statements(result, constraints, subset) if subset else
+            estimate_statements(estimated, k) if estimated is not None else None,
+            extra_warnings=warnings + through_warnings + population_warnings, determined=determined,
+            extra_figures=estimate_figures(estimated) if estimated is not None else None),
         metrics=metrics,
         metadata=metadata,
         hierarchies_used=result.metadata.get("uploaded_hierarchies", []),
@@ -641,7 +727,13 @@ def _check_kanonymity(params: KAnonymityParams, columns: list[ColumnInfo],
 
 def _kanonymity_rows(params: KAnonymityParams, rows: int, columns: list[ColumnInfo] | None = None) -> None:
     at_least_k_records(params, rows, columns)
-    if params.k_map is not None and params.k_map > rows:
+    estimated = params.k_map_estimate(rows)
+    if estimated is not None and estimated.derived_k > rows:
+        raise MethodInputError(
+            f"k_map = {params.k_map} estimated with {params.k_map_estimator} at significance "
+            f"{params.significance:g} derives k = {estimated.derived_k}, above the table's {rows} records: no "
+            "class can be that large; lower k_map or raise significance")
+    if estimated is None and params.k_map is not None and params.k_map > rows:
         raise MethodInputError(f"the population has {rows} records, fewer than k_map = {params.k_map}")
 
 
@@ -653,9 +745,11 @@ register(MethodSpec(
             "full-domain lattice search), with optional l-diversity (distinct, entropy, recursive), "
             "(α,k), t-closeness (ordered, equal or hierarchical distance), β-likeness and "
             "δ-disclosure privacy; or, releasing a research subset of the table as population, "
-            "k-map and δ-presence; every release is verified independently.",
+            "k-map and δ-presence; or k-map estimated from the table as a random sample (Poisson or "
+            "zero-truncated Poisson, as ARX); every release is verified independently.",
     params=KAnonymityParams,
-    guarantee="k-anonymity (+ l, α, t, β, δ, or k-map and δ-presence over a population, when asked) over "
+    guarantee="k-anonymity (+ l, α, t, β, δ, or k-map and δ-presence over a population, when asked; an "
+              "estimated k-map is k-anonymity with the derived k, the k-map itself an estimate) over "
               "the quasi-identifiers; not differential privacy",
     paper="LeFevre, DeWitt & Ramakrishnan, Mondrian multidimensional k-anonymity (ICDE 2006); "
           "Kohlmayer et al., Flash (2012); Machanavajjhala et al., l-diversity (2007); Li et al., "

@@ -1,0 +1,199 @@
+"""k-map estimated from a sample (ARX's KMap with a population model): the derived k against an
+independent computation (summed probability masses, ARX's route, with its off-by-one removed),
+cases worked by hand, the exact binomial sampling model the Poisson approximates, and a
+simulation — a population drawn, sampled at the fraction, the sample anonymized with the
+derived k, and every released class's population count read from its labels."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import binom, poisson
+
+from app.privacy.anonymity.anonymize import Options, anonymize
+from app.privacy.anonymity.kmap_estimate import estimate
+from app.privacy.anonymity.models import Constraints
+from app.privacy.anonymity.methods import KAnonymityParams
+from app.privacy.data import ColumnInfo
+from tests.privacy.test_properties_kanonymity import _covers_numeric
+
+ESTIMATORS = ("poisson", "zero_truncated_poisson")
+GRID = [(k, pi, alpha) for k in (2, 3, 5, 10, 20, 50, 100, 1000, 100_000)
+        for pi in (1e-4, 0.001, 0.01, 0.05, 0.1, 0.3, 0.5, 0.9, 1.0) for alpha in (0.001, 0.01, 0.05, 0.2)]
+
+
+def _by_masses(k: int, pi: float, alpha: float, estimator: str) -> int:
+    """The smallest c ≥ 1 whose tail is ≤ α, summing the pmf from 0 up (as ARX's loop does):
+    the tail at c is 1 − Σ_{j<c} pmf(j) (zero-truncated: the masses from 1, over 1 − pmf(0));
+    k when no c below k does."""
+    lam = pi * k
+    masses = poisson.pmf(np.arange(k), lam)
+    if estimator == "zero_truncated_poisson":
+        masses = np.concatenate([[0.0], masses[1:] / (1.0 - masses[0])])
+    tails = 1.0 - np.concatenate([[0.0], np.cumsum(masses)[:-1]])  # tails[c] = 1 − Σ_{j<c} masses
+    passing = np.flatnonzero(tails[1:] <= alpha + 1e-12)  # c = 1 .. k − 1
+    return int(passing[0]) + 1 if len(passing) else k
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_derived_k_equals_the_summed_masses(estimator):
+    for k, pi, alpha in GRID:
+        got = estimate(k, estimator, alpha, 1, population_size=max(1, round(1 / pi))) if pi == 1.0 else \
+            estimate(k, estimator, alpha, 1000, sampling_fraction=pi)
+        want = _by_masses(k, pi, alpha, estimator)
+        assert got.derived_k == want, (k, pi, alpha, estimator, got)
+        assert got.capped_at_k_map == (want == k)
+        if not got.capped_at_k_map:  # the stated error is the tail at the derived k, within α
+            lam = pi * k
+            tail = poisson.sf(want - 1, lam) / (poisson.sf(0, lam) if estimator != "poisson" else 1.0)
+            assert got.type_i_error == pytest.approx(tail, rel=1e-9) and got.type_i_error <= alpha
+            # and the threshold below it does not meet α (it is the smallest)
+            if want > 1:
+                before = poisson.sf(want - 2, lam) / (poisson.sf(0, lam) if estimator != "poisson" else 1.0)
+                assert before > alpha
+        else:
+            assert got.type_i_error == 0.0
+
+
+def test_cases_worked_by_hand():
+    # k_map 10 at π = 0.1: λ = 1; P(X ≥ 4) = 1 − e⁻¹(1 + 1 + 1/2 + 1/6) = 0.01899 > 0.01,
+    # P(X ≥ 5) = 1 − e⁻¹(8/3 + 1/24) = 0.00366 ≤ 0.01: c = 5 (ARX's Poisson search says 6);
+    # given X ≥ 1 (÷ 1 − e⁻¹ = 0.63212): 0.03004 and 0.00579: c = 5 too
+    p = estimate(10, "poisson", 0.01, 1000, sampling_fraction=0.1)
+    assert (p.derived_k, p.arx_derived_k, p.expected_sample_size) == (5, 6, pytest.approx(1.0))
+    assert p.type_i_error == pytest.approx(1 - math.exp(-1) * (1 + 1 + 1 / 2 + 1 / 6 + 1 / 24), rel=1e-12)
+    z = estimate(10, "zero_truncated_poisson", 0.01, 1000, sampling_fraction=0.1)
+    assert (z.derived_k, z.arx_derived_k) == (5, 5)
+    assert z.type_i_error == pytest.approx(p.type_i_error / (1 - math.exp(-1)), rel=1e-12)
+    # k_map 3 at π = 0.001: λ = 0.003, P(X ≥ 1) = 1 − e^−0.003 = 0.0030 ≤ 0.01: c = 1 — a class of
+    # ≤ 3 people rarely shows at all; ARX's Poisson search says 2. Zero-truncated: P(X ≥ 2 | X ≥ 1)
+    # ≈ λ/2 = 0.0015: c = 2
+    assert estimate(3, "poisson", 0.01, 1000, sampling_fraction=0.001).derived_k == 1
+    assert estimate(3, "poisson", 0.01, 1000, sampling_fraction=0.001).arx_derived_k == 2
+    assert estimate(3, "zero_truncated_poisson", 0.01, 1000, sampling_fraction=0.001).derived_k == 2
+    # k_map 5 at π = 0.3: λ = 1.5, P(X ≥ 5) = 0.0186 > 0.01, so c = 6 > 5: k_map itself, certain
+    capped = estimate(5, "poisson", 0.01, 1000, sampling_fraction=0.3)
+    assert (capped.derived_k, capped.capped_at_k_map, capped.type_i_error) == (5, True, 0.0)
+    # ARX's own test cases (TestAnonymizationKMap): Adult's 30,162 records from the USA population
+    # (ARX's Region.USA, 318,857,056), zero-truncated at 0.01 — k = 3: λ = 2.8·10⁻⁴, P(X ≥ 2 | X ≥ 1)
+    # ≈ λ/2: c = 2; k = 1000: λ = 0.0946, P(X ≥ 2 | X ≥ 1) = 0.0466, P(X ≥ 3 | X ≥ 1) = 0.0015: c = 3
+    for k, want in ((3, 2), (1000, 3)):
+        arx = estimate(k, "zero_truncated_poisson", 0.01, 30_162, population_size=318_857_056)
+        assert arx.derived_k == want and arx.arx_derived_k == want
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_the_exact_binomial_sampling_meets_the_significance(estimator):
+    """The model is Poisson; sampling each person with probability π makes a class of F people
+    show Binomial(F, π) records. For every F ≤ k_map the binomial's chance of passing (given
+    that it shows, zero-truncated) stays within the significance: the Poisson's tail bounds it."""
+    for k, pi, alpha in GRID:
+        if k > 1000 or pi == 1.0:
+            continue
+        est = estimate(k, estimator, alpha, 1000, sampling_fraction=pi)
+        if est.capped_at_k_map:
+            continue
+        F = np.arange(1, k + 1)
+        tail = binom.sf(est.derived_k - 1, F, pi)
+        if estimator == "zero_truncated_poisson":
+            tail = tail / binom.sf(0, F, pi)
+        assert tail.max() <= alpha + 1e-12, (k, pi, alpha, estimator, est.derived_k, tail.max())
+
+
+def test_population_size_and_sampling_fraction_agree():
+    a = estimate(20, "zero_truncated_poisson", 0.01, 5_000, population_size=100_000)
+    b = estimate(20, "zero_truncated_poisson", 0.01, 5_000, sampling_fraction=0.05)
+    assert a.derived_k == b.derived_k == 5 and a.population_size == b.population_size == 100_000
+    with pytest.raises(ValueError, match="exactly one of sampling_fraction and population_size"):
+        estimate(20, "poisson", 0.01, 5_000)
+    with pytest.raises(ValueError, match="below the sample's 5000 records"):
+        estimate(20, "poisson", 0.01, 5_000, population_size=4_999)
+
+
+def _population(rng: np.random.Generator, size: int) -> pd.DataFrame:
+    """Three integer quasi-identifiers: a skewed age-like one, a long-tailed code, a small one."""
+    return pd.DataFrame({"a": np.minimum(rng.geometric(0.04, size), 90), "b": rng.zipf(1.6, size) % 40,
+                         "c": rng.integers(0, 3, size)}).astype(float)
+
+
+def _uniform(rng: np.random.Generator, size: int) -> pd.DataFrame:
+    """Three uniform codes of 40 values: 64,000 cells for 100,000 people, nearly all small."""
+    return pd.DataFrame({q: rng.integers(0, 40, size) for q in "abc"}).astype(float)
+
+
+def _released_population_counts(population: pd.DataFrame, release: pd.DataFrame) -> np.ndarray:
+    """Per released class, the population records its labels cover (each QI's distinct labels
+    resolved against its distinct population values once, then ANDed per class)."""
+    qis = list(population.columns)
+    codes, uniques = {}, {}
+    for q in qis:
+        codes[q], uniques[q] = pd.factorize(population[q])
+    counts = []
+    for labels, _ in release.groupby(qis):
+        covered = np.ones(len(population), dtype=bool)
+        for q, label in zip(qis, labels):
+            hits = np.array([_covers_numeric(label, float(v)) for v in uniques[q]])
+            covered &= hits[codes[q]]
+        counts.append(int(covered.sum()))
+    return np.array(counts)
+
+
+def _simulate(make, pi: float, k_map: int, estimator: str, algorithm: str, seed: int) -> tuple[float, int]:
+    rng = np.random.default_rng(seed)
+    population = make(rng, 100_000)
+    sample = population[rng.random(len(population)) < pi].reset_index(drop=True)
+    est = estimate(k_map, estimator, 0.01, len(sample), sampling_fraction=pi)
+    infos = {q: ColumnInfo(q, "numeric", "quasi_identifier", bounds=(0.0, 90.0)) for q in "abc"}
+    out = anonymize(sample, infos, {}, list("abc"), Constraints(k=est.derived_k), None,
+                    Options(algorithm=algorithm)).frame
+    assert out.groupby(list("abc")).size().min() >= est.derived_k
+    counts = _released_population_counts(population, out)
+    return float((counts < k_map).mean()), est.derived_k
+
+
+@pytest.mark.parametrize("make, pi, k_map, algorithm", [
+    (_population, 0.05, 10, "mondrian"), (_population, 0.01, 50, "mondrian"),
+    (_population, 0.05, 10, "lattice"), (_uniform, 0.05, 10, "mondrian"), (_uniform, 0.01, 10, "mondrian"),
+])
+def test_simulation_released_classes_from_small_population_classes(make, pi, k_map, algorithm):
+    """Zero-truncated Poisson at significance 0.01: on three seeds each, the share of released
+    classes whose labels match fewer than k_map people of the drawn population stays below 0.01
+    (measured up to 0.0056, docs/methods/kanonymity.md)."""
+    for seed in range(3):
+        share, _ = _simulate(make, pi, k_map, "zero_truncated_poisson", algorithm, seed)
+        assert share <= 0.01, (seed, share)
+
+
+def test_simulation_poisson_is_not_a_share_of_released_classes():
+    """The Poisson estimator's significance is the chance that a small population class passes,
+    counted over all of them — most never show in a small sample, so the released classes from
+    small population classes can be many more: on uniform cells at π = 0.01, k_map = 10 the share
+    is about 0.2 (what the statement and the warning say), where zero-truncated stays below 0.01."""
+    share, derived = _simulate(_uniform, 0.01, 10, "poisson", "mondrian", 0)
+    assert derived == 2 and share > 0.1
+    share, derived = _simulate(_uniform, 0.01, 10, "zero_truncated_poisson", "mondrian", 0)
+    assert derived == 3 and share < 0.01
+
+
+def test_parameters_refuse_what_makes_no_sense():
+    base = {"k_map": 10, "k_map_estimator": "poisson"}
+    for params, named in [
+        ({**base}, "give exactly one of sampling_fraction (the table's share of it) and population_size"),
+        ({**base, "sampling_fraction": 0.1, "population_size": 1000}, "(both were given)"),
+        ({**base, "sampling_fraction": 0.1, "research_subset": "in_study"}, "drop k_map_estimator"),
+        ({"k_map_estimator": "poisson", "sampling_fraction": 0.1}, "k_map_estimator estimates k-map: give k_map"),
+        ({"k_map": 10, "sampling_fraction": 0.1}, "sampling_fraction is read by k_map_estimator only"),
+        ({"k_map": 10, "population_size": 10, "significance": 0.05},
+         "population_size, significance are read by k_map_estimator only"),
+        ({**base, "sampling_fraction": 0.1, "delta_presence": [0.1, 0.5]}, "delta_presence is read over a research subset"),
+        ({"k_map": 10}, "(or estimate k_map from the table as a sample of a population"),
+    ]:
+        with pytest.raises(ValueError, match=None) as info:
+            KAnonymityParams(**params)
+        assert named in str(info.value), (params, str(info.value))
+    # k = 1 and the sensitive-column models are allowed with an estimated k-map
+    KAnonymityParams(k=1, **base, sampling_fraction=0.1)
+    KAnonymityParams(k=3, l=2, sensitive="s", **base, population_size=10_000)
