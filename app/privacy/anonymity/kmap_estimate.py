@@ -177,10 +177,11 @@ def estimate_warnings(est: KMapEstimate, k: int) -> list[str]:
     if est.estimator == "poisson" and not est.capped_at_k_map:
         warnings.append("the Poisson estimator's significance counts every small population class, most of "
                         "which never show in a sample: the share of released classes that come from a "
-                        "population class below k_map can be far above it (0.17 to 0.21 on simulated "
-                        "populations at sampling fraction 0.01, k_map = 10, significance 0.01; "
-                        "docs/methods/kanonymity.md); the zero-truncated Poisson estimator, conditioned on "
-                        "a class showing, kept it below 0.01 there")
+                        "population class below k_map can be far above it (0.16 to 0.21 of Mondrian's "
+                        "classes on simulated uniform populations at sampling fraction 0.01, k_map = 10, "
+                        "significance 0.01: derived k 2; docs/methods/kanonymity.md); the zero-truncated "
+                        "Poisson estimator, conditioned on a class showing, derived 3 there and kept it "
+                        "below 0.004")
     if max(k, est.derived_k) == 1 and not est.capped_at_k_map:
         warnings.append(f"the {_MODEL[est.estimator]} estimator derived k = 1: a population class of at "
                         f"most {est.k_map} people rarely shows in a sample at fraction "
