@@ -230,7 +230,7 @@ def test_ancestor_labels_that_overlap_fail_the_delta_presence_check():
     """Two Mondrian classes released at the same ancestor can both match a population record
     (the reason the method releases child sets with δ-presence): the check refuses such a
     release rather than state one share for that record."""
-    from app.privacy.anonymity.verify import LabelCover, verify_population
+    from app.privacy.anonymity.verify_population import LabelCover, verify_population
     population = pd.DataFrame({"a": ["x", "y", "x", "y"], "b": [1.0, 2.0, 2.0, 1.0]})
     released = pd.DataFrame({"a": ["*", "*"], "b": ["[1, 2]", "2"]}, index=[0, 1])
     covers = {"a": LabelCover(np.array([0, 1, 0, 1]), 2, lambda label: np.array([True, True])

@@ -20,13 +20,14 @@ from hypothesis import assume, event, given, note
 from hypothesis import strategies as st
 
 import app.privacy.anonymity.anonymize as anonymize_module
-import app.privacy.anonymity.verify as verify_module
+import app.privacy.anonymity.verify_population as verify_module
 from app.privacy.anonymity.anonymize import Options, anonymize
 from app.privacy.anonymity.axes import NumericAxis
 from app.privacy.anonymity.hierarchies import _fmt
 from app.privacy.anonymity.models import Constraints, Population
-from app.privacy.anonymity.verify import (
-    SplitTree, VerificationError, _hint_groups, _split_tree_refutes, label_cover, verify_population,
+from app.privacy.anonymity.verify import VerificationError
+from app.privacy.anonymity.verify_population import (
+    SplitTree, _hint_groups, _split_tree_refutes, label_cover, verify_population,
 )
 from app.privacy.data import ColumnInfo
 from app.privacy.registry import MethodInputError

@@ -110,7 +110,7 @@ def test_every_chunk_of_classes_is_measured(monkeypatch):
                           "s": ["x", "y", "z", "w", "y", "z", "w", "x", "x", "x"]})
     labels, dist = np.array(["w", "x", "y", "z"]), np.full(4, 0.25)
     whole = verify_release(frame, ["q"], k=2, sensitive="s", t=1.0, table_values=labels, table_dist=dist)
-    monkeypatch.setattr(verify, "_CHUNK_CELLS", 4)  # rows = 4 // m = 1 class per chunk
+    monkeypatch.setattr(verify, "CHUNK_CELLS", 4)  # rows = 4 // m = 1 class per chunk
     chunked = verify_release(frame, ["q"], k=2, sensitive="s", t=1.0, table_values=labels, table_dist=dist)
     assert whole.t == chunked.t == pytest.approx(0.75)  # class e is all x: ½(¼ + ¾ + ¼ + ¼)
     with pytest.raises(VerificationError, match="above t = 0.7"):

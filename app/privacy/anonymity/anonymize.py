@@ -21,9 +21,8 @@ from app.privacy.anonymity.models import Constraints, Population, Sensitive, cla
 from app.privacy.anonymity.mondrian import mondrian_partition
 from app.privacy.anonymity.release import generalize, generalize_levels
 from app.privacy.anonymity.risk import prosecutor_risk
-from app.privacy.anonymity.verify import (
-    Achieved, equivalence_classes, label_cover, verify_population, verify_release, worst_achieved,
-)
+from app.privacy.anonymity.verify import Achieved, equivalence_classes, verify_release, worst_achieved
+from app.privacy.anonymity.verify_population import label_cover, verify_population
 from app.privacy.anonymity.wording import below, rounded
 from app.privacy.data import ColumnInfo
 from app.privacy.registry import MethodInputError

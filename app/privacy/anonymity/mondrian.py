@@ -56,7 +56,7 @@ from app.privacy.anonymity.axes import Axis, NumericAxis
 from app.privacy.anonymity.models import (
     Constraints, Sensitive, as_sensitives, model_of, reads_sensitive, satisfied, stats_from_counts,
 )
-from app.privacy.anonymity.verify import SplitTree
+from app.privacy.anonymity.verify_population import SplitTree
 
 _SEARCH_CELLS = 8_000_000  # (boundaries + partitions) × sensitive values for the full search
 _FALLBACK_LAYERS = 8  # boundaries per side of the median tried when the full table is too big
