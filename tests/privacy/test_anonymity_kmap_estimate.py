@@ -14,7 +14,7 @@ import pytest
 from scipy.stats import binom, poisson
 
 from app.privacy.anonymity.anonymize import Options, anonymize
-from app.privacy.anonymity.kmap_estimate import estimate
+from app.privacy.anonymity.kmap_estimate import estimate, estimate_statements, estimate_warnings
 from app.privacy.anonymity.models import Constraints
 from app.privacy.anonymity.methods import KAnonymityParams
 from app.privacy.data import ColumnInfo
@@ -207,3 +207,27 @@ def test_parameters_refuse_what_makes_no_sense():
     # k = 1 and the sensitive-column models are allowed with an estimated k-map
     KAnonymityParams(k=1, **base, sampling_fraction=0.1)
     KAnonymityParams(k=3, l=2, sensitive="s", **base, population_size=10_000)
+
+
+def test_k_map_1_says_why_the_release_is_not_private():
+    """k_map = 1 is capped (a released record matches itself): derived k 1, and with k = 1 the
+    release is not k-anonymous — run_kanonymity states it not private, so a warning says why
+    (the derived-k-of-1 warning alone covered the uncapped case)."""
+    for pi in (0.001, 0.5):
+        est = estimate(1, "poisson", 0.01, 1000, sampling_fraction=pi)
+        assert est.derived_k == 1 and est.capped_at_k_map
+        warnings = estimate_warnings(est, 1)
+        assert any(w.startswith("k_map = 1 with k = 1 asks nothing of the release") and "not stated private" in w
+                   for w in warnings), warnings
+        # k = 2 is above the derived k: that warning alone, without advising k = 1 (nothing then)
+        [above] = estimate_warnings(est, 2)
+        assert above.startswith("k = 2 (5 by default) is above the derived k = 1") and "give k = 1" not in above
+        assert len(estimate_warnings(estimate(2, "zero_truncated_poisson", 0.01, 1000, sampling_fraction=pi), 1)) == 0
+
+
+def test_the_statement_bounds_every_small_class():
+    """The type I error is the tail at a class of exactly k_map people; a smaller one shows the
+    derived k less often: the statement says 'at most' that figure."""
+    est = estimate(10, "poisson", 0.01, 30_162, sampling_fraction=0.01)
+    statement = estimate_statements(est, est.derived_k)[0]
+    assert f"with probability at most {est.type_i_error:.3g} under the model (its value at 10 people)" in statement

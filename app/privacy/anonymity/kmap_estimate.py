@@ -155,8 +155,9 @@ def estimate_statements(est: KMapEstimate, release_k: int) -> list[str]:
             f"random sample of {population}, and k_map = {est.k_map} was read with the "
             f"{_MODEL[est.estimator]} estimator (El Emam & Dankar 2008; ARX's KMap) as k-anonymity with "
             f"the derived k = {est.derived_k}: a population class of at most {est.k_map} people shows "
-            f"{est.derived_k} or more records in a sample at that fraction{shown} with probability "
-            f"{est.type_i_error:.3g} under the model, at most the significance {est.significance:g}. This "
+            f"{est.derived_k} or more records in a sample at that fraction{shown} with probability at "
+            f"most {est.type_i_error:.3g} under the model (its value at {est.k_map} people), within the "
+            f"significance {est.significance:g}. This "
             "is a test on each class, not a count: it bounds how often a small population class passes, "
             "not the share of released classes that come from one, and it does not hold if the table "
             "was not drawn at random from that population (Veil has no population to count)"]
@@ -167,13 +168,15 @@ def estimate_statements(est: KMapEstimate, release_k: int) -> list[str]:
 
 
 def estimate_warnings(est: KMapEstimate, k: int) -> list[str]:
-    """k above the derived k (the default 5 is, often), and a derived k of 1 (no k-anonymity left).
+    """k above the derived k (the default 5 is, often), and a derived k of 1 (no k-anonymity left;
+    k_map = 1 too, where it is certain and vacuous).
     (Whether k was given cannot be told: a job's parameters are stored with their defaults.)"""
     warnings = []
     if k > est.derived_k:
         warnings.append(f"k = {k} (5 by default) is above the derived k = {est.derived_k} of the estimated "
-                        f"k-map, so the release is {k}-anonymous, coarser than k_map asks: give k = 1 for "
-                        "the derived k alone")
+                        f"k-map, so the release is {k}-anonymous, coarser than k_map asks"
+                        + (": give k = 1 for the derived k alone" if est.derived_k > 1 else
+                           " (a derived k of 1 is no k-anonymity: k is what protects this release)"))
     if est.estimator == "poisson" and not est.capped_at_k_map:
         warnings.append("the Poisson estimator's significance counts every small population class, most of "
                         "which never show in a sample: the share of released classes that come from a "
@@ -189,4 +192,8 @@ def estimate_warnings(est: KMapEstimate, k: int) -> list[str]:
                         "uniques are released as they are, and the release is not k-anonymous (not stated "
                         "private); the zero-truncated Poisson estimator, conditioned on a class showing, "
                         "derives at least 2")
+    if max(k, est.derived_k) == 1 and est.capped_at_k_map:  # k_map = 1
+        warnings.append("k_map = 1 with k = 1 asks nothing of the release: every record matches at least "
+                        "one person of the population, itself, so no class need hold more than one record — "
+                        "the release is not k-anonymous (not stated private); give a larger k_map or k")
     return warnings
