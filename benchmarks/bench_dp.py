@@ -1,5 +1,5 @@
 """DP release (spec 03 / issues 5 and 8): safe noise throughput, icahdp/dppro on Adult, the
-synthesizers mst/aim on Adult income, utility vs peers.
+synthesizers mst/aim/privbayes on Adult income, utility vs peers.
 
 Targets: safe noise ≥ 10 M values/s on one core, next to numpy's (insecure) float Laplace,
 diffprivlib's Laplace and OpenDP's float Laplace; icahdp strict on Adult (all numeric + one-hot
@@ -13,6 +13,10 @@ smartnoise-synth's MST and AIM, which pin mbi 1.1 and run in the peers' interpre
         [--privbayes] [--pca] [--smartnoise sn_mst,sn_aim,...] [--train-rows N] [--test-rows N]
 runs experiment_dp_release (with the chosen peers), writes docs/experiments/img/dp_*.png and
 prints the tables (markdown) for docs/experiments/dp_release.md.
+
+    python -m benchmarks.bench_dp --privbayes-rows [--merge]
+runs only privbayes's rows (beside DataSynthesizer's PrivBayes, degree 1) and, with --merge,
+writes them into docs/benchmarks.md after aim's.
 
     python -m benchmarks.bench_dp --add-remove-rows [--merge]
 runs only mst's and aim's add/remove rows of the benchmark table (``python -m benchmarks`` runs
@@ -211,9 +215,10 @@ SMARTNOISE_PEERS = {"sn_mst": ("smartnoise MST (mbi 1.1, sampling fixed)", "mst"
                     "sn_aim_raw": ("smartnoise AIM (mbi 1.1 as installed)", "aim", False)}
 
 
-def peer_releasers(privbayes: bool = True, pca: bool = True,
-                   smartnoise: tuple[str, ...] = ()) -> tuple[dict[str, Releaser], dict[str, str]]:
-    """The peers that install here, and a note for each one that does not."""
+def peer_releasers(privbayes: bool = True, pca: bool = True, smartnoise: tuple[str, ...] = (),
+                   privbayes_degrees: tuple[int, ...] = (1,)) -> tuple[dict[str, Releaser], dict[str, str]]:
+    """The peers that install here, and a note for each one that does not (DataSynthesizer's
+    PrivBayes at each of ``privbayes_degrees``)."""
     peers, missing = {}, {}
     for key in smartnoise:
         label, kind, patched = SMARTNOISE_PEERS[key]
@@ -221,11 +226,12 @@ def peer_releasers(privbayes: bool = True, pca: bool = True,
             peers[label] = smartnoise_releaser(kind, patched)
         except ImportError:
             missing[label] = "not installed"
-    if privbayes:
+    for degree in privbayes_degrees if privbayes else ():
+        label = f"PrivBayes (DataSynthesizer, degree {degree})"
         try:
-            peers["PrivBayes (DataSynthesizer, degree 1)"] = privbayes_releaser()
+            peers[label] = privbayes_releaser(degree)
         except ImportError:
-            missing["PrivBayes (DataSynthesizer, degree 1)"] = "not installed"
+            missing[label] = "not installed"
     if pca:
         try:
             diffprivlib()
@@ -404,7 +410,8 @@ def cold_seconds(method: str, extra: dict | None = None) -> float:
     """One release in a fresh interpreter, as a job's child process runs it: jax is imported
     and every program compiled inside (the data loading is not counted). ``extra``: the
     method's other parameters (an add/remove variant's ``neighbouring``)."""
-    module, params = {"mst": ("mst", "MstParams"), "aim": ("aim", "AimParams")}[method]
+    module, params = {"mst": ("mst", "MstParams"), "aim": ("aim", "AimParams"),
+                      "privbayes": ("privbayes", "PrivBayesParams")}[method]
     done = subprocess.run([sys.executable, "-c", COLD.format(module=module, params=params),
                            json.dumps(extra or {})],
                           capture_output=True, text=True, cwd=ROOT, check=True, timeout=900)
@@ -547,6 +554,60 @@ def add_remove_rows(doc: Path, merge: bool) -> list[Row]:
     return rows
 
 
+def privbayes_rows(quick: bool) -> list[Row]:
+    """Veil's privbayes (pure ε-DP) at ε = 1 on Adult income beside DataSynthesizer's PrivBayes
+    (degree 1; its degree 2 takes many times as long): one release's seconds in a fresh process
+    (the peer's: its describe + generate in-process) and the SVM misclassification of issue 8's
+    protocol (3 runs each)."""
+    if quick:
+        return []
+    params = ExperimentDpReleaseParams(tasks=["adult_income"], methods=["privbayes"], epsilons=[1.0],
+                                       repetitions=3, train_rows=10_000, test_rows=20_000)
+    runs = run_protocol(params, RunContext()).tables["runs"]
+    peers, missing = peer_releasers(pca=False)
+    label = "PrivBayes (DataSynthesizer, degree 1)"
+    peer_error = peer_seconds = None
+    note = missing.get(label, "peer: 3 runs")
+    if label in peers:
+        peer_runs = run_protocol(params.model_copy(update={"methods": ["noprivacy"]}), RunContext(),
+                                 extra=peers).tables["runs"]
+        mine = peer_runs[peer_runs["method"] == label]
+        peer_error, peer_seconds = float(mine["error_raw_holdout"].mean()), float(mine["release_seconds"].mean())
+    tvd = f"TVD 1-way {runs['tvd_1way'].mean():.4f}, 2-way {runs['tvd_2way'].mean():.4f}"
+    return [
+        Row(workload="privbayes ε = 1 (pure, δ = 0) on Adult income (30,162 rows), fresh process",
+            veil=cold_seconds("privbayes"), unit="s", peer=label, peer_value=peer_seconds,
+            higher_is_better=False, notes="Veil: one release in a new interpreter; peer: its describe + "
+                                          "generate in-process, mean of its 3 runs"),
+        Row(workload="privbayes ε = 1 on Adult income: SVM misclassification (train on 10,000 synthetic, "
+                     "test on adult_test, 3 runs)", veil=float(runs["error_raw_holdout"].mean()), unit="error",
+            peer=label, peer_value=peer_error, higher_is_better=False,
+            notes=f"{tvd}; {note}; majority class {runs['majority_error'].mean():.3f}"),
+    ]
+
+
+def merge_privbayes_rows(doc: Path, rows: list[Row]) -> None:
+    """Write ``rows`` into ``doc``'s table: a row of the same workload and peer replaced, else
+    inserted after the last aim row on Adult income."""
+    from benchmarks.__main__ import table
+
+    lines = doc.read_text().splitlines()
+    stamp = f" (merged {time.strftime('%Y-%m-%d %H:%M')})"
+    for row in rows:
+        row.notes += stamp
+        new = table([("dp", row)]).splitlines()[2]
+        cells = [[c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("| ") else None
+                 for line in lines]
+        same = [i for i, c in enumerate(cells) if c and c[0] == "dp" and c[1] == row.workload and c[4] == row.peer]
+        if same:
+            lines[same[0]] = new
+            continue
+        after = [i for i, c in enumerate(cells) if c and c[0] == "dp"
+                 and (c[1].startswith("aim") and "Adult income" in c[1] or c[1].startswith("privbayes"))]
+        lines.insert(after[-1] + 1, new)
+    doc.write_text("\n".join(lines) + "\n")
+
+
 def _aim_many_columns_rows(quick: bool) -> list[Row]:
     """AIM on CoIL 2000's 86 declared columns: the round's model-size filter per candidate,
     next to mbi's own, and (full mode) a whole release."""
@@ -580,7 +641,7 @@ def _aim_many_columns_rows(quick: bool) -> list[Row]:
 
 def cases(quick: bool) -> list[Row]:
     return (_noise_rows(quick) + _release_rows(quick) + _utility_rows(quick) + _synthetic_rows(quick)
-            + _aim_many_columns_rows(quick))
+            + privbayes_rows(quick) + _aim_many_columns_rows(quick))
 
 
 # --------------------------------------------------------------------------- report
@@ -593,8 +654,8 @@ def _markdown(frame: pd.DataFrame) -> str:
 def write_report(repetitions: int, tasks: list[str] | None, epsilons: list[float] | None,
                  privbayes: bool, pca: bool, images: bool, methods: list[str] | None = None,
                  smartnoise: tuple[str, ...] = (), train_rows: int = 3000, test_rows: int = 3000,
-                 save: str | None = None) -> None:
-    peers, missing = peer_releasers(privbayes, pca, smartnoise)
+                 save: str | None = None, privbayes_degrees: tuple[int, ...] = (1,)) -> None:
+    peers, missing = peer_releasers(privbayes, pca, smartnoise, privbayes_degrees)
     params = ExperimentDpReleaseParams(repetitions=repetitions, train_rows=train_rows, test_rows=test_rows,
                                        **({"tasks": tasks} if tasks else {}),
                                        **({"epsilons": epsilons} if epsilons else {}),
@@ -633,7 +694,9 @@ if __name__ == "__main__":
     parser.add_argument("--repetitions", type=int, default=10)
     parser.add_argument("--tasks", default="", help="comma-separated; default all")
     parser.add_argument("--epsilons", default="", help="comma-separated; default the spec's grid")
-    parser.add_argument("--privbayes", action="store_true", help="include PrivBayes (slow)")
+    parser.add_argument("--privbayes", action="store_true", help="include DataSynthesizer's PrivBayes (slow)")
+    parser.add_argument("--privbayes-degrees", default="1", help="comma-separated degrees of "
+                        "DataSynthesizer's network (default 1; 2 takes ~20× as long)")
     parser.add_argument("--pca", action="store_true", help="include diffprivlib's PCA (slow)")
     parser.add_argument("--smartnoise", default="", help="comma-separated peers of smartnoise-synth: "
                         + ", ".join(SMARTNOISE_PEERS) + " (slow: AIM takes minutes a release)")
@@ -648,9 +711,17 @@ if __name__ == "__main__":
                         help="only mst's and aim's add/remove rows of the benchmark table (their "
                         "smartnoise peers' figures read from docs/benchmarks.md, not re-run)")
     parser.add_argument("--merge", action="store_true", help="with --add-remove-rows: write them into "
-                        "docs/benchmarks.md beside the replace-one rows")
+                        "docs/benchmarks.md beside the replace-one rows; with --privbayes-rows, after aim's")
+    parser.add_argument("--privbayes-rows", action="store_true",
+                        help="only privbayes's rows of the benchmark table (with DataSynthesizer's PrivBayes)")
     args = parser.parse_args()
-    if args.add_remove_rows:
+    if args.privbayes_rows:
+        found = privbayes_rows(False)
+        for r in found:
+            print(r)
+        if args.merge:
+            merge_privbayes_rows(ROOT / "docs" / "benchmarks.md", found)
+    elif args.add_remove_rows:
         for r in add_remove_rows(ROOT / "docs" / "benchmarks.md", args.merge):
             print(r)
     elif args.report:
@@ -658,7 +729,8 @@ if __name__ == "__main__":
                      [float(e) for e in args.epsilons.split(",") if e], args.privbayes, args.pca,
                      not args.no_images, [m for m in args.methods.split(",") if m] or None,
                      tuple(k for k in args.smartnoise.split(",") if k), args.train_rows,
-                     args.test_rows, args.save or None)
+                     args.test_rows, args.save or None,
+                     tuple(int(k) for k in args.privbayes_degrees.split(",") if k))
     else:
         for r in cases(args.quick):
             print(r)

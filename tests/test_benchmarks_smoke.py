@@ -103,3 +103,27 @@ def test_the_add_remove_rows_merge_beside_their_replace_one_rows(tmp_path, monke
     assert "not re-run" in bench._doc_rows(doc)[2][8]
     bench.add_remove_rows(doc, merge=True)  # again: replaced, not added
     assert [row[1] for row in bench._doc_rows(doc)] == workloads
+
+
+def test_the_privbayes_rows_merge_after_aims_and_replace_themselves(tmp_path):
+    """bench_dp --privbayes-rows --merge: the two rows go after the last aim row on Adult income
+    (before the CoIL rows); a second merge replaces them."""
+    import benchmarks.bench_dp as bench
+    from benchmarks.common import Row
+
+    def line(workload, peer="—"):
+        return f"| dp | {workload} | 1 | s | {peer} | — | — | — |  |"
+
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("\n".join(["| family | workload | Veil | unit | peer | peer value | ratio | target | notes |",
+                              "|---|---|---|---|---|---|---|---|---|", line("mst ε = 1 on Adult income"),
+                              line("aim ε = 1 on Adult income", "sn"), line("aim on CoIL 2000")]) + "\n")
+    peer = "PrivBayes (DataSynthesizer, degree 1)"
+    rows = lambda: [Row("privbayes ε = 1 on Adult income, time", 0.2, "s", peer, 30.0, False),  # noqa: E731
+                    Row("privbayes ε = 1 on Adult income, error", 0.17, "error", peer, 0.21, False)]
+    bench.merge_privbayes_rows(doc, rows())
+    expected = ["mst ε = 1 on Adult income", "aim ε = 1 on Adult income", "privbayes ε = 1 on Adult income, time",
+                "privbayes ε = 1 on Adult income, error", "aim on CoIL 2000"]
+    assert [r[1] for r in bench._doc_rows(doc)] == expected
+    bench.merge_privbayes_rows(doc, rows())
+    assert [r[1] for r in bench._doc_rows(doc)] == expected
