@@ -62,7 +62,7 @@ def test_risk_with_and_without_a_sampling_fraction(client, owner):
     chosen = uniq["dankar"]["model"]
     assert chosen in ("pitman", "zayatz")                  # π ≤ 0.1: Pitman, Zayatz as fallback
     assert uniq["dankar"]["share"] == uniq[chosen]["share"]
-    assert set(data["tables"]) == {"class_sizes", "population_uniqueness"}
+    assert set(data["tables"]) == {"class_sizes", "population_uniqueness", "k_map_estimate"}
 
     whole = _report(client, owner, {**qis, "sampling_fraction": 1}, ds["id"])["data"]["population"]
     for name in ("zayatz", "pitman", "snb", "dankar"):     # the table is the population

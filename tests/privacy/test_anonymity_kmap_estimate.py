@@ -231,3 +231,64 @@ def test_the_statement_bounds_every_small_class():
     est = estimate(10, "poisson", 0.01, 30_162, sampling_fraction=0.01)
     statement = estimate_statements(est, est.derived_k)[0]
     assert f"with probability at most {est.type_i_error:.3g} under the model (its value at 10 people)" in statement
+
+
+# --- the largest k_map a table meets as a sample (risk's estimated k-map level) -------------
+
+def _largest_by_scan(smallest: int, pi: float, alpha: float, estimator: str, population: int) -> int:
+    """k_map = 1, 2, … while the smallest class meets its derived k: min(c, k_map) ≤ s when
+    k_map ≤ s or the tail at s is within α (the tail falls with c), the tail summed from the
+    masses below s; then every k_map for a while after it is checked refused by the derived k
+    itself (a scan: nothing assumes the derived k grows)."""
+    def tail_at_smallest(k: int) -> float:
+        lam = pi * k
+        below = sum(math.exp(-lam) * lam ** j / math.factorial(j) for j in range(smallest))
+        if estimator == "zero_truncated_poisson":
+            return (1.0 - below) / (1.0 - math.exp(-lam)) if smallest > 1 else 1.0
+        return 1.0 - below
+    k = 1
+    while k < population and (k + 1 <= smallest or tail_at_smallest(k + 1) <= alpha + 1e-12):
+        k += 1
+    assert all(_by_masses(j, pi, alpha, estimator) > smallest for j in range(k + 1, min(k + 30, population) + 1))
+    return k
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_largest_k_map_equals_a_scan(estimator):
+    from app.privacy.anonymity.kmap_estimate import largest_k_map
+    for smallest in (1, 2, 3, 5, 10, 25):
+        for pi in (0.001, 0.01, 0.05, 0.1, 0.3, 0.5, 1.0):
+            for alpha in (0.01, 0.05):
+                records = 2_000
+                population = max(round(records / pi), records)
+                got = largest_k_map(smallest, estimator, alpha, records, sampling_fraction=pi)
+                want = _largest_by_scan(smallest, pi, alpha, estimator, population)
+                assert got.k_map == want, (smallest, pi, alpha, estimator, got)
+                assert got.derived_k == _by_masses(want, pi, alpha, estimator) <= smallest
+                assert got.k_map >= smallest  # k_map ≤ the smallest class holds for certain
+                if got.k_map < population:
+                    assert got.next_derived_k == _by_masses(want + 1, pi, alpha, estimator) > smallest
+                else:
+                    assert got.next_derived_k is None
+                # the same as kanonymity's estimate at that k_map
+                same = estimate(want, estimator, alpha, records, sampling_fraction=pi)
+                assert (got.type_i_error, got.capped_at_k_map) == (same.type_i_error, same.capped_at_k_map)
+
+
+def test_largest_k_map_cases_worked_by_hand():
+    from app.privacy.anonymity.kmap_estimate import largest_k_map
+    # smallest class 5 at π = 0.1, α = 0.01: k_map 10 (λ = 1) derives 5 (see above); k_map 11
+    # (λ = 1.1): P(X ≥ 5) = 1 − e^−1.1 (1 + 1.1 + 0.605 + 0.22183 + 0.06100) = 0.00537 ≤ 0.01 → 5;
+    # … up to λ = 1.2 … the last k_map whose tail at 5 stays within 0.01
+    got = largest_k_map(5, "poisson", 0.01, 1_000, sampling_fraction=0.1)
+    lam = 0.1 * got.k_map
+    tail = 1 - math.exp(-lam) * sum(lam ** j / math.factorial(j) for j in range(5))
+    lam1 = 0.1 * (got.k_map + 1)
+    tail1 = 1 - math.exp(-lam1) * sum(lam1 ** j / math.factorial(j) for j in range(5))
+    assert tail <= 0.01 < tail1 and got.k_map == 12  # λ = 1.2: 0.00775; 1.3: 0.01056
+    # π = 1 (the table is the population): nothing is estimated, k-map is the smallest class
+    whole = largest_k_map(7, "zero_truncated_poisson", 0.01, 1_000, sampling_fraction=1.0)
+    assert (whole.k_map, whole.capped_at_k_map) == (7, True)
+    # the table is one class of all its records: k-map up to the population, for certain
+    one = largest_k_map(1_000, "poisson", 0.01, 1_000, sampling_fraction=0.5)
+    assert one.k_map >= 1_000 and one.derived_k <= 1_000

@@ -24,6 +24,9 @@ The binomial's upper tail lies below the Poisson's there (Anderson & Samuels 196
 + 1, which a tail ≤ α < 1/2 implies) and the binomial's chance of showing at all is above the
 Poisson's, so both thresholds hold under the exact sampling model too.
 
+``largest_k_map`` turns the estimate round for ``risk``: the largest k_map whose derived k a
+table's smallest class meets (the derived k never decreases as k_map grows).
+
 ARX's ``calculateKPoisson`` returns one more than this c (its loop counts past the quantile and
 adds one), while its own ``type1Error`` is the tail at c: it is reported as ``arx_derived_k``
 beside the derived k, which keeps the smallest threshold whose error is within α. Its
@@ -40,6 +43,14 @@ import numpy as np
 Estimator = Literal["poisson", "zero_truncated_poisson"]
 ESTIMATORS: tuple[str, ...] = ("poisson", "zero_truncated_poisson")
 DEFAULT_SIGNIFICANCE = 0.01  # ARX's default (ModelKMapCriterion)
+
+
+def significance_field(description: str):
+    """The ``significance`` parameter of kanonymity's estimated k-map and of risk's level: ARX's
+    default, in (0, 0.5]."""
+    from pydantic import Field
+
+    return Field(DEFAULT_SIGNIFICANCE, gt=0.0, le=0.5, description=description)
 
 
 def sample_tail(c: int | np.ndarray, lam: float, estimator: Estimator) -> np.ndarray:
@@ -197,3 +208,95 @@ def estimate_warnings(est: KMapEstimate, k: int) -> list[str]:
                         "one person of the population, itself, so no class need hold more than one record — "
                         "the release is not k-anonymous (not stated private); give a larger k_map or k")
     return warnings
+
+
+# --- the level a table meets: the largest k_map its smallest class passes (risk) -----------
+
+@dataclass(frozen=True)
+class KMapLevel:
+    estimator: str
+    significance: float
+    records: int
+    sampling_fraction: float
+    population_size: int
+    smallest_class: int          # the table's smallest class of the quasi-identifiers
+    k_map: int                   # the largest k_map whose derived k the smallest class meets
+    derived_k: int               # that k_map's derived k (≤ smallest_class)
+    capped_at_k_map: bool        # derived_k = k_map: certain, not estimated
+    type_i_error: float          # the model's tail at derived_k (0 when capped)
+    expected_sample_size: float  # λ = π · k_map
+    next_derived_k: int | None   # what k_map + 1 would need (None when k_map is the population)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def largest_k_map(smallest_class: int, estimator: Estimator, significance: float, records: int, *,
+                  sampling_fraction: float) -> KMapLevel:
+    """The largest k_map (at most the population size N = n / π) whose derived k — ``estimate``'s,
+    the same model and significance — is at most the table's smallest class: the table, read
+    as a random sample at π, is estimated k-map for every k_map up to it. The derived k never
+    decreases as k_map grows (the tails grow with λ = π·k_map, and so does the cap), so the
+    k_map that pass are 1 … K: K is found by doubling from the smallest class (every k_map up to
+    it passes, capped: certain) and bisecting."""
+    if not 1 <= smallest_class <= records:
+        raise ValueError(f"smallest_class {smallest_class} must be within 1 .. {records} records")
+
+    def at(k_map: int) -> KMapEstimate:
+        return estimate(k_map, estimator, significance, records, sampling_fraction=sampling_fraction)
+
+    population = at(1).population_size
+    good = smallest_class  # derived(k) ≤ k: every k_map up to the smallest class passes
+    bad = None
+    while bad is None and good < population:
+        step = min(2 * good, population)
+        if at(step).derived_k <= smallest_class:
+            good = step
+        else:
+            bad = step
+    while bad is not None and bad - good > 1:
+        middle = (good + bad) // 2
+        if at(middle).derived_k <= smallest_class:
+            good = middle
+        else:
+            bad = middle
+    found = at(good)
+    return KMapLevel(estimator=estimator, significance=float(significance), records=int(records),
+                     sampling_fraction=found.sampling_fraction, population_size=found.population_size,
+                     smallest_class=int(smallest_class), k_map=int(good), derived_k=found.derived_k,
+                     capped_at_k_map=found.capped_at_k_map, type_i_error=found.type_i_error,
+                     expected_sample_size=found.expected_sample_size,
+                     next_derived_k=at(good + 1).derived_k if good < population else None)
+
+
+def level_statement(level: KMapLevel) -> str:
+    """What the level says, in the words of an estimate (the guarantee statements' terms)."""
+    smallest = level.smallest_class
+    records = "record" if smallest == 1 else "records"
+    after = (f"; k_map = {level.k_map + 1} would need classes of {level.next_derived_k} records"
+             if level.next_derived_k is not None else " (the whole population)")
+    if level.capped_at_k_map:
+        return (f"certain, not estimated: every class holds at least {smallest} of the table's {records}, each a "
+                f"person of the population, so the table is k-map for every k_map ≤ {level.k_map} whatever the "
+                f"sampling{after} ({_MODEL[level.estimator]} at significance {level.significance:g}, sampling "
+                f"fraction {level.sampling_fraction:.6g})")
+    text = (f"estimated, not counted: read as a random sample of a population of {level.population_size} "
+            f"people (sampling fraction {level.sampling_fraction:.6g}), the table is estimated k-map for every "
+            f"k_map ≤ {level.k_map} with the {_MODEL[level.estimator]} estimator at significance "
+            f"{level.significance:g}: its smallest class of {smallest} {records} meets the derived k = "
+            f"{level.derived_k} of k_map = {level.k_map} (a population class of at most {level.k_map} people "
+            f"shows {level.derived_k} or more records with probability at most {level.type_i_error:.3g} under "
+            f"the model){after}; for k_map ≤ {smallest} it holds for certain")
+    if level.derived_k == 1:
+        text += (" — a derived k of 1: sample uniques pass, since a small population class rarely shows in "
+                 "the sample at all (the zero-truncated estimator, conditioned on a class showing, does not "
+                 "accept them)")
+    return text
+
+
+LEVEL_NOTE = ("an estimate under a random-sampling model, not a count of the population (none was given): "
+              "it bounds, class by class, how often a population class of at most k_map people would show "
+              "as many records in the table; it is not the share of the table's classes that come from "
+              "such a class (measured in docs/methods/kanonymity.md: the zero-truncated estimator near the "
+              "significance, the Poisson one above it at small sampling fractions), and it does not hold if "
+              "the table was not drawn at random from its population")

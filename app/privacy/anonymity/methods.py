@@ -16,6 +16,7 @@ from app.privacy.anonymity.anonymize import (
 )
 from app.privacy.anonymity.kmap_estimate import (
     DEFAULT_SIGNIFICANCE, KMapEstimate, estimate, estimate_figures, estimate_statements, estimate_warnings,
+    significance_field,
 )
 from app.privacy.anonymity.models import Constraints, Population
 from app.privacy.anonymity.risk import (
@@ -136,10 +137,9 @@ class KAnonymityParams(AttributeModels):
         None, ge=1, le=10_000_000_000, description="with k_map_estimator: the population the table was "
         "sampled from has this many people (at least the table's records; the sampling fraction is "
         "records / population_size); or give sampling_fraction")
-    significance: float = Field(
-        DEFAULT_SIGNIFICANCE, gt=0.0, le=0.5, description="with k_map_estimator: the largest probability "
-        "that a population class of at most k_map records shows in the sample with the derived k records "
-        "or more (the test's type I error; ARX's default 0.01)")
+    significance: float = significance_field(
+        "with k_map_estimator: the largest probability that a population class of at most k_map records "
+        "shows in the sample with the derived k records or more (the test's type I error; ARX's default 0.01)")
     delta_presence: tuple[Share, Share] | None = Field(
         None, description="δ-presence [delta_min, delta_max] (with research_subset; Nergiz et al. 2007): in "
         "every class of the population — those with no research record too — the share of records in "

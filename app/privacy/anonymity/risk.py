@@ -10,7 +10,9 @@ re-identified with probability 1/f.
 
 When the table is a sample of a population (``population_risk``, given the sampling fraction):
 marketer risk and the share of records unique in the population by Zayatz's, Pitman's and the
-SNB model, and Dankar et al.'s rule choosing among them (docs/methods/risk.md).
+SNB model, and Dankar et al.'s rule choosing among them (docs/methods/risk.md); and the
+estimated k-map level (``estimated_k_map``): per estimator of kmap_estimate, the largest k_map
+whose derived k the smallest class meets.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from app.privacy.anonymity.kmap_estimate import ESTIMATORS, LEVEL_NOTE, largest_k_map, level_statement
 from app.privacy.anonymity.verify import equivalence_classes
 
 
@@ -313,3 +316,33 @@ def population_table(population: dict) -> pd.DataFrame:
              "reason": est["reason"] or ""}
             for name, est in population["uniqueness"].items() if name != "dankar"]
     return pd.DataFrame(rows)
+
+
+def estimated_k_map(class_ids: np.ndarray, sampling_fraction: float, significance: float) -> dict:
+    """The estimated k-map level of a table read as a random sample at ``sampling_fraction``:
+    per estimator the largest k_map whose derived k (kanonymity's k_map_estimator: the same
+    model, kmap_estimate) the smallest class meets, with its statement."""
+    n = len(class_ids)
+    block: dict = {"significance": float(significance), "smallest_class": None, "estimators": {},
+                   "note": LEVEL_NOTE}
+    if n == 0:
+        block["reason"] = "the table has no records"
+        return block
+    counts = np.bincount(class_ids)
+    smallest = int(counts[counts > 0].min())
+    block["smallest_class"] = smallest
+    for name in ESTIMATORS:
+        level = largest_k_map(smallest, name, significance, n, sampling_fraction=sampling_fraction)
+        figures = level.as_dict()
+        for shared in ("estimator", "significance", "records", "sampling_fraction", "population_size", "smallest_class"):
+            figures.pop(shared)
+        block["estimators"][name] = {**figures, "statement": level_statement(level)}
+    return block
+
+
+def k_map_table(block: dict) -> pd.DataFrame:
+    """One row per estimator (for the report's CSV)."""
+    rows = [{"estimator": name, "k_map": level["k_map"], "derived_k": level["derived_k"],
+             "type_i_error": level["type_i_error"], "next_derived_k": level["next_derived_k"],
+             "statement": level["statement"]} for name, level in block["estimators"].items()]
+    return pd.DataFrame(rows, columns=["estimator", "k_map", "derived_k", "type_i_error", "next_derived_k", "statement"])

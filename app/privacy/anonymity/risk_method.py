@@ -1,5 +1,5 @@
 """The registered ``risk`` method: re-identification risk of a dataset or a release (prosecutor,
-and with a sampling fraction the population estimates), the attribute-disclosure levels it
+and with a sampling fraction the population estimates and the estimated k-map level), the attribute-disclosure levels it
 meets, and over a research subset its k-map and δ-presence figures."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from matplotlib.figure import Figure  # no pyplot: no global state, no GUI backe
 from pydantic import Field, model_validator
 
 from app.privacy.anonymity.methods import subset_column, subset_mask
+from app.privacy.anonymity.kmap_estimate import DEFAULT_SIGNIFICANCE, significance_field
 from app.privacy.anonymity.risk import (
-    class_size_table, population_risk, population_table, prosecutor_risk,
+    class_size_table, estimated_k_map, k_map_table, population_risk, population_table, prosecutor_risk,
 )
 from app.privacy.anonymity.roles import MAX_SENSITIVE, resolve_quasi_identifiers, resolve_sensitive
 from app.privacy.anonymity.verify import disclosure_levels, equivalence_classes
@@ -32,7 +33,12 @@ class RiskParams(Params):
     sampling_fraction: float | None = Field(
         None, gt=0.0, le=1.0, description="the table is a sample holding this share of its "
         "population: adds marketer risk and population uniqueness (Zayatz, Pitman, SNB, Dankar's "
-        "rule); absent: prosecutor risk only")
+        "rule) and the estimated k-map level (the largest k_map kanonymity's k_map_estimator would "
+        "find the table meets, per estimator); absent: prosecutor risk only")
+    significance: float = significance_field(
+        "with sampling_fraction: the significance of the estimated k-map level, as kanonymity's (the largest "
+        "probability that a population class of at most k_map people shows the derived k records or more; "
+        "ARX's default 0.01)")
     sensitive: str | list[str] | None = Field(
         None, description="a sensitive column: adds the attribute-disclosure levels the table meets "
         "over the quasi-identifiers (distinct and entropy l, recursive c, α, t, β, δ-disclosure), "
@@ -45,6 +51,13 @@ class RiskParams(Params):
         "(true/false, yes/no, 1/0, or a boolean column): adds the k-map figure (the smallest population "
         "class holding a research record) and the δ-presence range (the smallest and largest share of "
         "research records over every class) the table meets over the quasi-identifiers")
+
+    @model_validator(mode="after")
+    def _significance_with_a_sample(self):
+        if self.sampling_fraction is None and self.significance != DEFAULT_SIGNIFICANCE:
+            raise ValueError("significance is read with sampling_fraction only (the estimated k-map level of "
+                             "the table as a sample of a population): give sampling_fraction too, or drop it")
+        return self
 
     @model_validator(mode="after")
     def _few_sensitive(self):
@@ -110,6 +123,8 @@ def run_risk(data: MethodInput, params: RiskParams, ctx: RunContext) -> ReportRe
         ctx.progress(0.5, "estimating population uniqueness")
         figures["population"] = population_risk(ids, params.sampling_fraction)
         tables["population_uniqueness"] = population_table(figures["population"])
+        figures["population"]["k_map_estimate"] = estimated_k_map(ids, params.sampling_fraction, params.significance)
+        tables["k_map_estimate"] = k_map_table(figures["population"]["k_map_estimate"])
     sensitive = _risk_sensitive(params, data.columns, qis)
     if sensitive is not None:
         ctx.progress(0.7, "measuring attribute disclosure")
@@ -164,11 +179,12 @@ register(MethodSpec(
     kind=MethodKind.analysis,
     summary="Re-identification risk of a dataset or a release under the prosecutor model: highest "
             "and average risk, records in small classes, sample uniques; with a sampling fraction, "
-            "marketer risk and population uniqueness too; with a sensitive column, the attribute-"
+            "marketer risk, population uniqueness and the estimated k-map level too; with a sensitive column, the attribute-"
             "disclosure levels the table meets (l, α, t, β, δ).",
     params=RiskParams,
     guarantee="an assessment: no privacy cost, no protection",
-    paper="Prosecutor and marketer risk, population uniqueness (ARX; Dankar et al. 2012); spec 04 §1",
+    paper="Prosecutor and marketer risk, population uniqueness (ARX; Dankar et al. 2012); the estimated "
+          "k-map level (El Emam & Dankar 2008, as kanonymity's k_map_estimator); spec 04 §1",
     run=run_risk,
     sources=frozenset({MethodSource.dataset, MethodSource.release}),
     check=_check_risk,
