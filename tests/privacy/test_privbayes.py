@@ -5,6 +5,7 @@ known strong pair is linked, and a seeded run is the same table twice."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from fractions import Fraction
 
@@ -82,6 +83,49 @@ def test_the_score_is_2n2_R_exactly_and_moves_by_at_most_6n_plus_4_when_a_record
     assert worst > 0.5  # the bound is not loose by orders of magnitude
     # no parents: no dependence, score 0
     assert r_score(np.array([0, 1, 1, 2]), 3, np.zeros(4, dtype=np.int64), 1, 4) == 0
+
+
+def test_the_score_sensitivity_holds_on_every_neighbour_of_every_small_table_and_on_skewed_large_ones():
+    """Adversarial neighbours, not random ones: every table of 2-5 records on 2×2, 2×3 and 3×3
+    domains with every replacement of one record; and at n = 10^5 one huge cell (n − 1 records)
+    or two halves, the odd record moved into the big cell's row, column or neither, and a record
+    of the big cell moved everywhere. The worst move is about 4n (the huge cell's odd record
+    moved off its row and column), inside 6n + 4."""
+    worst = Fraction(0)
+    for kx, kp in [(2, 2), (2, 3), (3, 3)]:
+        cells = list(itertools.product(range(kx), range(kp)))
+        for n in range(2, 6):
+            for chosen in itertools.combinations_with_replacement(range(len(cells)), n):
+                x = np.array([cells[c][0] for c in chosen])
+                p = np.array([cells[c][1] for c in chosen])
+                s = r_score(x, kx, p, kp, n)
+                for i in sorted(set(chosen)):
+                    at = chosen.index(i)
+                    for cell in cells:
+                        x2, p2 = x.copy(), p.copy()
+                        x2[at], p2[at] = cell
+                        moved = abs(r_score(x2, kx, p2, kp, n) - s)
+                        assert moved <= score_sensitivity(n), (kx, kp, chosen, at, cell, moved)
+                        worst = max(worst, Fraction(moved, score_sensitivity(n)))
+    assert worst > Fraction(1, 2)
+    n = 100_000
+    for kx, kp in [(2, 2), (3, 5)]:
+        for shape in ("one huge cell", "two halves"):
+            x, p = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+            if shape == "one huge cell":
+                x[-1], p[-1] = kx - 1, kp - 1
+            else:
+                x[n // 2:], p[n // 2:] = 1, 1
+            s = r_score(x, kx, p, kp, n)
+            moves = []
+            for i in (0, n - 1):
+                for cell in itertools.product(range(kx), range(kp)):
+                    x2, p2 = x.copy(), p.copy()
+                    x2[i], p2[i] = cell
+                    moves.append(abs(r_score(x2, kx, p2, kp, n) - s))
+            assert max(moves) <= score_sensitivity(n)
+            if shape == "one huge cell":
+                assert max(moves) >= 4 * n - 12  # the bound is within 1.5× of the worst case
 
 
 def test_the_score_is_exact_in_int64_at_large_n():
@@ -214,3 +258,28 @@ def test_adult_at_a_large_epsilon_links_a_strong_pair_and_keeps_the_marginals(ad
     one, two = marginal_tvd(adult.frame, run_privbayes(adult, PrivBayesParams(epsilon=1.0), ctx(3)).frame,
                             adult.columns)
     assert one < 0.04 and two < 0.1, (one, two)
+
+
+def test_when_no_two_columns_fit_tau_the_release_says_its_columns_are_independent_and_spends_all_on_them():
+    """Breast Cancer at ε = 1 (683 records, 10 columns of 11 levels) has τ = 6 cells: no column
+    can get a parent, whatever the data, so the network is no network. That is known before
+    the data are read (n, ε, θ, the domains): no ε goes to choosing it — its order is drawn
+    uniformly — all of ε measures the d 1-way marginals, and a warning says the synthetic
+    columns are independent and what would link them."""
+    data = MethodInput(SCHEMA, table(60, seed=7))
+    # τ = 60·0.7·0.5/(2·4·4) ≈ 0.66 cells: below any pair (the smallest, a × b: 4 × 4 = 16)
+    out = run_privbayes(data, PrivBayesParams(epsilon=0.5), ctx(3))
+    meta, g = out.metadata["privbayes"], out.guarantees
+    assert all(node["parents"] == [] for node in meta["network"])
+    assert meta["epsilon_split"]["structure"] == 0.0 and g["epsilon_split"]["structure"] == 0.0
+    assert meta["epsilon_split"]["conditionals"] == pytest.approx(0.5, rel=1e-9)
+    assert meta["epsilon_split"]["conditionals"] <= 0.5
+    assert len(meta["measurements"]) == 4
+    assert all(m["epsilon"] == pytest.approx(0.5 / 4) for m in meta["measurements"])
+    assert all(s["epsilon"] == 0.0 for s in meta["selections"])
+    warning = " ".join(g["warnings"])
+    assert "independent" in warning and "16 cells" in warning and "theta" in warning and "epsilon" in warning
+    # where a pair fits, the structure keeps its share and no such warning
+    linked = run_privbayes(MethodInput(SCHEMA, table(3000)), PrivBayesParams(epsilon=1.0), ctx(3))
+    assert linked.metadata["privbayes"]["epsilon_split"]["structure"] == pytest.approx(0.3)
+    assert not any("independent" in w for w in linked.guarantees["warnings"])

@@ -12,7 +12,10 @@ a pure ε-DP synthetic table (δ = 0) from a Bayesian network. Neighbours replac
               (the paper's rule for attributes of any domain): |dom(X)|·|dom(Π)| ≤ τ with
               τ = n·(1 − β)ε / (2dθ), i.e. the Laplace scale 2d/((1 − β)ε) of the counts at
               most 1/θ of the average cell count n/|dom(X, Π)|; the empty set when no parent
-              fits. τ depends on n (public), ε and the schema only.
+              fits. τ depends on n (public), ε and the schema only. When no two columns'
+              marginal fits τ no column can get a parent, whatever the data: then no ε is
+              spent here (the order is drawn uniformly), all of it measures the d columns' own
+              counts, and a warning says the synthetic columns are independent.
   conditionals (1 − β)·ε. The attribute sets {X_i} ∪ Π_i of the network, less those inside
               a later one (the paper measures the (k+1)-way marginal once for its first k + 1
               attributes: this is that rule for parent sets of any size), m ≤ d marginals, each
@@ -157,7 +160,8 @@ def greedy_network(names: list[str], codes: dict[str, np.ndarray], sizes: dict[s
                    ) -> tuple[list[tuple[str, tuple[str, ...]]], list[dict[str, Any]]]:
     """The paper's GreedyBayes: the network as (attribute, parents) in order, and each round's
     record (candidates, choice, ε). The first attribute is uniform (no data read); each later
-    one and its parents come from the exponential mechanism over S at ``epsilon_round``."""
+    one and its parents come from the exponential mechanism over S at ``epsilon_round``; at 0
+    (no parent set can be non-empty: ``independent_columns``) uniformly, no score computed."""
     sampler = ExactSampler(rng)
     first = names[sampler.uniform(len(names))]
     network: list[tuple[str, tuple[str, ...]]] = [(first, ())]
@@ -170,6 +174,9 @@ def greedy_network(names: list[str], codes: dict[str, np.ndarray], sizes: dict[s
                       for ps in parent_sets(x, chosen, sizes, degree, tau)]
         scores = []
         for x, ps in candidates:
+            if epsilon_round == 0:
+                scores.append(Fraction(0))
+                continue
             key = (x, tuple(sorted(ps)))
             if key not in cache:
                 cache[key] = r_score(codes[x], sizes[x], parent_index(codes, ps, sizes, n),
@@ -181,6 +188,20 @@ def greedy_network(names: list[str], codes: dict[str, np.ndarray], sizes: dict[s
         rounds.append({"round": r + 1, "candidates": len(candidates), "attribute": x,
                        "parents": list(ps), "epsilon": float(epsilon_round)})
     return network, rounds
+
+
+def smallest_pair(sizes: dict[str, int]) -> int | None:
+    """The fewest cells of a marginal of two columns (None with one column)."""
+    ordered = sorted(sizes.values())
+    return ordered[0] * ordered[1] if len(ordered) > 1 else None
+
+
+def independent_columns(sizes: dict[str, int], tau: float) -> bool:
+    """Whether no column can get a parent: no two columns' marginal fits τ (a larger parent set
+    has more cells still). Decided by n, ε, θ and the domains — never by the data — so no ε
+    is spent on a structure that can only be empty."""
+    pair = smallest_pair(sizes)
+    return pair is not None and pair > tau
 
 
 # ----------------------------------------------------------------------- conditionals
@@ -269,11 +290,11 @@ def sample_network(network: list[tuple[str, tuple[str, ...]]], conditionals: dic
 
 
 # ------------------------------------------------------------------------------- run
-def _budget(params: PrivBayesParams, d: int) -> tuple[Fraction, Fraction, float]:
+def _budget(params: PrivBayesParams, d: int, independent: bool = False) -> tuple[Fraction, Fraction, float]:
     """(ε of the structure, ε of one round, ε left for the conditionals), the first two exact:
-    no structure without a second column."""
+    no structure without a second column, nor when no column can get a parent."""
     eps = Fraction(params.epsilon)
-    structure = eps * Fraction(params.structure_share) if d > 1 else Fraction(0)
+    structure = eps * Fraction(params.structure_share) if d > 1 and not independent else Fraction(0)
     per_round = structure / (d - 1) if d > 1 else Fraction(0)
     return structure, per_round, float(eps - structure) * (1.0 - SAFETY)
 
@@ -322,8 +343,9 @@ def run_privbayes(data: MethodInput, params: PrivBayesParams, ctx: RunContext) -
     sizes = {c.name: c.size for c in columns}
     d = len(columns)
     codes = encode_frame(columns, frame)
-    structure, per_round, eps_cond = _budget(params, d)
     tau = useful_cells(n, params.epsilon, params.structure_share, d, params.theta)
+    independent = independent_columns(sizes, tau)
+    structure, per_round, eps_cond = _budget(params, d, independent)
 
     ctx.progress(0.05, "choosing the network")
     network, rounds = greedy_network(names, codes, sizes, n, params.degree, tau, per_round, ctx.rng)
@@ -364,17 +386,30 @@ def run_privbayes(data: MethodInput, params: PrivBayesParams, ctx: RunContext) -
     return _result(params, ctx, columns, out, {
         "n": n, "rows": rows, "network": network, "rounds": rounds, "tau": tau, "split": split,
         "measurements": measurements, "source": [network[j][0] for j in source], "missing": missing, "delivered": delivered,
-        "seconds": time.perf_counter() - started})
+        "independent": independent, "smallest_pair": smallest_pair(sizes), "seconds": time.perf_counter() - started})
 
 
 def _result(params: PrivBayesParams, ctx: RunContext, columns: list[Column], out, facts: dict[str, Any],
             ) -> ReleaseResult:
     n, split = facts["n"], facts["split"]
+    d = len(columns)
+    independent = None
+    if facts["independent"]:
+        independent = (
+            f"no column can have a parent: a θ-useful marginal has at most τ = {facts['tau']:.4g} cells "
+            f"(n = {n:,}, ε = {params.epsilon:g}, θ = {params.theta:g}, {d} columns) and the smallest "
+            f"marginal of two columns has {facts['smallest_pair']:,} cells, so the synthetic columns are "
+            f"independent of each other (each keeps its own distribution); no ε went to choosing a "
+            f"network, all of it measured the {d} columns' own counts. To link columns: raise epsilon, "
+            f"lower theta (0 lifts the rule) or declare fewer levels (bins, categories)")
     statements = [
         f"ε-differential privacy with ε = {params.epsilon:g}, δ = 0, for the whole synthetic table: "
         f"{NEIGHBOURING}",
-        f"ε is split (sequential composition): {split['structure']:.6g} choosing the network (the "
-        f"exponential mechanism, {len(facts['rounds'])} rounds), {split['conditionals']:.6g} measuring "
+        f"ε is split (sequential composition): {split['structure']:.6g} choosing the network ("
+        + ("none can have an edge: τ, set by n, ε, θ and the domains, is below every pair's cells; its "
+           "order drawn uniformly, no data read" if facts["independent"] else
+           f"the exponential mechanism, {len(facts['rounds'])} rounds")
+        + f"), {split['conditionals']:.6g} measuring "
         f"its {len(facts['measurements'])} marginals (discrete Laplace); 'epsilon_split' adds up to at most ε",
         "the network's scores are exact integers (2n²·R, sensitivity 6n + 4 under replacing one record) "
         "and each choice is sampled exactly from CSPRNG bits (no floating-point argmax)",
@@ -393,6 +428,7 @@ def _result(params: PrivBayesParams, ctx: RunContext, columns: list[Column], out
         "epsilon_split": split, "epsilon_delivered": facts["delivered"],
         "structure_share": params.structure_share, "degree": params.degree, "theta": params.theta,
         "useful_cells": None if math.isinf(facts["tau"]) else facts["tau"],
+        "independent_columns": independent,
         "records": n, "records_public": "n is public under replace-one neighbours: it sets τ, the "
         "score's sensitivity and the default size",
         "network": [{"attribute": x, "parents": list(ps)} for x, ps in facts["network"]],
@@ -414,7 +450,8 @@ def _result(params: PrivBayesParams, ctx: RunContext, columns: list[Column], out
     }
     g = guarantee("central_dp", rng=ctx.rng.name, private=ctx.rng.is_private, epsilon=params.epsilon,
                   delta=0.0, protected_columns=list(out.columns), statements=statements,
-                  warnings=domain_warnings([c.plan for c in columns]), neighbouring=NEIGHBOURING,
+                  warnings=[*domain_warnings([c.plan for c in columns]), *([independent] if independent else [])],
+                  neighbouring=NEIGHBOURING,
                   epsilon_split=split, epsilon_delivered=facts["delivered"])
     return ReleaseResult(frame=out, columns=output_infos(columns), guarantees=g, metadata={"privbayes": meta},
                          metrics={"rows": facts["rows"], "seconds": facts["seconds"],
