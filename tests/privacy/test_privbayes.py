@@ -261,8 +261,9 @@ def test_adult_at_a_large_epsilon_links_a_strong_pair_and_keeps_the_marginals(ad
 
 
 def test_when_no_two_columns_fit_tau_the_release_says_its_columns_are_independent_and_spends_all_on_them():
-    """Breast Cancer at ε = 1 (683 records, 10 columns of 11 levels) has τ = 6 cells: no column
-    can get a parent, whatever the data, so the network is no network. That is known before
+    """Breast Cancer at ε = 1 (683 records, 9 columns of 11 levels, the class of 4) has τ = 6
+    cells, its smallest pair 44: no column can get a parent, whatever the data, so the network
+    is no network. That is known before
     the data are read (n, ε, θ, the domains): no ε goes to choosing it — its order is drawn
     uniformly — all of ε measures the d 1-way marginals, and a warning says the synthetic
     columns are independent and what would link them."""
