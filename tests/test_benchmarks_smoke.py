@@ -56,9 +56,24 @@ def test_the_dp_figures_are_drawn_from_the_pages_tables():
     # Veil's add/remove variants, like-for-like with smartnoise, are the page's rows of their own
     assert income.loc[("aim_add_remove", 1.0), ["mean", "se", "n"]].tolist() == [0.159, 0.002, 3]
     assert income.loc[("mst_add_remove", 0.5), "mean"] == 0.162
+    # Veil's privbayes from its own section's table; DataSynthesizer's PrivBayes is a peer of
+    # another key (both were "privbayes")
+    assert income.loc[("privbayes", 2.0), ["mean", "se", "n"]].tolist() == [0.179, 0.014, 3]
+    assert income.loc[("ds_privbayes", 1.0), "mean"] == 0.208
+    for task in points:  # privbayes in every 10-repetition figure, both panels
+        assert set(points[task][points[task]["method"] == "privbayes"]["column"]) == {
+            "error_release_split", "error_raw_holdout"}, task
     fig = plot_task(points["coil_caravan"], "CoIL", LABELS)
     try:
         assert "(right panel only)" in fig.legends[0].get_title().get_text()
+    finally:
+        plt.close(fig)
+    # the income figure's detail panel: the band of the marginal synthesizers, the rest named above it
+    fig = plot_task(income.reset_index(), "Adult income", {**LABELS, "noprivacy": "NoPrivacy"}, detail=(0.145, 0.275))
+    try:
+        full, detail = fig.axes[:2]
+        assert detail.get_ylim() == (0.145, 0.275) and full.get_ylim()[1] > 0.5
+        assert "DPPro" in detail.get_title() and "PrivBayes (Veil" not in detail.get_title()
     finally:
         plt.close(fig)
 

@@ -457,24 +457,30 @@ def _plot(runs: pd.DataFrame, task: str, labels: dict[str, str], debited: pd.Dat
 
 
 def plot_task(points: pd.DataFrame, title: str, labels: dict[str, str], peers: list[str] = (),
-              epsilon_note: str | None = None, legend_note: str | None = None):
+              epsilon_note: str | None = None, legend_note: str | None = None,
+              detail: tuple[float, float] | None = None):
     """A task's panels from ``plot_points``' frame, one per ``column`` it holds (the docs re-draw
     theirs from a page's tables: a 70/30 panel without standard errors, NaN, draws no bar, and
     the legend says which panel has them; adult_income's page kept the right panel only).
     Error bars: ± 1 standard error of the mean over the repetitions, where more than one ran; the
     methods' points are then set a little apart along ε so the bars do not hide each other.
     ``epsilon_note`` joins the x label (the δ of each method, say); ``legend_note`` the legend's
-    title (``add_remove_note``: what ε means for the add/remove variants)."""
+    title (``add_remove_note``: what ε means for the add/remove variants). ``detail`` (low, high)
+    adds a panel beside the last one showing it again between those rates only, where lines
+    that crowd together at full scale come apart (the series above it are then named)."""
     columns = [c for c in PANELS if c in set(points["column"])]
+    limits: list[tuple[float, float] | None] = [None] * len(columns)
+    if detail is not None:
+        columns, limits = [*columns, columns[-1]], [*limits, detail]
     fig, axes = plt.subplots(1, len(columns), figsize=(10, 3.8) if len(columns) > 1 else (6.4, 4.2),
-                             sharey=True, squeeze=False)
+                             sharey=detail is None, squeeze=False)
     axes = list(axes[0])
     methods = [m for m in dict.fromkeys(points["method"]) if m not in ("noprivacy", "majority")]
     styles = {**_STYLES, **dict(zip(peers, itertools.cycle(_PEER_STYLES)))}
     compared = points[points["method"].isin(methods)]
     with_bars = [c for c in columns if compared[compared["column"] == c]["se"].fillna(0).gt(0).any()]
     eps = sorted(e for e in points["epsilon"].unique() if not math.isinf(e))
-    for ax, column in zip(axes, columns):
+    for ax, column, limit in zip(axes, columns, limits):
         part = points[points["column"] == column]
         for i, method in enumerate(methods):
             line = part[part["method"] == method].sort_values("epsilon")
@@ -494,6 +500,12 @@ def plot_task(points: pd.DataFrame, title: str, labels: dict[str, str], peers: l
         ax.set_xticks(eps, [f"{e:g}" for e in eps])
         ax.set_xlabel("ε (log scale" + (f"; {epsilon_note})" if epsilon_note else ")"))
         ax.set_title(PANELS[column], fontsize=10)
+        if limit is not None:
+            ax.set_ylim(*limit)
+            above = [labels.get(m, m) for m in methods
+                     if (part[part["method"] == m]["mean"] > limit[1]).all()]
+            ax.set_title(f"detail: {limit[0]:g}–{limit[1]:g}" + (f" ({', '.join(above)} above it)" if above else ""),
+                         fontsize=9, wrap=True)
     axes[0].set_ylabel(f"misclassification rate ({LOWER_IS_BETTER})")
     # one panel is narrow: the data on a line of their own
     suptitle_within(fig, f"SVM misclassification rate of each release vs ε{' — ' if len(columns) > 1 else chr(10)}{title}")
