@@ -77,7 +77,7 @@ MAX_CANDIDATES = 50_000  # (attribute, parent set) pairs the structure may score
 MAX_RECORDS = 2**31 - 1  # S ≤ 2n² must fit in int64
 MARGINAL_L1 = 2.0  # replace one record: one cell −1, one cell +1
 MARGINAL_CELLS = 2
-MISSING_SIGMAS = 5.0  # a missing level below 5 standard deviations of its noisy count is not released
+MISSING_FALSE_RELEASE = 1e-6  # the chance that noise alone releases a missing level a column lacks
 SAFETY = 1e-12  # ε shares nudged down so float rounding never sums above ε
 SCORE = "S = 2n²·R = Σ|n·c(x,π) − c(x)·c(π)| (R = ½‖P[X,Π] − P[X]P[Π]‖₁), exact integers"
 
@@ -226,17 +226,42 @@ def simplex(y: np.ndarray, total: float) -> np.ndarray:
     return np.maximum(y - cum[k - 1] / k, 0.0)
 
 
+def laplace_sum_threshold(scale: float, cells: int, p: float = MISSING_FALSE_RELEASE) -> float:
+    """The smallest x whose Chernoff bound on P(Σ of ``cells`` Laplace(``scale``) ≥ x) is ≤ p.
+    Laplace's moment generating function is 1/(1 − b²t²), so the bound is exp(−u·y − c·ln(1 − u²))
+    with y = x/b, u = bt ∈ (0, 1), least at u = (√(c² + y²) − c)/y; y by bisection (the bound
+    falls as y grows). Unlike a multiple of the standard deviation b·√(2c), it holds the chance
+    for a few cells, where the tails are Laplace's (5σ of one cell: ½·e^(−5√2) ≈ 4·10⁻⁴), and
+    tends to √(2 ln(1/p)) standard deviations (5.3 at 10⁻⁶) for many. One cell: the exact
+    tail ½·e^(−y), y = ln(1/(2p)) (13.1 at 10⁻⁶; the bound would say 17.0)."""
+    if cells == 1:
+        return scale * math.log(0.5 / p)
+    target = math.log(p)
+
+    def log_bound(y: float) -> float:
+        u = (math.sqrt(cells * cells + y * y) - cells) / y
+        return -u * y - cells * math.log1p(-u * u)
+
+    lo, hi = 0.0, 1.0
+    while log_bound(hi) > target:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if log_bound(mid) > target else (lo, mid)
+    return scale * hi
+
+
 def missing_released(measured: tuple[tuple[str, ...], np.ndarray, float], column: Column) -> bool:
     """Whether the column's missing level is released: its noisy count in the marginal the
-    column's conditional is read from (the sum over its slice of c cells, Laplace of scale b
-    each: standard deviation b·√(2c)) is at least 5 standard deviations, as mst's rule for its
-    1-way counts. Otherwise no synthetic record is missing there — a column without missing
+    column's conditional is read from (the sum over its slice of c cells, each with Laplace
+    noise of scale b) is above what noise alone reaches with chance 10⁻⁶
+    (:func:`laplace_sum_threshold`; mst's rule, 5 standard deviations of its Gaussian counts,
+    is about 3·10⁻⁷). Otherwise no synthetic record is missing there — a column without missing
     values would else get some from the noise alone (post-processing)."""
     axes, table, scale = measured
     axis = axes.index(column.name)
     cells = table.size // table.shape[axis]
-    return bool(np.take(table, column.missing_level, axis=axis).sum()
-                >= MISSING_SIGMAS * scale * math.sqrt(2.0 * cells))
+    return bool(np.take(table, column.missing_level, axis=axis).sum() >= laplace_sum_threshold(scale, cells))
 
 
 def nonnegative(table: np.ndarray, axes: tuple[str, ...], columns: list[Column], missing: dict[str, bool],
