@@ -277,3 +277,20 @@ def test_the_figure_labels_both_relations_and_says_what_epsilon_means_for_add_re
         assert "add/remove" not in fig.legends[0].get_title().get_text()
     finally:
         plt.close(fig)
+
+
+def test_privbayes_runs_at_the_degree_each_task_allows(monkeypatch):
+    """Opting privbayes in with the default tasks was refused at submission: CoIL's 86 columns at
+    degree 2 exceed its candidate limit, and the 422 blamed the ε grid ('epsilons: …'). The
+    experiment runs it at degree 1 there, 2 elsewhere; a refusal at every ε names the method."""
+    from app.privacy.experiments import dp_release as experiment
+
+    check = registry.get("experiment_dp_release").check
+    params = ExperimentDpReleaseParams(methods=["privbayes"], epsilons=[0.1, 1.0])
+    check(params, [], None)
+    degrees = {task: extra["degree"] for task, name, _, extra in experiment._built_in_releases(params)}
+    assert degrees == {"adult_degree": 2, "adult_married": 2, "bank_y": 2, "coil_caravan": 1, "coil_home": 1}
+    monkeypatch.setitem(experiment.RELEASES, "privbayes", ("privbayes", {"degree": 2}))
+    with pytest.raises(registry.MethodInputError,
+                       match=r"^methods: privbayes cannot run on task 'coil_caravan': degree 2 with 8[56] columns"):
+        check(params, [], None)

@@ -135,6 +135,12 @@ def candidate_count(d: int, degree: int) -> int:
     return d * sum(math.comb(d - 1, j) for j in range(min(degree, d - 1) + 1))
 
 
+def fitting_degree(d: int, ceiling: int) -> int:
+    """The largest degree ≤ ``ceiling`` whose candidate count on d columns is within the limit
+    (at least 1: degree 1 scores d² pairs) — what the DP experiment runs on CoIL's 86 columns."""
+    return max([1] + [k for k in range(1, ceiling + 1) if candidate_count(d, k) <= MAX_CANDIDATES])
+
+
 def parent_sets(x: str, chosen: list[str], sizes: dict[str, int], degree: int,
                 tau: float) -> list[tuple[str, ...]]:
     """X's candidate parent sets among the attributes already in the network: the maximal

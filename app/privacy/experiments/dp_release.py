@@ -44,6 +44,7 @@ import app.privacy.dp_release.icahdp  # noqa: E402,F401
 from app.privacy.dp_release.marginals import SynthParams, build_columns, marginal  # noqa: E402
 import app.privacy.dp_release.mst  # noqa: E402,F401
 import app.privacy.dp_release.privbayes  # noqa: E402,F401
+from app.privacy.dp_release.privbayes import fitting_degree  # noqa: E402
 from app.privacy.experiments import dataset_file, distinct  # noqa: E402
 from app.privacy.plotting import (  # noqa: E402
     LOWER_IS_BETTER, legend_below, suptitle_within, tilt_crowded_tick_labels,
@@ -65,6 +66,7 @@ LABELS = {"icahdp_strict": "ICAHDP strict", "icahdp_paper": "ICAHDP paper", "dpp
           "mst": "MST (replace-one)", "aim": "AIM (replace-one)",
           "mst_add_remove": "MST (add/remove)", "aim_add_remove": "AIM (add/remove)",
           "privbayes": "PrivBayes (Veil, pure ε)", "noprivacy": "NoPrivacy"}
+EPSILON_CEILING = 100.0  # the grid's largest ε, the methods' own ceiling
 TVD_BINS = 32  # numeric columns are compared on the methods' 32 default bins over their declared bounds
 
 # Declared bounds: from the datasets' documentation and plain domain knowledge, not the data.
@@ -211,10 +213,21 @@ RELEASES: dict[str, tuple[str, dict]] = {
 }
 
 
+def fitted(method: str, extra: dict, columns: int) -> dict:
+    """A release's params besides ε on a table of ``columns`` columns: privbayes at the largest
+    degree ≤ its default whose candidate parent sets are within its limit (degree 1 on CoIL's
+    85–86 columns, where degree 2 is refused); the others as given."""
+    if method != "privbayes" or "degree" in extra:
+        return extra
+    default = registry.get(method).params.model_fields["degree"].default
+    return {**extra, "degree": fitting_degree(columns, default)}
+
+
 def builtin_releasers() -> dict[str, Releaser]:
     def releaser(method: str, extra: dict) -> Releaser:
         spec = registry.get(method)
-        return lambda data, eps, ctx: spec.run(data, spec.params(epsilon=eps, **extra), ctx).frame
+        return lambda data, eps, ctx: spec.run(
+            data, spec.params(epsilon=eps, **fitted(method, extra, len(data.columns))), ctx).frame
     return {name: releaser(method, extra) for name, (method, extra) in RELEASES.items()}
 
 
@@ -230,7 +243,7 @@ def _built_in_releases(params: ExperimentDpReleaseParams):
         for name in params.methods:
             if name in RELEASES:
                 method, extra = RELEASES[name]
-                yield task, name, registry.get(method), extra
+                yield task, name, registry.get(method), fitted(method, extra, len(task_columns(task)))
 
 
 def check_epsilons(params: ExperimentDpReleaseParams, columns, source) -> None:
@@ -239,9 +252,14 @@ def check_epsilons(params: ExperimentDpReleaseParams, columns, source) -> None:
     releases before it had run. The methods' own submission checks decide."""
     smallest = min(params.epsilons)
     for task, name, spec, extra in _built_in_releases(params):
+        columns = list(task_columns(task))
         try:
-            spec.check(spec.params(epsilon=smallest, **extra), list(task_columns(task)), None)
+            spec.check(spec.params(epsilon=smallest, **extra), columns, None)
         except MethodInputError as e:
+            try:  # refused at the largest ε a grid may hold too: not the grid's doing
+                spec.check(spec.params(epsilon=EPSILON_CEILING, **extra), columns, None)
+            except MethodInputError:
+                raise MethodInputError(f"methods: {name} cannot run on task {task!r}: {e}") from None
             raise MethodInputError(f"epsilons: {name} on task {task!r} at ε = {smallest:g}: "
                                    f"{e}") from None
 
@@ -318,10 +336,11 @@ class ExperimentDpReleaseParams(Params):
                                       "so are mst_add_remove and aim_add_remove (the same with ε under "
                                       "add/remove-one neighbours, the papers' and smartnoise's relation; "
                                       "the report gives the replace-one ε' a job of theirs is debited) and "
-                                      "privbayes (pure ε-DP, under a second a release on Adult)")
+                                      "privbayes (pure ε-DP, under a second a release on Adult; degree 1 on "
+                                      "CoIL, whose 86 columns at degree 2 exceed its candidate limit)")
     # each ε in the methods' own range (0, 100]: otherwise the first release failed the job as
     # an internal error instead of a 422
-    epsilons: list[Annotated[float, Field(gt=0, le=100)]] = Field(
+    epsilons: list[Annotated[float, Field(gt=0, le=EPSILON_CEILING)]] = Field(
         default_factory=lambda: [0.1, 0.2, 0.5, 1.0, 2.0, 5.0], min_length=1, max_length=12,
         description="ε grid; each in (0, 100]")
     repetitions: int = Field(1, ge=1, le=20, description="repetitions (the paper's protocol: 10)")
