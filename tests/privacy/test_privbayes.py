@@ -309,3 +309,38 @@ def test_noise_alone_rarely_releases_a_missing_level():
         # never below the former 5σ rule, which releasing real missing levels was measured with
         assert y >= 5.0 * math.sqrt(2.0 * cells) - 1e-9
     assert laplace_sum_threshold(3.0, 4) == pytest.approx(3.0 * laplace_sum_threshold(1.0, 4))
+
+
+def test_each_round_is_the_exponential_mechanism_at_its_share_with_the_score_sensitivity(monkeypatch):
+    """The structure's ε rests on η: every round samples ∝ exp(η·S) with η = ε_round / (2·(6n + 4))
+    over the exact S of every candidate, ε_round = β·ε/(d − 1). The metadata reports ε_round, not
+    η: a doubled η (a round 2·ε_round-DP) passed every other test."""
+    from app.privacy.dp_release import privbayes
+    from app.privacy.dp_release.marginals import encode_frame
+    from app.privacy.dp_release.privbayes import parent_index, useful_cells
+
+    calls = []
+    original = privbayes.ExactSampler.exponential
+
+    def spy(self, scores, eta):
+        calls.append((list(scores), eta))
+        return original(self, scores, eta)
+
+    monkeypatch.setattr(privbayes.ExactSampler, "exponential", spy)
+    n, eps, beta, d = 3000, 1.3, 0.25, 4
+    data = MethodInput(SCHEMA, table(n))
+    params = PrivBayesParams(epsilon=eps, structure_share=beta, degree=2)
+    meta = run_privbayes(data, params, ctx()).metadata["privbayes"]
+    per_round = Fraction(eps) * Fraction(beta) / (d - 1)
+    assert len(calls) == d - 1
+    assert all(eta == per_round / (2 * (6 * n + 4)) for _, eta in calls)
+    # the scores are S of each candidate, in the order the network was built
+    columns = build_columns(params, SCHEMA)
+    codes, sizes = encode_frame(columns, data.frame), {c.name: c.size for c in columns}
+    tau = useful_cells(n, eps, beta, d, params.theta)
+    chosen = [meta["network"][0]["attribute"]]
+    for (scores, _), node in zip(calls, meta["network"][1:]):
+        candidates = [(x, ps) for x in sizes if x not in chosen for ps in parent_sets(x, chosen, sizes, 2, tau)]
+        assert scores == [exact_s(codes[x], parent_index(codes, ps, sizes, n)) for x, ps in candidates]
+        assert max(scores) > 0
+        chosen.append(node["attribute"])
