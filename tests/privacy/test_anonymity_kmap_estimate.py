@@ -292,3 +292,34 @@ def test_largest_k_map_cases_worked_by_hand():
     # the table is one class of all its records: k-map up to the population, for certain
     one = largest_k_map(1_000, "poisson", 0.01, 1_000, sampling_fraction=0.5)
     assert one.k_map >= 1_000 and one.derived_k <= 1_000
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_a_tiny_significance_or_fraction_is_found_in_few_steps(estimator, monkeypatch):
+    """scipy's quantile is NaN below a significance of about 1e-16 (and for the zero-truncated
+    test at a tiny λ): the search then started at k_map and stepped down one at a time — 35 s at
+    k_map 10^6 in the submission check, and risk's level, which asks for many k_map, ran for
+    minutes. The threshold is still the smallest c whose tail is within the significance."""
+    from app.privacy.anonymity import kmap_estimate
+
+    calls = []
+    original = kmap_estimate.sample_tail
+
+    def counted(c, lam, est):
+        calls.append(c)
+        return original(c, lam, est)
+
+    monkeypatch.setattr(kmap_estimate, "sample_tail", counted)
+    for k_map, alpha, pi in [(10**6, 1e-20, 1e-6), (10**6, 1e-300, 1e-6), (10**6, 0.01, 1e-300),
+                             (10**6, 1e-17, 0.5), (1_000, 1e-200, 0.1)]:
+        calls.clear()
+        est = estimate(k_map, estimator, alpha, 1000, sampling_fraction=pi)
+        assert len(calls) <= 100, (k_map, alpha, pi, len(calls))
+        lam = pi * k_map
+        tail = [poisson.sf(c - 1, lam) / (1.0 if estimator == "poisson" else -math.expm1(-lam))
+                for c in (est.derived_k - 1, est.derived_k)]
+        assert est.capped_at_k_map or tail[1] <= alpha
+        assert est.derived_k == 1 or tail[0] > alpha  # the smallest (capped: none below k_map)
+    calls.clear()
+    level = kmap_estimate.largest_k_map(30, estimator, 1e-20, 30_162, sampling_fraction=0.01)
+    assert level.derived_k <= 30 < level.next_derived_k and len(calls) <= 5_000, len(calls)
