@@ -89,8 +89,9 @@ def test_cases_worked_by_hand():
 @pytest.mark.parametrize("estimator", ESTIMATORS)
 def test_the_exact_binomial_sampling_meets_the_significance(estimator):
     """The model is Poisson; sampling each person with probability π makes a class of F people
-    show Binomial(F, π) records. For every F ≤ k_map the binomial's chance of passing (given
-    that it shows, zero-truncated) stays within the significance: the Poisson's tail bounds it."""
+    show Binomial(F, π) records. On the grid (significance ≤ 0.2) for every F ≤ k_map the
+    binomial's chance of passing (given that it shows, zero-truncated) stays within the
+    significance; not everywhere (the test below)."""
     for k, pi, alpha in GRID:
         if k > 1000 or pi == 1.0:
             continue
@@ -102,6 +103,35 @@ def test_the_exact_binomial_sampling_meets_the_significance(estimator):
         if estimator == "zero_truncated_poisson":
             tail = tail / binom.sf(0, F, pi)
         assert tail.max() <= alpha + 1e-12, (k, pi, alpha, estimator, est.derived_k, tail.max())
+
+
+def test_the_exact_binomial_sampling_exceeds_the_significance_where_the_docs_say():
+    """Anderson & Samuels bound the binomial's tail by the Poisson's for c ≥ πF + 1 only, and a
+    tail within α does not imply it. The Poisson's derived k of 1: P(f ≥ 1) = 1 − (1 − π)^F is
+    above 1 − e^(−πF), most at F = 2 (k_map 2): at λ = −ln(1 − α), 0.25 % above α at 0.01 and
+    5.3 % at 0.2. Significance 0.5: both estimators reach 1.2·α. Below 0.25 (zero-truncated 0.4),
+    a derived k ≥ 2 held (a coarser scan than the docs')."""
+    est = estimate(2, "poisson", 0.01, 1000, sampling_fraction=0.005025)
+    assert est.derived_k == 1 and est.type_i_error <= 0.01 < binom.sf(0, 2, 0.005025) < 0.01 * 1.0026
+    for alpha, excess in ((0.01, 1.0026), (0.2, 1.054)):
+        lam = -math.log1p(-alpha)
+        assert alpha < 1 - (1 - lam / 2) ** 2 < alpha * excess
+    for estimator in ESTIMATORS:
+        high = estimate(56, estimator, 0.5, 1000, sampling_fraction=0.976)
+        F = np.arange(1, 57)
+        tail = binom.sf(high.derived_k - 1, F, 0.976) / binom.sf(0, F, 0.976)
+        assert high.derived_k == 55 and tail.max() > 1.2 * 0.5
+        for alpha in ((0.25, 0.4) if estimator == "zero_truncated_poisson" else (0.25,)):
+            for k in range(2, 41):
+                for pi in np.geomspace(1e-3, 0.999, 40):
+                    est = estimate(k, estimator, alpha, 10**6, sampling_fraction=float(pi))
+                    if est.capped_at_k_map or est.derived_k == 1:
+                        continue
+                    F = np.arange(1, k + 1)
+                    tail = binom.sf(est.derived_k - 1, F, pi)
+                    if estimator == "zero_truncated_poisson":
+                        tail = tail / binom.sf(0, F, pi)
+                    assert tail.max() <= alpha, (estimator, k, pi, alpha)
 
 
 def test_population_size_and_sampling_fraction_agree():
