@@ -1,4 +1,5 @@
-"""Array helpers the numpy in use makes necessary."""
+"""Array helpers shared across the library: some the numpy in use makes necessary, and the
+projection onto the simplex (randomized response's distributions, privbayes' noisy tables)."""
 
 from __future__ import annotations
 
@@ -30,3 +31,16 @@ def factorize(series: pd.Series) -> tuple[np.ndarray, list[Any]]:
         return encoded.indices.fill_null(-1).to_numpy(), encoded.dictionary.to_pylist()
     codes, uniques = pd.factorize(series, use_na_sentinel=True)
     return codes, list(uniques)
+
+
+def project_to_simplex(v: np.ndarray, total: float = 1.0) -> np.ndarray:
+    """Euclidean projection onto {p ≥ 0, Σp = total} (Duchi et al. 2008, by sorting):
+    max(v − λ, 0) with λ set so the sum is ``total`` — the closest distribution to an unbiased
+    vector in L2 (total 1), or the nearest table of ``total`` records to a noisy one."""
+    v = np.asarray(v, dtype=float)
+    u = np.sort(v)[::-1]
+    css = np.cumsum(u) - total
+    idx = np.arange(1, len(v) + 1)
+    rho = np.nonzero(u - css / idx > 0)[0][-1]
+    theta = css[rho] / (rho + 1.0)
+    return np.maximum(v - theta, 0.0)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from app.privacy.arrays import project_to_simplex  # noqa: F401  (re-exported: rr's modules use it from here)
 from app.privacy.data import MethodInput, SourceRelease
 from app.privacy.registry import channel_builder, no_repeats
 
@@ -106,18 +107,6 @@ class CategoricalChannel:
         low, high = offset + min(self.scale, 0.0), offset + max(self.scale, 0.0)
         feasible = np.clip(lam, low, high)
         return feasible * (1.0 - feasible)
-
-
-def project_to_simplex(v: np.ndarray) -> np.ndarray:
-    """Euclidean projection onto the probability simplex (Duchi et al. 2008): the closest
-    distribution to the unbiased vector in L2."""
-    v = np.asarray(v, dtype=float)
-    u = np.sort(v)[::-1]
-    css = np.cumsum(u) - 1.0
-    idx = np.arange(1, len(v) + 1)
-    rho = np.nonzero(u - css / idx > 0)[0][-1]
-    theta = css[rho] / (rho + 1.0)
-    return np.maximum(v - theta, 0.0)
 
 
 def _distinct_with_codes(series: pd.Series) -> tuple[list[Any], np.ndarray]:

@@ -19,8 +19,9 @@ from app.privacy.data import ColumnInfo, MethodInput
 from app.privacy.dp_release.marginals import build_columns
 from app.privacy.dp_release.privbayes import (
     MAX_CANDIDATES, PrivBayesParams, candidate_count, measured_sets, parent_sets, r_score,
-    run_privbayes, score_sensitivity, simplex,
+    run_privbayes, score_sensitivity,
 )
+from app.privacy.arrays import project_to_simplex as simplex
 from app.privacy.experiments.dp_release import load_task, marginal_tvd
 from app.privacy.registry import MethodInputError
 from app.privacy.rng import SecureRandom

@@ -59,6 +59,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
+from app.privacy.arrays import project_to_simplex
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.dp_release.common import NEIGHBOURING, require_rows, rng_statements
@@ -222,16 +223,6 @@ def measured_sets(network: list[tuple[str, tuple[str, ...]]]) -> tuple[list[int]
     return measured, source
 
 
-def simplex(y: np.ndarray, total: float) -> np.ndarray:
-    """The nearest point (L2) to ``y`` with non-negative entries summing to ``total``:
-    max(y − λ, 0) with λ set so the sum is ``total`` (Duchi et al. 2008, by sorting)."""
-    v = np.sort(y)[::-1]
-    cum = np.cumsum(v) - total
-    j = np.arange(1, len(v) + 1)
-    k = int(np.flatnonzero(v - cum / j > 0)[-1]) + 1
-    return np.maximum(y - cum[k - 1] / k, 0.0)
-
-
 def laplace_sum_threshold(scale: float, cells: int, p: float = MISSING_FALSE_RELEASE) -> float:
     """The smallest x whose Chernoff bound on P(Σ of ``cells`` Laplace(``scale``) ≥ x) is ≤ p.
     Laplace's moment generating function is 1/(1 − b²t²), so the bound is exp(−u·y − c·ln(1 − u²))
@@ -281,7 +272,7 @@ def nonnegative(table: np.ndarray, axes: tuple[str, ...], columns: list[Column],
             index[axes.index(column.name)] = column.missing_level
             allowed[tuple(index)] = False
     out = np.zeros(table.shape)
-    out[allowed] = simplex(table[allowed], n) if consistency == "simplex" else np.clip(table[allowed], 0.0, None)
+    out[allowed] = project_to_simplex(table[allowed], n) if consistency == "simplex" else np.clip(table[allowed], 0.0, None)
     return out
 
 
