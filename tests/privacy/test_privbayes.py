@@ -281,10 +281,24 @@ def test_when_no_two_columns_fit_tau_the_release_says_its_columns_are_independen
     assert all(s["epsilon"] == 0.0 for s in meta["selections"])
     warning = " ".join(g["warnings"])
     assert "independent" in warning and "16 cells" in warning and "theta" in warning and "epsilon" in warning
+    assert meta["independent_columns"] is True  # a flag; the reason is the warning
+    assert any("no data read" in s for s in g["statements"])
     # where a pair fits, the structure keeps its share and no such warning
     linked = run_privbayes(MethodInput(SCHEMA, table(3000)), PrivBayesParams(epsilon=1.0), ctx(3))
     assert linked.metadata["privbayes"]["epsilon_split"]["structure"] == pytest.approx(0.3)
     assert not any("independent" in w for w in linked.guarantees["warnings"])
+    assert linked.metadata["privbayes"]["independent_columns"] is False
+    assert any("the exponential mechanism, 3 rounds" in s for s in linked.guarantees["statements"])
+
+
+def test_one_column_has_no_network_to_choose_and_says_so():
+    data = MethodInput(SCHEMA, table(500))
+    out = run_privbayes(data, PrivBayesParams(epsilon=1.0, columns=["a"]), ctx(4))
+    meta, g = out.metadata["privbayes"], out.guarantees
+    assert list(out.frame.columns) == ["a"] and meta["selections"] == []
+    assert meta["epsilon_split"]["structure"] == 0.0 and meta["independent_columns"] is False
+    assert any("one column: no network to choose" in s for s in g["statements"])
+    assert not any("0 rounds" in s for s in g["statements"])
 
 
 def test_noise_alone_rarely_releases_a_missing_level():

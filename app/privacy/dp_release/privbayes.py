@@ -411,6 +411,17 @@ def run_privbayes(data: MethodInput, params: PrivBayesParams, ctx: RunContext) -
         "independent": independent, "smallest_pair": smallest_pair(sizes), "seconds": time.perf_counter() - started})
 
 
+def _structure_phrase(facts: dict[str, Any], d: int) -> str:
+    """How the network was chosen, for the ε statement."""
+    if d == 1:
+        return "one column: no network to choose"
+    if facts["independent"]:
+        return ("none can have an edge: τ, set by n, ε, θ and the domains, is below every pair's cells; "
+                "its order drawn uniformly, no data read")
+    rounds = len(facts["rounds"])
+    return f"the exponential mechanism, {rounds} round{'s' if rounds != 1 else ''}"
+
+
 def _result(params: PrivBayesParams, ctx: RunContext, columns: list[Column], out, facts: dict[str, Any],
             ) -> ReleaseResult:
     n, split = facts["n"], facts["split"]
@@ -428,9 +439,7 @@ def _result(params: PrivBayesParams, ctx: RunContext, columns: list[Column], out
         f"ε-differential privacy with ε = {params.epsilon:g}, δ = 0, for the whole synthetic table: "
         f"{NEIGHBOURING}",
         f"ε is split (sequential composition): {split['structure']:.6g} choosing the network ("
-        + ("none can have an edge: τ, set by n, ε, θ and the domains, is below every pair's cells; its "
-           "order drawn uniformly, no data read" if facts["independent"] else
-           f"the exponential mechanism, {len(facts['rounds'])} rounds")
+        + _structure_phrase(facts, d)
         + f"), {split['conditionals']:.6g} measuring "
         f"its {len(facts['measurements'])} marginals (discrete Laplace); 'epsilon_split' adds up to at most ε",
         "the network's scores are exact integers (2n²·R, sensitivity 6n + 4 under replacing one record) "
@@ -450,7 +459,7 @@ def _result(params: PrivBayesParams, ctx: RunContext, columns: list[Column], out
         "epsilon_split": split, "epsilon_delivered": facts["delivered"],
         "structure_share": params.structure_share, "degree": params.degree, "theta": params.theta,
         "useful_cells": None if math.isinf(facts["tau"]) else facts["tau"],
-        "independent_columns": independent,
+        "independent_columns": facts["independent"],  # why: the warning in guarantees.warnings
         "records": n, "records_public": "n is public under replace-one neighbours: it sets τ, the "
         "score's sensitivity and the default size",
         "network": [{"attribute": x, "parents": list(ps)} for x, ps in facts["network"]],
