@@ -353,3 +353,19 @@ def test_a_tiny_significance_or_fraction_is_found_in_few_steps(estimator, monkey
     calls.clear()
     level = kmap_estimate.largest_k_map(30, estimator, 1e-20, 30_162, sampling_fraction=0.01)
     assert level.derived_k <= 30 < level.next_derived_k and len(calls) <= 5_000, len(calls)
+
+
+def test_the_type_i_error_is_stated_as_an_upper_bound_and_never_as_at_most_0():
+    """A tail below double precision (π = 1e-300, a significance of 1e-301: derived k 2, the
+    tail ~1e-600) is not 0; a figure is rounded up, not to the nearest."""
+    from app.privacy.anonymity.wording import probability_at_most
+
+    est = estimate(3, "zero_truncated_poisson", 1e-301, 10, sampling_fraction=1e-300)
+    assert est.derived_k == 2 and est.type_i_error == 0.0
+    text = estimate_statements(est, 1)[0]
+    assert "below 1e-300" in text and "at most 0 " not in text
+    assert probability_at_most(1.2344e-5) == "at most 1.24e-05"
+    assert probability_at_most(0.01) == "at most 0.01"
+    est = estimate(10, "poisson", 0.01, 1000, sampling_fraction=0.1)
+    shown = float(estimate_statements(est, 1)[0].split("probability at most ")[1].split(" ")[0])
+    assert shown >= est.type_i_error and shown <= est.type_i_error * 1.01

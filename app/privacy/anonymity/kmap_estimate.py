@@ -44,6 +44,8 @@ from typing import Literal
 
 import numpy as np
 
+from app.privacy.anonymity.wording import probability_at_most
+
 Estimator = Literal["poisson", "zero_truncated_poisson"]
 ESTIMATORS: tuple[str, ...] = ("poisson", "zero_truncated_poisson")
 DEFAULT_SIGNIFICANCE = 0.01  # ARX's default (ModelKMapCriterion)
@@ -191,8 +193,8 @@ def estimate_statements(est: KMapEstimate, release_k: int) -> list[str]:
             f"random sample of {population}, and k_map = {est.k_map} was read with the "
             f"{_MODEL[est.estimator]} estimator (El Emam & Dankar 2008; ARX's KMap) as k-anonymity with "
             f"the derived k = {est.derived_k}: a population class of at most {est.k_map} people shows "
-            f"{est.derived_k} or more records in a sample at that fraction{shown} with probability at "
-            f"most {est.type_i_error:.3g} under the model (its value at {est.k_map} people), within the "
+            f"{est.derived_k} or more records in a sample at that fraction{shown} with probability "
+            f"{probability_at_most(est.type_i_error)} under the model (its value at {est.k_map} people), within the "
             f"significance {est.significance:g}. This "
             "is a test on each class, not a count: it bounds how often a small population class passes, "
             "not the share of released classes that come from one, and it does not hold if the table "
@@ -310,7 +312,7 @@ def level_statement(level: KMapLevel) -> str:
             f"k_map ≤ {level.k_map} with the {_MODEL[level.estimator]} estimator at significance "
             f"{level.significance:g}: its smallest class of {smallest} {records} meets the derived k = "
             f"{level.derived_k} of k_map = {level.k_map} (a population class of at most {level.k_map} people "
-            f"shows {level.derived_k} or more records with probability at most {level.type_i_error:.3g} under "
+            f"shows {level.derived_k} or more records with probability {probability_at_most(level.type_i_error)} under "
             f"the model){after}; for k_map ≤ {smallest} it holds for certain")
     if level.derived_k == 1:
         text += (" — a derived k of 1: sample uniques pass, since a small population class rarely shows in "

@@ -33,3 +33,14 @@ def below(value: float, bound: float) -> str:
         if shown < limit:
             break
     return f"{shown.normalize():f}"
+
+
+def probability_at_most(p: float) -> str:
+    """'at most p' for a tail probability, rounded UP to 3 significant digits (1.2344e-5 is at
+    most 1.24e-05, not 1.23e-05); a tail that underflowed to 0 in double precision is not 0 — the
+    model's tail is below the smallest double — and reads 'below 1e-300', as does a denormal one."""
+    if not p >= 1e-300:  # underflowed, or denormal (few digits left): a true statement either way
+        return "below 1e-300"
+    exact = Decimal(repr(float(p)))
+    shown = exact.quantize(Decimal(1).scaleb(exact.adjusted() - 2), rounding=ROUND_CEILING)
+    return f"at most {float(shown):.3g}"
