@@ -76,3 +76,32 @@ def test_a_sampling_fraction_outside_0_1_is_a_problem_naming_it(client, owner, f
     r = submit(client, owner, "risk", {"quasi_identifiers": ["age"], "sampling_fraction": fraction},
                dataset_id=ds["id"])
     assert_problem(r, 422, "sampling_fraction")
+
+
+def test_population_size_is_the_same_reading_as_its_sampling_fraction(client, owner):
+    """2,000 records of a population of 20,000 people: the figures of sampling_fraction 0.1."""
+    ds = upload(client, owner, _table(), "people.csv").json()
+    qis = {"quasi_identifiers": ["age", "sex", "zip"]}
+    by_fraction = _report(client, owner, {**qis, "sampling_fraction": 0.1}, ds["id"])["data"]
+    by_size = _report(client, owner, {**qis, "population_size": 20_000}, ds["id"])["data"]
+    assert by_size["population"] == by_fraction["population"]
+    # a population whose size does not divide evenly keeps the size given
+    odd = _report(client, owner, {**qis, "population_size": 20_001}, ds["id"])["data"]["population"]
+    assert odd["population_size"] == 20_001 and odd["sampling_fraction"] == pytest.approx(2000 / 20_001)
+
+
+def test_population_size_below_the_records_or_beside_a_fraction_is_a_problem(client, owner):
+    ds = upload(client, owner, _table(), "people.csv").json()
+    before = client.get("/v1/jobs", headers=auth(owner)).json()
+    r = submit(client, owner, "risk", {"quasi_identifiers": ["age"], "population_size": 1999},
+               dataset_id=ds["id"])
+    assert_problem(r, 422, "population_size")
+    assert "2000" in r.text
+    r = submit(client, owner, "risk", {"quasi_identifiers": ["age"], "population_size": 20_000,
+                                       "sampling_fraction": 0.1}, dataset_id=ds["id"])
+    assert_problem(r, 422, "sampling_fraction")
+    assert "population_size" in r.text
+    r = submit(client, owner, "risk", {"quasi_identifiers": ["age"], "significance": 0.05}, dataset_id=ds["id"])
+    assert_problem(r, 422, "significance")
+    assert "population_size" in r.text
+    assert client.get("/v1/jobs", headers=auth(owner)).json() == before  # nothing queued

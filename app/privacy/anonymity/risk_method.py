@@ -19,7 +19,7 @@ from app.privacy.anonymity.verify import disclosure_levels, equivalence_classes
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.registry import (
-    MethodKind, MethodSpec, Params, MethodSource, register,
+    MethodInputError, MethodKind, MethodSpec, Params, MethodSource, register,
 )
 from app.privacy.results import ReportResult, render_figure
 
@@ -34,7 +34,11 @@ class RiskParams(Params):
         None, gt=0.0, le=1.0, description="the table is a sample holding this share of its "
         "population: adds marketer risk and population uniqueness (Zayatz, Pitman, SNB, Dankar's "
         "rule) and the estimated k-map level (the largest k_map kanonymity's k_map_estimator would "
-        "find the table meets, per estimator); absent: prosecutor risk only")
+        "find the table meets, per estimator); or give population_size; neither: prosecutor risk only")
+    population_size: int | None = Field(
+        None, ge=1, le=10_000_000_000, description="the table is a sample of a population of this many "
+        "people (at least the table's records): the same figures as sampling_fraction = records / "
+        "population_size; or give sampling_fraction")
     significance: float = significance_field(
         "with sampling_fraction: the significance of the estimated k-map level, as kanonymity's (the largest "
         "probability that a population class of at most k_map people shows the derived k records or more; "
@@ -54,10 +58,30 @@ class RiskParams(Params):
 
     @model_validator(mode="after")
     def _significance_with_a_sample(self):
-        if self.sampling_fraction is None and self.significance != DEFAULT_SIGNIFICANCE:
-            raise ValueError("significance is read with sampling_fraction only (the estimated k-map level of "
-                             "the table as a sample of a population): give sampling_fraction too, or drop it")
+        if self.sampling_fraction is not None and self.population_size is not None:
+            raise ValueError("sampling_fraction and population_size both give the population: give one "
+                             "(sampling_fraction = records / population_size)")
+        if not self.sampled and self.significance != DEFAULT_SIGNIFICANCE:
+            raise ValueError("significance is read with sampling_fraction or population_size only (the "
+                             "estimated k-map level of the table as a sample of a population): give one of "
+                             "them too, or drop it")
         return self
+
+    @property
+    def sampled(self) -> bool:
+        """Whether the table is read as a sample of a population."""
+        return self.sampling_fraction is not None or self.population_size is not None
+
+    def fraction(self, records: int) -> float:
+        """The sampling fraction: given, or the table's share of population_size (a
+        MethodInputError when the population is smaller than the table)."""
+        if self.population_size is None:
+            return float(self.sampling_fraction)
+        if self.population_size < records:
+            raise MethodInputError(f"population_size = {self.population_size} is below the table's {records} "
+                                   "records: the table is a sample of the population, so the population "
+                                   "holds at least as many")
+        return records / self.population_size
 
     @model_validator(mode="after")
     def _few_sensitive(self):
@@ -119,11 +143,14 @@ def run_risk(data: MethodInput, params: RiskParams, ctx: RunContext) -> ReportRe
     figures = prosecutor_risk(ids, params.threshold)
     table = class_size_table(ids)
     tables = {"class_sizes": table}
-    if params.sampling_fraction is not None:
+    if params.sampled:
         ctx.progress(0.5, "estimating population uniqueness")
-        figures["population"] = population_risk(ids, params.sampling_fraction)
+        fraction = params.fraction(len(frame))
+        figures["population"] = population_risk(ids, fraction)
+        if params.population_size is not None:  # as given, not n / (n / N) rounded
+            figures["population"]["population_size"] = params.population_size
         tables["population_uniqueness"] = population_table(figures["population"])
-        figures["population"]["k_map_estimate"] = estimated_k_map(ids, params.sampling_fraction, params.significance)
+        figures["population"]["k_map_estimate"] = estimated_k_map(ids, fraction, params.significance)
         tables["k_map_estimate"] = k_map_table(figures["population"]["k_map_estimate"])
     sensitive = _risk_sensitive(params, data.columns, qis)
     if sensitive is not None:
@@ -166,6 +193,11 @@ def population_figures(ids: np.ndarray, in_subset: np.ndarray, column: str) -> d
             "delta_presence": [float(share.min()), float(share.max())] if len(p) else None}
 
 
+def _risk_rows(params: RiskParams, rows: int, columns: list[ColumnInfo] | None = None) -> None:
+    if params.sampled:
+        params.fraction(rows)
+
+
 def _check_risk(params: RiskParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
     qis = _risk_qis(params, columns, source)
     _risk_sensitive(params, columns, qis)
@@ -188,6 +220,7 @@ register(MethodSpec(
     run=run_risk,
     sources=frozenset({MethodSource.dataset, MethodSource.release}),
     check=_check_risk,
+    check_rows=_risk_rows,
     produces_randomness=False,
     docs="docs/methods/risk.md",
 ))
