@@ -369,3 +369,48 @@ def test_the_type_i_error_is_stated_as_an_upper_bound_and_never_as_at_most_0():
     est = estimate(10, "poisson", 0.01, 1000, sampling_fraction=0.1)
     shown = float(estimate_statements(est, 1)[0].split("probability at most ")[1].split(" ")[0])
     assert shown >= est.type_i_error and shown <= est.type_i_error * 1.01
+
+
+def test_l_is_bounded_by_the_release_k_not_the_k_given():
+    """With an estimated k-map the release's k is max(k, derived k): l (the job's and a
+    sensitive_models entry's) may exceed the k given up to that, and above it is refused when
+    the records are known (the submission's check_rows), naming l and the release's k."""
+    from app.privacy.anonymity.methods import _kanonymity_rows
+    from app.privacy.registry import MethodInputError
+
+    base = {"k_map": 10, "k_map_estimator": "poisson", "sampling_fraction": 0.1}
+    derived = estimate(10, "poisson", 0.01, 1000, sampling_fraction=0.1).derived_k
+    assert derived == 5
+    for models in ({"l": 5, "sensitive": "s"}, {"sensitive_models": {"s": {"l": 5}}}):
+        params = KAnonymityParams(k=1, **base, **models)   # refused before: l above k = 1
+        _kanonymity_rows(params, 1000)
+        assert params.model_set(max(params.k, derived)).k == 5
+    for models, where in (({"l": 6, "sensitive": "s"}, "l = 6"),
+                          ({"sensitive_models": {"s": {"l": 6}}}, "sensitive_models['s']: l = 6")):
+        params = KAnonymityParams(k=1, **base, **models)
+        with pytest.raises(MethodInputError) as info:
+            _kanonymity_rows(params, 1000)
+        assert str(info.value).startswith(where) and "release's k = 5" in str(info.value)
+    # without an estimate, l is still bounded by k at once
+    with pytest.raises(ValueError, match="l cannot exceed k"):
+        KAnonymityParams(k=2, l=3, sensitive="s")
+
+
+def test_a_release_with_l_above_k_given_is_l_diverse_and_k_map_anonymous():
+    from app.privacy import registry
+    from app.privacy.context import RunContext
+    from app.privacy.data import MethodInput
+    from app.privacy.rng import SecureRandom
+
+    rng = np.random.default_rng(5)
+    n = 1000
+    frame = pd.DataFrame({"age": rng.integers(20, 70, n), "zip": rng.choice(list("abcdef"), n),
+                          "s": rng.choice(list("pqrstuvw"), n)})
+    columns = [ColumnInfo(name="age", type="numeric", role="quasi_identifier"),
+               ColumnInfo(name="zip", type="categorical", role="quasi_identifier"),
+               ColumnInfo(name="s", type="categorical", role="sensitive")]
+    params = KAnonymityParams(k=1, l=5, sensitive="s", k_map=10, k_map_estimator="poisson", sampling_fraction=0.1)
+    out = registry.get("kanonymity").run(MethodInput(columns, frame), params, RunContext(SecureRandom(seed=1)))
+    assert len(out.frame) == n  # Mondrian suppresses nothing
+    groups = out.frame.astype(str).groupby(["age", "zip"])["s"]
+    assert (groups.size() >= 5).all() and (groups.nunique() >= 5).all() and groups.ngroups > 1

@@ -448,6 +448,8 @@ def _kanonymity_rows(params: KAnonymityParams, rows: int, columns: list[ColumnIn
             f"k_map = {params.k_map} estimated with {params.k_map_estimator} at significance "
             f"{params.significance:g} derives k = {estimated.derived_k}, above the table's {rows} records: no "
             "class can be that large; lower k_map or raise significance")
+    if estimated is not None:
+        params.check_l_against(max(params.k, estimated.derived_k))
     if estimated is None and params.k_map is not None and params.k_map > rows:
         raise MethodInputError(f"the population has {rows} records, fewer than k_map = {params.k_map}")
 

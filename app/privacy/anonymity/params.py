@@ -55,10 +55,11 @@ class AttributeModels(Params):
     def asks_a_model(self) -> bool:
         return any(v is not None for v in (self.l, self.alpha, self.t, self.beta, self.delta_disclosure))
 
-    def check_models(self, k: int, where: str = "") -> None:
-        """A model half given, or l above k: a ValueError, its message after ``where``."""
+    def check_models(self, k: int | None, where: str = "") -> None:
+        """A model half given, or l above k (None: k is not known yet — an estimated k-map's
+        derived k needs the table's records): a ValueError, its message after ``where``."""
         problem = None
-        if self.l is not None and self.l > k:
+        if self.l is not None and k is not None and self.l > k:
             problem = "l cannot exceed k: a class of k records holds at most k distinct values"
         elif self.l is None and self.l_diversity != "distinct":
             problem = f"l_diversity = '{self.l_diversity}' reads l, and l is not given"
@@ -165,7 +166,10 @@ class KAnonymityParams(AttributeModels):
     @model_validator(mode="after")
     def _combination(self):
         self._population_models()
-        self.check_models(self.k)
+        # with an estimated k-map the release's k is max(k, derived k), known with the records
+        # (check_l_against): l is bounded by that, not by the k given
+        release_k = None if self.k_map_estimated else self.k
+        self.check_models(release_k)
         listed = [self.sensitive] if isinstance(self.sensitive, str) else list(self.sensitive or [])
         own = self.sensitive_models or {}
         every = list(dict.fromkeys([*listed, *own]))
@@ -178,7 +182,7 @@ class KAnonymityParams(AttributeModels):
                 raise ValueError(f"sensitive_models[{column!r}] sets no model: give it at least one of l, "
                                  "alpha, t, beta and delta_disclosure, or leave the column out (a column of "
                                  "sensitive without an entry meets the job's models)")
-            models.check_models(self.k, f"sensitive_models[{column!r}]: ")
+            models.check_models(release_k, f"sensitive_models[{column!r}]: ")
         # an option of the other algorithm was ignored without a word: suppression = 0.04 with
         # Mondrian (which suppresses nothing) released a coarser table than the caller asked for
         ignored = [f"{name} = {getattr(self, name)!r}" for name in _ONLY_FOR[_OTHER[self.algorithm]]
@@ -260,6 +264,17 @@ class KAnonymityParams(AttributeModels):
             raise ValueError("k_map and delta_presence do not combine with the sensitive-column models (sensitive, "
                              "l, alpha, t, beta, delta_disclosure, sensitive_models): those would have to be "
                              "read on the research subset's records only, which is not implemented")
+
+    def check_l_against(self, release_k: int) -> None:
+        """l (the job's and each sensitive_models entry's) at most the release's k — the derived
+        k of an estimated k-map, when above k: a MethodInputError naming them."""
+        for where, models in [("", self), *((f"sensitive_models[{c!r}]: ", m)
+                                            for c, m in (self.sensitive_models or {}).items())]:
+            if models.l is not None and models.l > release_k:
+                raise MethodInputError(
+                    f"{where}l = {models.l} is above the release's k = {release_k} (the larger of k = "
+                    f"{self.k} and the estimated k-map's derived k): a class of {release_k} records holds at "
+                    f"most {release_k} distinct values; lower l, or raise k or k_map")
 
     def population(self, in_subset) -> Population | None:
         if self.research_subset is None:
