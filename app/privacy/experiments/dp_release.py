@@ -213,22 +213,28 @@ RELEASES: dict[str, tuple[str, dict]] = {
 }
 
 
-def fitted(method: str, extra: dict, columns: int) -> dict:
-    """A release's params besides ε on a table of ``columns`` columns: privbayes at the largest
-    degree ≤ its default whose candidate parent sets are within its limit (degree 1 on CoIL's
-    85–86 columns, where degree 2 is refused); the others as given."""
-    if method != "privbayes" or "degree" in extra:
-        return extra
-    default = registry.get(method).params.model_fields["degree"].default
-    return {**extra, "degree": fitting_degree(columns, default)}
+def _privbayes_degree(columns: int) -> dict:
+    default = registry.get("privbayes").params.model_fields["degree"].default
+    return {"degree": fitting_degree(columns, default)}
+
+
+# a release's params that depend on the task's width (a release's own `extra` wins): privbayes
+# at the largest degree ≤ its default whose candidate parent sets are within its limit (degree 1
+# on CoIL's 85–86 columns, where degree 2 is refused)
+BY_WIDTH: dict[str, Callable[[int], dict]] = {"privbayes": _privbayes_degree}
+
+
+def fitted(name: str, extra: dict, columns: int) -> dict:
+    """Release ``name``'s params besides ε on a table of ``columns`` columns."""
+    return {**BY_WIDTH[name](columns), **extra} if name in BY_WIDTH else extra
 
 
 def builtin_releasers() -> dict[str, Releaser]:
-    def releaser(method: str, extra: dict) -> Releaser:
+    def releaser(name: str, method: str, extra: dict) -> Releaser:
         spec = registry.get(method)
         return lambda data, eps, ctx: spec.run(
-            data, spec.params(epsilon=eps, **fitted(method, extra, len(data.columns))), ctx).frame
-    return {name: releaser(method, extra) for name, (method, extra) in RELEASES.items()}
+            data, spec.params(epsilon=eps, **fitted(name, extra, len(data.columns))), ctx).frame
+    return {name: releaser(name, method, extra) for name, (method, extra) in RELEASES.items()}
 
 
 @functools.cache
@@ -243,7 +249,7 @@ def _built_in_releases(params: ExperimentDpReleaseParams):
         for name in params.methods:
             if name in RELEASES:
                 method, extra = RELEASES[name]
-                yield task, name, registry.get(method), fitted(method, extra, len(task_columns(task)))
+                yield task, name, registry.get(method), fitted(name, extra, len(task_columns(task)))
 
 
 def check_epsilons(params: ExperimentDpReleaseParams, columns, source) -> None:
