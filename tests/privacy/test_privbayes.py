@@ -359,3 +359,20 @@ def test_each_round_is_the_exponential_mechanism_at_its_share_with_the_score_sen
         assert scores == [exact_s(codes[x], parent_index(codes, ps, sizes, n)) for x, ps in candidates]
         assert max(scores) > 0
         chosen.append(node["attribute"])
+
+
+def test_a_release_warns_when_a_marginal_is_mostly_noise():
+    """θ = 0 lifts the usefulness rule: at ε = 0.5, 3,000 records over a 4 × 5 × 33 marginal are
+    ~4.5 a cell against a Laplace scale of ~11 — the release says so and names theta; the default
+    θ = 4 measures nothing below its noise there and says nothing. At ε = 0.05 even θ = 4's
+    1-way counts of the 33-level column (91 a cell, scale 160) are mostly noise: said, without theta."""
+    data = MethodInput(SCHEMA, table(3000))
+    for eps, theta, warned in ((0.5, 0, True), (0.5, 4, False), (0.05, 4, True)):
+        out = run_privbayes(data, PrivBayesParams(epsilon=eps, theta=theta), ctx(5))
+        measurements = out.metadata["privbayes"]["measurements"]
+        weak = [m for m in measurements if 3000 / m["cells"] < m["laplace_scale"]]
+        warning = [w for w in out.guarantees["warnings"] if "mostly noise" in w]
+        assert bool(weak) == warned and len(warning) == int(warned), (eps, theta, warning)
+        if warned:
+            assert warning[0].startswith(f"{len(weak)} of the {len(measurements)} measured marginals")
+            assert ("larger theta" in warning[0]) == (theta < 1)

@@ -411,6 +411,23 @@ def run_privbayes(data: MethodInput, params: PrivBayesParams, ctx: RunContext) -
         "independent": independent, "smallest_pair": smallest_pair(sizes), "seconds": time.perf_counter() - started})
 
 
+def _noise_dominated(measurements: list[dict[str, Any]], n: int, theta: float) -> list[str]:
+    """A warning when a measured marginal's average count n / cells is below its Laplace scale:
+    θ-usefulness keeps a parent set's marginal above θ times its noise, but a large column's own
+    1-way counts at a small ε, or any marginal with θ < 1 (0: no rule), can fall below it. From
+    public figures only (n, the cells, the scale)."""
+    weak = [m for m in measurements if n / m["cells"] < m["laplace_scale"]]
+    if not weak:
+        return []
+    worst = min(weak, key=lambda m: n / (m["cells"] * m["laplace_scale"]))
+    return [f"{len(weak)} of the {len(measurements)} measured marginals have an average count below their "
+            f"noise's scale (the worst, {' × '.join(worst['clique'])}: {worst['cells']:,} cells for {n:,} "
+            f"records, {n / worst['cells']:.3g} a cell against Laplace scale {worst['laplace_scale']:.3g}): "
+            "their conditionals are mostly noise; a larger epsilon or fewer levels (bins, categories)"
+            + (f" or a larger theta (θ = {theta:g} admits parent sets below their noise; 1 or more does not)"
+               if theta < 1 else "") + " would lift them"]
+
+
 def _structure_phrase(facts: dict[str, Any], d: int) -> str:
     """How the network was chosen, for the ε statement."""
     if d == 1:
@@ -481,7 +498,8 @@ def _result(params: PrivBayesParams, ctx: RunContext, columns: list[Column], out
     }
     g = guarantee("central_dp", rng=ctx.rng.name, private=ctx.rng.is_private, epsilon=params.epsilon,
                   delta=0.0, protected_columns=list(out.columns), statements=statements,
-                  warnings=[*domain_warnings([c.plan for c in columns]), *([independent] if independent else [])],
+                  warnings=[*domain_warnings([c.plan for c in columns]), *([independent] if independent else []),
+                            *_noise_dominated(facts["measurements"], n, params.theta)],
                   neighbouring=NEIGHBOURING,
                   epsilon_split=split, epsilon_delivered=facts["delivered"])
     return ReleaseResult(frame=out, columns=output_infos(columns), guarantees=g, metadata={"privbayes": meta},
