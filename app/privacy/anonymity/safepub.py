@@ -1,0 +1,257 @@
+"""The registered ``safepub`` method: (ε, δ)-differentially private k-anonymization (Bild, Kuhn &
+Prasser, SafePub, PoPETs 2018(1):67-87, ARX's "(ε, δ)-differential privacy" criterion; Li,
+Qardaji & Su, ASIACCS 2012).
+
+1. ε_search chooses a full-domain generalization by a random walk down the lattice of hierarchy
+   levels, each pivot drawn with the exact exponential mechanism over scores of the input
+   (safepub_search.py).
+2. Each record is kept with probability β = 1 − e^(−ε_anon), exactly (safepub_params.py).
+3. The kept records are generalized at the chosen node, and every class of fewer than k of them
+   is suppressed (removed, not starred, and not counted anywhere published); k is the smallest
+   with δ(k) ≤ δ.
+Only the quasi-identifiers are released: Li et al.'s theorem covers records every released
+attribute of which is generalized by the scheme (a column released as is would show whether a
+person's exact record is in the sample).
+
+Step 1 is ε_search-DP, step 2–3 for a fixed node (ε_anon, δ)-DP (Li et al. Thm 5, add/remove-one
+neighbours); their coins are independent, so the release is (ε_search + ε_anon, δ)-DP by
+sequential composition under add/remove, and by group privacy (2ε, (1 + e^ε)δ)-DP under
+replace-one, the ε Veil's budget is debited.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pandas as pd
+
+from app.privacy.anonymity.axes import build_axes
+from app.privacy.anonymity.hierarchies import flat_hierarchy
+from app.privacy.anonymity.lattice import _Columns
+from app.privacy.anonymity.release import generalize_levels
+from app.privacy.anonymity.roles import resolve_quasi_identifiers
+from app.privacy.anonymity.safepub_params import (
+    SafePubParams, arx_k, beta_of, bernoulli_sample, delta_of_k, smallest_k,
+)
+from app.privacy.anonymity.safepub_search import (
+    Scorer, categorical_costs, numeric_costs, random_walk, score_threshold, sensitivity,
+)
+from app.privacy.anonymity.verify import equivalence_classes
+from app.privacy.context import RunContext
+from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
+from app.privacy.dp_release.common import rng_statements
+from app.privacy.guarantees import guarantee
+from app.privacy.registry import MethodInputError, MethodKind, MethodSpec, register
+from app.privacy.results import ReleaseResult
+
+NEIGHBOURING = ("neighbouring tables differ by one record added or removed (add/remove one), the "
+                "relation Li et al.'s and SafePub's theorems are proven under; the number of records "
+                "is not public")
+
+
+def calibration(params: SafePubParams) -> tuple[float, int, float]:
+    """(β, k, δ(k)) for the job, or a MethodInputError naming the parameters."""
+    anon = float(params.epsilon_anon)
+    try:
+        k = smallest_k(params.delta, anon)
+    except ValueError:
+        raise MethodInputError(f"epsilon {params.epsilon:g} with search_share {params.search_share:g} leaves "
+                               f"ε_anon = {anon:.4g}: no k up to 10⁷ reaches delta {params.delta:g}; raise "
+                               "epsilon or delta, or lower search_share") from None
+    return beta_of(anon), k, delta_of_k(k, anon)
+
+
+def _quasi_identifiers(params: SafePubParams, columns: list[ColumnInfo]) -> list[str]:
+    qis = resolve_quasi_identifiers(columns, params.quasi_identifiers)
+    by_name = {c.name: c for c in columns}
+    for q in qis:
+        if by_name[q].type == "numeric" and by_name[q].bounds is None:
+            raise MethodInputError(
+                f"quasi_identifiers: numeric column {q!r} has no declared bounds: safepub's costs and "
+                "automatic intervals must not be read from the data (declare bounds in the schema)")
+    return qis
+
+
+def _check(params: SafePubParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
+    _quasi_identifiers(params, columns)
+    calibration(params)
+
+
+def _check_rows(params: SafePubParams, rows: int, columns: list[ColumnInfo] | None = None) -> None:
+    if rows < 1:
+        raise MethodInputError("the table has no records")
+    if params.delta >= 1.0 / rows:
+        raise MethodInputError(f"delta {params.delta:g} is not below 1/n = {1.0 / rows:.3g} (n = {rows:,} "
+                               "records): δ that large allows releasing a record outright; lower delta")
+    _, k, _ = calibration(params)
+    if k > rows:
+        raise MethodInputError(f"epsilon {params.epsilon:g} and delta {params.delta:g} give k = {k:,}, above "
+                               f"the table's {rows:,} records: nothing could be released; raise epsilon or delta")
+
+
+def _epsilon(params: SafePubParams, columns: list[ColumnInfo]) -> float:
+    """(ε, δ)-DP under add/remove is (2ε, (1 + e^ε)·δ)-DP under replace-one: 2ε is debited."""
+    return 2.0 * params.epsilon
+
+
+def _trees(data: MethodInput, qis: list[str]):
+    """Each quasi-identifier's tree and public costs: its uploaded hierarchy, else (categorical)
+    the declared categories under '*'; numeric columns without a hierarchy get automatic
+    intervals over their declared bounds."""
+    infos = {c.name: c for c in data.columns}
+    hierarchies, flat = {}, []
+    for q in qis:
+        if q in data.hierarchies:
+            hierarchies[q] = data.hierarchies[q]
+        elif infos[q].type != "numeric":
+            if not infos[q].categories:
+                raise MethodInputError(
+                    f"quasi_identifiers: {q!r} has neither an uploaded hierarchy nor declared categories: "
+                    "safepub's domain must be public (upload a hierarchy or declare the categories)")
+            hierarchies[q] = flat_hierarchy(infos[q].categories)
+            flat.append(q)
+    trees, notes = build_axes(data.frame[qis], [infos[q] for q in qis], hierarchies,
+                              numeric="hierarchy", categorical="hierarchy")
+    costs = [numeric_costs(t) if infos[q].type == "numeric" else categorical_costs(t, hierarchies[q])
+             for q, t in zip(qis, trees)]
+    return trees, costs, {"uploaded": [q for q in qis if q in data.hierarchies], "declared_categories": flat,
+                          "automatic_intervals": notes.automatic}
+
+
+def run_safepub(data: MethodInput, params: SafePubParams, ctx: RunContext) -> ReleaseResult:
+    started = time.perf_counter()
+    frame = data.frame
+    assert frame is not None
+    qis = _quasi_identifiers(params, data.columns)
+    beta, k, delta_k = calibration(params)
+    n = len(frame)
+    _check_rows(params, n)
+    ctx.progress(0.02, "hierarchies")
+    trees, costs, sources = _trees(data, qis)
+    cols = _Columns(trees)
+    k_score = score_threshold(k, beta)
+    scorer = Scorer(cols, costs, params.metric, k_score, np.ones(n, dtype=bool))
+    spent_steps = params.steps + (1 if params.final == "exponential" else 0)
+    eps_step = params.epsilon_search / spent_steps
+    delta_score = sensitivity(params.metric, len(qis), k_score)
+    eta = eps_step / (2 * delta_score)
+    top = tuple(t.height for t in trees)
+    walk = random_walk(scorer, top, params.steps, eta, params.final, ctx.rng,
+                       lambda f, s: ctx.progress(0.05 + 0.8 * f, s))
+    ctx.progress(0.9, "sampling and suppressing")
+    sampled = bernoulli_sample(n, params.epsilon_anon, ctx.rng)
+    in_sample = Scorer(cols, costs, params.metric, k, sampled)
+    keep = np.zeros(n, dtype=bool)
+    keep[np.flatnonzero(sampled)[in_sample.kept(walk.node)]] = True
+    gen = generalize_levels(trees, walk.node)
+    rows = np.flatnonzero(keep)[ctx.rng.permutation(int(keep.sum()))]  # input order is not released
+    out = pd.DataFrame({q: pd.Series(gen.labels[q][rows], dtype=object).astype(str) for q in qis})
+    sizes = np.bincount(equivalence_classes(out, qis)) if len(out) else np.zeros(0, dtype=np.int64)
+    if len(out) and sizes.min() < k:
+        raise RuntimeError("safepub: a released class has fewer than k records")  # never expected
+    facts = {"beta": beta, "k": k, "delta_k": delta_k, "k_score": k_score, "sensitivity": delta_score,
+             "eta": eta, "eps_step": eps_step, "walk": walk, "sources": sources, "sizes": sizes,
+             "granularity": _granularity(costs, cols, walk.node, rows),
+             "seconds": time.perf_counter() - started}
+    ctx.progress(1.0, "done")
+    return _result(params, ctx, qis, out, facts)
+
+
+def _granularity(costs, cols: _Columns, node, rows: np.ndarray) -> float | None:
+    """The mean public cost of the released cells (a function of the release alone)."""
+    if len(rows) == 0:
+        return None
+    total = sum(float(c.numerators[level][cols.codes[q][level][rows]].sum()) / c.den
+                for q, (c, level) in enumerate(zip(costs, node)))
+    return total / (len(rows) * len(node))
+
+
+def _result(params: SafePubParams, ctx: RunContext, qis: list[str], out: pd.DataFrame, facts: dict) -> ReleaseResult:
+    eps = params.epsilon
+    eps_search, eps_anon = float(params.epsilon_search), float(params.epsilon_anon)
+    stated = eps_search + eps_anon  # ≤ ε: ε_anon was rounded down to the sampler's grid
+    delta = params.delta
+    replace = {"epsilon": 2.0 * eps, "delta": (1.0 + math.exp(stated)) * delta,
+               "bound": "group privacy: a replacement is a removal and an addition, (ε, δ) → (2ε, (1 + e^ε)·δ)"}
+    walk, sizes = facts["walk"], facts["sizes"]
+    levels = dict(zip(qis, walk.node))
+    warnings = []
+    if not len(out):
+        warnings.append(f"no class of the sample reached k = {facts['k']} records: the release is empty; raise "
+                        "epsilon or delta (a smaller k), or release fewer quasi-identifiers or coarser hierarchies")
+    statements = [
+        f"(ε, δ)-differential privacy with ε = {stated:.6g}, δ = {delta:g} for the whole release: {NEIGHBOURING}",
+        f"under replace-one neighbours (one record's values changed, n public: the relation Veil's budget "
+        f"counts) the release is (ε, δ)-DP with ε = {replace['epsilon']:.6g}, δ = {replace['delta']:.3g} "
+        "(group privacy); the job was priced at that ε",
+        f"ε is split (sequential composition, independent coins): ε_search = {eps_search:.6g} choosing the "
+        f"generalization ({walk.draws} exponential-mechanism draws at ε = {float(facts['eps_step']):.6g} each), "
+        f"ε_anon = {eps_anon:.6g} for sampling and k-anonymizing",
+        f"each record was kept with probability β = 1 − e^(−ε_anon) = {facts['beta']:.6g}, drawn exactly "
+        "from CSPRNG bits (Bernoulli(e^(−ε_anon)), Canonne, Kamath & Steinke 2020's algorithm)",
+        f"every class of fewer than k = {facts['k']} kept records was suppressed (removed; how many is not "
+        f"published); k is the smallest with δ(k) ≤ δ (Li et al.'s bound: δ({facts['k']}) = "
+        f"{facts['delta_k']:.4g}, rounded up)",
+        f"verified on the released table: every class of the quasi-identifiers ({', '.join(qis)}) has at "
+        f"least {facts['k']} records",
+        "only the quasi-identifiers are released, each generalized to its chosen hierarchy level; the other "
+        "columns are left out (the theorem covers generalized records only)",
+        "the scores the search reads are exact rationals of the input table (classes below "
+        f"{facts['k_score']} records counted as suppressed), with sensitivity {facts['sensitivity']} under "
+        "add/remove (docs/methods/safepub.md); hierarchies and domains are public (uploaded, declared "
+        "categories or declared bounds), never read from the data",
+        *rng_statements(ctx),
+    ]
+    meta = {
+        "method": "safepub", "epsilon": stated, "epsilon_requested": eps, "delta": delta,
+        "delta_k": facts["delta_k"], "neighbouring": NEIGHBOURING, "replace_one": replace,
+        "epsilon_split": {"search": eps_search, "anonymization": eps_anon},
+        "beta": facts["beta"], "k": facts["k"], "k_arx": arx_k(delta, eps_anon),
+        "search": {"metric": params.metric, "steps": params.steps, "steps_taken": walk.steps_taken,
+                   "final": params.final, "draws": walk.draws, "epsilon_per_draw": float(facts["eps_step"]),
+                   "score_threshold": facts["k_score"], "sensitivity": facts["sensitivity"],
+                   "eta": str(facts["eta"]), "nodes_scored": walk.nodes_scored,
+                   "pivots": [dict(zip(qis, p)) for p in walk.pivots],
+                   "mechanism": "exponential, P ∝ exp(η·score), η = ε_draw / (2·sensitivity), sampled exactly "
+                                "(zcdp.ExactSampler)"},
+        "levels": levels, "hierarchies": facts["sources"],
+        "suppressed": "removed; their number (and the sample's size) is not published",
+    }
+    g = guarantee("central_dp", rng=ctx.rng.name, private=ctx.rng.is_private, epsilon=stated, delta=delta,
+                  protected_columns=qis, statements=statements, warnings=warnings, neighbouring=NEIGHBOURING,
+                  replace_one={"epsilon": replace["epsilon"], "delta": replace["delta"]},
+                  epsilon_split=meta["epsilon_split"], k=facts["k"], beta=facts["beta"], verified=True)
+    classes = int(len(sizes))
+    metrics = {"records": len(out), "classes": classes, "smallest_class": int(sizes.min()) if classes else 0,
+               "average_class_size": float(len(out) / classes) if classes else 0.0,
+               "granularity": facts["granularity"], "seconds": facts["seconds"]}
+    columns = [ColumnInfo(name=q, type="categorical", role="quasi_identifier") for q in qis]
+    return ReleaseResult(frame=out, columns=columns, guarantees=g, metadata={"safepub": meta}, metrics=metrics,
+                         hierarchies_used=facts["sources"]["uploaded"])
+
+
+register(MethodSpec(
+    name="safepub",
+    family="anonymity",
+    kind=MethodKind.release,
+    summary="(ε, δ)-differentially private k-anonymization (SafePub, ARX's '(ε,δ)-differential privacy'): a "
+            "full-domain generalization chosen by a random walk with the exact exponential mechanism, "
+            "records sampled with probability β = 1 − e^(−ε_anon), classes below k suppressed; only the "
+            "generalized quasi-identifiers are released (truthful, no noise added to values).",
+    params=SafePubParams,
+    guarantee="central (ε, δ)-DP of the release (add/remove-one neighbours); (2ε, (1 + e^ε)δ) replace-one, "
+              "the ε debited",
+    paper="Bild, Kuhn & Prasser, SafePub: A Truthful Data Anonymization Algorithm With Strong Privacy "
+          "Guarantees, PoPETs 2018(1):67-87; Li, Qardaji & Su, On sampling, anonymization, and differential "
+          "privacy, ASIACCS 2012",
+    run=run_safepub,
+    epsilon=_epsilon,
+    check=_check,
+    check_rows=_check_rows,
+    uses_hierarchies=True,
+    docs="docs/methods/safepub.md",
+    slow_params=("steps",),
+))
+

@@ -1,0 +1,195 @@
+"""SafePub's parameters and its privacy calibration (Bild, Kuhn & Prasser, PoPETs 2018(1);
+Li, Qardaji & Su, ASIACCS 2012): the sampling probability β and the smallest k whose δ(k)
+stays within the δ asked for, and the exact Bernoulli sampling of the records.
+
+Li et al.'s theorem (add/remove-one neighbours): drawing each record with probability β and
+then k-anonymizing the sample "safely" (a generalization chosen without looking at the data,
+every class of fewer than k sampled records suppressed) is (ε_anon, δ(k))-DP for any
+ε_anon ≥ −ln(1 − β), with
+
+    γ = (e^ε_anon − 1 + β) / e^ε_anon,  n_m = ⌈k/γ − 1⌉,
+    δ(k) = max over n ≥ n_m of P(Bin(n, β) > γn).
+
+SafePub takes β = 1 − e^(−ε_anon) (then γ = 1 − e^(−2ε_anon)). The maximum over infinitely
+many n is found exactly: a_n = P(Bin(n, β) > γn) ≤ c_n = exp(−n(γ ln(γ/β) − (γ − β))) (a
+Chernoff bound, decreasing in n), so once the running maximum reaches c_n no later n can raise
+it. Every rounding goes the safe way (a larger δ(k)): β is taken 10⁻¹² relatively larger, γ
+10⁻¹² smaller for ⌊γn⌋ and the bound and larger for n_m (which only adds values of n), and the
+tail, computed by scipy in log space over blocks of n, is raised by 10⁻⁹ relatively.
+ARX's ParameterCalculation returns one more than the smallest k with δ(k) < δ (its loop
+increments after the test); Veil returns the smallest k with δ(k) ≤ δ.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Literal
+
+import numpy as np
+from pydantic import Field
+from scipy import stats
+
+from app.privacy.registry import Params
+from app.privacy.rng import SecureRandom
+
+REL = 1e-12  # the relative nudge of β and γ in the safe direction
+TAIL_MARGIN = 1e-9  # the relative margin added to scipy's binomial tail
+BLOCK = 4096  # values of n per vectorized block
+MAX_K = 10**7
+ANON_GRID = 2**-60  # ε_anon is rounded down to this grid so the sampler's x = ε_anon is dyadic
+MAX_STEPS = 2000
+DEFAULT_DELTA = 1e-5
+
+
+class SafePubParams(Params):
+    epsilon: float = Field(..., gt=0.0, le=20.0, description="total ε of the release under add/remove-one "
+                           "neighbours (sampling ε_anon plus search ε_search); the budget is debited the "
+                           "replace-one ε it implies, 2ε")
+    delta: float = Field(DEFAULT_DELTA, gt=0.0, le=0.1, description="δ: k is the smallest k whose δ(k) (Li "
+                         "et al.'s bound) is at most this; must be below 1/n")
+    search_share: float = Field(0.1, gt=0.0, lt=1.0, description="share of epsilon spent choosing the "
+                                "generalization (ε_search = search_share·ε; ARX's default 0.1); the rest, "
+                                "ε_anon, sets the sampling probability β = 1 − e^(−ε_anon)")
+    steps: int = Field(300, ge=1, le=MAX_STEPS, description="steps of the random walk down the lattice "
+                       "(each an exponential-mechanism choice; ARX's default 300)")
+    metric: Literal["granularity", "discernibility"] = Field(
+        "granularity", description="the score the search maximizes: 'granularity' (the loss of every "
+        "cell, its generalized value's share of the domain, a suppressed record counting 1 per "
+        "quasi-identifier) or 'discernibility' (Σ|E|² over kept classes / n + suppressed records)")
+    final: Literal["last", "exponential"] = Field(
+        "last", description="the node released: 'last' (the walk's last pivot, ε_search split over steps) "
+        "or 'exponential' (one more exponential-mechanism draw over every pivot the walk visited, "
+        "ε_search split over steps + 1; measured worse on Adult)")
+    quasi_identifiers: list[str] | None = Field(
+        None, description="the columns released, each generalized over its hierarchy (default: the "
+        "schema's quasi-identifiers); every other column is left out of the release")
+
+    @property
+    def epsilon_search(self) -> Fraction:
+        return Fraction(self.epsilon) * Fraction(self.search_share)
+
+    @property
+    def epsilon_anon(self) -> Fraction:
+        """ε − ε_search rounded down to a multiple of 2⁻⁶⁰ (the sampler's exact Bernoulli needs a
+        dyadic exponent; rounding down only lowers the ε stated)."""
+        rest = Fraction(self.epsilon) - self.epsilon_search
+        return Fraction(math.floor(rest / Fraction(ANON_GRID))) * Fraction(ANON_GRID)
+
+
+# ----------------------------------------------------------------------------- calibration
+def beta_of(epsilon_anon: float) -> float:
+    """β = 1 − e^(−ε_anon)."""
+    return -math.expm1(-epsilon_anon)
+
+
+def delta_of_k(k: int, epsilon_anon: float) -> float:
+    """δ(k) of Li et al.'s theorem at β = 1 − e^(−ε_anon), rounded up (module doc)."""
+    beta = beta_of(epsilon_anon)
+    gamma = -math.expm1(-2.0 * epsilon_anon)
+    beta_hi, gamma_lo, gamma_hi = beta * (1 + REL), gamma * (1 - REL), gamma * (1 + REL)
+    if not gamma_lo > beta_hi:
+        raise ValueError("epsilon_anon too small for the bound")
+    n_m = max(1, math.ceil(k / gamma_hi - 1.0))
+    exponent = gamma_lo * math.log(gamma_lo / beta_hi) - (gamma_lo - beta_hi)
+    best = 0.0
+    start = n_m
+    while True:
+        n = np.arange(start, start + BLOCK, dtype=np.int64)
+        tail = np.exp(stats.binom.logsf(np.floor(gamma_lo * n), n, beta_hi))
+        running = np.maximum.accumulate(np.maximum(tail, best))
+        chernoff = np.exp(-n * exponent)
+        done = np.flatnonzero(running >= chernoff)
+        if done.size:
+            best = float(running[done[0]])
+            return min(1.0, best * (1 + TAIL_MARGIN))
+        best = float(running[-1])
+        start += BLOCK
+
+
+def smallest_k(delta: float, epsilon_anon: float) -> int:
+    """The smallest k with δ(k) ≤ δ (δ(k) does not increase with k: n_m grows, the maximum is over
+    fewer n): doubling, then bisection. ValueError beyond MAX_K."""
+    if delta_of_k(1, epsilon_anon) <= delta:
+        return 1
+    lo, hi = 1, 2  # δ(lo) > δ
+    while delta_of_k(hi, epsilon_anon) > delta:
+        lo, hi = hi, 2 * hi
+        if hi > MAX_K:
+            raise ValueError(f"no k up to {MAX_K:,} reaches this δ")
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if delta_of_k(mid, epsilon_anon) <= delta else (mid, hi)
+    return hi
+
+
+def arx_k(delta: float, epsilon_anon: float) -> int:
+    """What ARX's ParameterCalculation returns for the same (ε_anon, δ), for comparison: one more
+    than the smallest k with δ(k) < δ (strict)."""
+    k = smallest_k(delta, epsilon_anon)
+    while delta_of_k(k, epsilon_anon) >= delta:
+        k += 1
+    return k + 1
+
+
+# ------------------------------------------------------------------------------- sampling
+def _bernoulli_uniform_below(numerator: int, bits: int, size: int, rng: SecureRandom) -> np.ndarray:
+    """True with probability numerator / 2^bits exactly (bits ≤ 64): a uniform bits-bit integer
+    below the numerator."""
+    if bits == 0:
+        return np.full(size, numerator >= 1)
+    words = rng.uint64(size) >> np.uint64(64 - bits)
+    return words < np.uint64(numerator) if numerator < 2**64 else np.ones(size, dtype=bool)
+
+
+def _one_in(r: int, size: int, rng: SecureRandom) -> np.ndarray:
+    """True with probability 1/r exactly: a uniform integer of [0, r) by rejection from 64-bit
+    words (the largest multiple of r below 2⁶⁴ accepted) equal to 0."""
+    out = np.empty(size, dtype=bool)
+    pending = np.arange(size)
+    limit = (2**64 // r) * r
+    while pending.size:
+        words = rng.uint64(pending.size)
+        ok = words < np.uint64(limit) if limit < 2**64 else np.ones(pending.size, dtype=bool)
+        out[pending[ok]] = (words[ok] % np.uint64(r)) == 0
+        pending = pending[~ok]
+    return out
+
+
+def _bernoulli_exp_unit(x: Fraction, size: int, rng: SecureRandom) -> np.ndarray:
+    """Bernoulli(e^(−x)) for a dyadic x ∈ [0, 1], exactly, vectorized: Canonne, Kamath & Steinke
+    2020's Algorithm 1 (zcdp.ExactSampler.bernoulli_exp's, one draw at a time there) — K = 1, 2, …
+    while Bernoulli(x/K) succeeds, the answer is K odd. Every still-running draw of round K
+    shares K, and Bernoulli(x/K) is Bernoulli(x) and Bernoulli(1/K) independently."""
+    bits = x.denominator.bit_length() - 1
+    if x.denominator != 1 << bits or bits > 64:
+        raise ValueError("x must be dyadic with at most 64 fractional bits")
+    out = np.empty(size, dtype=bool)
+    pending = np.arange(size)
+    k = 1
+    while pending.size:
+        go = _bernoulli_uniform_below(x.numerator, bits, pending.size, rng)
+        if k > 1:
+            go &= _one_in(k, pending.size, rng)
+        out[pending[~go]] = k % 2 == 1
+        pending = pending[go]
+        k += 1
+    return out
+
+
+def bernoulli_exp(x: Fraction, size: int, rng: SecureRandom) -> np.ndarray:
+    """``size`` independent Bernoulli(e^(−x)) draws for a dyadic x ≥ 0 (at most 60 fractional
+    bits), exact: e^(−x) = (e^(−1))^⌊x⌋ · e^(−(x − ⌊x⌋))."""
+    if x < 0:
+        raise ValueError("x must be ≥ 0")
+    whole = math.floor(x)
+    out = _bernoulli_exp_unit(x - whole, size, rng)
+    for _ in range(whole):
+        out &= _bernoulli_exp_unit(Fraction(1), size, rng)
+    return out
+
+
+def bernoulli_sample(n: int, epsilon_anon: Fraction, rng: SecureRandom) -> np.ndarray:
+    """Which of n records are kept: each independently with probability β = 1 − e^(−ε_anon),
+    exactly (kept = not Bernoulli(e^(−ε_anon)))."""
+    return ~bernoulli_exp(epsilon_anon, n, rng)

@@ -1,0 +1,185 @@
+"""SafePub's search: the public cost of every generalized cell, the two scores with their proven
+sensitivities, and the random walk down the lattice of full-domain generalizations choosing
+each pivot with the exact exponential mechanism.
+
+Scores are exact rationals computed on the input table D (not on the sample: see
+docs/methods/safepub.md, "Deviations"), with the classes of fewer than ``k_score`` records counted
+as suppressed. Neighbours add or remove one record t (n changes by one). In a full-domain
+generalization every member of a class has the same generalized values, hence the same cost.
+
+* granularity: −(Σ over kept records of Σ_q cost_q + m·(suppressed records)), cost_q ∈ [0, 1]
+  the generalized value's public share of q's domain (m quasi-identifiers). Adding t changes
+  only t's own term unless t's class crosses from k_score − 1 to k_score records: then k_score − 1
+  records go from m to the class's cost c ∈ [0, m] and t adds c, a change of
+  k_score·c − (k_score − 1)·m ∈ [−(k_score − 1)·m, m]. Sensitivity m·max(1, k_score − 1).
+* discernibility: −(Σ over kept classes |E|² / n + suppressed records). Adding t (n → n + 1) to a
+  class of e records moves it by (2e + 1)/(n + 1) − A/(n(n + 1)) ∈ (−1, 2) when the class stays
+  kept (A = Σ|E|² ≤ n², e ≤ n), by 1 − A/(n(n + 1)) ∈ (0, 1] when it stays suppressed, and by
+  k²/(n + 1) − A/(n(n + 1)) − (k − 1) ∈ (−k, 1] when it crosses (k = k_score ≤ n + 1).
+  Sensitivity max(2, k_score).
+
+The exponential mechanism P(node) ∝ exp(η·score) with η = ε_step / (2·sensitivity) is
+ε_step-DP; the candidate sets depend only on earlier choices (public), so the steps compose.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from app.privacy.anonymity.hierarchies import Tree, with_missing_leaf
+from app.privacy.anonymity.lattice import _Columns
+from app.privacy.dp_release.zcdp import ExactSampler
+from app.privacy.rng import SecureRandom
+
+NUMERIC_GRID = 2**30  # a numeric cell's cost (interval width / declared range) rounded up to 2⁻³⁰
+
+Node = tuple[int, ...]
+
+
+@dataclass
+class LevelCost:
+    """Per quasi-identifier and level: the cost of each code of that level as numerator / den."""
+
+    numerators: list[np.ndarray]  # per level, int64 per code
+    den: int
+
+
+def categorical_costs(tree: Tree, hierarchy) -> LevelCost:
+    """(leaves under the value − 1) / (leaves of the domain − 1), counted in the hierarchy as
+    given (every row, with a '<missing>' leaf added as build_tree adds it), never in the data —
+    so the cost is public. Level L of the tree is the hierarchy's column L (the root build_tree
+    adds above several tops is level = its column count, cost 1)."""
+    table = np.asarray(hierarchy.astype(str).to_numpy(dtype=object))
+    table = with_missing_leaf(table)
+    leaves = len(set(table[:, 0].tolist()))
+    den = max(leaves - 1, 1)
+    numerators = []
+    for level in range(tree.height + 1):
+        nodes = tree.anc[tree.height - level]  # per leaf (DFS order), the node at that level
+        first = int(nodes.min())
+        labels = tree.labels
+        if level < table.shape[1]:
+            values, sizes = np.unique(table[:, level].astype(str), return_counts=True)
+            counts = dict(zip(values.tolist(), sizes.tolist()))
+            codes = np.arange(first, int(nodes.max()) + 1)
+            num = np.array([counts.get(str(labels[c]), leaves) - 1 for c in codes], dtype=np.int64)
+        else:
+            num = np.full(int(nodes.max()) - first + 1, den, dtype=np.int64)
+        numerators.append(np.clip(num, 0, den))
+    return LevelCost(numerators, den)
+
+
+def numeric_costs(tree: Tree) -> LevelCost:
+    """The covered interval's width over the declared range (tree.node_ncp: spans from the
+    hierarchy or the automatic cuts, clipped to the declared bounds — public), rounded up."""
+    ncp = tree.node_ncp()
+    numerators = []
+    for level in range(tree.height + 1):
+        nodes = tree.anc[tree.height - level]
+        codes = np.arange(int(nodes.min()), int(nodes.max()) + 1)
+        numerators.append(np.minimum(np.ceil(ncp[codes] * NUMERIC_GRID), NUMERIC_GRID).astype(np.int64))
+    return LevelCost(numerators, NUMERIC_GRID)
+
+
+def sensitivity(metric: str, m: int, k_score: int) -> int:
+    return m * max(1, k_score - 1) if metric == "granularity" else max(2, k_score)
+
+
+@dataclass
+class Scorer:
+    """Scores of nodes on the records ``rows`` (a boolean mask over the table)."""
+
+    cols: _Columns
+    costs: list[LevelCost]
+    metric: str
+    k_score: int
+    rows: np.ndarray
+    cache: dict[Node, Fraction] = field(default_factory=dict)
+
+    def kept(self, node: Node) -> np.ndarray:
+        """Which of the rows' records are in classes of at least k_score of the rows."""
+        ids, n_classes = self.cols.classes(node)
+        ids = ids[self.rows]
+        sizes = np.bincount(ids, minlength=n_classes)
+        return sizes[ids] >= self.k_score
+
+    def score(self, node: Node) -> Fraction:
+        if node not in self.cache:
+            self.cache[node] = self._score(node)
+        return self.cache[node]
+
+    def _score(self, node: Node) -> Fraction:
+        ids, n_classes = self.cols.classes(node)
+        ids = ids[self.rows]
+        n = len(ids)
+        if n == 0:
+            return Fraction(0)
+        sizes = np.bincount(ids, minlength=n_classes)
+        kept = sizes[ids] >= self.k_score
+        suppressed = int(n - kept.sum())
+        if self.metric == "discernibility":
+            big = sizes[sizes >= self.k_score].astype(object)
+            return -(Fraction(int((big * big).sum()), n) + suppressed)
+        total = Fraction(len(node) * suppressed)
+        for q, level in enumerate(node):
+            codes = self.cols.codes[q][level][self.rows][kept]
+            counts = np.bincount(codes, minlength=len(self.costs[q].numerators[level]))
+            total += Fraction(int(np.dot(counts.astype(object), self.costs[q].numerators[level].astype(object))),
+                              self.costs[q].den)
+        return -total
+
+
+def predecessors(node: Node) -> list[Node]:
+    """The nodes one level lower on one quasi-identifier."""
+    return [node[:q] + (node[q] - 1,) + node[q + 1:] for q in range(len(node)) if node[q] > 0]
+
+
+@dataclass
+class Walk:
+    node: Node
+    pivots: list[Node]
+    steps_taken: int
+    draws: int
+    nodes_scored: int
+
+
+def random_walk(scorer: Scorer, top: Node, steps: int, eta: Fraction, final: str, rng: SecureRandom,
+                progress: Callable[[float, str], None] | None = None) -> Walk:
+    """SafePub's search (ARX's DataDependentEDDPAlgorithm without its last, non-private step):
+    from the top, each step adds the pivot's predecessors to the candidates, removes the pivot
+    and draws the next pivot from the candidates with the exponential mechanism at η. The node
+    released is one more draw over the visited pivots (final 'exponential') or the last pivot."""
+    sampler = ExactSampler(rng)
+    candidates: dict[Node, Fraction] = {}
+    pivot, pivots, draws, taken = top, [top], 0, 0
+    for step in range(steps):
+        for p in predecessors(pivot):
+            if p not in candidates:
+                candidates[p] = scorer.score(p)
+        candidates.pop(pivot, None)
+        if not candidates:
+            break  # the walk reached the bottom and saw every candidate: nothing left to choose
+        order = list(candidates)
+        pivot = order[sampler.exponential([candidates[c] for c in order], eta)]
+        pivots.append(pivot)
+        draws += 1
+        taken = step + 1
+        if progress is not None and step % 16 == 0:
+            progress(step / steps, f"search: step {step + 1} of {steps}")
+    node = pivot
+    if final == "exponential":
+        visited = list(dict.fromkeys(pivots))
+        node = visited[sampler.exponential([scorer.score(v) for v in visited], eta)]
+        draws += 1
+    return Walk(node, pivots, taken, draws, len(scorer.cache))
+
+
+def score_threshold(k: int, beta: float) -> int:
+    """The class size below which the search counts a class of D as suppressed: ⌈k/β⌉, where a
+    class's expected count in the sample reaches k (a public function of k and β)."""
+    return max(1, math.ceil(k / beta - 1e-9))

@@ -1,0 +1,88 @@
+"""safepub through the API on a sample of Adult with its ARX hierarchies uploaded: the job is
+debited the replace-one ε (2ε), the release states the add/remove (ε, δ) and the replace-one bound,
+the download holds only the generalized quasi-identifiers in classes of at least k; bad parameters
+are 422s naming the field, with no job and no debit."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+import pytest
+
+from app.privacy.anonymity.safepub_params import smallest_k
+from app.worker import runner
+from tests.support.api import assert_problem, auth, submit, upload
+
+QIS = ["age", "education", "race", "sex"]
+
+
+@pytest.fixture(scope="module")
+def adult(client, make_key, adult_path):
+    headers = make_key("owner")
+    raw = pd.read_csv(adult_path, na_values="?", skipinitialspace=True).dropna().reset_index(drop=True)
+    raw = raw.sample(n=5000, random_state=4).reset_index(drop=True)[QIS + ["income"]]
+    schema = {"age": {"bounds": [17, 90]}, "income": {"role": "label"}}
+    ds = upload(client, headers, raw.to_csv(index=False).encode(), "adult5k.csv", schema=schema).json()
+    for q in QIS:
+        text = (adult_path.parent / "hierarchies" / f"{q}.csv").read_text()
+        r = client.put(f"/v1/datasets/{ds['id']}/hierarchies/{q}", headers=auth(headers), content=text)
+        assert r.status_code == 200, r.text
+    return headers, ds
+
+
+def test_a_safepub_job_debits_the_replace_one_epsilon_and_releases_classes_of_k(client, adult):
+    headers, ds = adult
+    client.put(f"/v1/datasets/{ds['id']}/budget", headers=auth(headers), json={"epsilon_total": 10.0})
+    r = submit(client, headers, "safepub", {"epsilon": 2.0, "delta": 1e-5, "quasi_identifiers": QIS, "steps": 4},
+               dataset_id=ds["id"])
+    assert r.status_code == 202, r.text
+    assert r.json()["epsilon"] == 4.0
+    ledger = client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(headers)).json()
+    assert ledger["epsilon_spent"] == 4.0
+    runner.execute(r.json()["id"])
+    job = client.get(f"/v1/jobs/{r.json()['id']}", headers=auth(headers)).json()
+    assert job["status"] == "succeeded", (job["status"], job["error"])
+    rid = job["result"]["release_ids"][0]
+    rel = client.get(f"/v1/releases/{rid}", headers=auth(headers)).json()
+    g, meta = rel["guarantees"], rel["metadata"]["safepub"]
+    k = smallest_k(1e-5, meta["epsilon_split"]["anonymization"])
+    assert meta["k"] == k == g["k"] and meta["k_arx"] == k + 1
+    assert g["notion"] == "central_dp" and g["private"] is True and g["delta"] == 1e-5
+    assert g["epsilon"] == pytest.approx(2.0, abs=1e-12) and g["replace_one"]["epsilon"] == 4.0
+    assert "add/remove" in g["neighbouring"]
+    body = client.get(f"/v1/releases/{rid}/data", headers=auth(headers), params={"format": "parquet"})
+    frame = pd.read_parquet(io.BytesIO(body.content))
+    assert list(frame.columns) == QIS and 0 < len(frame) < 5000  # income is not released
+    assert frame.astype(str).groupby(QIS).size().min() >= k
+    levels = meta["levels"]
+    if levels["sex"] == 1:
+        assert set(frame["sex"].astype(str)) == {"*"}
+
+
+@pytest.mark.parametrize("params, fragment", [
+    ({"epsilon": 1.0, "search_share": 1.0}, "search_share"),
+    ({"epsilon": 1.0, "steps": 0}, "steps"),
+    ({"epsilon": 1.0, "metric": "entropy"}, "metric"),
+    ({"epsilon": 0}, "epsilon"),
+    ({"epsilon": 1.0, "delta": 0.001}, "delta"),  # not below 1/n = 2·10⁻⁴
+    ({"epsilon": 1.0, "quasi_identifiers": ["age", "nope"]}, "nope"),
+])
+def test_bad_parameters_are_refused_naming_them_before_any_debit(client, adult, params, fragment):
+    headers, ds = adult
+    before = client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(headers)).json()["entry_count"]
+    params = {"quasi_identifiers": QIS, **params}
+    body = assert_problem(submit(client, headers, "safepub", params, dataset_id=ds["id"]), 422)
+    assert fragment in str(body), body
+    assert client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(headers)).json()["entry_count"] == before
+
+
+def test_a_numeric_quasi_identifier_without_declared_bounds_is_refused(client, make_key):
+    headers = make_key("owner")
+    frame = pd.DataFrame({"age": list(range(20, 80)) * 10, "sex": ["a", "b"] * 300})
+    ds = upload(client, headers, frame.to_csv(index=False).encode(), "t.csv",
+                schema={"sex": {"type": "categorical", "categories": ["a", "b"]}}).json()
+    body = assert_problem(submit(client, headers, "safepub", {"epsilon": 1.0, "delta": 1e-4,
+                                                              "quasi_identifiers": ["age", "sex"]},
+                                 dataset_id=ds["id"]), 422)
+    assert "bounds" in str(body) and "age" in str(body)

@@ -1,0 +1,211 @@
+"""safepub (SafePub / Li et al.'s sampled k-anonymization): k and β against an independent
+computation of Li et al.'s δ(k), the exact sampler's rate, the scores' sensitivities by brute force
+over every add/remove neighbour of small tables, and whole runs: every released class ≥ k,
+only the quasi-identifiers released, the ε split, seeded determinism."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from app.privacy.anonymity.axes import build_axes
+from app.privacy.anonymity.lattice import _Columns
+from app.privacy.anonymity.safepub import run_safepub
+from app.privacy.anonymity.safepub_params import (
+    SafePubParams, arx_k, bernoulli_exp, bernoulli_sample, beta_of, delta_of_k, smallest_k,
+)
+from app.privacy.anonymity.safepub_search import (
+    Scorer, categorical_costs, numeric_costs, predecessors, random_walk, score_threshold, sensitivity,
+)
+from app.privacy.context import RunContext
+from app.privacy.data import ColumnInfo, MethodInput
+from app.privacy.rng import SecureRandom
+
+
+# ----------------------------------------------------------------------------- δ(k) and k
+def independent_delta(k: int, eps: float, n_max: int = 1500) -> float:
+    """Li et al.'s δ(k) as written (γ from its formula, not 1 − e^(−2ε)), the tails summed from
+    binomial masses in linear space, n = n_m … n_max (far past the maximum here), no Chernoff cut."""
+    beta = 1 - math.exp(-eps)
+    gamma = (math.exp(eps) - 1 + beta) / math.exp(eps)
+    n = np.arange(max(math.ceil(k / gamma - 1), 1), n_max)
+    j = np.arange(n_max + 1)
+    masses = stats.binom.pmf(j[None, :], n[:, None], beta)
+    tails = np.where(j[None, :] > np.floor(gamma * n)[:, None], masses, 0.0).sum(axis=1)
+    return float(tails.max())
+
+
+def arx_loop(delta: float, eps: float, start: int) -> int:
+    """ARX's ParameterCalculation.calculateK loop on the independent δ(k), from k = start (δ(k) only
+    falls as k grows, and δ(start − 1) ≥ δ is checked by the caller)."""
+    k, delta_k = start, math.inf
+    while not delta_k < delta:
+        delta_k = independent_delta(k, eps)
+        k += 1
+    return k
+
+
+@pytest.mark.parametrize("eps_anon, delta", [(0.9, 1e-5), (0.45, 1e-5), (1.8, 1e-6), (0.9, 1e-3), (2.5, 1e-4)])
+def test_k_is_the_smallest_whose_delta_is_within_and_matches_an_independent_sum(eps_anon, delta):
+    k = smallest_k(delta, eps_anon)
+    assert delta_of_k(k, eps_anon) <= delta < delta_of_k(k - 1, eps_anon)
+    for j in (k - 1, k):
+        ours, plain = delta_of_k(j, eps_anon), independent_delta(j, eps_anon)
+        assert ours >= plain  # never understated
+        assert ours == pytest.approx(plain, rel=1e-6)
+    assert independent_delta(k, eps_anon) <= delta < independent_delta(k - 1, eps_anon)
+    assert independent_delta(k - 3, eps_anon) >= delta
+    assert arx_loop(delta, eps_anon, k - 2) == k + 1 == arx_k(delta, eps_anon)  # ARX's loop: one more
+
+
+def test_hand_values():
+    # SafePub's setting ε = 1, ε_search = 0.1, δ = 10⁻⁵: ε_anon = 0.9
+    assert beta_of(0.9) == pytest.approx(1 - math.exp(-0.9))
+    assert smallest_k(1e-5, 0.9) == 58 and arx_k(1e-5, 0.9) == 59
+    assert smallest_k(1e-5, 0.45) == 51 and smallest_k(1e-5, 1.8) == 91
+    # k = 1: δ(1) is the chance the lone record is sampled, P(Bin(1, β) > γ) = β
+    assert delta_of_k(1, 0.9) == pytest.approx(beta_of(0.9), rel=1e-8)
+
+
+def test_epsilon_anon_is_dyadic_and_at_most_the_rest():
+    p = SafePubParams(epsilon=1.0, search_share=0.1)
+    assert p.epsilon_anon <= Fraction(1.0) - Fraction(1.0) * Fraction(0.1)
+    assert float(p.epsilon_anon) == pytest.approx(0.9, abs=1e-15)
+    assert p.epsilon_anon.denominator & (p.epsilon_anon.denominator - 1) == 0
+
+
+# ------------------------------------------------------------------------------- sampling
+@pytest.mark.parametrize("x", [Fraction(0), Fraction(1, 8), Fraction(0.9), Fraction(1), Fraction(5, 2)])
+def test_exact_bernoulli_exp_has_the_rate(x):
+    n = 200_000
+    draws = bernoulli_exp(x, n, SecureRandom())
+    p = math.exp(-float(x))
+    sd = math.sqrt(n * p * (1 - p)) or 1e-9
+    assert abs(draws.sum() - n * p) <= 5 * sd + (0 if p < 1 else 0)
+
+
+def test_records_are_kept_at_rate_beta():
+    n = 300_000
+    kept = bernoulli_sample(n, Fraction(0.9), SecureRandom())
+    beta = beta_of(0.9)
+    assert abs(kept.sum() - n * beta) <= 5 * math.sqrt(n * beta * (1 - beta))
+
+
+# ------------------------------------------------------------------- scores, sensitivities
+HIER = {"a": pd.DataFrame({"l0": ["a1", "a2", "a3", "a4"], "l1": ["A", "A", "B", "B"], "l2": ["*"] * 4}),
+        "b": pd.DataFrame({"l0": ["b1", "b2", "b3"], "l1": ["*"] * 3})}
+INFOS = [ColumnInfo(name="a", type="categorical", role="quasi_identifier"),
+         ColumnInfo(name="b", type="categorical", role="quasi_identifier"),
+         ColumnInfo(name="x", type="numeric", role="quasi_identifier", bounds=(0.0, 10.0), integer=True)]
+DOMAIN = list(itertools.product(["a1", "a2", "a3", "a4"], ["b1", "b2", "b3"], [0, 3, 7, 10]))
+
+
+def _scorer(frame: pd.DataFrame, metric: str, k_score: int):
+    # every domain value is present once at the end so the trees (codes) cover the whole domain;
+    # only the first len(frame) rows are scored
+    full = pd.concat([frame, pd.DataFrame(DOMAIN, columns=["a", "b", "x"])], ignore_index=True)
+    trees, _ = build_axes(full, INFOS, HIER, numeric="hierarchy", categorical="hierarchy", auto_levels=2)
+    costs = [categorical_costs(trees[0], HIER["a"]), categorical_costs(trees[1], HIER["b"]), numeric_costs(trees[2])]
+    rows = np.zeros(len(full), dtype=bool)
+    rows[:len(frame)] = True
+    return Scorer(_Columns(trees), costs, metric, k_score, rows), tuple(t.height for t in trees)
+
+
+@pytest.mark.parametrize("metric", ["granularity", "discernibility"])
+@pytest.mark.parametrize("k_score", [1, 2, 3, 5])
+def test_every_add_remove_neighbour_moves_every_score_within_the_sensitivity(metric, k_score):
+    rng = np.random.default_rng(7 * k_score + len(metric))
+    bound = sensitivity(metric, 3, k_score)
+    worst = Fraction(0)
+    for _ in range(4):
+        n = int(rng.integers(1, 9))
+        base = pd.DataFrame([DOMAIN[i] for i in rng.integers(0, len(DOMAIN), n)], columns=["a", "b", "x"])
+        # adding any domain record, or removing any record (both directions of the relation)
+        neighbours = [pd.concat([base, pd.DataFrame([r], columns=base.columns)], ignore_index=True) for r in DOMAIN]
+        neighbours += [base.drop(index=i).reset_index(drop=True) for i in range(n) if n > 1]
+        scorer, top = _scorer(base, metric, k_score)
+        nodes = list(itertools.product(*[range(h + 1) for h in top]))
+        ours = {node: scorer.score(node) for node in nodes}
+        for other in neighbours:
+            theirs, _ = _scorer(other, metric, k_score)
+            for node in nodes:
+                move = abs(theirs.score(node) - ours[node])
+                assert move <= bound, (metric, k_score, node, move, bound)
+                worst = max(worst, move)
+    assert worst > 0
+    if metric == "granularity" and k_score > 1:
+        assert worst > bound / 2  # the bound is near what a class crossing k_score moves
+
+
+def test_granularity_costs_come_from_the_hierarchy_not_the_data():
+    frame = pd.DataFrame({"a": ["a1", "a1"], "b": ["b1", "b1"], "x": [3, 3]})
+    scorer, top = _scorer(frame, "granularity", 1)
+    # a at level 1 ('A': 2 of 4 leaves, a '<missing>' leaf added: 5) costs (2-1)/(5-1); b at level 1
+    # the root (3 leaves + missing: 1); x at its leaf 0
+    assert scorer.score((1, 1, 0)) == -2 * (Fraction(1, 4) + 1)
+    assert scorer.score((0, 0, 0)) == 0 and scorer.score(top) == -2 * 3
+
+
+def test_the_walk_follows_the_scores_at_a_large_eta_and_stays_on_the_lattice():
+    frame = pd.DataFrame([DOMAIN[i % len(DOMAIN)] for i in range(200)], columns=["a", "b", "x"])
+    scorer, top = _scorer(frame, "granularity", 1)
+    walk = random_walk(scorer, top, 50, Fraction(1000), "exponential", SecureRandom())
+    assert walk.pivots[0] == top and walk.node in walk.pivots
+    for before, after in zip(walk.pivots, walk.pivots[1:]):
+        assert all(0 <= a <= h for a, h in zip(after, top))
+    # without suppression the bottom node loses nothing: an η this large finds it
+    assert walk.node == (0, 0, 0)
+    assert predecessors((0, 2, 1)) == [(0, 1, 1), (0, 2, 0)]
+    assert score_threshold(58, beta_of(0.9)) == math.ceil(58 / beta_of(0.9))
+
+
+# ---------------------------------------------------------------------------------- runs
+def _input(n: int = 6000, seed: int = 3) -> MethodInput:
+    rng = np.random.default_rng(seed)  # 36 cells of ~170 records: most classes pass k at any node
+    frame = pd.DataFrame({"a": rng.choice(["a1", "a2", "a3", "a4"], n), "b": rng.choice(["b1", "b2", "b3"], n),
+                          "x": rng.choice([0, 5, 10], n), "secret": rng.normal(size=n)})
+    infos = INFOS + [ColumnInfo(name="secret", type="numeric", role="sensitive")]
+    return MethodInput(columns=infos, frame=frame, hierarchies=dict(HIER))
+
+
+@pytest.mark.parametrize("metric, final", [("granularity", "exponential"), ("discernibility", "last")])
+def test_a_run_releases_only_generalized_quasi_identifiers_in_classes_of_k(metric, final):
+    data = _input()
+    params = SafePubParams(epsilon=2.0, delta=1e-5, steps=20, metric=metric, final=final)
+    result = run_safepub(data, params, RunContext())
+    meta, g = result.metadata["safepub"], result.guarantees
+    k = meta["k"]
+    assert k == smallest_k(1e-5, float(params.epsilon_anon))
+    out = result.frame
+    assert list(out.columns) == ["a", "b", "x"] and 0 < len(out) < len(data.frame)
+    assert out.groupby(["a", "b", "x"]).size().min() >= k
+    assert g["notion"] == "central_dp" and g["private"] is True and g["delta"] == 1e-5
+    assert g["epsilon"] <= 2.0 and g["epsilon"] == pytest.approx(2.0, abs=1e-12)
+    assert g["replace_one"]["epsilon"] == 4.0
+    assert g["replace_one"]["delta"] == pytest.approx((1 + math.exp(2.0)) * 1e-5)
+    split = meta["epsilon_split"]
+    assert split["search"] + split["anonymization"] <= 2.0
+    draws = params.steps + (final == "exponential")
+    assert meta["search"]["epsilon_per_draw"] * draws == pytest.approx(split["search"])
+    levels = meta["levels"]
+    # the release holds the chosen level's labels only
+    allowed = {"a": [{"a1", "a2", "a3", "a4"}, {"A", "B"}, {"*"}][levels["a"]],
+               "b": [{"b1", "b2", "b3"}, {"*"}][levels["b"]]}
+    for column, labels in allowed.items():
+        assert set(out[column]) <= labels
+    assert not any("suppressed" in key for key in result.metrics)
+
+
+def test_seeded_runs_repeat_and_say_they_are_not_private():
+    data = _input(800)
+    params = SafePubParams(epsilon=2.0, delta=1e-4, steps=10)
+    one = run_safepub(data, params, RunContext(rng=SecureRandom(seed=5)))
+    two = run_safepub(data, params, RunContext(rng=SecureRandom(seed=5)))
+    assert one.frame.equals(two.frame) and one.metadata["safepub"]["levels"] == two.metadata["safepub"]["levels"]
+    assert one.guarantees["private"] is False
