@@ -41,6 +41,7 @@ which made δ below ~1e-13 unservable).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -318,6 +319,7 @@ def _grid_exponents(scale: float) -> range:
     return range(top - 60, top + 1)
 
 
+@functools.lru_cache(maxsize=4096)  # pure; ~4 ms a call (61 grids): a job's check and run repeat it
 def calibrate_laplace(sensitivity: float, coords: int, epsilon: float) -> tuple[int, float, float]:
     """(grid exponent e, t, delivered ε) of the discrete Laplace mechanism for a query with
     L1 sensitivity Δ₁ changing ≤ ``coords`` coordinates: the grid minimizing the noise γ·t

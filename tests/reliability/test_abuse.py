@@ -253,7 +253,8 @@ def test_seed_is_refused_for_every_release_method_outside_test_mode(client, wide
     assert len(methods) >= 10
     required = {"dppro": {"epsilon": 1.0}, "icahdp": {"epsilon": 1.0}, "png": {"ps": [0.9]},
                 "mst": {"epsilon": 1.0}, "aim": {"epsilon": 1.0}, "privbayes": {"epsilon": 1.0},
-                "safepub": {"epsilon": 1.0}}
+                "safepub": {"epsilon": 1.0},
+                "dp_statistics": {"epsilon": 1.0, "queries": [{"statistic": "count"}]}}
     for name in methods:  # valid parameters: the seed is the only thing refused
         r = submit(client, headers, name, required.get(name, {}), dataset_id=ds["id"], seed=42)
         assert_problem(r, 422, "seed")

@@ -25,8 +25,9 @@ NEIGHBOURING_ADD_REMOVE = ("neighbouring tables differ by one record added or re
 Category = str | int | float | bool
 
 
-class TableParams(Params):
-    """Parameters every DP table release shares."""
+class DeclaredDomainParams(Params):
+    """ε and the declared domains every central-DP release on a table takes (the table
+    releases and dp_statistics): bounds and categories given here override the schema's."""
 
     epsilon: float = Field(..., gt=0.0, le=MAX_EPSILON, description="privacy budget ε of the release")
     bounds: dict[str, tuple[float, float]] | None = Field(
@@ -34,14 +35,6 @@ class TableParams(Params):
         "values are clipped to them")
     categories: dict[str, list[Category]] | None = Field(
         None, description="declared domain per categorical column (overrides the dataset schema)")
-    columns: list[str] | None = Field(
-        None, description="columns to release; default every column that is not an identifier. "
-        "Columns left out are not published at all")
-
-    @field_validator("columns")
-    @classmethod
-    def _distinct(cls, v):
-        return no_repeats(v, "columns")
 
     @field_validator("bounds")
     @classmethod
@@ -60,6 +53,19 @@ class TableParams(Params):
             if (problem := categories_problem(values)) is not None:
                 raise ValueError(f"categories of {name!r}: {problem}")
         return v
+
+
+class TableParams(DeclaredDomainParams):
+    """Parameters every DP table release shares."""
+
+    columns: list[str] | None = Field(
+        None, description="columns to release; default every column that is not an identifier. "
+        "Columns left out are not published at all")
+
+    @field_validator("columns")
+    @classmethod
+    def _distinct(cls, v):
+        return no_repeats(v, "columns")
 
 
 def check_references(params: TableParams, columns: list[ColumnInfo]) -> list[ColumnInfo]:

@@ -1,0 +1,466 @@
+"""dp_statistics: counts, sums, means, histograms and quantiles of a table's columns, over the
+whole table or per group, under pure ε-differential privacy (δ = 0). The release is a small
+table of the answers — one row per statistic, group and level — with each answer's ε, its
+noise and the noise's own 95 % interval.
+
+Neighbours replace one record (n public; common.NEIGHBOURING): the record's values change,
+so it may move to another group, another cell, or between a missing and a present value.
+
+  count       of records: ungrouped it is n, public, released as is at no ε; per group the
+              group cells' counts, L1 sensitivity 2 (one cell −1, one +1). Of a column's
+              non-missing values: sensitivity 1 ungrouped, L1 2 per group.
+  histogram   the counts of the column's levels (declared categories, or ``bins`` equal-width
+              bins over the declared bounds) and of its missing level, per group: L1 2 (parallel
+              composition over the disjoint cells: the histogram costs its ε once).
+  sum         of the values clamped into [lo, hi], a missing cell adding 0: a record's part
+              lies in [lo, hi] ∪ {0}, so max(hi − lo, |lo|, |hi|) ungrouped, per group L1
+              max(hi − lo, 2·max(|lo|, |hi|)) (a record leaves one group's sum for another's).
+  mean        per group or not: the sum of x − (lo + hi)/2 over the non-missing cells (a part
+              in ±(hi − lo)/2, so sensitivity hi − lo in every case) and the count of those
+              cells, each at half the query's ε; the mean is (lo + hi)/2 + sum / count, clipped
+              into the bounds (post-processing). The count of non-missing cells is not public,
+              even ungrouped, since a cell may be missing: both are measured.
+  quantile    the exponential mechanism (McSherry & Talwar 2007) over a grid of candidates in
+              the declared bounds, utility u(c) = −|#{x ≤ c} − q·m| (m the non-missing values
+              of the group), sampled exactly (exact_em); sensitivity 1 (module statistics_params).
+
+Every noisy value is an exact query value plus discrete Laplace noise on a power-of-two grid
+(noise.laplace_mechanism; its delivered ε, floating-point slack included, is ≤ the ε asked).
+A sum is computed exactly: each clamped value is taken on the grid u = 2^⌊log2((hi − lo)/2²⁰)⌋
+from lo (a record's part is lo + u·k, k an integer in [0, ⌊(hi − lo)/u⌋], so within the
+bounds), the integers are summed exactly in float64 (below 2^52) and the total is rounded to
+the noise grid in integer arithmetic — a float sum's rounding can move with one record by more
+than the sensitivity (Casacuberta et al., CCS 2022).
+
+The 95 % interval of a Laplace answer covers the noise only (not the sampling error of the
+data): the smallest integer a with P(|Y| > a) = 2ρ^(a+1)/(1 + ρ) ≤ 5 %, Y the discrete
+Laplace of the answer's scale t (ρ = e^(−1/t)), widened by half a grid step for the rounding of
+the exact value onto the grid. A mean's interval holds its sum and count within their 97.5 %
+intervals (together ≥ 95 %, a union bound) and spans the ratio over that box; the whole bounds
+when the count's interval reaches 0. A quantile has none.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from app.privacy.context import RunContext
+from app.privacy.data import ColumnInfo, MethodInput
+from app.privacy.dp_release import exact_em
+from app.privacy.dp_release.common import NEIGHBOURING, rng_statements
+from app.privacy.dp_release.encoding import ColumnPlan, domain_warnings
+from app.privacy.dp_release.statistics_params import (
+    MAX_CANDIDATES, MISSING, DPStatisticsParams, QueryPlan, build_plans, check, check_rows,
+    spent_epsilon,
+)
+from app.privacy.guarantees import guarantee
+from app.privacy.noise import LAPLACE_SAMPLER, NoiseRecord, calibrate_laplace, laplace_mechanism
+from app.privacy.registry import MethodInputError, MethodKind, MethodSpec, register
+from app.privacy.results import ReleaseResult
+from app.privacy.rng import SecureRandom
+
+SUM_RESOLUTION = 20  # a value is taken on a grid of (hi − lo)/2^20 or finer for the exact sums
+UTILITY = "u(c) = −|#{x ≤ c} − q·m|, m the group's non-missing values; sensitivity 1 under replace-one"
+OUTPUT_COLUMNS = ["query", "statistic", "column", "group", "level", "value", "epsilon", "noise",
+                  "ci95_low", "ci95_high"]
+
+
+# ------------------------------------------------------------------------- encoding
+def numeric_values(plan: ColumnPlan, series: pd.Series) -> np.ndarray:
+    """The column as floats clamped into its declared bounds, NaN where missing."""
+    values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64)
+    if np.any(np.isnan(values) & series.notna().to_numpy()):
+        raise MethodInputError(f"column {plan.name!r} holds non-numeric values")
+    return np.clip(values, plan.lo, plan.hi)
+
+
+def level_codes(plan: ColumnPlan, series: pd.Series, bins: int) -> tuple[np.ndarray, list[str]]:
+    """Each record's level of the column (a category, or an equal-width bin over the bounds;
+    the last level is 'missing') and the levels' labels."""
+    if plan.kind == "categorical":
+        codes, missing = plan.category_codes(series)
+        codes[missing] = len(plan.categories)
+        return codes, [str(c) for c in plan.categories] + [MISSING]
+    scaled = numeric_values(plan, series) - plan.lo
+    scaled *= bins / (plan.hi - plan.lo)
+    np.floor(scaled, out=scaled)
+    np.minimum(scaled, bins - 1, out=scaled)  # the upper bound is in the last bin
+    scaled[np.isnan(scaled)] = bins  # the missing level
+    codes = scaled.astype(np.int64)
+    edges = [plan.lo + (plan.hi - plan.lo) * b / bins for b in range(bins)] + [plan.hi]
+    labels = [f"[{edges[b]:.6g}, {edges[b + 1]:.6g}{']' if b == bins - 1 else ')'}" for b in range(bins)]
+    return codes, labels + [MISSING]
+
+
+def group_codes(plan: QueryPlan, frame: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
+    """Each record's group (0 for all when ungrouped) and the groups' labels ('a=x|b=y')."""
+    n = len(frame)
+    if not plan.groups:
+        return np.zeros(n, dtype=np.int64), [""]
+    parts = [level_codes(g, frame[g.name], 0) for g in plan.groups]
+    codes = np.ravel_multi_index(tuple(c for c, _ in parts), tuple(len(labels) for _, labels in parts))
+    names = [g.name for g in plan.groups]
+    labels = ["|".join(f"{k}={v}" for k, v in zip(names, combo))
+              for combo in itertools.product(*(labels for _, labels in parts))]
+    return np.asarray(codes, dtype=np.int64), labels
+
+
+# ------------------------------------------------------------------------- exact sums
+def exact_sums(values: np.ndarray, groups: np.ndarray, size: int, lo: float, hi: float,
+               ) -> tuple[np.ndarray, np.ndarray, int]:
+    """(non-missing cells per group, Σk per group, e): a present value x is taken as lo + 2^e·k,
+    k = round((x − lo)/2^e) clipped into [0, ⌊(hi − lo)/2^e⌋] (exactly, so the part stays within
+    the bounds). Σk ≤ n·2^21 < 2^52: float64 adds these integers exactly."""
+    e = math.floor(math.log2((hi - lo) / 2.0**SUM_RESOLUTION))
+    top = math.floor((Fraction(hi) - Fraction(lo)) / Fraction(2) ** e)
+    k = values - lo
+    k *= 2.0**-e
+    np.rint(k, out=k)
+    np.clip(k, 0, top, out=k)  # NaN (missing) stays NaN
+    missing = np.isnan(k)
+    k[missing] = 0.0
+    slot = np.where(missing, size, groups)  # missing cells go to a slot past the groups
+    counts = np.bincount(slot, minlength=size + 1)[:size]
+    return counts, np.bincount(slot, weights=k, minlength=size + 1)[:size], e
+
+
+def grid_steps(offset: Fraction, counts: np.ndarray, unit_exp: int, sums: np.ndarray,
+               grid_exp: int) -> np.ndarray:
+    """round((offset·count + 2^unit_exp·Σk) / 2^grid_exp) per group, in exact integer
+    arithmetic (Python integers in object arrays): the exact sums on the noise grid, in steps."""
+    a = offset / Fraction(2) ** grid_exp
+    b = Fraction(2) ** (unit_exp - grid_exp)
+    p = max(a.denominator, b.denominator)  # both powers of two
+    num = (a * p).numerator * counts.astype(object) + (b * p).numerator * sums.astype(np.int64).astype(object)
+    steps = (2 * num + p) // (2 * p)
+    if np.any(np.abs(steps) >= 2**52):
+        raise MethodInputError("a sum is too large for its noise grid")  # check_rows refuses it first
+    return steps.astype(np.float64)
+
+
+def on_grid_mechanism(offset: Fraction, counts: np.ndarray, unit_exp: int, sums: np.ndarray,
+                      sensitivity: float, coords: int, epsilon: float, rng: SecureRandom,
+                      ) -> tuple[np.ndarray, NoiseRecord]:
+    """The discrete Laplace of exact sums: rounded onto the mechanism's own grid first, so the
+    mechanism's rounding is the identity."""
+    e = calibrate_laplace(sensitivity, coords, epsilon)[0]
+    exact = grid_steps(offset, counts, unit_exp, sums, e) * 2.0**e
+    noisy, record = laplace_mechanism(exact, sensitivity, coords, epsilon, rng)
+    assert record.grid_exponent == e
+    return noisy, record
+
+
+# ------------------------------------------------------------------------- intervals
+def laplace_halfwidth(record: NoiseRecord, alpha: float) -> float:
+    """The half-width around a noisy answer holding its exact value with probability ≥ 1 − α:
+    γ·(a + ½), a the smallest integer with P(|Y| > a) = 2ρ^(a+1)/(1 + ρ) ≤ α (Y the discrete
+    Laplace of scale t steps, ρ = e^(−1/t)); ½ a step for the rounding onto the grid."""
+    t = record.scale_steps
+    log_rho = -1.0 / t
+
+    def tail(a: int) -> float:  # log P(|Y| > a)
+        return math.log(2.0) + (a + 1) * log_rho - math.log1p(math.exp(log_rho))
+
+    a = max(0, math.ceil((math.log(alpha) - math.log(2.0) + math.log1p(math.exp(log_rho))) / log_rho - 1.0))
+    while a > 0 and tail(a - 1) <= math.log(alpha):
+        a -= 1
+    while tail(a) > math.log(alpha):
+        a += 1
+    return record.grid * (a + 0.5)
+
+
+def mean_interval(total: np.ndarray, count: np.ndarray, h_total: float, h_count: float,
+                  lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+    """The means' interval: the exact centered sum within total ± h_total and the exact count
+    within count ± h_count (each a 97.5 % interval), the ratio's range over that box (its
+    extremes are at the corners: monotone in each for a positive count), plus (lo + hi)/2 and
+    within the bounds; the bounds themselves where the count may be 0."""
+    mid = (lo + hi) / 2.0
+    c_lo, c_hi = count - h_count, count + h_count
+    corners = np.stack([(total + s * h_total) / c for s in (-1, 1) for c in (np.maximum(c_lo, 1e-300), c_hi)])
+    low = np.clip(mid + corners.min(axis=0), lo, hi)
+    high = np.clip(mid + corners.max(axis=0), lo, hi)
+    unknown = c_lo < 1.0  # the true count is an integer: below 1 it may be 0
+    return np.where(unknown, lo, low), np.where(unknown, hi, high)
+
+
+# ------------------------------------------------------------------------- quantiles
+def candidates(plan: ColumnPlan) -> np.ndarray:
+    """The quantile's candidate grid in the declared bounds: every integer of an integer column
+    when at most MAX_CANDIDATES, else MAX_CANDIDATES equally spaced values (rounded to integers
+    for an integer column)."""
+    if plan.integer:
+        first, last = math.ceil(plan.lo), math.floor(plan.hi)
+        if last - first + 1 <= MAX_CANDIDATES:
+            return np.arange(first, last + 1, dtype=np.float64)
+        return np.unique(np.rint(np.linspace(first, last, MAX_CANDIDATES)))
+    return np.linspace(plan.lo, plan.hi, MAX_CANDIDATES)
+
+
+def quantile_exponents(at_or_below: np.ndarray, q: float, m: int, epsilon: float) -> tuple[np.ndarray, int]:
+    """The exponential mechanism's exponents ε/2·(|k_c − q·m| − min) as integers over one
+    denominator (exact_em.sample's input): q and ε are floats, so exact dyadic rationals;
+    k_c = #{x ≤ c}. Computed once per distinct k_c (object arrays: exact at any size)."""
+    qa, qb = q.as_integer_ratio()
+    ea, eb = epsilon.as_integer_ratio()
+    distinct, inverse = np.unique(at_or_below, return_inverse=True)
+    gap = np.abs(distinct.astype(object) * qb - qa * m)  # |k − q·m|·qb
+    return ((gap - gap.min()) * ea)[inverse], 2 * eb * qb
+
+
+def draw_quantile(sorted_values: np.ndarray, grid: np.ndarray, q: float, epsilon: float,
+                  rng: SecureRandom) -> float:
+    """One ε-DP quantile of a group's sorted non-missing values: a candidate with probability
+    ∝ exp(ε·u(c)/2), u(c) = −|#{x ≤ c} − q·m| (sensitivity 1), sampled exactly."""
+    at_or_below = np.searchsorted(sorted_values, grid, side="right")
+    numerators, denominator = quantile_exponents(at_or_below, q, len(sorted_values), epsilon)
+    return float(grid[exact_em.sample(rng, numerators, denominator)])
+
+
+# ------------------------------------------------------------------------------- run
+class Answers:
+    """The release's rows, appended query by query, and each query's published facts."""
+
+    def __init__(self) -> None:
+        self.columns: dict[str, list[Any]] = {c: [] for c in OUTPUT_COLUMNS}
+        self.facts: list[dict[str, Any]] = []
+
+    def add(self, plan: QueryPlan, groups: list[str], levels: list[str], values: np.ndarray,
+            noise: str, low: np.ndarray | None = None, high: np.ndarray | None = None) -> None:
+        """One row per (group, level), groups outer, in the order of ``values``."""
+        size = len(groups) * len(levels)
+        q = plan.query
+        fill = {"query": [plan.index] * size, "statistic": [q.statistic] * size,
+                "column": [q.column or ""] * size, "group": [g for g in groups for _ in levels],
+                "level": levels * len(groups), "value": list(np.asarray(values, dtype=np.float64)),
+                "epsilon": [plan.epsilon] * size, "noise": [noise] * size,
+                "ci95_low": list(np.full(size, np.nan) if low is None else low),
+                "ci95_high": list(np.full(size, np.nan) if high is None else high)}
+        for name, column in fill.items():
+            self.columns[name].extend(column)
+
+    def frame(self) -> pd.DataFrame:
+        out = pd.DataFrame(self.columns)
+        return out.astype({"query": np.int64, "value": np.float64, "epsilon": np.float64,
+                           "ci95_low": np.float64, "ci95_high": np.float64})
+
+
+def _laplace_facts(role: str, record: NoiseRecord, sensitivity: str) -> dict[str, Any]:
+    facts = record.as_dict()
+    facts.update(role=role, sensitivity_statement=sensitivity)
+    return facts
+
+
+def _laplace_answer(plan: QueryPlan, exact: np.ndarray, rng: SecureRandom) -> tuple[np.ndarray, NoiseRecord]:
+    m = plan.mechanisms[0]
+    return laplace_mechanism(exact, m.sensitivity, m.coords, m.epsilon, rng)
+
+
+def _interval(noisy: np.ndarray, record: NoiseRecord) -> tuple[np.ndarray, np.ndarray]:
+    h = laplace_halfwidth(record, 0.05)
+    return noisy - h, noisy + h
+
+
+def _counts(plan: QueryPlan, frame: pd.DataFrame, answers: Answers, rng: SecureRandom) -> dict[str, Any]:
+    """count and histogram: bincounts of the group (× level) cells."""
+    q, n = plan.query, len(frame)
+    g, group_labels = group_codes(plan, frame)
+    if q.free:
+        answers.add(plan, group_labels, [""], np.array([float(n)]), "none: n is public under "
+                    "replace-one neighbours", np.array([float(n)]), np.array([float(n)]))
+        return {"mechanisms": [], "epsilon_delivered": 0.0}
+    levels = [""]
+    if q.statistic == "histogram":
+        codes, levels = level_codes(plan.value, frame[q.column], plan.bins)
+        cells = np.bincount(g * len(levels) + codes if plan.groups else codes,
+                            minlength=len(group_labels) * len(levels))
+    elif q.column is not None:  # the column's non-missing values
+        present = frame[q.column].notna().to_numpy()
+        if plan.value.kind == "categorical":  # a value outside job-declared categories is missing
+            present &= ~plan.value.category_codes(frame[q.column])[1]
+        cells = np.bincount(g[present], minlength=len(group_labels))
+    else:
+        cells = np.bincount(g, minlength=len(group_labels))
+    noisy, record = _laplace_answer(plan, cells.astype(np.float64), rng)
+    answers.add(plan, group_labels, levels, noisy, f"discrete Laplace, scale {record.scale:.4g}", *_interval(noisy, record))
+    m = plan.mechanisms[0]
+    return {"mechanisms": [_laplace_facts(m.role, record, f"L1 {m.sensitivity:g} over {m.coords} cell(s)")],
+            "epsilon_delivered": record.epsilon_delivered, "levels": levels if q.statistic == "histogram" else None}
+
+
+def _sums(plan: QueryPlan, frame: pd.DataFrame, answers: Answers, rng: SecureRandom) -> dict[str, Any]:
+    """sum and mean, from the exact per-group sums."""
+    lo, hi = plan.value.lo, plan.value.hi
+    g, group_labels = group_codes(plan, frame)
+    values = numeric_values(plan.value, frame[plan.query.column])
+    counts, sums, unit = exact_sums(values, g, len(group_labels), lo, hi)
+    first = plan.mechanisms[0]
+    if plan.query.statistic == "sum":
+        noisy, record = on_grid_mechanism(Fraction(lo), counts, unit, sums, first.sensitivity,
+                                          first.coords, first.epsilon, rng)
+        answers.add(plan, group_labels, [""], noisy, f"discrete Laplace, scale {record.scale:.4g}",
+                    *_interval(noisy, record))
+        return {"mechanisms": [_laplace_facts("sum", record, f"{first.sensitivity:g}")],
+                "epsilon_delivered": record.epsilon_delivered, "value_grid": 2.0**unit}
+    mid = (Fraction(lo) + Fraction(hi)) / 2
+    total, r_total = on_grid_mechanism(Fraction(lo) - mid, counts, unit, sums, first.sensitivity,
+                                       first.coords, first.epsilon, rng)
+    second = plan.mechanisms[1]
+    count, r_count = laplace_mechanism(counts.astype(np.float64), second.sensitivity, second.coords,
+                                       second.epsilon, rng)
+    center = float(mid)
+    means = np.clip(center + total / np.maximum(count, 1.0), lo, hi)
+    low, high = mean_interval(total, count, laplace_halfwidth(r_total, 0.025),
+                              laplace_halfwidth(r_count, 0.025), lo, hi)
+    answers.add(plan, group_labels, [""], means, f"discrete Laplace: centered sum scale {r_total.scale:.4g}, "
+                f"count scale {r_count.scale:.4g}", low, high)
+    return {"mechanisms": [_laplace_facts("centered sum", r_total, f"{first.sensitivity:g} (hi − lo)"),
+                           _laplace_facts("non-missing count", r_count,
+                                          f"L1 {second.sensitivity:g} over {second.coords} cell(s)")],
+            "epsilon_delivered": r_total.epsilon_delivered + r_count.epsilon_delivered,
+            "value_grid": 2.0**unit, "center": center}
+
+
+def _quantiles(plan: QueryPlan, frame: pd.DataFrame, answers: Answers, rng: SecureRandom,
+               ctx: RunContext) -> dict[str, Any]:
+    """One exponential mechanism per group and quantile, on each group's sorted values."""
+    g, group_labels = group_codes(plan, frame)
+    values = numeric_values(plan.value, frame[plan.query.column])
+    present = ~np.isnan(values)
+    if plan.groups:
+        order = np.lexsort((values[present], g[present]))
+        ordered, owners = values[present][order], g[present][order]
+        bounds = np.searchsorted(owners, np.arange(len(group_labels) + 1))
+    else:
+        ordered, bounds = np.sort(values[present]), np.array([0, int(present.sum())])
+    grid = candidates(plan.value)
+    levels = plan.query.levels
+    eps = plan.quantile_epsilon
+    drawn = np.empty((len(group_labels), len(levels)))
+    for group in range(len(group_labels)):  # one mechanism per group: not a loop over records
+        ctx.check_cancelled()
+        mine = ordered[bounds[group]:bounds[group + 1]]
+        for j, q in enumerate(levels):
+            drawn[group, j] = draw_quantile(mine, grid, q, eps, rng)
+    answers.add(plan, group_labels, [f"q={q:g}" for q in levels], drawn.ravel(),
+                f"exponential mechanism, ε {eps:.4g} each, {len(grid):,} candidates")
+    per_query = eps * len(levels) * (2 if plan.groups else 1)
+    return {"mechanisms": [{"role": "quantile", "mechanism": "exponential (McSherry & Talwar 2007), "
+                            "sampled exactly (exact_em: CSPRNG bits, integer exponents)",
+                            "utility": UTILITY, "epsilon_each": eps, "draws": int(drawn.size),
+                            "candidates": len(grid), "candidates_first": float(grid[0]),
+                            "candidates_last": float(grid[-1]), "rng": rng.name}],
+            "epsilon_delivered": per_query, "levels": levels}
+
+
+def run_statistics(data: MethodInput, params: DPStatisticsParams, ctx: RunContext) -> ReleaseResult:
+    started = time.perf_counter()
+    frame = data.frame
+    if frame is None:
+        raise MethodInputError("dp_statistics answers queries on a table")
+    check_rows(params, len(frame), data.columns)
+    plans = build_plans(params, data.columns)
+    answers = Answers()
+    for i, plan in enumerate(plans):
+        ctx.progress(i / len(plans), f"query {i + 1} of {len(plans)}: {plan.query.statistic}")
+        if plan.query.statistic in ("count", "histogram"):
+            facts = _counts(plan, frame, answers, ctx.rng)
+        elif plan.query.statistic in ("sum", "mean"):
+            facts = _sums(plan, frame, answers, ctx.rng)
+        else:
+            facts = _quantiles(plan, frame, answers, ctx.rng, ctx)
+        q = plan.query
+        answers.facts.append({"query": i, "statistic": q.statistic, "column": q.column, "by": q.by,
+                              "epsilon": plan.epsilon, "groups": plan.group_count, **facts})
+    ctx.progress(1.0, "done")
+    return _result(params, ctx, plans, answers, len(frame), time.perf_counter() - started)
+
+
+def _output_infos(out: pd.DataFrame) -> list[ColumnInfo]:
+    """The release's schema: the labels' categories are the ones it holds (set by the params and
+    the declared domains, never by the data)."""
+    infos = []
+    for name in OUTPUT_COLUMNS:
+        if name in ("statistic", "column", "group", "level", "noise"):
+            cats = tuple(dict.fromkeys(str(v) for v in out[name]))
+            infos.append(ColumnInfo(name, "categorical", categories=cats))
+        else:
+            infos.append(ColumnInfo(name, "numeric", integer=name == "query"))
+    return infos
+
+
+def _result(params: DPStatisticsParams, ctx: RunContext, plans: list[QueryPlan], answers: Answers,
+            n: int, seconds: float) -> ReleaseResult:
+    out = answers.frame()
+    spent = spent_epsilon(params)
+    split = {f"queries[{p.index}]": p.epsilon for p in plans}
+    delivered = sum(f["epsilon_delivered"] for f in answers.facts)
+    declared = [p.value for p in plans if p.value is not None] + [g for p in plans for g in p.groups]
+    statements = [
+        f"ε-differential privacy with ε = {spent:g}, δ = 0, for the whole table of answers: {NEIGHBOURING}",
+        "ε is split over the queries (sequential composition): each row's 'epsilon' is its query's "
+        "share and 'epsilon_split' adds up to at most ε; inside a query the groups and histogram "
+        "cells are disjoint (parallel composition: a record moving between cells is in the "
+        "sensitivity)",
+        "counts, histograms, sums and means: exact values plus discrete Laplace noise on a "
+        "power-of-two grid (metadata.dp_statistics.queries: each mechanism's sensitivity, scale, "
+        "grid and delivered ε, floating-point slack included); sums are exact integer sums of the "
+        "clamped values on a grid of (hi − lo)/2^20 or finer",
+        "an ungrouped count of records is n itself, public under replace-one neighbours: no noise, no ε",
+        "quantiles: the exponential mechanism with utility −|#{x ≤ c} − q·m| (sensitivity 1) over a "
+        "grid of candidates in the declared bounds, sampled exactly from CSPRNG bits; per group "
+        "each at half its share (a record moving between groups changes two groups' answers)",
+        "domains come from the declared bounds and categories (never from the data); numeric values "
+        "are clamped into their bounds (how many were is not published); a missing cell is its own "
+        "level in counts and histograms and is left out of sums, means and quantiles",
+        "ci95_low / ci95_high cover the noise only (not the sampling error of the data): for a Laplace "
+        "answer the exact 95 % interval of its discrete Laplace noise plus half a grid step; for a "
+        "mean the ratio's range over the 97.5 % intervals of its sum and count (≥ 95 % together); "
+        "none for a quantile",
+        "means clipped into the bounds and intervals are post-processing; noisy counts may be negative "
+        "(left unbiased)",
+        *rng_statements(ctx),
+    ]
+    meta = {"method": "dp_statistics", "epsilon": spent, "delta": 0.0, "neighbouring": NEIGHBOURING,
+            "epsilon_split": split, "epsilon_delivered": delivered, "records": n,
+            "records_public": "n is public under replace-one neighbours",
+            "queries": answers.facts,
+            "noise": {"mechanism": "discrete Laplace on a power-of-two grid (noise.laplace_mechanism)",
+                      "sampler": LAPLACE_SAMPLER, "rng": ctx.rng.name},
+            "columns": {p.name: p.describe() for p in declared}, "missing_label": MISSING}
+    g = guarantee("central_dp", rng=ctx.rng.name, private=ctx.rng.is_private, epsilon=spent, delta=0.0,
+                  protected_columns=list(out.columns), statements=statements,
+                  warnings=domain_warnings(list({p.name: p for p in declared}.values())),
+                  neighbouring=NEIGHBOURING, epsilon_split=split, epsilon_delivered=delivered)
+    return ReleaseResult(frame=out, columns=_output_infos(out), guarantees=g,
+                         metadata={"dp_statistics": meta},
+                         metrics={"rows": len(out), "queries": len(plans), "seconds": seconds})
+
+
+register(MethodSpec(
+    name="dp_statistics",
+    family="dp_release",
+    kind=MethodKind.release,
+    summary="Counts, sums, means, histograms and quantiles of columns, overall or per group (up to "
+            "2 categorical columns), under pure ε-DP (δ = 0): discrete Laplace noise on exact values, "
+            "an exactly sampled exponential mechanism for quantiles; each answer with its ε and the "
+            "noise's 95 % interval. Domains from the declared bounds and categories.",
+    params=DPStatisticsParams,
+    guarantee="central ε-DP (δ = 0) of the table of answers (replace-one neighbours)",
+    paper="Dwork, McSherry, Nissim & Smith, Calibrating Noise to Sensitivity in Private Data "
+          "Analysis, TCC 2006; McSherry & Talwar, Mechanism Design via Differential Privacy, FOCS "
+          "2007; Smith, Privacy-Preserving Statistical Estimation with Optimal Convergence Rates, "
+          "STOC 2011 (the quantile)",
+    run=run_statistics,
+    epsilon=lambda params, columns: spent_epsilon(params),
+    check=check,
+    check_rows=check_rows,
+    docs="docs/methods/dp_statistics.md",
+))

@@ -1,0 +1,121 @@
+"""dp_statistics through the API: an Adult-like table with declared bounds and categories, a job
+of counts, a histogram, a mean, grouped means and a median is debited its ε (δ = 0), its release
+is the table of answers (downloadable), each near the truth and within its stated interval's
+reach, and bad queries are 422s naming the query and field with nothing queued or debited."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from app.worker import runner
+from tests.support.api import assert_problem, auth, submit, upload
+
+N = 3000
+
+
+def _frame() -> pd.DataFrame:
+    rng = np.random.default_rng(9)
+    sex = rng.choice(["Female", "Male"], N, p=[0.33, 0.67])
+    edu = rng.choice(["HS-grad", "Bachelors", "Masters"], N, p=[0.5, 0.35, 0.15])
+    age = np.clip(np.rint(rng.normal(38, 13, N)), 17, 90).astype(int)
+    hours = np.clip(np.rint(rng.normal(40 + 4 * (sex == "Male"), 10, N)), 1, 99).astype(float)
+    hours[rng.random(N) < 0.02] = np.nan
+    income = np.where(rng.random(N) < 0.15 + 0.2 * (edu != "HS-grad"), ">50K", "<=50K")
+    return pd.DataFrame({"id": np.arange(N), "age": age, "sex": sex, "education": edu,
+                         "hours-per-week": hours, "income": income})
+
+
+SCHEMA = {"id": {"role": "identifier"}, "age": {"bounds": [17, 90]}, "hours-per-week": {"bounds": [1, 99]},
+          "sex": {"type": "categorical", "categories": ["Female", "Male"]},
+          "education": {"type": "categorical", "categories": ["HS-grad", "Bachelors", "Masters"]},
+          "income": {"type": "categorical", "categories": ["<=50K", ">50K"]}}
+
+QUERIES = [{"statistic": "count"},
+           {"statistic": "histogram", "column": "education", "by": ["income"]},
+           {"statistic": "mean", "column": "hours-per-week", "share": 2},
+           {"statistic": "mean", "column": "age", "by": ["sex", "income"], "share": 2},
+           {"statistic": "quantile", "column": "age", "quantiles": [0.5]}]
+
+
+def _dataset(client, owner, frame: pd.DataFrame) -> dict:
+    r = upload(client, owner, frame.to_csv(index=False).encode(), "adult.csv", schema=SCHEMA)
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def test_a_job_debits_epsilon_and_releases_the_answers_near_the_truth(client, owner):
+    frame = _frame()
+    ds = _dataset(client, owner, frame)
+    client.put(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner), json={"epsilon_total": 3.0})
+    r = submit(client, owner, "dp_statistics", {"epsilon": 2.0, "queries": QUERIES}, dataset_id=ds["id"])
+    assert r.status_code == 202, r.text
+    ledger = client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner)).json()
+    assert ledger["epsilon_spent"] == 2.0
+    assert [e["job_id"] for e in ledger["entries"] if e["kind"] == "debit"] == [r.json()["id"]]
+
+    runner.execute(r.json()["id"])
+    job = client.get(f"/v1/jobs/{r.json()['id']}", headers=auth(owner)).json()
+    assert job["status"] == "succeeded", (job["status"], job["error"])
+    rid = job["result"]["release_ids"][0]
+    rel = client.get(f"/v1/releases/{rid}", headers=auth(owner)).json()
+    g, meta = rel["guarantees"], rel["metadata"]["dp_statistics"]
+    assert g["notion"] == "central_dp" and g["epsilon"] == 2.0 and g["delta"] == 0.0 and g["private"] is True
+    assert sum(g["epsilon_split"].values()) <= 2.0 and meta["epsilon_delivered"] <= 2.0
+    assert g["epsilon_split"]["queries[2]"] == pytest.approx(2 * g["epsilon_split"]["queries[1]"])
+
+    body = client.get(f"/v1/releases/{rid}/data", headers=auth(owner), params={"format": "csv"})
+    assert body.status_code == 200, body.text
+    out = pd.read_csv(io.BytesIO(body.content), keep_default_na=False, na_values=[""])
+    assert list(out.columns) == ["query", "statistic", "column", "group", "level", "value", "epsilon",
+                                 "noise", "ci95_low", "ci95_high"]
+    rows = {q: out[out["query"] == q].reset_index(drop=True) for q in range(5)}
+    assert rows[0]["value"].tolist() == [float(N)] and rows[0]["epsilon"].tolist() == [0.0]
+    hist = rows[1]  # 3 income levels (with missing) × 4 education levels (with missing)
+    assert len(hist) == 12 and hist["group"].iloc[0] == "income=<=50K" and hist["level"].iloc[3] == "(missing)"
+    truth = frame.groupby(["income", "education"]).size()
+    for _, row in hist.iterrows():
+        income, level = row["group"].split("=", 1)[1], row["level"]
+        exact = truth.get((income, level), 0)
+        assert row["ci95_low"] - 30 <= exact <= row["ci95_high"] + 30  # loosely: near its interval
+        assert abs(row["value"] - exact) < 60
+    hours = frame["hours-per-week"].mean()
+    assert abs(rows[2]["value"][0] - hours) < 1.0 and rows[2]["ci95_low"][0] - 1 <= hours <= rows[2]["ci95_high"][0] + 1
+    means = frame.groupby(["sex", "income"])["age"].mean()
+    grouped = rows[3].set_index("group")
+    for (sex, income), exact in means.items():
+        row = grouped.loc[f"sex={sex}|income={income}"]
+        assert abs(row["value"] - exact) < 5.0 and row["ci95_low"] - 2 <= exact <= row["ci95_high"] + 2
+    assert abs(rows[4]["value"][0] - frame["age"].median()) <= 3 and rows[4]["level"][0] == "q=0.5"
+    columns = {c["name"]: c["type"] for c in rel["columns"]}
+    assert columns["value"] == "numeric" and columns["group"] == "categorical"
+
+
+@pytest.mark.parametrize("queries, fragment", [
+    ([{"statistic": "mean", "column": "agee"}], "queries[0].column: 'agee' is not a column"),
+    ([{"statistic": "count"}, {"statistic": "mean", "column": "sex"}], "queries[1].column: 'sex' is categorical"),
+    ([{"statistic": "count", "by": ["age"]}], "queries[0].by: 'age' is numeric"),
+    ([{"statistic": "quantile", "column": "age", "quantiles": [2]}], "quantiles"),
+    ([{"statistic": "sum"}], "column is required"),
+])
+def test_bad_queries_are_422s_with_nothing_queued_or_debited(client, owner, queries, fragment):
+    ds = _dataset(client, owner, _frame())
+    body = assert_problem(submit(client, owner, "dp_statistics", {"epsilon": 1.0, "queries": queries},
+                                 dataset_id=ds["id"]), 422)
+    assert fragment in str(body), body
+    assert client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner)).json()["entry_count"] == 0
+    assert client.get("/v1/jobs", headers=auth(owner), params={"dataset_id": ds["id"]}).json()["items"] == []
+
+
+def test_a_column_without_declared_bounds_is_refused_naming_it(client, owner):
+    frame = _frame()
+    r = upload(client, owner, frame.to_csv(index=False).encode(), "adult.csv",
+               schema={k: v for k, v in SCHEMA.items() if k != "age"})
+    assert r.status_code == 201, r.text
+    body = assert_problem(submit(client, owner, "dp_statistics", {"epsilon": 1.0, "queries": [
+        {"statistic": "count"}, {"statistic": "mean", "column": "age"}]}, dataset_id=r.json()["id"]), 422,
+        "queries[1].column: column 'age' has no declared bounds")
+    assert "bounds" in body["detail"]

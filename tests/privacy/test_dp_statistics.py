@@ -1,0 +1,319 @@
+"""dp_statistics: the queries' ε add up to at most ε and each noise scale is its sensitivity over
+its ε; the stated sensitivities hold on neighbouring tables (a record changed, moved between
+groups, made missing); the noise is centred and its stated 95 % interval covers ≈ 95 % of
+seeded draws; the quantile's exact sampler has the exponential mechanism's law (chi-square);
+values are clamped into the bounds; bad queries are refused naming the query and field."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+from pydantic import ValidationError
+from scipy import stats
+
+from app.privacy import registry
+from app.privacy.context import RunContext
+from app.privacy.data import ColumnInfo, MethodInput
+from app.privacy.dp_release import exact_em
+from app.privacy.dp_release.statistics import (
+    candidates, draw_quantile, exact_sums, grid_steps, laplace_halfwidth, level_codes, mean_interval,
+    quantile_exponents, run_statistics,
+)
+from app.privacy.dp_release.statistics_params import (
+    DPStatisticsParams, build_plans, check_rows, shares, spent_epsilon,
+)
+from app.privacy.noise import NoiseRecord
+from app.privacy.registry import MethodInputError
+from app.privacy.rng import SecureRandom
+
+SCHEMA = [ColumnInfo("id", "numeric", role="identifier"),
+          ColumnInfo("sex", "categorical", categories=("F", "M")),
+          ColumnInfo("race", "categorical", categories=("a", "b", "c")),
+          ColumnInfo("age", "numeric", bounds=(18, 90), integer=True),
+          ColumnInfo("score", "numeric", bounds=(-5.0, 5.0)),
+          ColumnInfo("free", "numeric")]  # no declared bounds
+
+
+def table(n: int, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    score = np.round(rng.normal(1.0, 2.0, n), 3)
+    score[rng.random(n) < 0.1] = np.nan
+    return pd.DataFrame({"id": np.arange(n), "sex": rng.choice(["F", "M"], n),
+                         "race": rng.choice(["a", "b", "c", None], n, p=[0.5, 0.3, 0.15, 0.05]),
+                         "age": rng.integers(18, 91, n), "score": score, "free": rng.random(n)})
+
+
+def params(epsilon: float, *queries: dict) -> DPStatisticsParams:
+    return DPStatisticsParams.model_validate({"epsilon": epsilon, "queries": list(queries)})
+
+
+def run(p: DPStatisticsParams, frame: pd.DataFrame, seed: int | None = 1):
+    return run_statistics(MethodInput(SCHEMA, frame), p, RunContext(SecureRandom(seed=seed)))
+
+
+# ------------------------------------------------------------------------ accounting
+def test_shares_add_up_to_at_most_epsilon_and_each_scale_is_sensitivity_over_its_epsilon():
+    p = params(2.0, {"statistic": "count"}, {"statistic": "count", "by": ["sex"], "share": 3},
+               {"statistic": "histogram", "column": "race"}, {"statistic": "sum", "column": "score"},
+               {"statistic": "sum", "column": "age", "by": ["race"]}, {"statistic": "mean", "column": "age"},
+               {"statistic": "quantile", "column": "age", "quantiles": [0.25, 0.75], "by": ["sex"]})
+    eps = shares(p)
+    assert eps[0] == 0 and sum(eps) <= 2.0 and sum(eps) == pytest.approx(2.0)
+    assert eps[1] == pytest.approx(3 * eps[2]) and eps[2] == pytest.approx(2.0 / 8)
+    result = run(p, table(500))
+    g, meta = result.guarantees, result.metadata["dp_statistics"]
+    assert g["epsilon"] == 2.0 and g["delta"] == 0.0 and g["private"] is False  # seeded
+    assert sum(g["epsilon_split"].values()) <= 2.0 and g["epsilon_delivered"] <= 2.0
+    expected = {1: [2.0], 2: [2.0], 3: [10.0], 4: [180.0], 5: [72.0, 1.0]}  # score: [-5, 5]; age: [18, 90]
+    for facts in meta["queries"]:
+        q = facts["query"]
+        assert facts["epsilon"] == pytest.approx(eps[q]) and facts["epsilon_delivered"] <= eps[q]
+        for m, sensitivity in zip(facts["mechanisms"], expected.get(q, [])):
+            assert m["sensitivity"] == sensitivity
+            assert m["epsilon_delivered"] <= m["epsilon_share"]
+            ideal = sensitivity / m["epsilon_share"]
+            assert ideal <= m["scale"] <= ideal * 1.05, (q, m["scale"], ideal)
+        if q == 5:  # the mean: half the share each
+            assert [m["epsilon_share"] for m in facts["mechanisms"]] == pytest.approx([eps[5] / 2] * 2)
+    quantile = meta["queries"][6]["mechanisms"][0]
+    assert quantile["epsilon_each"] == pytest.approx(eps[6] / 2 / 2) and quantile["draws"] == 3 * 2  # (F, M, missing) × 2
+    assert quantile["candidates"] == 73  # every integer of [18, 90]
+    rows = result.frame
+    assert (rows.groupby("query")["epsilon"].first().to_numpy() == pytest.approx(eps))
+
+
+def test_a_table_of_free_counts_costs_nothing_and_releases_n():
+    p = params(1.0, {"statistic": "count"})
+    assert spent_epsilon(p) == 0.0 and registry.get("dp_statistics").epsilon_cost(p, SCHEMA) == 0.0
+    out = run(p, table(37)).frame
+    assert out["value"].tolist() == [37.0] and out["ci95_low"].tolist() == [37.0]
+    assert registry.get("dp_statistics").epsilon_cost(params(1.0, {"statistic": "count", "by": ["sex"]}), SCHEMA) == 1.0
+
+
+# ------------------------------------------------------------------------ sensitivities
+def _neighbours(frame: pd.DataFrame, rng: np.random.Generator, count: int):
+    """Tables with one record's values replaced: random values, bounds, out-of-bound values, missing."""
+    for _ in range(count):
+        other = frame.copy()
+        i = int(rng.integers(len(frame)))
+        other.loc[i, "sex"] = rng.choice(["F", "M"])
+        other.loc[i, "race"] = rng.choice(["a", "b", "c", None])
+        other.loc[i, "score"] = rng.choice([np.nan, -5.0, 5.0, 99.0, -99.0, float(rng.normal())])
+        other.loc[i, "age"] = rng.choice([18, 90, int(rng.integers(18, 91))])
+        yield other
+
+
+def _exact(plan, frame: pd.DataFrame, statistic: str) -> np.ndarray:
+    """The exact answers of a query (the mechanisms' input)."""
+    from app.privacy.dp_release.statistics import group_codes, numeric_values
+
+    g, labels = group_codes(plan, frame)
+    if statistic == "histogram":
+        codes, levels = level_codes(plan.value, frame[plan.query.column], plan.bins)
+        return np.bincount(g * len(levels) + codes, minlength=len(labels) * len(levels)).astype(float)
+    values = numeric_values(plan.value, frame[plan.query.column])
+    counts, sums, unit = exact_sums(values, g, len(labels), plan.value.lo, plan.value.hi)
+    lo, hi = Fraction(plan.value.lo), Fraction(plan.value.hi)
+    offset = lo if statistic == "sum" else lo - (lo + hi) / 2
+    return np.array([float(offset * int(c) + Fraction(2) ** unit * int(s)) for c, s in zip(counts, sums)])
+
+
+@pytest.mark.parametrize("query", [
+    {"statistic": "histogram", "column": "race", "by": ["sex"]},
+    {"statistic": "histogram", "column": "score", "bins": 7},
+    {"statistic": "sum", "column": "score"}, {"statistic": "sum", "column": "score", "by": ["race", "sex"]},
+    {"statistic": "mean", "column": "score", "by": ["race"]}, {"statistic": "sum", "column": "age", "by": ["sex"]},
+])
+def test_the_stated_sensitivity_holds_on_neighbouring_tables(query):
+    frame = table(60, seed=3)
+    plan = build_plans(params(1.0, query), SCHEMA)[0]
+    mechanism = plan.mechanisms[0]
+    base = _exact(plan, frame, query["statistic"])
+    worst = 0.0
+    for other in _neighbours(frame, np.random.default_rng(4), 300):
+        moved = np.abs(_exact(plan, other, query["statistic"]) - base)
+        assert np.count_nonzero(moved) <= mechanism.coords
+        worst = max(worst, moved.sum())
+    assert worst <= mechanism.sensitivity + 1e-9
+    assert worst >= 0.5 * mechanism.sensitivity  # the bound is reached, not loose by far
+
+
+def test_exact_sums_are_the_rational_sums_of_the_values_on_their_grid():
+    rng = np.random.default_rng(5)
+    values = rng.uniform(-3.3, 7.1, 10_000)
+    values[::7] = np.nan
+    groups = rng.integers(0, 3, values.size)
+    counts, sums, unit = exact_sums(values, groups, 3, -3.3, 7.1)
+    for grp in range(3):
+        mine = values[(groups == grp) & ~np.isnan(values)]
+        assert counts[grp] == mine.size
+        assert abs(-3.3 * counts[grp] + 2.0**unit * sums[grp] - mine.sum()) <= mine.size * 2.0**unit
+    steps = grid_steps(Fraction(-3.3), counts, unit, sums, -3)
+    for grp in range(3):
+        exact = Fraction(-3.3) * int(counts[grp]) + Fraction(2) ** unit * int(sums[grp])
+        assert steps[grp] == round(exact * 8)
+
+
+# ------------------------------------------------------------------------ noise
+def test_the_noise_is_centred_and_its_95_interval_covers_95_percent():
+    frame = table(400, seed=6)
+    p = params(0.5, {"statistic": "histogram", "column": "age", "bins": 40},
+               {"statistic": "sum", "column": "score", "by": ["race", "sex"]})
+    plans = build_plans(p, SCHEMA)
+    truth = {0: _exact(plans[0], frame, "histogram"), 1: _exact(plans[1], frame, "sum")}
+    errors, covered = {0: [], 1: []}, {0: [], 1: []}
+    for seed in range(100):
+        out = run(p, frame, seed).frame
+        for q in (0, 1):
+            rows = out[out["query"] == q]
+            errors[q].extend(rows["value"] - truth[q])
+            covered[q].extend((rows["ci95_low"] <= truth[q]) & (truth[q] <= rows["ci95_high"]))
+    meta = run(p, frame).metadata["dp_statistics"]["queries"]
+    for q in (0, 1):
+        scale = meta[q]["mechanisms"][0]["scale"]
+        e = np.asarray(errors[q])
+        assert abs(e.mean()) < 4 * math.sqrt(2) * scale / math.sqrt(e.size), (q, e.mean(), scale)
+        assert np.std(e) == pytest.approx(math.sqrt(2) * scale, rel=0.1)  # Laplace: σ = √2·b
+        rate = np.mean(covered[q])
+        assert 0.93 <= rate <= 0.975, (q, rate, e.size)
+
+
+def test_the_interval_is_the_smallest_with_a_tail_of_at_most_5_percent():
+    for t in (1.0, 1.7, 16.0, 1000.0):
+        record = NoiseRecord("laplace", "", "", 0.5, -1, t, 0.5 * t, 1.0, 3.0, 1, 1.0, 1.0, 0.0)
+        a = laplace_halfwidth(record, 0.05) / 0.5 - 0.5
+        rho = math.exp(-1.0 / t)
+        tail = lambda k: 2 * rho ** (k + 1) / (1 + rho)  # noqa: E731
+        assert a == int(a) and tail(a) <= 0.05 and (a == 0 or tail(a - 1) > 0.05)
+
+
+def test_a_means_interval_is_the_ratios_range_over_the_box():
+    low, high = mean_interval(np.array([30.0, 0.0, 5.0]), np.array([10.0, 2.0, 100.0]), 5.0, 2.0, 0.0, 10.0)
+    # 25/12 … 35/8 around 5; the second's count may be 0; the third 0/98 … 10/102
+    assert low.tolist() == pytest.approx([5 + 25 / 12, 0.0, 5 + 0 / 98])
+    assert high.tolist() == pytest.approx([5 + 35 / 8, 10.0, 5 + 10 / 98])
+
+
+def test_mean_intervals_cover_the_exact_mean():
+    frame = table(300, seed=7)
+    p = params(1.0, {"statistic": "mean", "column": "score", "by": ["sex", "race"]})
+    present = frame.dropna(subset=["score"])
+    grouped = present.groupby(["sex", present["race"].fillna("(missing)")])["score"]
+    truth = {f"sex={s}|race={r}": v for (s, r), v in grouped.mean().items()}
+    hits = []
+    for seed in range(40):
+        out = run(p, frame, seed).frame
+        for _, row in out[out["group"].isin(truth)].iterrows():
+            hits.append(row["ci95_low"] <= truth[row["group"]] <= row["ci95_high"])
+    assert np.mean(hits) >= 0.95
+
+
+# ------------------------------------------------------------------------ quantiles
+def test_the_exact_sampler_has_the_exponential_mechanisms_law():
+    exponents = [Fraction(0), Fraction(1, 3), Fraction(5, 2), Fraction(7, 4), Fraction(1), Fraction(40)]
+    denominator = 12
+    numerators = np.array([int(x * denominator) for x in exponents], dtype=object)
+    rng = SecureRandom(seed=11)
+    draws = np.array([exact_em.sample(rng, numerators, denominator) for _ in range(10_000)])
+    weights = np.array([math.exp(-float(x)) for x in exponents[:-1]])  # e^-40: never drawn here
+    observed = np.bincount(draws, minlength=len(exponents))
+    assert observed[-1] == 0
+    assert stats.chisquare(observed[:-1], weights / weights.sum() * draws.size).pvalue > 1e-3
+
+
+def test_a_tiny_tables_quantile_follows_the_exact_probabilities():
+    values = np.sort(np.array([1.0, 2.0, 2.0, 5.0]))
+    grid = candidates(integer_plan(0, 6))
+    rng = SecureRandom(seed=12)
+    draws = np.array([draw_quantile(values, grid, 0.5, 1.0, rng) for _ in range(10_000)])
+    k = np.searchsorted(values, grid, side="right")
+    weights = np.exp(-0.5 * np.abs(k - 2.0))
+    expected = weights / weights.sum() * draws.size
+    observed = np.array([(draws == c).sum() for c in grid])
+    assert stats.chisquare(observed, expected).pvalue > 1e-3
+    numerators, denominator = quantile_exponents(k, 0.5, 4, 1.0)
+    assert [Fraction(int(x), denominator) for x in numerators] == [Fraction(abs(int(v) - 2) - 1, 2) for v in k]
+
+
+def integer_plan(lo: float, hi: float):
+    from app.privacy.dp_release.encoding import declared_plan
+
+    return declared_plan(ColumnInfo("x", "numeric", bounds=(lo, hi), integer=True), None, None)
+
+
+def test_the_vectorized_bernoulli_and_uniform_draws_are_exact_in_law():
+    words = exact_em.Words(SecureRandom(seed=13))
+    hits = exact_em.bernoulli_exp_minus_one(words, 200_000)
+    assert abs(hits.mean() - math.exp(-1)) < 4 * math.sqrt(0.25 / hits.size)
+    draws = exact_em.uniform_below(words, np.full(60_000, 6, dtype=np.uint64))
+    assert stats.chisquare(np.bincount(draws.astype(np.int64), minlength=6)).pvalue > 1e-3
+    passed = exact_em.pass_integer_part(words, np.full(200_000, 2, dtype=np.int64))
+    assert abs(passed.mean() - math.exp(-2)) < 4 * math.sqrt(0.15 / passed.size)
+
+
+def test_a_large_table_finds_its_median_and_quartiles():
+    rng = np.random.default_rng(8)
+    frame = table(20_000, seed=8)
+    frame["score"] = np.clip(rng.normal(1.0, 1.0, len(frame)), -5, 5)
+    out = run(params(1.0, {"statistic": "quantile", "column": "score", "quantiles": [0.25, 0.5, 0.75]}), frame).frame
+    truth = np.quantile(frame["score"], [0.25, 0.5, 0.75])
+    assert np.abs(out["value"].to_numpy() - truth).max() < 0.02
+
+
+# ------------------------------------------------------------------------ clamping
+def test_values_outside_the_bounds_are_clamped():
+    frame = table(4)
+    frame["score"] = [-50.0, 1.0, 2.0, 400.0]  # clamped to -5 and 5: sum 3, mean 0.75
+    frame["age"] = [10, 20, 30, 200]  # 18, 20, 30, 90
+    out = run(params(100.0, {"statistic": "sum", "column": "score"}, {"statistic": "mean", "column": "score"},
+                     {"statistic": "quantile", "column": "age", "quantiles": [1.0]}), frame).frame
+    assert out["value"][0] == pytest.approx(3.0, abs=2.0)
+    assert out["value"][1] == pytest.approx(0.75, abs=1.0)
+    assert out["value"][2] == 90.0
+
+
+# ------------------------------------------------------------------------ validation
+@pytest.mark.parametrize("query, fragment", [
+    ({"statistic": "mean", "column": "agee"}, "queries[1].column: 'agee' is not a column"),
+    ({"statistic": "mean", "column": "sex"}, "queries[1].column: 'sex' is categorical: a mean needs a numeric"),
+    ({"statistic": "count", "by": ["age"]}, "queries[1].by: 'age' is numeric"),
+    ({"statistic": "sum", "column": "free"}, "queries[1].column: column 'free' has no declared bounds"),
+    ({"statistic": "histogram", "column": "sex", "bins": 4}, "queries[1].bins: 'sex' is categorical"),
+    ({"statistic": "count", "column": "id"}, "queries[1].column: 'id' is an identifier"),
+])
+def test_bad_queries_are_refused_naming_the_query_and_field(query, fragment):
+    with pytest.raises(MethodInputError) as info:
+        build_plans(params(1.0, {"statistic": "count"}, query), SCHEMA)
+    assert fragment in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("query, fragment", [
+    ({"statistic": "mean"}, "column is required for a mean"),
+    ({"statistic": "mean", "column": "age", "quantiles": [0.5]}, "quantiles apply to a quantile"),
+    ({"statistic": "sum", "column": "age", "bins": 5}, "bins apply to a histogram"),
+    ({"statistic": "count", "by": ["sex", "race", "sex"]}, "by"),
+    ({"statistic": "quantile", "column": "age", "quantiles": [1.5]}, "less than or equal to 1"),
+    ({"statistic": "mean", "column": "age", "by": ["age"]}, "also in by"),
+    ({"statistic": "median", "column": "age"}, "statistic"),
+])
+def test_malformed_queries_fail_validation(query, fragment):
+    with pytest.raises(ValidationError) as info:
+        params(1.0, query)
+    assert fragment in str(info.value)
+
+
+def test_limits_are_refused_before_the_data_is_read():
+    many = [ColumnInfo(f"c{i}", "categorical", categories=tuple(str(j) for j in range(400))) for i in range(2)]
+    with pytest.raises(MethodInputError, match=r"queries\[0\]: 160,801 cells"):
+        build_plans(params(1.0, {"statistic": "count", "by": ["c0", "c1"]}), many)
+    with pytest.raises(MethodInputError, match=r"queries\[0\].share: an ungrouped count"):
+        build_plans(params(1.0, {"statistic": "count", "share": 2}), SCHEMA)
+    with pytest.raises(MethodInputError, match="no records"):
+        check_rows(params(1.0, {"statistic": "count"}), 0, SCHEMA)
+    with pytest.raises(MethodInputError, match="bounds given for 'nope'"):
+        build_plans(DPStatisticsParams.model_validate({"epsilon": 1, "bounds": {"nope": [0, 1]},
+                                                       "queries": [{"statistic": "count"}]}), SCHEMA)
