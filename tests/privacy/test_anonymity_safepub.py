@@ -18,7 +18,7 @@ from app.privacy.anonymity.axes import build_axes
 from app.privacy.anonymity.lattice import _Columns
 from app.privacy.anonymity.safepub import run_safepub
 from app.privacy.anonymity.safepub_params import (
-    SafePubParams, arx_k, bernoulli_exp, bernoulli_sample, beta_of, delta_of_k, smallest_k,
+    SafePubParams, arx_k, bernoulli_sample, beta_of, delta_of_k, smallest_k,
 )
 from app.privacy.anonymity.safepub_search import (
     Scorer, categorical_costs, numeric_costs, predecessors, random_walk, score_threshold, sensitivity,
@@ -81,15 +81,6 @@ def test_epsilon_anon_is_dyadic_and_at_most_the_rest():
 
 
 # ------------------------------------------------------------------------------- sampling
-@pytest.mark.parametrize("x", [Fraction(0), Fraction(1, 8), Fraction(0.9), Fraction(1), Fraction(5, 2)])
-def test_exact_bernoulli_exp_has_the_rate(x):
-    n = 200_000
-    draws = bernoulli_exp(x, n, SecureRandom())
-    p = math.exp(-float(x))
-    sd = math.sqrt(n * p * (1 - p)) or 1e-9
-    assert abs(draws.sum() - n * p) <= 5 * sd + (0 if p < 1 else 0)
-
-
 def test_records_are_kept_at_rate_beta():
     n = 300_000
     kept = bernoulli_sample(n, Fraction(0.9), SecureRandom())

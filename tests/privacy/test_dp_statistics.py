@@ -245,16 +245,6 @@ def integer_plan(lo: float, hi: float):
     return declared_plan(ColumnInfo("x", "numeric", bounds=(lo, hi), integer=True), None, None)
 
 
-def test_the_vectorized_bernoulli_and_uniform_draws_are_exact_in_law():
-    words = exact_em.Words(SecureRandom(seed=13))
-    hits = exact_em.bernoulli_exp_minus_one(words, 200_000)
-    assert abs(hits.mean() - math.exp(-1)) < 4 * math.sqrt(0.25 / hits.size)
-    draws = exact_em.uniform_below(words, np.full(60_000, 6, dtype=np.uint64))
-    assert stats.chisquare(np.bincount(draws.astype(np.int64), minlength=6)).pvalue > 1e-3
-    passed = exact_em.pass_integer_part(words, np.full(200_000, 2, dtype=np.int64))
-    assert abs(passed.mean() - math.exp(-2)) < 4 * math.sqrt(0.15 / passed.size)
-
-
 def test_a_large_table_finds_its_median_and_quartiles():
     rng = np.random.default_rng(8)
     frame = table(20_000, seed=8)

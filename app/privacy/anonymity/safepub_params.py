@@ -30,6 +30,7 @@ import numpy as np
 from pydantic import Field
 from scipy import stats
 
+from app.privacy.exact_bernoulli import Words, bernoulli_exp
 from app.privacy.registry import Params
 from app.privacy.rng import SecureRandom
 
@@ -37,7 +38,7 @@ REL = 1e-12  # the relative nudge of β and γ in the safe direction
 TAIL_MARGIN = 1e-9  # the relative margin added to scipy's binomial tail
 BLOCK = 4096  # values of n per vectorized block
 MAX_K = 10**7
-ANON_GRID = 2**-60  # ε_anon is rounded down to this grid so the sampler's x = ε_anon is dyadic
+ANON_GRID = 2**-60  # ε_anon is rounded down to this grid: the exact sampler's x needs a denominator < 2⁶⁴
 MAX_STEPS = 2000
 DEFAULT_DELTA = 1e-5
 
@@ -133,63 +134,7 @@ def arx_k(delta: float, epsilon_anon: float) -> int:
 
 
 # ------------------------------------------------------------------------------- sampling
-def _bernoulli_uniform_below(numerator: int, bits: int, size: int, rng: SecureRandom) -> np.ndarray:
-    """True with probability numerator / 2^bits exactly (bits ≤ 64): a uniform bits-bit integer
-    below the numerator."""
-    if bits == 0:
-        return np.full(size, numerator >= 1)
-    words = rng.uint64(size) >> np.uint64(64 - bits)
-    return words < np.uint64(numerator) if numerator < 2**64 else np.ones(size, dtype=bool)
-
-
-def _one_in(r: int, size: int, rng: SecureRandom) -> np.ndarray:
-    """True with probability 1/r exactly: a uniform integer of [0, r) by rejection from 64-bit
-    words (the largest multiple of r below 2⁶⁴ accepted) equal to 0."""
-    out = np.empty(size, dtype=bool)
-    pending = np.arange(size)
-    limit = (2**64 // r) * r
-    while pending.size:
-        words = rng.uint64(pending.size)
-        ok = words < np.uint64(limit) if limit < 2**64 else np.ones(pending.size, dtype=bool)
-        out[pending[ok]] = (words[ok] % np.uint64(r)) == 0
-        pending = pending[~ok]
-    return out
-
-
-def _bernoulli_exp_unit(x: Fraction, size: int, rng: SecureRandom) -> np.ndarray:
-    """Bernoulli(e^(−x)) for a dyadic x ∈ [0, 1], exactly, vectorized: Canonne, Kamath & Steinke
-    2020's Algorithm 1 (zcdp.ExactSampler.bernoulli_exp's, one draw at a time there) — K = 1, 2, …
-    while Bernoulli(x/K) succeeds, the answer is K odd. Every still-running draw of round K
-    shares K, and Bernoulli(x/K) is Bernoulli(x) and Bernoulli(1/K) independently."""
-    bits = x.denominator.bit_length() - 1
-    if x.denominator != 1 << bits or bits > 64:
-        raise ValueError("x must be dyadic with at most 64 fractional bits")
-    out = np.empty(size, dtype=bool)
-    pending = np.arange(size)
-    k = 1
-    while pending.size:
-        go = _bernoulli_uniform_below(x.numerator, bits, pending.size, rng)
-        if k > 1:
-            go &= _one_in(k, pending.size, rng)
-        out[pending[~go]] = k % 2 == 1
-        pending = pending[go]
-        k += 1
-    return out
-
-
-def bernoulli_exp(x: Fraction, size: int, rng: SecureRandom) -> np.ndarray:
-    """``size`` independent Bernoulli(e^(−x)) draws for a dyadic x ≥ 0 (at most 60 fractional
-    bits), exact: e^(−x) = (e^(−1))^⌊x⌋ · e^(−(x − ⌊x⌋))."""
-    if x < 0:
-        raise ValueError("x must be ≥ 0")
-    whole = math.floor(x)
-    out = _bernoulli_exp_unit(x - whole, size, rng)
-    for _ in range(whole):
-        out &= _bernoulli_exp_unit(Fraction(1), size, rng)
-    return out
-
-
 def bernoulli_sample(n: int, epsilon_anon: Fraction, rng: SecureRandom) -> np.ndarray:
     """Which of n records are kept: each independently with probability β = 1 − e^(−ε_anon),
-    exactly (kept = not Bernoulli(e^(−ε_anon)))."""
-    return ~bernoulli_exp(epsilon_anon, n, rng)
+    exactly (kept = not Bernoulli(e^(−ε_anon)), ``exact_bernoulli``)."""
+    return ~bernoulli_exp(Words(rng), epsilon_anon, n)
