@@ -307,3 +307,12 @@ def test_limits_are_refused_before_the_data_is_read():
     with pytest.raises(MethodInputError, match="bounds given for 'nope'"):
         build_plans(DPStatisticsParams.model_validate({"epsilon": 1, "bounds": {"nope": [0, 1]},
                                                        "queries": [{"statistic": "count"}]}), SCHEMA)
+
+
+def test_a_category_named_like_the_missing_level_is_refused():
+    """Missing cells are the level '(missing)': a declared category of that name would make two
+    levels of one label in the answers."""
+    clash = [ColumnInfo("sex", "categorical", categories=("F", "M", "(missing)"))]
+    for query in ({"statistic": "histogram", "column": "sex"}, {"statistic": "count", "by": ["sex"]}):
+        with pytest.raises(MethodInputError, match=r"queries\[0\].*'sex' declares a category '\(missing\)'"):
+            build_plans(params(1.0, query), clash)

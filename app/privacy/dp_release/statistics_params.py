@@ -168,9 +168,14 @@ def _column(where: str, name: str, by_name: dict[str, ColumnInfo]) -> ColumnInfo
 
 def _declared(where: str, info: ColumnInfo, params: DPStatisticsParams) -> ColumnPlan:
     try:
-        return declared_plan(info, params.bounds, params.categories)
+        plan = declared_plan(info, params.bounds, params.categories)
     except MethodInputError as exc:
         raise MethodInputError(f"{where}: {exc}") from None
+    if plan.kind == "categorical" and MISSING in [str(c) for c in plan.categories]:
+        # the answers' level column would show two levels of that name
+        raise MethodInputError(f"{where}: {info.name!r} declares a category {MISSING!r}, the label "
+                               "dp_statistics gives missing cells; rename the category")
+    return plan
 
 
 def _mechanisms(plan: QueryPlan) -> list[Mechanism]:
