@@ -21,7 +21,8 @@ from app.privacy.anonymity.safepub_params import (
     SafePubParams, arx_k, bernoulli_sample, beta_of, delta_of_k, smallest_k,
 )
 from app.privacy.anonymity.safepub_search import (
-    Scorer, categorical_costs, numeric_costs, predecessors, random_walk, score_threshold, sensitivity,
+    Scorer, categorical_costs, exhaustive, lattice_nodes, numeric_costs, predecessors, random_walk,
+    score_threshold, sensitivity,
 )
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
@@ -200,3 +201,59 @@ def test_seeded_runs_repeat_and_say_they_are_not_private():
     two = run_safepub(data, params, RunContext(rng=SecureRandom(seed=5)))
     assert one.frame.equals(two.frame) and one.metadata["safepub"]["levels"] == two.metadata["safepub"]["levels"]
     assert one.guarantees["private"] is False
+
+
+# ------------------------------------------------------------------------ exhaustive search
+def test_scores_equal_a_recount_of_the_generalized_table():
+    """The scorer weighs one member per kept class: the same as counting every record's cost."""
+    rng = np.random.default_rng(11)
+    frame = pd.DataFrame([DOMAIN[i] for i in rng.integers(0, len(DOMAIN), 40)], columns=["a", "b", "x"])
+    for k_score in (1, 3, 6):
+        scorer, top = _scorer(frame, "granularity", k_score)
+        cols, rows = scorer.cols, np.flatnonzero(scorer.rows)
+        for node in lattice_nodes(top):
+            key = np.stack([cols.codes[q][level][rows] for q, level in enumerate(node)], axis=1)
+            _, ids, sizes = np.unique(key, axis=0, return_inverse=True, return_counts=True)
+            kept = sizes[ids.ravel()] >= k_score
+            cost = sum(Fraction(int(scorer.costs[q].numerators[level][cols.codes[q][level][rows][kept]].sum()),
+                                scorer.costs[q].den) for q, level in enumerate(node))
+            assert scorer.score(node) == -(cost + 3 * int((~kept).sum())), (node, k_score)
+
+
+def test_the_exhaustive_draw_has_the_exponential_mechanisms_law():
+    """One draw over all 18 nodes at η: frequencies of 6,000 seeded draws against
+    exp(η·score)/Z by a chi-square test; the top node is the most frequent."""
+    frame = pd.DataFrame([DOMAIN[i % len(DOMAIN)] for i in range(60)], columns=["a", "b", "x"])
+    scorer, top = _scorer(frame, "granularity", 4)
+    nodes = lattice_nodes(top)
+    scores = np.array([float(scorer.score(v)) for v in nodes])
+    eta = Fraction(1, 20)
+    weights = np.exp(float(eta) * (scores - scores.max()))
+    expected = weights / weights.sum()
+    rng = SecureRandom(seed=9)
+    draws = [nodes.index(exhaustive(scorer, top, eta, rng).node) for _ in range(6000)]
+    counts = np.bincount(draws, minlength=len(nodes))
+    big = expected * 6000 >= 5
+    observed = np.append(counts[big], counts[~big].sum())
+    wanted = np.append(expected[big], expected[~big].sum()) * 6000
+    assert stats.chisquare(observed, wanted).pvalue > 1e-3
+    assert nodes[int(np.argmax(counts))] == nodes[int(np.argmax(scores))]
+
+
+def test_auto_scores_the_whole_lattice_when_it_is_small_and_states_it():
+    data = _input()
+    result = run_safepub(data, SafePubParams(epsilon=2.0, delta=1e-5), RunContext())
+    meta, g = result.metadata["safepub"], result.guarantees
+    search = meta["search"]
+    size = search["lattice_size"]  # a: 3 levels, b: 2, x: its automatic intervals
+    assert search["strategy"] == "exhaustive" and size % 6 == 0 and search["draws"] == 1
+    assert "steps" not in search and search["nodes_scored"] == size
+    assert search["epsilon_per_draw"] == pytest.approx(meta["epsilon_split"]["search"])
+    assert any(f"one exponential-mechanism draw over all {size} nodes" in s for s in g["statements"])
+    assert result.frame.groupby(["a", "b", "x"]).size().min() >= meta["k"]
+    # the walk's options ask for the walk; with search = 'exhaustive' they are refused
+    walked = run_safepub(data, SafePubParams(epsilon=2.0, delta=1e-5, steps=5), RunContext())
+    assert walked.metadata["safepub"]["search"]["strategy"] == "walk"
+    with pytest.raises(ValueError, match="steps applies to the random walk only"):
+        SafePubParams(epsilon=2.0, search="exhaustive", steps=5)
+    assert SafePubParams(epsilon=1.0).strategy(20_001) == "walk"

@@ -2,8 +2,9 @@
 Prasser, SafePub, PoPETs 2018(1):67-87, ARX's "(ε, δ)-differential privacy" criterion; Li,
 Qardaji & Su, ASIACCS 2012).
 
-1. ε_search chooses a full-domain generalization by a random walk down the lattice of hierarchy
-   levels, each pivot drawn with the exact exponential mechanism over scores of the input
+1. ε_search chooses a full-domain generalization with the exact exponential mechanism over
+   scores of the input: one draw over every node of the lattice of hierarchy levels, or (a large
+   lattice, or search 'walk') SafePub's random walk down it, each pivot one draw
    (safepub_search.py).
 2. Each record is kept with probability β = 1 − e^(−ε_anon), exactly (safepub_params.py).
 3. The kept records are generalized at the chosen node, and every class of fewer than k of them
@@ -36,7 +37,7 @@ from app.privacy.anonymity.safepub_params import (
     SafePubParams, arx_k, beta_of, bernoulli_sample, delta_of_k, smallest_k,
 )
 from app.privacy.anonymity.safepub_search import (
-    Scorer, categorical_costs, numeric_costs, random_walk, score_threshold, sensitivity,
+    Scorer, categorical_costs, exhaustive, numeric_costs, random_walk, score_threshold, sensitivity,
 )
 from app.privacy.anonymity.verify import equivalence_classes
 from app.privacy.context import RunContext
@@ -133,13 +134,18 @@ def run_safepub(data: MethodInput, params: SafePubParams, ctx: RunContext) -> Re
     cols = _Columns(trees)
     k_score = score_threshold(k, beta)
     scorer = Scorer(cols, costs, params.metric, k_score, np.ones(n, dtype=bool))
-    spent_steps = params.steps + (1 if params.final == "exponential" else 0)
+    top = tuple(t.height for t in trees)
+    lattice_size = math.prod(h + 1 for h in top)
+    strategy = params.strategy(lattice_size)
+    spent_steps = 1 if strategy == "exhaustive" else params.steps + (1 if params.final == "exponential" else 0)
     eps_step = params.epsilon_search / spent_steps
     delta_score = sensitivity(params.metric, len(qis), k_score)
     eta = eps_step / (2 * delta_score)
-    top = tuple(t.height for t in trees)
-    walk = random_walk(scorer, top, params.steps, eta, params.final, ctx.rng,
-                       lambda f, s: ctx.progress(0.05 + 0.8 * f, s))
+    progress = lambda f, s: ctx.progress(0.05 + 0.8 * f, s)  # noqa: E731
+    if strategy == "exhaustive":
+        walk = exhaustive(scorer, top, eta, ctx.rng, progress)
+    else:
+        walk = random_walk(scorer, top, params.steps, eta, params.final, ctx.rng, progress)
     ctx.progress(0.9, "sampling and suppressing")
     sampled = bernoulli_sample(n, params.epsilon_anon, ctx.rng)
     in_sample = Scorer(cols, costs, params.metric, k, sampled)
@@ -151,7 +157,7 @@ def run_safepub(data: MethodInput, params: SafePubParams, ctx: RunContext) -> Re
     sizes = np.bincount(equivalence_classes(out, qis)) if len(out) else np.zeros(0, dtype=np.int64)
     if len(out) and sizes.min() < k:
         raise RuntimeError("safepub: a released class has fewer than k records")  # never expected
-    facts = {"beta": beta, "k": k, "delta_k": delta_k, "k_score": k_score, "sensitivity": delta_score,
+    facts = {"strategy": strategy, "lattice_size": lattice_size, "beta": beta, "k": k, "delta_k": delta_k, "k_score": k_score, "sensitivity": delta_score,
              "eta": eta, "eps_step": eps_step, "walk": walk, "sources": sources, "sizes": sizes,
              "granularity": _granularity(costs, cols, walk.node, rows),
              "seconds": time.perf_counter() - started}
@@ -187,7 +193,11 @@ def _result(params: SafePubParams, ctx: RunContext, qis: list[str], out: pd.Data
         f"counts) the release is (ε, δ)-DP with ε = {replace['epsilon']:.6g}, δ = {replace['delta']:.3g} "
         "(group privacy); the job was priced at that ε",
         f"ε is split (sequential composition, independent coins): ε_search = {eps_search:.6g} choosing the "
-        f"generalization ({walk.draws} exponential-mechanism draws at ε = {float(facts['eps_step']):.6g} each), "
+        f"generalization ("
+        + (f"one exponential-mechanism draw over all {facts['lattice_size']:,} nodes of the lattice"
+           if facts["strategy"] == "exhaustive" else
+           f"a random walk of {walk.draws} exponential-mechanism draws at ε = {float(facts['eps_step']):.6g} each")
+        + "), "
         f"ε_anon = {eps_anon:.6g} for sampling and k-anonymizing",
         f"each record was kept with probability β = 1 − e^(−ε_anon) = {facts['beta']:.6g}, drawn exactly "
         "from CSPRNG bits (Bernoulli(e^(−ε_anon)), Canonne, Kamath & Steinke 2020's algorithm)",
@@ -209,13 +219,15 @@ def _result(params: SafePubParams, ctx: RunContext, qis: list[str], out: pd.Data
         "delta_k": facts["delta_k"], "neighbouring": NEIGHBOURING, "replace_one": replace,
         "epsilon_split": {"search": eps_search, "anonymization": eps_anon},
         "beta": facts["beta"], "k": facts["k"], "k_arx": arx_k(delta, eps_anon),
-        "search": {"metric": params.metric, "steps": params.steps, "steps_taken": walk.steps_taken,
-                   "final": params.final, "draws": walk.draws, "epsilon_per_draw": float(facts["eps_step"]),
+        "search": {"strategy": facts["strategy"], "lattice_size": facts["lattice_size"], "metric": params.metric,
+                   **({"steps": params.steps, "steps_taken": walk.steps_taken, "final": params.final}
+                      if facts["strategy"] == "walk" else {}),
+                   "draws": walk.draws, "epsilon_per_draw": float(facts["eps_step"]),
                    "score_threshold": facts["k_score"], "sensitivity": facts["sensitivity"],
                    "eta": str(facts["eta"]), "nodes_scored": walk.nodes_scored,
                    "pivots": [dict(zip(qis, p)) for p in walk.pivots],
                    "mechanism": "exponential, P ∝ exp(η·score), η = ε_draw / (2·sensitivity), sampled exactly "
-                                "(zcdp.ExactSampler)"},
+                                "(zcdp.ExactSampler; exact_em over the whole lattice)"},
         "levels": levels, "hierarchies": facts["sources"],
         "suppressed": "removed; their number (and the sample's size) is not published",
     }
@@ -237,7 +249,8 @@ register(MethodSpec(
     family="anonymity",
     kind=MethodKind.release,
     summary="(ε, δ)-differentially private k-anonymization (SafePub, ARX's '(ε,δ)-differential privacy'): a "
-            "full-domain generalization chosen by a random walk with the exact exponential mechanism, "
+            "full-domain generalization chosen with the exact exponential mechanism (over the whole "
+            "lattice, or ARX's random walk on a large one), "
             "records sampled with probability β = 1 − e^(−ε_anon), classes below k suppressed; only the "
             "generalized quasi-identifiers are released (truthful, no noise added to values).",
     params=SafePubParams,

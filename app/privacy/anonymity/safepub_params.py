@@ -27,7 +27,7 @@ from fractions import Fraction
 from typing import Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 from scipy import stats
 
 from app.privacy.exact_bernoulli import Words, bernoulli_exp
@@ -40,6 +40,7 @@ BLOCK = 4096  # values of n per vectorized block
 MAX_K = 10**7
 ANON_GRID = 2**-60  # ε_anon is rounded down to this grid: the exact sampler's x needs a denominator < 2⁶⁴
 MAX_STEPS = 2000
+EXHAUSTIVE_NODES = 20_000  # 'auto' scores every node up to this lattice size (Adult's 8 QIs: 6,480, ~6 s)
 DEFAULT_DELTA = 1e-5
 
 
@@ -52,19 +53,43 @@ class SafePubParams(Params):
     search_share: float = Field(0.1, gt=0.0, lt=1.0, description="share of epsilon spent choosing the "
                                 "generalization (ε_search = search_share·ε; ARX's default 0.1); the rest, "
                                 "ε_anon, sets the sampling probability β = 1 − e^(−ε_anon)")
-    steps: int = Field(300, ge=1, le=MAX_STEPS, description="steps of the random walk down the lattice "
-                       "(each an exponential-mechanism choice; ARX's default 300)")
+    search: Literal["auto", "exhaustive", "walk"] = Field(
+        "auto", description="how the generalization is chosen: 'exhaustive' (one exponential-mechanism "
+        f"draw over every node of the lattice at the whole ε_search), 'walk' (ARX's random walk of "
+        f"`steps` draws down the lattice), 'auto' (exhaustive when the lattice has at most "
+        f"{EXHAUSTIVE_NODES:,} nodes — decided by the hierarchies' heights, public — and neither steps nor "
+        "final is given, else the walk)")
+    steps: int = Field(300, ge=1, le=MAX_STEPS, description="walk: steps of the random walk down the "
+                       "lattice (each an exponential-mechanism choice; ARX's default 300)")
     metric: Literal["granularity", "discernibility"] = Field(
         "granularity", description="the score the search maximizes: 'granularity' (the loss of every "
         "cell, its generalized value's share of the domain, a suppressed record counting 1 per "
         "quasi-identifier) or 'discernibility' (Σ|E|² over kept classes / n + suppressed records)")
     final: Literal["last", "exponential"] = Field(
-        "last", description="the node released: 'last' (the walk's last pivot, ε_search split over steps) "
+        "last", description="walk: the node released: 'last' (the walk's last pivot, ε_search split over steps) "
         "or 'exponential' (one more exponential-mechanism draw over every pivot the walk visited, "
         "ε_search split over steps + 1; measured worse on Adult)")
     quasi_identifiers: list[str] | None = Field(
         None, description="the columns released, each generalized over its hierarchy (default: the "
         "schema's quasi-identifiers); every other column is left out of the release")
+
+    @model_validator(mode="after")
+    def _walk_options(self):
+        given = [f for f in ("steps", "final")
+                 if getattr(self, f) != type(self).model_fields[f].default and self.search == "exhaustive"]
+        if given:
+            raise ValueError(f"{', '.join(given)} {'apply' if len(given) > 1 else 'applies'} to the random walk "
+                             "only, and search = 'exhaustive' draws once over every node: drop "
+                             f"{'them' if len(given) > 1 else 'it'} or use search 'walk' (or 'auto')")
+        return self
+
+    def strategy(self, lattice_size: int) -> str:
+        """'exhaustive' or 'walk' on a lattice of that many nodes."""
+        if self.search != "auto":
+            return self.search
+        if {"steps", "final"} & self.model_fields_set:  # the walk's own options ask for the walk
+            return "walk"
+        return "exhaustive" if lattice_size <= EXHAUSTIVE_NODES else "walk"
 
     @property
     def epsilon_search(self) -> Fraction:

@@ -1,6 +1,7 @@
 """SafePub's search: the public cost of every generalized cell, the two scores with their proven
-sensitivities, and the random walk down the lattice of full-domain generalizations choosing
-each pivot with the exact exponential mechanism.
+sensitivities, and the choice of a full-domain generalization with the exact exponential
+mechanism — one draw over the whole lattice (``exhaustive``), or SafePub's random walk down it,
+each pivot one draw (``random_walk``).
 
 Scores are exact rationals computed on the input table D (not on the sample: see
 docs/methods/safepub.md, "Deviations"), with the classes of fewer than ``k_score`` records counted
@@ -24,6 +25,7 @@ The exponential mechanism P(node) ∝ exp(η·score) with η = ε_step / (2·sen
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +35,7 @@ import numpy as np
 
 from app.privacy.anonymity.hierarchies import Tree, with_missing_leaf
 from app.privacy.anonymity.lattice import _Columns
+from app.privacy.dp_release import exact_em
 from app.privacy.dp_release.zcdp import ExactSampler
 from app.privacy.rng import SecureRandom
 
@@ -115,22 +118,27 @@ class Scorer:
 
     def _score(self, node: Node) -> Fraction:
         ids, n_classes = self.cols.classes(node)
-        ids = ids[self.rows]
+        every = bool(self.rows.all())
+        if not every:
+            ids = ids[self.rows]
         n = len(ids)
         if n == 0:
             return Fraction(0)
         sizes = np.bincount(ids, minlength=n_classes)
-        kept = sizes[ids] >= self.k_score
-        suppressed = int(n - kept.sum())
+        kept = sizes >= self.k_score  # per class
+        suppressed = int(n - sizes[kept].sum())
         if self.metric == "discernibility":
-            big = sizes[sizes >= self.k_score].astype(object)
+            big = sizes[kept].astype(object)
             return -(Fraction(int((big * big).sum()), n) + suppressed)
+        # a full-domain class's members share their generalized values, hence their costs: one
+        # member per kept class stands for all (its cost times the class's size)
+        member = np.empty(n_classes, dtype=np.int64)
+        member[ids] = np.flatnonzero(self.rows) if not every else np.arange(n)
+        member, weight = member[kept], sizes[kept]
         total = Fraction(len(node) * suppressed)
         for q, level in enumerate(node):
-            codes = self.cols.codes[q][level][self.rows][kept]
-            counts = np.bincount(codes, minlength=len(self.costs[q].numerators[level]))
-            total += Fraction(int(np.dot(counts.astype(object), self.costs[q].numerators[level].astype(object))),
-                              self.costs[q].den)
+            cost = self.costs[q].numerators[level][self.cols.codes[q][level][member]]
+            total += Fraction(int(np.dot(weight, cost)), self.costs[q].den)  # int64: ≤ n·2³⁰
         return -total
 
 
@@ -177,6 +185,30 @@ def random_walk(scorer: Scorer, top: Node, steps: int, eta: Fraction, final: str
         node = visited[sampler.exponential([scorer.score(v) for v in visited], eta)]
         draws += 1
     return Walk(node, pivots, taken, draws, len(scorer.cache))
+
+
+def lattice_nodes(top: Node) -> list[Node]:
+    """Every node of the lattice under ``top`` (the product of the levels)."""
+    return list(itertools.product(*(range(h + 1) for h in top)))
+
+
+def exhaustive(scorer: Scorer, top: Node, eta: Fraction, rng: SecureRandom,
+               progress: Callable[[float, str], None] | None = None) -> Walk:
+    """One exponential-mechanism draw over every node of the lattice at η (the whole ε_search):
+    P(node) ∝ exp(η·score), sampled exactly (exact_em: the exponents η·(best − score) as
+    integers over one common denominator)."""
+    nodes = lattice_nodes(top)
+    scores = []
+    for i, node in enumerate(nodes):
+        scores.append(scorer.score(node))
+        if progress is not None and i % 256 == 0:
+            progress(i / len(nodes), f"search: scoring node {i + 1} of {len(nodes)}")
+    best = max(scores)
+    exponents = [eta * (best - v) for v in scores]
+    denominator = math.lcm(*(x.denominator for x in exponents))
+    numerators = np.array([x.numerator * (denominator // x.denominator) for x in exponents], dtype=object)
+    node = nodes[exact_em.sample(rng, numerators, denominator)]
+    return Walk(node, [top, node], 0, 1, len(scorer.cache))
 
 
 def score_threshold(k: int, beta: float) -> int:
