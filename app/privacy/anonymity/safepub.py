@@ -265,6 +265,6 @@ register(MethodSpec(
     check_rows=_check_rows,
     uses_hierarchies=True,
     docs="docs/methods/safepub.md",
-    slow_params=("steps",),
+    slow_params=("search", "steps"),
 ))
 
