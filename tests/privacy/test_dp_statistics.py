@@ -266,6 +266,20 @@ def test_values_outside_the_bounds_are_clamped():
     assert out["value"][2] == 90.0
 
 
+def test_a_categorical_columns_non_missing_count_counts_its_declared_values():
+    """A count of a categorical column's values (ungrouped and per group): missing cells and
+    values outside the job's declared categories are not counted. (This query crashed: pandas'
+    read-only notna() array was and-ed in place.)"""
+    frame = table(300, seed=5)
+    p = DPStatisticsParams.model_validate({"epsilon": 100.0, "categories": {"race": ["a", "b"]}, "queries": [
+        {"statistic": "count", "column": "race"}, {"statistic": "count", "column": "race", "by": ["sex"]}]})
+    out = run(p, frame).frame
+    declared = frame["race"].isin(["a", "b"])
+    truth = [declared.sum()] + [(declared & (frame["sex"] == s)).sum() for s in ("F", "M")] + [0]
+    assert out["group"].tolist() == ["", "sex=F", "sex=M", "sex=(missing)"]
+    assert np.abs(out["value"].to_numpy() - truth).max() < 0.5, (out["value"].tolist(), truth)
+    assert declared.sum() < frame["race"].notna().sum()  # 'c' is present and left out
+
 # ------------------------------------------------------------------------ validation
 @pytest.mark.parametrize("query, fragment", [
     ({"statistic": "mean", "column": "agee"}, "queries[1].column: 'agee' is not a column"),

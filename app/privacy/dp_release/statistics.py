@@ -282,9 +282,10 @@ def _counts(plan: QueryPlan, frame: pd.DataFrame, answers: Answers, rng: SecureR
         cells = np.bincount(g * len(levels) + codes if plan.groups else codes,
                             minlength=len(group_labels) * len(levels))
     elif q.column is not None:  # the column's non-missing values
-        present = frame[q.column].notna().to_numpy()
         if plan.value.kind == "categorical":  # a value outside job-declared categories is missing
-            present &= ~plan.value.category_codes(frame[q.column])[1]
+            present = ~plan.value.category_codes(frame[q.column])[1]
+        else:
+            present = frame[q.column].notna().to_numpy()
         cells = np.bincount(g[present], minlength=len(group_labels))
     else:
         cells = np.bincount(g, minlength=len(group_labels))
