@@ -92,7 +92,7 @@ def test_a_kanonymity_release_meets_the_k_map_it_was_made_for(client, owner):
 
 
 @pytest.mark.parametrize("params, named", [
-    ({"significance": 0.05}, "significance is read with sampling_fraction only"),
+    ({"significance": 0.05}, "significance is read with sampling_fraction or population_size only"),
     ({"sampling_fraction": 0.1, "significance": 0.9}, "significance"),
     ({"sampling_fraction": 0.1, "significance": 0}, "significance"),
 ])
