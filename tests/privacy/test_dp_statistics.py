@@ -156,6 +156,11 @@ def test_exact_sums_are_the_rational_sums_of_the_values_on_their_grid():
     for grp in range(3):
         exact = Fraction(-3.3) * int(counts[grp]) + Fraction(2) ** unit * int(sums[grp])
         assert steps[grp] == round(exact * 8)
+    # ungrouped (no bincount): the same figures as one group of the grouped path
+    whole = exact_sums(values.copy(), np.zeros(values.size, dtype=np.int64), 1, -3.3, 7.1)
+    as_group = exact_sums(values.copy(), np.zeros(values.size, dtype=np.int64), 2, -3.3, 7.1)
+    assert whole[0][0] == as_group[0][0] == (~np.isnan(values)).sum()
+    assert whole[1][0] == as_group[1][0] and whole[2] == as_group[2] == unit
 
 
 # ------------------------------------------------------------------------ noise
