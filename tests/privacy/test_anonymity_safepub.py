@@ -257,3 +257,33 @@ def test_auto_scores_the_whole_lattice_when_it_is_small_and_states_it():
     with pytest.raises(ValueError, match="steps applies to the random walk only"):
         SafePubParams(epsilon=2.0, search="exhaustive", steps=5)
     assert SafePubParams(epsilon=1.0).strategy(20_001) == "walk"
+
+
+def _interval_labels(data: MethodInput) -> set[str]:
+    """The labels of x's generalized levels (every node above the leaves) in safepub's tree."""
+    from app.privacy.anonymity.safepub import _trees
+
+    tree = _trees(data, ["a", "b", "x"])[0][2]
+    return {tree.labels[v] for v in range(len(tree.labels)) if tree.depth[v] < tree.height}
+
+
+def test_the_integer_flag_of_automatic_intervals_is_the_schemas_never_the_datas():
+    """Whether every value is whole shapes an automatic hierarchy's labels ('0-4' or '[0, 5)'): read
+    from the data, one added record of 2.5 changed every released label of x (no (ε, δ) holds).
+    The schema's flag alone decides; inferred at upload, the release warns that it shows it."""
+    declared = [*INFOS[:2], ColumnInfo(name="x", type="numeric", role="quasi_identifier", bounds=(0.0, 10.0))]
+    whole = _input(600)
+    whole = MethodInput(columns=declared, frame=whole.frame, hierarchies=whole.hierarchies)
+    extra = whole.frame.iloc[:1].assign(x=2.5)
+    added = MethodInput(columns=declared, frame=pd.concat([whole.frame, extra], ignore_index=True),
+                        hierarchies=whole.hierarchies)
+    params = SafePubParams(epsilon=2.0, delta=1e-4)
+    # the same intervals, and the record's own ones ([2, 3), [2, 4)) beside them
+    assert _interval_labels(whole) < _interval_labels(added)
+    assert any(label.startswith("[") for label in _interval_labels(whole))  # not integer: '[a, b)'
+    inferred = [*INFOS[:2], ColumnInfo(name="x", type="numeric", role="quasi_identifier", bounds=(0.0, 10.0),
+                                       integer=True, inferred=("integer",))]
+    for columns, warned in ((INFOS, False), (inferred, True)):
+        data = MethodInput(columns=columns, frame=whole.frame, hierarchies=whole.hierarchies)
+        warnings = run_safepub(data, params, RunContext(rng=SecureRandom(seed=2))).guarantees["warnings"]
+        assert any("x (integer)" in w and "inferred from the data at upload" in w for w in warnings) is warned

@@ -106,11 +106,13 @@ def ordered_axis(info: ColumnInfo, series: pd.Series) -> NumericAxis:
 
 
 def tree_axis(info: ColumnInfo, series: pd.Series, hierarchy: pd.DataFrame | None,
-              notes: AxisNotes, auto_levels: int) -> Tree:
+              notes: AxisNotes, auto_levels: int, integer_from_data: bool = True) -> Tree:
     if info.type == "numeric":
         values = _numeric_values(info.name, series)
         lo, hi = _range(info, values, notes)
-        integer = info.integer or _is_integer(values)
+        # a DP caller (safepub) takes the schema's flag alone: whether every value is whole shapes
+        # the automatic intervals' labels, and one record of 30.5 would change them all
+        integer = info.integer or (integer_from_data and _is_integer(values))
         spans_of = None
         if hierarchy is not None:
             notes.given.append(info.name)
@@ -136,10 +138,11 @@ def tree_axis(info: ColumnInfo, series: pd.Series, hierarchy: pd.DataFrame | Non
 def build_axes(frame: pd.DataFrame, infos: list[ColumnInfo], hierarchies: dict[str, pd.DataFrame],
                *, numeric: Literal["interval", "hierarchy"] = "interval",
                categorical: Literal["hierarchy", "ordered"] = "hierarchy",
-               auto_levels: int = 4) -> tuple[list[Axis], AxisNotes]:
+               auto_levels: int = 4, integer_from_data: bool = True) -> tuple[list[Axis], AxisNotes]:
     """One axis per quasi-identifier. ``numeric='hierarchy'`` generalizes numeric columns over
     their hierarchy (given, else automatic intervals) — what the lattice search needs;
-    ``'interval'`` releases class intervals (Mondrian)."""
+    ``'interval'`` releases class intervals (Mondrian). ``integer_from_data`` False: a numeric
+    column is integer only when its schema says so (never read from the values)."""
     notes = AxisNotes()
     axes: list[Axis] = []
     for info in infos:
@@ -149,5 +152,6 @@ def build_axes(frame: pd.DataFrame, infos: list[ColumnInfo], hierarchies: dict[s
         elif info.type != "numeric" and categorical == "ordered":
             axes.append(ordered_axis(info, series))
         else:
-            axes.append(tree_axis(info, series, hierarchies.get(info.name), notes, auto_levels))
+            axes.append(tree_axis(info, series, hierarchies.get(info.name), notes, auto_levels,
+                                  integer_from_data))
     return axes, notes

@@ -43,6 +43,7 @@ from app.privacy.anonymity.verify import equivalence_classes
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.dp_release.common import rng_statements
+from app.privacy.dp_release.encoding import ColumnPlan, inferred_warnings
 from app.privacy.guarantees import guarantee
 from app.privacy.registry import MethodInputError, MethodKind, MethodSpec, register
 from app.privacy.results import ReleaseResult
@@ -114,11 +115,19 @@ def _trees(data: MethodInput, qis: list[str]):
             hierarchies[q] = flat_hierarchy(infos[q].categories)
             flat.append(q)
     trees, notes = build_axes(data.frame[qis], [infos[q] for q in qis], hierarchies,
-                              numeric="hierarchy", categorical="hierarchy")
+                              numeric="hierarchy", categorical="hierarchy", integer_from_data=False)
     costs = [numeric_costs(t) if infos[q].type == "numeric" else categorical_costs(t, hierarchies[q])
              for q, t in zip(qis, trees)]
     return trees, costs, {"uploaded": [q for q in qis if q in data.hierarchies], "declared_categories": flat,
                           "automatic_intervals": notes.automatic}
+
+
+def _inferred_warnings(columns: list[ColumnInfo], automatic: list[str]) -> list[str]:
+    """An automatic hierarchy's intervals and labels follow the schema's integer flag ('0-79' or
+    '[0, 80)'): when the upload inferred it from the data, the release shows it, outside ε."""
+    infos = {c.name: c for c in columns}
+    return inferred_warnings([ColumnPlan(q, "numeric", *infos[q].bounds, integer=infos[q].integer, info=infos[q])
+                              for q in automatic])
 
 
 def run_safepub(data: MethodInput, params: SafePubParams, ctx: RunContext) -> ReleaseResult:
@@ -160,6 +169,7 @@ def run_safepub(data: MethodInput, params: SafePubParams, ctx: RunContext) -> Re
     facts = {"strategy": strategy, "lattice_size": lattice_size, "beta": beta, "k": k, "delta_k": delta_k, "k_score": k_score, "sensitivity": delta_score,
              "eta": eta, "eps_step": eps_step, "walk": walk, "sources": sources, "sizes": sizes,
              "granularity": _granularity(costs, cols, walk.node, rows),
+             "inferred_warnings": _inferred_warnings(data.columns, sources["automatic_intervals"]),
              "seconds": time.perf_counter() - started}
     ctx.progress(1.0, "done")
     return _result(params, ctx, qis, out, facts)
@@ -183,7 +193,7 @@ def _result(params: SafePubParams, ctx: RunContext, qis: list[str], out: pd.Data
                "bound": "group privacy: a replacement is a removal and an addition, (ε, δ) → (2ε, (1 + e^ε)·δ)"}
     walk, sizes = facts["walk"], facts["sizes"]
     levels = dict(zip(qis, walk.node))
-    warnings = []
+    warnings = list(facts["inferred_warnings"])
     if not len(out):
         warnings.append(f"no class of the sample reached k = {facts['k']} records: the release is empty; raise "
                         "epsilon or delta (a smaller k), or release fewer quasi-identifiers or coarser hierarchies")
