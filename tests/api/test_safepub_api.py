@@ -58,6 +58,23 @@ def test_a_safepub_job_debits_the_replace_one_epsilon_and_releases_classes_of_k(
     levels = meta["levels"]
     if levels["sex"] == 1:
         assert set(frame["sex"].astype(str)) == {"*"}
+    assert meta["search"]["strategy"] == "walk" and meta["search"]["steps"] == 4
+
+
+def test_by_default_the_job_draws_once_over_the_whole_lattice(client, adult):
+    """A job's params are stored with every field: 'auto' must still see that no walk option
+    was given (it chose the walk for every job through the API until steps defaulted to none)."""
+    headers, ds = adult
+    r = submit(client, headers, "safepub", {"epsilon": 2.0, "quasi_identifiers": QIS}, dataset_id=ds["id"])
+    assert r.status_code == 202, r.text
+    assert r.json()["params"]["steps"] is None and r.json()["params"]["search"] == "auto"
+    runner.execute(r.json()["id"])
+    job = client.get(f"/v1/jobs/{r.json()['id']}", headers=auth(headers)).json()
+    assert job["status"] == "succeeded", (job["status"], job["error"])
+    rel = client.get(f"/v1/releases/{job['result']['release_ids'][0]}", headers=auth(headers)).json()
+    search = rel["metadata"]["safepub"]["search"]
+    assert search["strategy"] == "exhaustive" and search["draws"] == 1
+    assert search["nodes_scored"] == search["lattice_size"] > 1
 
 
 @pytest.mark.parametrize("params, fragment", [

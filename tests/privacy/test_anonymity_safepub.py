@@ -183,7 +183,7 @@ def test_a_run_releases_only_generalized_quasi_identifiers_in_classes_of_k(metri
     assert g["replace_one"]["delta"] == pytest.approx((1 + math.exp(2.0)) * 1e-5)
     split = meta["epsilon_split"]
     assert split["search"] + split["anonymization"] <= 2.0
-    draws = params.steps + (final == "exponential")
+    draws = params.walk_steps + (final == "exponential")
     assert meta["search"]["epsilon_per_draw"] * draws == pytest.approx(split["search"])
     levels = meta["levels"]
     # the release holds the chosen level's labels only
@@ -257,6 +257,11 @@ def test_auto_scores_the_whole_lattice_when_it_is_small_and_states_it():
     with pytest.raises(ValueError, match="steps applies to the random walk only"):
         SafePubParams(epsilon=2.0, search="exhaustive", steps=5)
     assert SafePubParams(epsilon=1.0).strategy(20_001) == "walk"
+    # a job's stored params hold every field: the round trip keeps auto's choice
+    stored = SafePubParams.model_validate(SafePubParams(epsilon=2.0, delta=1e-5).model_dump(mode="json"))
+    assert stored.strategy(36) == "exhaustive" and stored.steps is None and stored.walk_steps == 300
+    walk = SafePubParams.model_validate(SafePubParams(epsilon=2.0, final="exponential").model_dump(mode="json"))
+    assert walk.strategy(36) == "walk" and walk.walk_final == "exponential" and walk.walk_steps == 300
 
 
 def _interval_labels(data: MethodInput) -> set[str]:

@@ -146,7 +146,7 @@ def run_safepub(data: MethodInput, params: SafePubParams, ctx: RunContext) -> Re
     top = tuple(t.height for t in trees)
     lattice_size = math.prod(h + 1 for h in top)
     strategy = params.strategy(lattice_size)
-    spent_steps = 1 if strategy == "exhaustive" else params.steps + (1 if params.final == "exponential" else 0)
+    spent_steps = 1 if strategy == "exhaustive" else params.walk_steps + (1 if params.walk_final == "exponential" else 0)
     eps_step = params.epsilon_search / spent_steps
     delta_score = sensitivity(params.metric, len(qis), k_score)
     eta = eps_step / (2 * delta_score)
@@ -154,7 +154,7 @@ def run_safepub(data: MethodInput, params: SafePubParams, ctx: RunContext) -> Re
     if strategy == "exhaustive":
         walk = exhaustive(scorer, top, eta, ctx.rng, progress)
     else:
-        walk = random_walk(scorer, top, params.steps, eta, params.final, ctx.rng, progress)
+        walk = random_walk(scorer, top, params.walk_steps, eta, params.walk_final, ctx.rng, progress)
     ctx.progress(0.9, "sampling and suppressing")
     sampled = bernoulli_sample(n, params.epsilon_anon, ctx.rng)
     in_sample = Scorer(cols, costs, params.metric, k, sampled)
@@ -230,7 +230,7 @@ def _result(params: SafePubParams, ctx: RunContext, qis: list[str], out: pd.Data
         "epsilon_split": {"search": eps_search, "anonymization": eps_anon},
         "beta": facts["beta"], "k": facts["k"], "k_arx": arx_k(delta, eps_anon),
         "search": {"strategy": facts["strategy"], "lattice_size": facts["lattice_size"], "metric": params.metric,
-                   **({"steps": params.steps, "steps_taken": walk.steps_taken, "final": params.final}
+                   **({"steps": params.walk_steps, "steps_taken": walk.steps_taken, "final": params.walk_final}
                       if facts["strategy"] == "walk" else {}),
                    "draws": walk.draws, "epsilon_per_draw": float(facts["eps_step"]),
                    "score_threshold": facts["k_score"], "sensitivity": facts["sensitivity"],

@@ -40,6 +40,7 @@ BLOCK = 4096  # values of n per vectorized block
 MAX_K = 10**7
 ANON_GRID = 2**-60  # ε_anon is rounded down to this grid: the exact sampler's x needs a denominator < 2⁶⁴
 MAX_STEPS = 2000
+DEFAULT_STEPS = 300  # ARX's
 EXHAUSTIVE_NODES = 20_000  # 'auto' scores every node up to this lattice size (Adult's 8 QIs: 6,480, ~6 s)
 DEFAULT_DELTA = 1e-5
 
@@ -59,14 +60,15 @@ class SafePubParams(Params):
         f"`steps` draws down the lattice), 'auto' (exhaustive when the lattice has at most "
         f"{EXHAUSTIVE_NODES:,} nodes — decided by the hierarchies' heights, public — and neither steps nor "
         "final is given, else the walk)")
-    steps: int = Field(300, ge=1, le=MAX_STEPS, description="walk: steps of the random walk down the "
-                       "lattice (each an exponential-mechanism choice; ARX's default 300)")
+    steps: int | None = Field(None, ge=1, le=MAX_STEPS, description="walk: steps of the random walk down "
+                              f"the lattice (each an exponential-mechanism choice); none: {DEFAULT_STEPS}, "
+                              "ARX's default")
     metric: Literal["granularity", "discernibility"] = Field(
         "granularity", description="the score the search maximizes: 'granularity' (the loss of every "
         "cell, its generalized value's share of the domain, a suppressed record counting 1 per "
         "quasi-identifier) or 'discernibility' (Σ|E|² over kept classes / n + suppressed records)")
-    final: Literal["last", "exponential"] = Field(
-        "last", description="walk: the node released: 'last' (the walk's last pivot, ε_search split over steps) "
+    final: Literal["last", "exponential"] | None = Field(
+        None, description="walk: the node released (none: 'last'): 'last' (the walk's last pivot, ε_search split over steps) "
         "or 'exponential' (one more exponential-mechanism draw over every pivot the walk visited, "
         "ε_search split over steps + 1; measured worse on Adult)")
     quasi_identifiers: list[str] | None = Field(
@@ -75,8 +77,7 @@ class SafePubParams(Params):
 
     @model_validator(mode="after")
     def _walk_options(self):
-        given = [f for f in ("steps", "final")
-                 if getattr(self, f) != type(self).model_fields[f].default and self.search == "exhaustive"]
+        given = [f for f in ("steps", "final") if getattr(self, f) is not None and self.search == "exhaustive"]
         if given:
             raise ValueError(f"{', '.join(given)} {'apply' if len(given) > 1 else 'applies'} to the random walk "
                              "only, and search = 'exhaustive' draws once over every node: drop "
@@ -87,9 +88,19 @@ class SafePubParams(Params):
         """'exhaustive' or 'walk' on a lattice of that many nodes."""
         if self.search != "auto":
             return self.search
-        if {"steps", "final"} & self.model_fields_set:  # the walk's own options ask for the walk
+        # the walk's own options ask for the walk (None when not given: a stored job's params
+        # hold every field, so which were given must survive the round trip)
+        if self.steps is not None or self.final is not None:
             return "walk"
         return "exhaustive" if lattice_size <= EXHAUSTIVE_NODES else "walk"
+
+    @property
+    def walk_steps(self) -> int:
+        return DEFAULT_STEPS if self.steps is None else self.steps
+
+    @property
+    def walk_final(self) -> str:
+        return "last" if self.final is None else self.final
 
     @property
     def epsilon_search(self) -> Fraction:
