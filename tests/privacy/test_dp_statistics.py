@@ -98,12 +98,12 @@ def test_a_table_of_free_counts_costs_nothing_and_releases_n():
 def _neighbours(frame: pd.DataFrame, rng: np.random.Generator, count: int):
     """Tables with one record's values replaced: random values, bounds, out-of-bound values, missing."""
     for _ in range(count):
-        other = frame.copy()
+        other = frame.astype({"age": float})  # a copy; age may become missing
         i = int(rng.integers(len(frame)))
         other.loc[i, "sex"] = rng.choice(["F", "M"])
         other.loc[i, "race"] = rng.choice(["a", "b", "c", None])
         other.loc[i, "score"] = rng.choice([np.nan, -5.0, 5.0, 99.0, -99.0, float(rng.normal())])
-        other.loc[i, "age"] = rng.choice([18, 90, int(rng.integers(18, 91))])
+        other.loc[i, "age"] = rng.choice([18, 90, int(rng.integers(18, 91)), np.nan])
         yield other
 
 
@@ -112,6 +112,9 @@ def _exact(plan, frame: pd.DataFrame, statistic: str) -> np.ndarray:
     from app.privacy.dp_release.statistics import group_codes, numeric_values
 
     g, labels = group_codes(plan, frame)
+    if statistic == "count":  # of a column's non-missing values
+        present = frame[plan.query.column].notna().to_numpy()
+        return np.bincount(g[present], minlength=len(labels)).astype(float)
     if statistic == "histogram":
         codes, levels = level_codes(plan.value, frame[plan.query.column], plan.bins)
         return np.bincount(g * len(levels) + codes, minlength=len(labels) * len(levels)).astype(float)
@@ -127,6 +130,9 @@ def _exact(plan, frame: pd.DataFrame, statistic: str) -> np.ndarray:
     {"statistic": "histogram", "column": "score", "bins": 7},
     {"statistic": "sum", "column": "score"}, {"statistic": "sum", "column": "score", "by": ["race", "sex"]},
     {"statistic": "mean", "column": "score", "by": ["race"]}, {"statistic": "sum", "column": "age", "by": ["sex"]},
+    # bounds [18, 90] leave out 0: a present 90 made missing moves the sum by 90, beyond hi − lo
+    {"statistic": "sum", "column": "age"}, {"statistic": "mean", "column": "age"},
+    {"statistic": "count", "column": "score", "by": ["sex"]}, {"statistic": "count", "column": "score"},
 ])
 def test_the_stated_sensitivity_holds_on_neighbouring_tables(query):
     frame = table(60, seed=3)
@@ -161,6 +167,15 @@ def test_exact_sums_are_the_rational_sums_of_the_values_on_their_grid():
     as_group = exact_sums(values.copy(), np.zeros(values.size, dtype=np.int64), 2, -3.3, 7.1)
     assert whole[0][0] == as_group[0][0] == (~np.isnan(values)).sum()
     assert whole[1][0] == as_group[1][0] and whole[2] == as_group[2] == unit
+
+
+def test_a_value_at_the_upper_bound_stays_within_it_on_the_sums_grid():
+    """0.4 / 2^-22 = 1677721.6: rounded to the nearest grid point, hi would become 1677722 steps,
+    above hi (and the sum's sensitivity above the stated one); it is clipped to ⌊(hi − lo)/u⌋."""
+    counts, sums, unit = exact_sums(np.array([0.4, 0.0]), np.zeros(2, dtype=np.int64), 1, 0.0, 0.4)
+    assert unit == -22 and counts[0] == 2
+    assert Fraction(2) ** unit * int(sums[0]) <= Fraction(0.4)
+    assert Fraction(0.4) - Fraction(2) ** unit * int(sums[0]) < Fraction(2) ** unit
 
 
 # ------------------------------------------------------------------------ noise

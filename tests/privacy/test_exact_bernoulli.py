@@ -43,3 +43,26 @@ def test_a_probability_with_a_denominator_of_2_to_the_64_is_refused():
         bernoulli_exp(Words(SecureRandom(seed=1)), Fraction(1, 2**64), 10)
     with pytest.raises(ValueError, match="≥ 0"):
         bernoulli_exp(Words(SecureRandom(seed=1)), Fraction(-1, 2), 10)
+
+
+class _Words:
+    """Stand-in for the CSPRNG: hands out the given words, then zeros."""
+
+    def __init__(self, words: list[int]) -> None:
+        self.words = list(words)
+
+    def uint64(self, size: int) -> np.ndarray:
+        out, self.words = self.words[:size], self.words[size:]
+        return np.array(out + [0] * (size - len(out)), dtype=np.uint64)
+
+
+def test_uniform_below_rejects_the_words_of_the_incomplete_last_block():
+    """w mod b is uniform only for w < b·⌊(2⁶⁴ − 1)/b⌋; the words above are redrawn. For b = 3·2⁶²
+    accepting them would put half the mass (not a third) below 2⁶²."""
+    b = 3 * 2**62
+    assert uniform_below(Words(_Words([b, 2**64 - 1, 7])), np.array([b], dtype=np.uint64))[0] == 7
+    assert uniform_below(Words(_Words([2**64 - 1, 5])), np.array([3], dtype=np.uint64))[0] == 2  # 3 | 2⁶⁴ − 1
+    n = 60_000
+    draws = uniform_below(Words(SecureRandom(seed=4)), np.full(n, b, dtype=np.uint64))
+    low = (draws < np.uint64(2**62)).mean()
+    assert abs(low - 1 / 3) <= 5 * math.sqrt(2 / 9 / n)
