@@ -84,6 +84,8 @@ def test_by_default_the_job_draws_once_over_the_whole_lattice(client, adult):
     ({"epsilon": 0}, "epsilon"),
     ({"epsilon": 1.0, "delta": 0.001}, "delta"),  # not below 1/n = 2·10⁻⁴
     ({"epsilon": 1.0, "quasi_identifiers": ["age", "nope"]}, "nope"),
+    # k would pass 10⁷ (e^18·ln(1/δ)): refused at once — the check ran for hours before
+    ({"epsilon": 20.0}, "ε_anon = 18: no k up to 10⁷ reaches delta"),
 ])
 def test_bad_parameters_are_refused_naming_them_before_any_debit(client, adult, params, fragment):
     headers, ds = adult

@@ -343,3 +343,36 @@ def test_sampled_classes_below_k_are_suppressed_and_those_of_k_kept():
     # P(Bin(k_score, β) ≥ k) of the classes are expected to be kept
     p = stats.binom.sf(k - 1, k_score, beta_of(eps_anon))
     assert abs(len(sizes) - 300 * p) <= 5 * math.sqrt(300 * p * (1 - p)), (len(sizes), 300 * p)
+
+
+@pytest.mark.parametrize("eps_anon", [0.05, 0.9, 5.0, 12.0])
+def test_the_chernoff_cut_bounds_every_later_tail(eps_anon):
+    """δ(k)'s scan stops once its maximum reaches e^(−n·KL(γ‖β)): that must bound
+    P(Bin(n, β_hi) > ⌊γ_lo·n⌋) for every n, computed here by scipy on a range of n."""
+    from app.privacy.anonymity.safepub_params import REL, _chernoff_exponent
+
+    beta, gamma = beta_of(eps_anon), -math.expm1(-2 * eps_anon)
+    exponent = _chernoff_exponent(eps_anon, beta, gamma)
+    n = np.unique(np.geomspace(1, 10 / exponent, 400).astype(np.int64))
+    tail = stats.binom.logsf(np.floor(gamma * (1 - REL) * n), n, beta * (1 + REL))
+    assert (tail <= -n * exponent + 1e-9).all()
+    assert (tail >= -n * exponent - 10 - np.log(n + 1)).any()  # a tight bound, not a loose one
+
+
+@pytest.mark.parametrize("epsilon, search_share", [(20.0, 0.1), (1e-6, 0.5)])
+def test_a_hopeless_epsilon_is_refused_quickly(epsilon, search_share):
+    """k grows like e^(ε_anon)·ln(1/δ) at a large ε_anon and δ(k)'s maximum moves far out at a tiny
+    one: both once took minutes to hours inside the submission's check."""
+    import time
+
+    from app.privacy.anonymity.safepub import calibration
+    from app.privacy.registry import MethodInputError
+
+    started = time.perf_counter()
+    with pytest.raises(MethodInputError, match="no k up to 10⁷ reaches delta"):
+        calibration(SafePubParams(epsilon=epsilon, search_share=search_share))
+    assert time.perf_counter() - started < 10
+    started = time.perf_counter()
+    beta, k, delta_k = calibration(SafePubParams(epsilon=10.0))  # ε_anon 9: k ≈ 10⁵, fast
+    assert 50_000 < k < 200_000 and delta_k <= 1e-5 < delta_of_k(k - 1, 9.0)
+    assert time.perf_counter() - started < 10

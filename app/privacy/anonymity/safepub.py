@@ -60,8 +60,9 @@ def calibration(params: SafePubParams) -> tuple[float, int, float]:
         k = smallest_k(params.delta, anon)
     except ValueError:
         raise MethodInputError(f"epsilon {params.epsilon:g} with search_share {params.search_share:g} leaves "
-                               f"ε_anon = {anon:.4g}: no k up to 10⁷ reaches delta {params.delta:g}; raise "
-                               "epsilon or delta, or lower search_share") from None
+                               f"ε_anon = {anon:.4g}: no k up to 10⁷ reaches delta {params.delta:g} (k is "
+                               "smallest near ε_anon ≈ 0.5–1 and grows away from it, like e^ε_anon·ln(1/δ) "
+                               "above); raise delta or bring ε_anon = (1 − search_share)·epsilon nearer 1") from None
     return beta_of(anon), k, delta_of_k(k, anon)
 
 
