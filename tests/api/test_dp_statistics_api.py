@@ -11,8 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from app.worker import runner
-from tests.support.api import assert_problem, auth, submit, upload
+from tests.support.api import assert_problem, auth, run_to_release, submit, upload
 
 N = 3000
 
@@ -57,11 +56,8 @@ def test_a_job_debits_epsilon_and_releases_the_answers_near_the_truth(client, ow
     assert ledger["epsilon_spent"] == 2.0
     assert [e["job_id"] for e in ledger["entries"] if e["kind"] == "debit"] == [r.json()["id"]]
 
-    runner.execute(r.json()["id"])
-    job = client.get(f"/v1/jobs/{r.json()['id']}", headers=auth(owner)).json()
-    assert job["status"] == "succeeded", (job["status"], job["error"])
-    rid = job["result"]["release_ids"][0]
-    rel = client.get(f"/v1/releases/{rid}", headers=auth(owner)).json()
+    job, rel = run_to_release(client, owner, r.json()["id"])
+    rid = rel["id"]
     g, meta = rel["guarantees"], rel["metadata"]["dp_statistics"]
     assert g["notion"] == "central_dp" and g["epsilon"] == 2.0 and g["delta"] == 0.0 and g["private"] is True
     assert sum(g["epsilon_split"].values()) <= 2.0 and meta["epsilon_delivered"] <= 2.0

@@ -10,8 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from app.worker import runner
-from tests.support.api import assert_problem, auth, submit, upload
+from tests.support.api import assert_problem, auth, run_to_release, submit, upload
 
 
 def _dataset(client, owner) -> dict:
@@ -42,11 +41,8 @@ def test_a_privbayes_job_debits_epsilon_and_releases_the_declared_table(client, 
     assert [e["job_id"] for e in ledger["entries"] if e["kind"] == "debit"] == [r.json()["id"]]
     assert_problem(submit(client, owner, "privbayes", {"epsilon": 1.0}, dataset_id=ds["id"]), 409, "budget")
 
-    runner.execute(r.json()["id"])
-    job = client.get(f"/v1/jobs/{r.json()['id']}", headers=auth(owner)).json()
-    assert job["status"] == "succeeded", (job["status"], job["error"])
-    rid = job["result"]["release_ids"][0]
-    rel = client.get(f"/v1/releases/{rid}", headers=auth(owner)).json()
+    job, rel = run_to_release(client, owner, r.json()["id"])
+    rid = rel["id"]
     g, meta = rel["guarantees"], rel["metadata"]["privbayes"]
     assert g["notion"] == "central_dp" and g["epsilon"] == 2.0 and g["delta"] == 0.0 and g["private"] is True
     assert g["epsilon_split"]["structure"] == pytest.approx(0.6)

@@ -6,8 +6,7 @@ the authorization sweep: an analyst read the exact itemset supports of a raw tra
 
 from __future__ import annotations
 
-from app.worker import runner
-from tests.support.api import assert_problem, auth, submit, upload
+from tests.support.api import assert_problem, auth, run_job, submit, upload
 
 TABLE = ("age,sex,edu\n" + "".join(f"{20 + i % 40},{'MF'[i % 2]},{('hs', 'ba', 'ms')[i % 3]}\n"
                                    for i in range(90))).encode()
@@ -16,10 +15,7 @@ TABLE = ("age,sex,edu\n" + "".join(f"{20 + i % 40},{'MF'[i % 2]},{('hs', 'ba', '
 def _done(client, key, method, params, **source) -> dict:
     r = submit(client, key, method, params, **source)
     assert r.status_code == 202, r.text
-    runner.execute(r.json()["id"])
-    job = client.get(f"/v1/jobs/{r.json()['id']}", headers=auth(key)).json()
-    assert job["status"] == "succeeded", job
-    return job
+    return run_job(client, key, r.json()["id"])
 
 
 def test_analysts_do_not_read_reports_computed_from_the_raw_dataset(client, make_key):

@@ -8,8 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.worker import runner
-from tests.support.api import assert_problem, auth, submit, upload
+from tests.support.api import assert_problem, auth, run_job, submit, upload
 
 PROSECUTOR_KEYS = {"model", "quasi_identifiers", "input", "records", "classes", "smallest_class",
                    "highest", "average", "threshold", "records_at_risk", "sample_uniques",
@@ -27,9 +26,7 @@ def _table() -> bytes:
 def _report(client, key, params, dataset_id) -> dict:
     r = submit(client, key, "risk", params, dataset_id=dataset_id)
     assert r.status_code == 202, r.text
-    runner.execute(r.json()["id"])
-    job = client.get(f"/v1/jobs/{r.json()['id']}", headers=auth(key)).json()
-    assert job["status"] == "succeeded", job
+    job = run_job(client, key, r.json()["id"])
     return client.get(f"/v1/reports/{job['result']['report_id']}", headers=auth(key)).json()
 
 

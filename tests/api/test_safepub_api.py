@@ -11,8 +11,7 @@ import pandas as pd
 import pytest
 
 from app.privacy.anonymity.safepub_params import smallest_k
-from app.worker import runner
-from tests.support.api import assert_problem, auth, submit, upload
+from tests.support.api import assert_problem, auth, run_to_release, submit, upload
 
 QIS = ["age", "education", "race", "sex"]
 
@@ -40,11 +39,8 @@ def test_a_safepub_job_debits_the_replace_one_epsilon_and_releases_classes_of_k(
     assert r.json()["epsilon"] == 4.0
     ledger = client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(headers)).json()
     assert ledger["epsilon_spent"] == 4.0
-    runner.execute(r.json()["id"])
-    job = client.get(f"/v1/jobs/{r.json()['id']}", headers=auth(headers)).json()
-    assert job["status"] == "succeeded", (job["status"], job["error"])
-    rid = job["result"]["release_ids"][0]
-    rel = client.get(f"/v1/releases/{rid}", headers=auth(headers)).json()
+    job, rel = run_to_release(client, headers, r.json()["id"])
+    rid = rel["id"]
     g, meta = rel["guarantees"], rel["metadata"]["safepub"]
     k = smallest_k(1e-5, meta["epsilon_split"]["anonymization"])
     assert meta["k"] == k == g["k"] and meta["k_arx"] == k + 1
@@ -68,10 +64,7 @@ def test_by_default_the_job_draws_once_over_the_whole_lattice(client, adult):
     r = submit(client, headers, "safepub", {"epsilon": 2.0, "quasi_identifiers": QIS}, dataset_id=ds["id"])
     assert r.status_code == 202, r.text
     assert r.json()["params"]["steps"] is None and r.json()["params"]["search"] == "auto"
-    runner.execute(r.json()["id"])
-    job = client.get(f"/v1/jobs/{r.json()['id']}", headers=auth(headers)).json()
-    assert job["status"] == "succeeded", (job["status"], job["error"])
-    rel = client.get(f"/v1/releases/{job['result']['release_ids'][0]}", headers=auth(headers)).json()
+    _, rel = run_to_release(client, headers, r.json()["id"])
     search = rel["metadata"]["safepub"]["search"]
     assert search["strategy"] == "exhaustive" and search["draws"] == 1
     assert search["nodes_scored"] == search["lattice_size"] > 1

@@ -12,9 +12,8 @@ import pytest
 
 from app.privacy.anonymity.verify import disclosure_levels
 from app.privacy.registry import MethodInputError
-from app.worker import runner
 from tests.privacy.test_anonymity_more_models import beta_holds, disclosure, entropy, recursive_holds
-from tests.support.api import assert_problem, auth, submit, upload
+from tests.support.api import assert_problem, auth, run_job, submit, upload
 
 
 def table(rng, n: int, classes: int, values: int) -> pd.DataFrame:
@@ -70,9 +69,7 @@ def risk_report(client, owner, ds: dict, params: dict) -> dict:
     """A risk job on the dataset, run here, and its report."""
     r = submit(client, owner, "risk", params, dataset_id=ds["id"])
     assert r.status_code == 202, r.text
-    runner.execute(r.json()["id"])
-    job = client.get(f"/v1/jobs/{r.json()['id']}", headers=auth(owner)).json()
-    assert job["status"] == "succeeded", job
+    job = run_job(client, owner, r.json()["id"])
     return client.get(f"/v1/reports/{job['result']['report_id']}", headers=auth(owner)).json()
 
 

@@ -51,6 +51,24 @@ def wait_job(client, headers, job_id, timeout: float = 60.0, until=TERMINAL) -> 
         time.sleep(0.1)
 
 
+def run_job(client, headers, job_id) -> dict:
+    """Run a queued job here, on the worker's code path (no worker process), and return it,
+    asserting it succeeded."""
+    from app.worker import runner  # the app's worker: only tests that run jobs import it
+
+    runner.execute(job_id)
+    job = client.get(f"/v1/jobs/{job_id}", headers=auth(headers)).json()
+    assert job["status"] == "succeeded", (job["status"], job.get("error"))
+    return job
+
+
+def run_to_release(client, headers, job_id) -> tuple[dict, dict]:
+    """``run_job``, then the job's (first) release: (job, release)."""
+    job = run_job(client, headers, job_id)
+    release = client.get(f"/v1/releases/{job['result']['release_ids'][0]}", headers=auth(headers)).json()
+    return job, release
+
+
 def assert_problem(response, status: int, *fragments: str) -> dict:
     assert response.status_code == status, (response.status_code, response.text[:500])
     assert response.headers["content-type"].startswith("application/problem+json"), response.headers
