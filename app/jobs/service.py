@@ -6,7 +6,7 @@ import hashlib
 import json
 import math
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
@@ -132,6 +132,10 @@ def submit(session: Session, principal: Principal, req, idempotency_key: str | N
                             errors=[{"loc": ["body", "params", name], "msg": f"applies to {applies} only",
                                      "type": kind} for name in misfit])
     infos = column_infos(resolved.columns)
+    if spec.uses_hierarchies and resolved.dataset_id is not None and resolved.shape == "table":
+        # the root dataset's, as the job's runner reads them (a release's input too)
+        held = set(datasets_repo.hierarchy_columns(session, [resolved.dataset_id]).get(resolved.dataset_id, []))
+        infos = [replace(c, has_hierarchy=c.name in held) for c in infos]
     try:
         spec.validate_against(req.params, infos, resolved.source, resolved.rows)
         epsilon = spec.epsilon_cost(req.params, infos) if resolved.dataset_id else None

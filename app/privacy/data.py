@@ -28,6 +28,10 @@ class ColumnInfo:
     # Profile facts known before any job reads the data (used to price a job's ε up front).
     distinct: int | None = None
     missing: int = 0
+    # An uploaded hierarchy exists for the column: set at submission for a method that reads
+    # hierarchies (its check can refuse a quasi-identifier without a public domain before any
+    # debit). The job itself reads the hierarchies present when it starts (MethodInput.hierarchies).
+    has_hierarchy: bool = False
 
 
 @dataclass(frozen=True)

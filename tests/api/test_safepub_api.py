@@ -98,3 +98,68 @@ def test_a_numeric_quasi_identifier_without_declared_bounds_is_refused(client, m
                                                               "quasi_identifiers": ["age", "sex"]},
                                  dataset_id=ds["id"]), 422)
     assert "bounds" in str(body) and "age" in str(body)
+
+
+def _budget_entries(client, headers, ds) -> int:
+    return client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(headers)).json()["entry_count"]
+
+
+def test_records_outside_the_declared_domain_are_dropped_and_the_job_succeeds(client, make_key):
+    """Ages outside the declared bounds and missing ones failed the job (refunded): the failure
+    published that such a record exists. They are dropped, record by record, and the release says so
+    without a count."""
+    headers = make_key("owner")
+    ages = [20 + (i % 60) for i in range(3000)] + [5, 120, None] * 10
+    frame = pd.DataFrame({"age": ages, "sex": ["a", "b", "a"] * 1010})
+    ds = upload(client, headers, frame.to_csv(index=False).encode(), "t.csv",
+                schema={"age": {"bounds": [17, 90], "role": "quasi_identifier"},
+                        "sex": {"type": "categorical", "categories": ["a", "b"], "role": "quasi_identifier"}}).json()
+    r = submit(client, headers, "safepub", {"epsilon": 2.0, "delta": 1e-4}, dataset_id=ds["id"])
+    assert r.status_code == 202, r.text
+    _, rel = run_to_release(client, headers, r.json()["id"])
+    meta, g = rel["metadata"]["safepub"], rel["guarantees"]
+    body = client.get(f"/v1/releases/{rel['id']}/data", headers=auth(headers), params={"format": "parquet"})
+    out = pd.read_parquet(io.BytesIO(body.content))
+    assert list(out.columns) == ["age", "sex"] and 0 < len(out) < 3000
+    assert out.astype(str).groupby(["age", "sex"]).size().min() >= meta["k"] == g["k"]
+    assert meta["hierarchies"] == {"uploaded": [], "declared_categories": ["sex"], "automatic_intervals": ["age"]}
+    assert "dropped before the search and the sampling" in meta["out_of_domain"]
+    assert "not published" in meta["out_of_domain"] and meta["out_of_domain"] in g["statements"]
+    assert not any("30" in w or "dropped" in w for w in g["warnings"])  # no count, no conditional warning
+    if meta["levels"]["age"] == 0:
+        assert set(out["age"].astype(str)) <= {str(a) for a in range(17, 91)}
+
+
+def test_a_categorical_quasi_identifier_without_a_public_domain_is_refused_at_submission(client, make_key, adult_path):
+    """Neither a hierarchy nor declared categories: a 422 naming the column before any debit (the
+    job failed when it ran); once a hierarchy is uploaded the same request is accepted."""
+    headers = make_key("owner")
+    frame = pd.DataFrame({"age": [20 + i % 60 for i in range(600)], "race": ["White", "Black"] * 300})
+    ds = upload(client, headers, frame.to_csv(index=False).encode(), "t.csv",
+                schema={"age": {"bounds": [17, 90]}, "race": {"type": "categorical"}}).json()
+    params = {"epsilon": 1.0, "delta": 1e-4, "quasi_identifiers": ["age", "race"]}
+    body = assert_problem(submit(client, headers, "safepub", params, dataset_id=ds["id"]), 422)
+    assert "'race' has neither an uploaded hierarchy nor declared categories" in body["detail"], body
+    assert _budget_entries(client, headers, ds) == 0
+    text = (adult_path.parent / "hierarchies" / "race.csv").read_text()
+    assert client.put(f"/v1/datasets/{ds['id']}/hierarchies/race", headers=auth(headers), content=text).status_code == 200
+    r = submit(client, headers, "safepub", params, dataset_id=ds["id"])
+    assert r.status_code == 202, r.text
+
+
+def test_a_tiny_delta_states_a_positive_delta_k_within_it(client, make_key):
+    """δ = 1e-250 at ε_anon = 3: δ(k)'s tails pass scipy's underflow (~1e-249), and read as 0 they
+    gave k = 13,838 with a stated δ(k) of 2.9e-282 — its true δ(k) is 1.4e-249, above the δ asked.
+    In log space k = 13,893, δ(k) = 9.8e-251, through the stored release."""
+    headers = make_key("owner")
+    frame = pd.DataFrame({"sex": ["a", "b"] * 15_000})
+    ds = upload(client, headers, frame.to_csv(index=False).encode(), "t.csv",
+                schema={"sex": {"type": "categorical", "categories": ["a", "b"], "role": "quasi_identifier"}}).json()
+    r = submit(client, headers, "safepub", {"epsilon": 6.0, "search_share": 0.5, "delta": 1e-250}, dataset_id=ds["id"])
+    assert r.status_code == 202, r.text
+    _, rel = run_to_release(client, headers, r.json()["id"])
+    meta, g = rel["metadata"]["safepub"], rel["guarantees"]
+    assert meta["epsilon_split"]["anonymization"] == 3.0
+    assert meta["k"] == smallest_k(1e-250, 3.0) == 13_893
+    assert 1e-251 < meta["delta_k"] <= 1e-250 == g["delta"]
+    assert any(f"δ({meta['k']}) = {meta['delta_k']:.4g}" in s for s in g["statements"])

@@ -77,6 +77,47 @@ def test_hand_values():
     assert delta_of_k(1, 0.9) == pytest.approx(beta_of(0.9), rel=1e-8)
 
 
+def exact_log_tail(n: int, m: int, p: float) -> float:
+    """ln P(Bin(n, p) > m) summed exactly: p as the rational the float is, the masses as integers."""
+    a, d = Fraction(p).numerator, Fraction(p).denominator
+    total, c = 0, math.comb(n, m + 1)
+    for j in range(m + 1, n + 1):
+        total += c * a**j * (d - a) ** (n - j)
+        c = c * (n - j) // (j + 1)
+    return math.log(total) - n * math.log(d)
+
+
+# the first two below SCIPY_FLOOR (e^-474, e^-514: summed in log space), the others scipy's
+@pytest.mark.parametrize("n, m, p", [(2000, 1800, 0.5934), (1500, 1050, 0.3), (800, 792, 0.95), (60, 55, 0.6)])
+def test_binomial_tails_in_log_space_bound_an_exact_sum_tightly(n, m, p):
+    from app.privacy.anonymity.safepub_params import _log_tail_by_terms, log_binomial_tail
+
+    exact = exact_log_tail(n, m, p)
+    by_terms = float(_log_tail_by_terms(np.array([float(n)]), np.array([float(m)]), p)[0])
+    assert exact <= by_terms <= exact + 1e-9  # an upper bound (δ(k) is rounded up), and a tight one
+    assert float(log_binomial_tail(np.array([n]), np.array([float(m)]), p)[0]) == pytest.approx(exact, abs=1e-9)
+
+
+@pytest.mark.parametrize("eps_anon, k", [(3.0, 13838), (3.5, 23931), (4.0, 38886)])
+def test_delta_k_does_not_underflow_where_the_tails_pass_1e_minus_249(eps_anon, k):
+    """scipy's binomial sf returns 0 below ~1e-249: taken as the tail, δ(k) read 0 (3.5, 4.0) or
+    a tail 10³³ times too small (3.0) — a k too small for the δ asked. In log space δ(k) falls
+    smoothly (by ~2–5 % a step here) and stays positive."""
+    d = [delta_of_k(j, eps_anon) for j in (k - 1, k, k + 1)]
+    assert 0 < d[2] <= d[1] <= d[0] < 1e-248
+    assert d[0] / d[1] < 1.1 and d[1] / d[2] < 1.1
+
+
+@pytest.mark.parametrize("delta", [1e-260, 1e-300, 1e-320, 5e-324])
+def test_a_tiny_delta_gives_a_positive_stated_delta_k_within_it(delta):
+    from app.privacy.anonymity.safepub import calibration
+
+    for epsilon in (1.0, 4.0):
+        params = SafePubParams(epsilon=epsilon, delta=delta)
+        _, k, delta_k = calibration(params)
+        assert 0 < delta_k <= delta < delta_of_k(k - 1, float(params.epsilon_anon))
+
+
 def test_epsilon_anon_is_dyadic_and_at_most_the_rest():
     p = SafePubParams(epsilon=1.0, search_share=0.1)
     assert p.epsilon_anon <= Fraction(1.0) - Fraction(1.0) * Fraction(0.1)
@@ -269,9 +310,11 @@ def test_auto_scores_the_whole_lattice_when_it_is_small_and_states_it():
 
 def _interval_labels(data: MethodInput) -> set[str]:
     """The labels of x's generalized levels (every node above the leaves) in safepub's tree."""
-    from app.privacy.anonymity.safepub import _trees
+    from app.privacy.anonymity.safepub import _in_domain_table, _trees
 
-    tree = _trees(data, ["a", "b", "x"])[0][2]
+    qis = ["a", "b", "x"]
+    table, _, hierarchies, uploaded = _in_domain_table(data, qis)
+    tree = _trees(table, {c.name: c for c in data.columns}, qis, hierarchies, uploaded)[0][2]
     return {tree.labels[v] for v in range(len(tree.labels)) if tree.depth[v] < tree.height}
 
 

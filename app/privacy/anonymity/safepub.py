@@ -2,6 +2,8 @@
 Prasser, SafePub, PoPETs 2018(1):67-87, ARX's "(ε, δ)-differential privacy" criterion; Li,
 Qardaji & Su, ASIACCS 2012).
 
+0. A record with a quasi-identifier value outside its public domain is dropped, on its own values
+   alone (safepub_domain.py): a failure on one published that such a record exists.
 1. ε_search chooses a full-domain generalization with the exact exponential mechanism over
    scores of the input: one draw over every node of the lattice of hierarchy levels, or (a large
    lattice, or search 'walk') SafePub's random walk down it, each pivot one draw
@@ -17,7 +19,10 @@ person's exact record is in the sample).
 Step 1 is ε_search-DP, step 2–3 for a fixed node (ε_anon, δ)-DP (Li et al. Thm 5, add/remove-one
 neighbours); their coins are independent, so the release is (ε_search + ε_anon, δ)-DP by
 sequential composition under add/remove, and by group privacy (2ε, (1 + e^ε)δ)-DP under
-replace-one, the ε Veil's budget is debited.
+replace-one, the ε Veil's budget is debited. The dropping of step 0 is a per-record filter: the
+filtered tables of two neighbours are equal or neighbours, so the same (ε, δ) holds for the table
+as given. n is not part of the release; the submission's checks on it (δ < 1/n, k ≤ n) answer the
+dataset's owner, who knows it, outside ε.
 """
 
 from __future__ import annotations
@@ -29,10 +34,12 @@ import numpy as np
 import pandas as pd
 
 from app.privacy.anonymity.axes import build_axes
-from app.privacy.anonymity.hierarchies import flat_hierarchy
 from app.privacy.anonymity.lattice import _Columns
 from app.privacy.anonymity.release import generalize_levels
 from app.privacy.anonymity.roles import resolve_quasi_identifiers
+from app.privacy.anonymity.safepub_domain import (
+    anchor_record, in_domain, public_hierarchies, refuse_without_domain, with_missing_cells,
+)
 from app.privacy.anonymity.safepub_params import (
     SafePubParams, arx_k, beta_of, bernoulli_sample, delta_of_k, smallest_k,
 )
@@ -49,8 +56,16 @@ from app.privacy.registry import MethodInputError, MethodKind, MethodSpec, regis
 from app.privacy.results import ReleaseResult
 
 NEIGHBOURING = ("neighbouring tables differ by one record added or removed (add/remove one), the "
-                "relation Li et al.'s and SafePub's theorems are proven under; the number of records "
-                "is not public")
+                "relation Li et al.'s and SafePub's theorems are proven under; the number of records n "
+                "is not part of the release (the dataset's owner knows it: the checks at submission "
+                "read it, outside ε)")
+OUT_OF_DOMAIN = ("records with a quasi-identifier value outside its public domain (a numeric value missing, "
+                 "not a number, outside the declared bounds, or not a leaf of the uploaded hierarchy; a "
+                 "categorical value that is not a leaf of the uploaded hierarchy or a declared category) "
+                 "were dropped before the search and the sampling, each on its own values alone: the "
+                 "(ε, δ) holds for the table as given (the filtered tables of two neighbours are equal or "
+                 "neighbours); whether any were dropped, and how many, is not published (a count would "
+                 "not be DP); a missing categorical cell is in the domain, released as '<missing>'")
 
 
 def calibration(params: SafePubParams) -> tuple[float, int, float]:
@@ -66,23 +81,20 @@ def calibration(params: SafePubParams) -> tuple[float, int, float]:
     return beta_of(anon), k, delta_of_k(k, anon)
 
 
-def _quasi_identifiers(params: SafePubParams, columns: list[ColumnInfo]) -> list[str]:
-    qis = resolve_quasi_identifiers(columns, params.quasi_identifiers)
-    by_name = {c.name: c for c in columns}
-    for q in qis:
-        if by_name[q].type == "numeric" and by_name[q].bounds is None:
-            raise MethodInputError(
-                f"quasi_identifiers: numeric column {q!r} has no declared bounds: safepub's costs and "
-                "automatic intervals must not be read from the data (declare bounds in the schema)")
-    return qis
-
-
 def _check(params: SafePubParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
-    _quasi_identifiers(params, columns)
+    """At submission: the schema and the uploaded hierarchies (ColumnInfo.has_hierarchy) give every
+    quasi-identifier a public domain, and k exists — nothing here reads a record."""
+    by_name = {c.name: c for c in columns}
+    for q in resolve_quasi_identifiers(columns, params.quasi_identifiers):
+        refuse_without_domain(by_name[q], by_name[q].has_hierarchy)
     calibration(params)
 
 
 def _check_rows(params: SafePubParams, rows: int, columns: list[ColumnInfo] | None = None) -> None:
+    """δ < 1/n and k ≤ n, on the table's record count n (every record, in the domain or not). Not
+    covered by ε: only the dataset's owner may submit safepub (raw data, or a release job), the
+    owner knows n (the dataset listing shows it), and the answer, a 422, goes to the owner; nothing
+    of it enters a release."""
     if rows < 1:
         raise MethodInputError("the table has no records")
     if params.delta >= 1.0 / rows:
@@ -99,27 +111,17 @@ def _epsilon(params: SafePubParams, columns: list[ColumnInfo]) -> float:
     return 2.0 * params.epsilon
 
 
-def _trees(data: MethodInput, qis: list[str]):
-    """Each quasi-identifier's tree and public costs: its uploaded hierarchy, else (categorical)
-    the declared categories under '*'; numeric columns without a hierarchy get automatic
-    intervals over their declared bounds."""
-    infos = {c.name: c for c in data.columns}
-    hierarchies, flat = {}, []
-    for q in qis:
-        if q in data.hierarchies:
-            hierarchies[q] = data.hierarchies[q]
-        elif infos[q].type != "numeric":
-            if not infos[q].categories:
-                raise MethodInputError(
-                    f"quasi_identifiers: {q!r} has neither an uploaded hierarchy nor declared categories: "
-                    "safepub's domain must be public (upload a hierarchy or declare the categories)")
-            hierarchies[q] = flat_hierarchy(infos[q].categories)
-            flat.append(q)
-    trees, notes = build_axes(data.frame[qis], [infos[q] for q in qis], hierarchies,
+def _trees(table: pd.DataFrame, infos: dict[str, ColumnInfo], qis: list[str],
+           hierarchies: dict[str, pd.DataFrame], uploaded: set[str]):
+    """Each quasi-identifier's tree over ``table`` (in-domain records only, safepub_domain) and
+    public costs: its hierarchy (uploaded, or the declared categories under '*'); numeric
+    columns without one get automatic intervals over their declared bounds."""
+    trees, notes = build_axes(table, [infos[q] for q in qis], hierarchies,
                               numeric="hierarchy", categorical="hierarchy", integer_from_data=False)
     costs = [numeric_costs(t) if infos[q].type == "numeric" else categorical_costs(t, hierarchies[q])
              for q, t in zip(qis, trees)]
-    return trees, costs, {"uploaded": [q for q in qis if q in data.hierarchies], "declared_categories": flat,
+    declared = [q for q in qis if q not in uploaded and infos[q].type != "numeric"]
+    return trees, costs, {"uploaded": [q for q in qis if q in uploaded], "declared_categories": declared,
                           "automatic_intervals": notes.automatic}
 
 
@@ -131,19 +133,34 @@ def _inferred_warnings(columns: list[ColumnInfo], automatic: list[str]) -> list[
                               for q in automatic])
 
 
+def _in_domain_table(data: MethodInput, qis: list[str]):
+    """The records whose every quasi-identifier lies in its public domain (a filter record by
+    record, safepub_domain), their count, the hierarchies the trees are built on, and the names of
+    the uploaded ones. With no such record, one public anchor record stands in for building the
+    trees (never scored, sampled or released)."""
+    infos = {c.name: c for c in data.columns}
+    given = public_hierarchies(infos, qis, data.hierarchies)  # uploaded, or declared categories
+    inside = np.flatnonzero(in_domain(data.frame, infos, qis, given))
+    table, hierarchies = with_missing_cells(data.frame.iloc[inside].reset_index(drop=True), infos, qis, given)
+    if len(table) == 0:
+        table = anchor_record(infos, qis, hierarchies)
+    return table, len(inside), hierarchies, set(data.hierarchies) & set(qis)
+
+
 def run_safepub(data: MethodInput, params: SafePubParams, ctx: RunContext) -> ReleaseResult:
     started = time.perf_counter()
-    frame = data.frame
-    assert frame is not None
-    qis = _quasi_identifiers(params, data.columns)
+    assert data.frame is not None
+    qis = resolve_quasi_identifiers(data.columns, params.quasi_identifiers)
     beta, k, delta_k = calibration(params)
-    n = len(frame)
-    _check_rows(params, n)
+    _check_rows(params, len(data.frame))  # the whole table's n, as at submission (the owner knows it)
     ctx.progress(0.02, "hierarchies")
-    trees, costs, sources = _trees(data, qis)
+    table, n, hierarchies, uploaded = _in_domain_table(data, qis)
+    infos = {c.name: c for c in data.columns}
+    trees, costs, sources = _trees(table, infos, qis, hierarchies, uploaded)
     cols = _Columns(trees)
+    scored = np.arange(len(table)) < n  # all but an anchor
     k_score = score_threshold(k, beta)
-    scorer = Scorer(cols, costs, params.metric, k_score, np.ones(n, dtype=bool))
+    scorer = Scorer(cols, costs, params.metric, k_score, scored)
     top = tuple(t.height for t in trees)
     lattice_size = math.prod(h + 1 for h in top)
     strategy = params.strategy(lattice_size)
@@ -157,10 +174,11 @@ def run_safepub(data: MethodInput, params: SafePubParams, ctx: RunContext) -> Re
     else:
         walk = random_walk(scorer, top, params.walk_steps, eta, params.walk_final, ctx.rng, progress)
     ctx.progress(0.9, "sampling and suppressing")
-    sampled = bernoulli_sample(n, params.epsilon_anon, ctx.rng)
-    in_sample = Scorer(cols, costs, params.metric, k, sampled)
-    keep = np.zeros(n, dtype=bool)
-    keep[np.flatnonzero(sampled)[in_sample.kept(walk.node)]] = True
+    sampled = np.zeros(len(table), dtype=bool)
+    sampled[:n] = bernoulli_sample(n, params.epsilon_anon, ctx.rng)
+    # the sample's classes at the chosen node: those of fewer than k sampled records are suppressed
+    ids, n_classes = cols.classes(walk.node)
+    keep = sampled & (np.bincount(ids[sampled], minlength=n_classes)[ids] >= k)
     gen = generalize_levels(trees, walk.node)
     rows = np.flatnonzero(keep)[ctx.rng.permutation(int(keep.sum()))]  # input order is not released
     out = pd.DataFrame({q: pd.Series(gen.labels[q][rows], dtype=object).astype(str) for q in qis})
@@ -200,7 +218,7 @@ def _result(params: SafePubParams, ctx: RunContext, qis: list[str], out: pd.Data
                         "epsilon or delta (a smaller k), or release fewer quasi-identifiers or coarser hierarchies")
     statements = [
         f"(ε, δ)-differential privacy with ε = {stated:.6g}, δ = {delta:g} for the whole release: {NEIGHBOURING}",
-        f"under replace-one neighbours (one record's values changed, n public: the relation Veil's budget "
+        f"under replace-one neighbours (one record's values changed, n the same: the relation Veil's budget "
         f"counts) the release is (ε, δ)-DP with ε = {replace['epsilon']:.6g}, δ = {replace['delta']:.3g} "
         "(group privacy); the job was priced at that ε",
         f"ε is split (sequential composition, independent coins): ε_search = {eps_search:.6g} choosing the "
@@ -223,6 +241,10 @@ def _result(params: SafePubParams, ctx: RunContext, qis: list[str], out: pd.Data
         f"{facts['k_score']} records counted as suppressed), with sensitivity {facts['sensitivity']} under "
         "add/remove (docs/methods/safepub.md); hierarchies and domains are public (uploaded, declared "
         "categories or declared bounds), never read from the data",
+        OUT_OF_DOMAIN,
+        "not published: n, the number of records sampled, suppressed or dropped (this release shows only "
+        "its own records; the dataset's owner knows n, which the submission's checks δ < 1/n and k ≤ n "
+        "read outside ε)",
         *rng_statements(ctx),
     ]
     meta = {
@@ -241,6 +263,7 @@ def _result(params: SafePubParams, ctx: RunContext, qis: list[str], out: pd.Data
                                 "(zcdp.ExactSampler; exact_em over the whole lattice)"},
         "levels": levels, "hierarchies": facts["sources"],
         "suppressed": "removed; their number (and the sample's size) is not published",
+        "out_of_domain": OUT_OF_DOMAIN,
     }
     g = guarantee("central_dp", rng=ctx.rng.name, private=ctx.rng.is_private, epsilon=stated, delta=delta,
                   protected_columns=qis, statements=statements, warnings=warnings, neighbouring=NEIGHBOURING,

@@ -28,7 +28,7 @@ from typing import Literal
 
 import numpy as np
 from pydantic import Field, model_validator
-from scipy import stats
+from scipy import special, stats
 
 from app.privacy.exact_bernoulli import Words, bernoulli_exp
 from app.privacy.registry import Params
@@ -39,6 +39,8 @@ TAIL_MARGIN = 1e-9  # the relative margin added to scipy's binomial tail
 BLOCK = 4096  # values of n per vectorized block
 MAX_SCAN = 2**21  # values of n δ(k) may scan past n_m (~3 s): more only at an ε_anon below ~3·10⁻⁵
 MAX_K = 10**7
+SCIPY_FLOOR = math.log(1e-200)  # below, a binomial tail is summed in log space (scipy's sf underflows at ~1e-249)
+TERMS = 40  # masses a tail below SCIPY_FLOOR sums exactly (each ratio ≤ ~1/(1 + e^ε_anon) < 0.51)
 ANON_GRID = 2**-60  # ε_anon is rounded down to this grid: the exact sampler's x needs a denominator < 2⁶⁴
 MAX_STEPS = 2000
 DEFAULT_STEPS = 300  # ARX's
@@ -122,7 +124,13 @@ def beta_of(epsilon_anon: float) -> float:
 
 
 def delta_of_k(k: int, epsilon_anon: float) -> float:
-    """δ(k) of Li et al.'s theorem at β = 1 − e^(−ε_anon), rounded up (module doc)."""
+    """δ(k) as a float, rounded up (never 0: the smallest float above 0 at worst)."""
+    return min(1.0, math.nextafter(math.exp(log_delta_of_k(k, epsilon_anon)), math.inf))
+
+
+def log_delta_of_k(k: int, epsilon_anon: float) -> float:
+    """ln δ(k) of Li et al.'s theorem at β = 1 − e^(−ε_anon), rounded up (module doc), computed in
+    log space throughout: at δ ≈ 1e-250 the tails underflow a float."""
     beta = beta_of(epsilon_anon)
     gamma = -math.expm1(-2.0 * epsilon_anon)
     beta_hi, gamma_lo, gamma_hi = beta * (1 + REL), gamma * (1 - REL), gamma * (1 + REL)
@@ -130,21 +138,49 @@ def delta_of_k(k: int, epsilon_anon: float) -> float:
         raise ValueError("epsilon_anon too small for the bound")
     n_m = max(1, math.ceil(k / gamma_hi - 1.0))
     exponent = _chernoff_exponent(epsilon_anon, beta, gamma)
-    best = 0.0
+    best = -math.inf
     start = n_m
     while True:
         n = np.arange(start, start + BLOCK, dtype=np.int64)
-        tail = np.exp(stats.binom.logsf(np.floor(gamma_lo * n), n, beta_hi))
+        tail = log_binomial_tail(n, np.floor(gamma_lo * n), beta_hi)
         running = np.maximum.accumulate(np.maximum(tail, best))
-        chernoff = np.exp(-n * exponent)
-        done = np.flatnonzero(running >= chernoff)
+        done = np.flatnonzero(running >= -n * exponent)
         if done.size:
-            best = float(running[done[0]])
-            return min(1.0, best * (1 + TAIL_MARGIN))
+            return min(0.0, float(running[done[0]]) + math.log1p(TAIL_MARGIN))
         best = float(running[-1])
         start += BLOCK
         if start - n_m > MAX_SCAN:
             raise ValueError("epsilon_anon too small: δ(k)'s maximum lies too far past n_m")
+
+
+def log_binomial_tail(n: np.ndarray, m: np.ndarray, p: float) -> np.ndarray:
+    """ln P(Bin(n, p) > m), elementwise, for m ≥ np (the tails δ(k) takes). scipy's sf (Boost)
+    where it is above e^SCIPY_FLOOR; below, where it underflows to 0 (from ~1e-249), summed in log
+    space from the first term on (``_log_tail_by_terms``)."""
+    out = stats.binom.logsf(m, n, p)
+    low = ~(out >= SCIPY_FLOOR)
+    if low.any():
+        out[low] = _log_tail_by_terms(n[low].astype(float), m[low].astype(float), p)
+    return out
+
+
+def _log_tail_by_terms(n: np.ndarray, m: np.ndarray, p: float) -> np.ndarray:
+    """An upper bound on ln P(Bin(n, p) > m), tight to ~1e-12 plus lgamma's float error, for
+    m + 1 > np: the first mass f(j₀), j₀ = m + 1, in log space (lgamma), times the sum of
+    the masses after it relative to it, Σ_t Π_{l<t} r(j₀ + l) with r(j) = f(j + 1)/f(j) =
+    (n − j)/(j + 1)·p/(1 − p) < 1 and falling in j: TERMS terms exactly, the rest bounded by a
+    geometric series at the last ratio. The log mass is raised by 8 ulps of each of its terms'
+    magnitudes (lgamma of n ~ 10⁷ is ~10⁸: its rounding is ~10⁻⁸ absolute)."""
+    j0 = m + 1.0
+    terms = np.stack([special.gammaln(n + 1.0), -special.gammaln(j0 + 1.0), -special.gammaln(n - j0 + 1.0),
+                      j0 * math.log(p), (n - j0) * math.log1p(-p)])
+    log_first = terms.sum(axis=0) + 8 * np.finfo(float).eps * np.abs(terms).sum(axis=0)
+    j = j0[:, None] + np.arange(TERMS + 1)[None, :]
+    ratio = np.maximum(n[:, None] - j, 0.0) / (j + 1.0) * (p / (1.0 - p))
+    products = np.cumprod(ratio[:, :-1], axis=1)  # f(j₀ + t)/f(j₀), t = 1..TERMS
+    rest = products[:, -1] * ratio[:, -1] / (1.0 - ratio[:, -1])
+    relative = (1.0 + products.sum(axis=1) + rest) * (1 + 1e-12)  # the sum's rounding
+    return np.where(j0 <= n, log_first + np.log(relative), -np.inf)
 
 
 def _chernoff_exponent(epsilon_anon: float, beta: float, gamma: float) -> float:

@@ -104,13 +104,6 @@ class Scorer:
     rows: np.ndarray
     cache: dict[Node, Fraction] = field(default_factory=dict)
 
-    def kept(self, node: Node) -> np.ndarray:
-        """Which of the rows' records are in classes of at least k_score of the rows."""
-        ids, n_classes = self.cols.classes(node)
-        ids = ids[self.rows]
-        sizes = np.bincount(ids, minlength=n_classes)
-        return sizes[ids] >= self.k_score
-
     def score(self, node: Node) -> Fraction:
         if node not in self.cache:
             self.cache[node] = self._score(node)

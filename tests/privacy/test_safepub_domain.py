@@ -1,0 +1,112 @@
+"""safepub's public domain: a record with a quasi-identifier value outside it (a numeric value
+outside the bounds, missing or not a hierarchy leaf; a categorical value no leaf of the hierarchy)
+is dropped before the search and the sampling — the run never fails on such a record (a failure
+published that one exists, outside (ε, δ)), and with the same coins the release is exactly the one
+of the table without those records. A quasi-identifier without a public domain is refused at
+submission, from the schema and the uploaded hierarchies alone."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from app.privacy.anonymity.safepub import OUT_OF_DOMAIN, _check, run_safepub
+from app.privacy.anonymity.safepub_domain import in_domain, public_hierarchies
+from app.privacy.anonymity.safepub_params import SafePubParams
+from app.privacy.context import RunContext
+from app.privacy.data import ColumnInfo, MethodInput
+from app.privacy.registry import MethodInputError
+from app.privacy.rng import SecureRandom
+
+HIER = {"a": pd.DataFrame({"l0": ["a1", "a2", "a3", "a4"], "l1": ["A", "A", "B", "B"], "l2": ["*"] * 4}),
+        "b": pd.DataFrame({"l0": ["b1", "b2", "b3"], "l1": ["*"] * 3})}
+X = ColumnInfo(name="x", type="numeric", role="quasi_identifier", bounds=(0.0, 10.0), integer=True)
+INFOS = [ColumnInfo(name="a", type="categorical", role="quasi_identifier"),
+         ColumnInfo(name="b", type="categorical", role="quasi_identifier"), X]
+X_HIER = pd.DataFrame({"l0": ["0", "5", "10"], "l1": ["0-5", "0-5", "10"], "l2": ["*"] * 3})
+PARAMS = SafePubParams(epsilon=2.0, delta=1e-5)
+
+
+def _clean(n: int = 3000, seed: int = 3) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({"a": rng.choice(["a1", "a2", "a3", "a4"], n), "b": rng.choice(["b1", "b2", "b3"], n),
+                          "x": rng.choice([0.0, 5.0, 10.0], n)})
+    frame.loc[rng.random(n) < 0.05, "b"] = None  # a missing categorical cell is in the domain
+    return frame
+
+
+OUTSIDE = pd.DataFrame({"a": ["a1", "a9", "a2", "a3", "a4", "a1"],  # a9: no leaf of a's hierarchy
+                        "b": ["b1", "b2", "b3", "b1", "<missing>", "b2"],  # '<missing>' spelled out: no leaf
+                        "x": [-1.0, 5.0, 10.5, np.nan, 0.0, 1e300]})  # outside [0, 10], missing
+
+
+def _release(frame: pd.DataFrame, hierarchies=None, seed: int = 11):
+    data = MethodInput(columns=INFOS, frame=frame, hierarchies=dict(HIER if hierarchies is None else hierarchies))
+    return run_safepub(data, PARAMS, RunContext(rng=SecureRandom(seed=seed)))
+
+
+def _interleaved(clean: pd.DataFrame, outside: pd.DataFrame) -> pd.DataFrame:
+    """The out-of-domain records spread among the clean ones (the clean ones keep their order)."""
+    at = np.linspace(0, len(clean), len(outside), dtype=int)
+    parts, last = [], 0
+    for i, cut in enumerate(at):
+        parts += [clean.iloc[last:cut], outside.iloc[[i]]]
+        last = cut
+    return pd.concat([*parts, clean.iloc[last:]], ignore_index=True)
+
+
+def test_out_of_domain_records_are_dropped_and_the_release_is_that_of_the_table_without_them():
+    clean = _clean()
+    mixed = _interleaved(clean, OUTSIDE)
+    assert (in_domain(mixed, {c.name: c for c in INFOS}, ["a", "b", "x"],
+                      public_hierarchies({c.name: c for c in INFOS}, ["a", "b", "x"], HIER)).sum() == len(clean))
+    for seed in (11, 12):
+        with_them, without = _release(mixed, seed=seed), _release(clean, seed=seed)
+        assert with_them.frame.equals(without.frame)  # the same coins, the same release
+        assert with_them.metadata == without.metadata and with_them.guarantees == without.guarantees
+    out, meta = with_them.frame, with_them.metadata["safepub"]
+    assert len(out) and out.groupby(["a", "b", "x"]).size().min() >= meta["k"]
+    assert meta["out_of_domain"] == OUT_OF_DOMAIN and OUT_OF_DOMAIN in with_them.guarantees["statements"]
+    assert "dropped before the search and the sampling" in OUT_OF_DOMAIN and "not published" in OUT_OF_DOMAIN
+    assert not any(str(len(OUTSIDE)) in w for w in with_them.guarantees["warnings"])
+
+
+def test_a_missing_categorical_cell_is_released_as_the_missing_leaf():
+    """b alone: its leaves cost nothing against the root's 1 a record, so the search keeps them."""
+    data = MethodInput(columns=INFOS, frame=_clean(), hierarchies=dict(HIER))
+    result = run_safepub(data, SafePubParams(epsilon=2.0, quasi_identifiers=["b"]), RunContext(rng=SecureRandom(seed=5)))
+    assert result.metadata["safepub"]["levels"] == {"b": 0}
+    assert set(result.frame["b"]) == {"b1", "b2", "b3", "<missing>"}
+
+
+def test_a_numeric_value_that_is_no_leaf_of_the_uploaded_hierarchy_is_dropped():
+    clean = _clean()
+    hierarchies = {**HIER, "x": X_HIER}
+    mixed = _interleaved(clean, pd.DataFrame({"a": ["a1", "a2"], "b": ["b1", "b2"], "x": [3.0, 7.0]}))
+    with_them, without = _release(mixed, hierarchies), _release(clean, hierarchies)
+    assert with_them.frame.equals(without.frame) and with_them.metadata == without.metadata
+    assert with_them.metadata["safepub"]["hierarchies"]["uploaded"] == ["a", "b", "x"]
+
+
+def test_a_table_with_no_record_in_the_domain_gives_an_empty_release_not_a_failure():
+    outside = pd.concat([OUTSIDE] * 20, ignore_index=True)
+    result = _release(outside)
+    meta, clean = result.metadata["safepub"], _release(_clean()).metadata["safepub"]
+    assert len(result.frame) == 0 and list(result.frame.columns) == ["a", "b", "x"]
+    assert meta["search"]["lattice_size"] == clean["search"]["lattice_size"]  # public: the same lattice
+    assert meta["search"]["nodes_scored"] == meta["search"]["lattice_size"]
+    assert set(meta["levels"]) == {"a", "b", "x"} and meta["out_of_domain"] == OUT_OF_DOMAIN
+    assert any("the release is empty" in w for w in result.guarantees["warnings"])
+
+
+def test_a_quasi_identifier_without_a_public_domain_is_refused_from_the_schema():
+    bare = ColumnInfo(name="c", type="categorical", role="quasi_identifier")
+    params = SafePubParams(epsilon=1.0, quasi_identifiers=["c", "x"])
+    with pytest.raises(MethodInputError, match="'c' has neither an uploaded hierarchy nor declared categories"):
+        _check(params, [bare, X], None)
+    _check(params, [ColumnInfo(name="c", type="categorical", role="quasi_identifier", has_hierarchy=True), X], None)
+    _check(params, [ColumnInfo(name="c", type="categorical", role="quasi_identifier", categories=("u",)), X], None)
+    unbounded = ColumnInfo(name="x", type="numeric", role="quasi_identifier")
+    with pytest.raises(MethodInputError, match="numeric column 'x' has no declared bounds"):
+        _check(params, [ColumnInfo(name="c", type="categorical", categories=("u",)), unbounded], None)
