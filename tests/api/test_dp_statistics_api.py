@@ -6,6 +6,7 @@ reach, and bad queries are 422s naming the query and field with nothing queued o
 from __future__ import annotations
 
 import io
+import json
 
 import numpy as np
 import pandas as pd
@@ -115,3 +116,42 @@ def test_a_column_without_declared_bounds_is_refused_naming_it(client, owner):
         {"statistic": "count"}, {"statistic": "mean", "column": "age"}]}, dataset_id=r.json()["id"]), 422,
         "queries[1].column: column 'age' has no declared bounds")
     assert "bounds" in body["detail"]
+
+
+def test_an_add_remove_job_is_debited_the_replace_one_epsilon_and_publishes_no_n(client, owner):
+    """ε = 30 under add/remove: the count of records (0 against a replacement), the histogram
+    (Δ 1 → 2) and the grouped mean (2 in both parts) are priced (0 + 2 + 2)/3 × 30 = 40 on the
+    ledger. At that ε the empty groups' noisy counts are far below 1: their means are not
+    estimated (null in JSON lines, empty in CSV) and their intervals are the bounds."""
+    frame = _frame()
+    ds = _dataset(client, owner, frame)
+    client.put(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner), json={"epsilon_total": 45.0})
+    queries = [{"statistic": "count"}, {"statistic": "histogram", "column": "education", "by": ["income"]},
+               {"statistic": "mean", "column": "age", "by": ["sex", "income"]}]
+    bad = submit(client, owner, "dp_statistics", {"epsilon": 1.0, "neighbouring": "swap", "queries": queries},
+                 dataset_id=ds["id"])
+    assert "neighbouring" in str(assert_problem(bad, 422))
+    r = submit(client, owner, "dp_statistics", {"epsilon": 30.0, "neighbouring": "add_remove", "queries": queries},
+               dataset_id=ds["id"])
+    assert r.status_code == 202, r.text
+    assert client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner)).json()["epsilon_spent"] == 40.0
+    _, rel = run_to_release(client, owner, r.json()["id"])
+    g, meta = rel["guarantees"], rel["metadata"]["dp_statistics"]
+    assert g["epsilon"] == 30.0 and g["replace_one"]["epsilon"] == 40.0 and g["replace_one"]["epsilon_delivered"] <= 40.0
+    assert "added or removed" in g["neighbouring"] and "records" not in meta
+    body = client.get(f"/v1/releases/{rel['id']}/data", headers=auth(owner), params={"format": "jsonl"})
+    assert body.status_code == 200, body.text
+    rows = [json.loads(line) for line in body.text.splitlines()]
+    count = rows[0]
+    assert count["epsilon"] == pytest.approx(10.0) and count["noise"].startswith("discrete Laplace")
+    assert abs(count["value"] - N) < 5
+    means = {row["group"]: row for row in rows if row["query"] == 2}
+    assert len(means) == 9  # (Female, Male, missing) × (<=50K, >50K, missing)
+    for group, row in means.items():
+        if "(missing)" in group:  # no record has a missing sex or income
+            assert row["value"] is None and (row["ci95_low"], row["ci95_high"]) == (17.0, 90.0), row
+        else:
+            assert 17.0 <= row["value"] <= 90.0
+    csv = client.get(f"/v1/releases/{rel['id']}/data", headers=auth(owner), params={"format": "csv"})
+    out = pd.read_csv(io.BytesIO(csv.content), keep_default_na=False, na_values=[""])
+    assert out[out["query"] == 2]["value"].isna().sum() == 5

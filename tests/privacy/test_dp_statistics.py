@@ -108,21 +108,31 @@ def _neighbours(frame: pd.DataFrame, rng: np.random.Generator, count: int):
 
 
 def _exact(plan, frame: pd.DataFrame, statistic: str) -> np.ndarray:
-    """The exact answers of a query (the mechanisms' input)."""
+    """The exact input of a query's first mechanism."""
+    return exact_inputs(plan, frame)[0]
+
+
+def exact_inputs(plan, frame: pd.DataFrame) -> list[np.ndarray]:
+    """The exact input of each of a query's Laplace mechanisms (a mean's: its centred sums and
+    its counts of non-missing values), computed here from the table."""
     from app.privacy.dp_release.statistics import group_codes, numeric_values
 
     g, labels = group_codes(plan, frame)
+    statistic, column = plan.query.statistic, plan.query.column
+    if statistic == "count" and column is None:  # of records
+        return [np.bincount(g, minlength=len(labels)).astype(float)]
     if statistic == "count":  # of a column's non-missing values
-        present = frame[plan.query.column].notna().to_numpy()
-        return np.bincount(g[present], minlength=len(labels)).astype(float)
+        present = frame[column].notna().to_numpy()
+        return [np.bincount(g[present], minlength=len(labels)).astype(float)]
     if statistic == "histogram":
-        codes, levels = level_codes(plan.value, frame[plan.query.column], plan.bins)
-        return np.bincount(g * len(levels) + codes, minlength=len(labels) * len(levels)).astype(float)
-    values = numeric_values(plan.value, frame[plan.query.column])
+        codes, levels = level_codes(plan.value, frame[column], plan.bins)
+        return [np.bincount(g * len(levels) + codes, minlength=len(labels) * len(levels)).astype(float)]
+    values = numeric_values(plan.value, frame[column])
     counts, sums, unit = exact_sums(values, g, len(labels), plan.value.lo, plan.value.hi)
     lo, hi = Fraction(plan.value.lo), Fraction(plan.value.hi)
     offset = lo if statistic == "sum" else lo - (lo + hi) / 2
-    return np.array([float(offset * int(c) + Fraction(2) ** unit * int(s)) for c, s in zip(counts, sums)])
+    totals = np.array([float(offset * int(c) + Fraction(2) ** unit * int(s)) for c, s in zip(counts, sums)])
+    return [totals] if statistic == "sum" else [totals, counts.astype(float)]
 
 
 @pytest.mark.parametrize("query", [
@@ -135,17 +145,25 @@ def _exact(plan, frame: pd.DataFrame, statistic: str) -> np.ndarray:
     {"statistic": "count", "column": "score", "by": ["sex"]}, {"statistic": "count", "column": "score"},
 ])
 def test_the_stated_sensitivity_holds_on_neighbouring_tables(query):
+    """Every mechanism of the query (a mean's centred sum and count) on 300 replace-one neighbours."""
     frame = table(60, seed=3)
     plan = build_plans(params(1.0, query), SCHEMA)[0]
-    mechanism = plan.mechanisms[0]
-    base = _exact(plan, frame, query["statistic"])
-    worst = 0.0
-    for other in _neighbours(frame, np.random.default_rng(4), 300):
-        moved = np.abs(_exact(plan, other, query["statistic"]) - base)
-        assert np.count_nonzero(moved) <= mechanism.coords
-        worst = max(worst, moved.sum())
-    assert worst <= mechanism.sensitivity + 1e-9
-    assert worst >= 0.5 * mechanism.sensitivity  # the bound is reached, not loose by far
+    assert_sensitivities_hold(plan, frame, _neighbours(frame, np.random.default_rng(4), 300))
+
+
+def assert_sensitivities_hold(plan, frame: pd.DataFrame, neighbours, reached: float = 0.5) -> None:
+    """Each mechanism's exact input moves by at most its L1 sensitivity over at most its
+    coordinates between ``frame`` and every neighbour, and by at least ``reached`` of it for one."""
+    base = exact_inputs(plan, frame)
+    worst = [0.0] * len(plan.mechanisms)
+    for other in neighbours:
+        for i, (mechanism, now) in enumerate(zip(plan.mechanisms, exact_inputs(plan, other))):
+            moved = np.abs(now - base[i])
+            assert np.count_nonzero(moved) <= mechanism.coords, (mechanism.role, moved)
+            worst[i] = max(worst[i], moved.sum())
+    for mechanism, w in zip(plan.mechanisms, worst):
+        assert w <= mechanism.sensitivity + 1e-9, (mechanism.role, w, mechanism.sensitivity)
+        assert w >= reached * mechanism.sensitivity - 1e-9, (mechanism.role, w)  # not loose by far
 
 
 def test_exact_sums_are_the_rational_sums_of_the_values_on_their_grid():
@@ -350,3 +368,62 @@ def test_a_category_named_like_the_missing_level_is_refused():
     for query in ({"statistic": "histogram", "column": "sex"}, {"statistic": "count", "by": ["sex"]}):
         with pytest.raises(MethodInputError, match=r"queries\[0\].*'sex' declares a category '\(missing\)'"):
             build_plans(params(1.0, query), clash)
+
+
+# ------------------------------------------------------------------------ bin labels
+@pytest.mark.parametrize("bounds, bins", [
+    ((1e15, 1e15 + 10), 10),  # 6 digits: every label was '[1e+15, 1e+15)'
+    ((1e15, 1e15 + 2), 8),  # bins of 0.25 where floats are 0.125 apart: 17 digits
+    ((1.0, 1.0 + 1e-9), 4), ((0.0, 1e-300), 256), ((-1e307, 1e307), 256),  # tiny and huge bounds
+    ((17.0, 90.0), 16), ((-5.0, 5.0), 3),
+])
+def test_bin_labels_are_distinct_and_hold_the_values_of_their_bins(bounds, bins):
+    from app.privacy.dp_release.statistics_params import bin_edges
+
+    lo, hi = bounds
+    plan = build_plans(DPStatisticsParams.model_validate({"epsilon": 1, "bounds": {"score": list(bounds)}, "queries": [
+        {"statistic": "histogram", "column": "score", "bins": bins}]}), SCHEMA)[0]
+    edges = bin_edges(lo, hi, bins)
+    inside = np.array([a + (b - a) / 2 for a, b in zip(edges, edges[1:])])  # a value inside each bin
+    codes, labels = level_codes(plan.value, pd.Series(np.append(inside, np.nan)), bins)
+    assert codes.tolist() == list(range(bins + 1)) and labels[-1] == "(missing)"
+    assert len(set(labels)) == len(labels) == bins + 1
+    width = (hi - lo) / bins
+    for b, label in enumerate(labels[:-1]):
+        assert label[0] == "[" and label[-1] == ("]" if b == bins - 1 else ")")
+        left, right = (float(x) for x in label[1:-1].split(", "))
+        # each printed edge within a thousandth of a bin of the edge: the bin's values between them
+        assert abs(left - edges[b]) <= width / 1000 and abs(right - edges[b + 1]) <= width / 1000
+        assert left <= inside[b] <= right
+    if bounds == (17.0, 90.0):
+        assert labels[:2] == ["[17, 21.5625)", "[21.5625, 26.125)"] and labels[-2] == "[85.4375, 90]"
+
+
+def test_bins_narrower_than_the_floats_at_their_bounds_are_refused():
+    p = DPStatisticsParams.model_validate({"epsilon": 1, "bounds": {"score": [1e15, 1e15 + 1]}, "queries": [
+        {"statistic": "count"}, {"statistic": "histogram", "column": "score", "bins": 64}]})
+    with pytest.raises(MethodInputError, match=r"queries\[1\]\.bins: 64 bins over \[1000000000000000, "
+                                               r"1000000000000001\] are narrower than the spacing"):
+        build_plans(p, SCHEMA)
+
+
+# ------------------------------------------------------------------------ a group without values
+def test_a_mean_whose_noisy_count_is_below_1_is_not_estimated():
+    """A group may hold no value: with a noisy count below 1 its mean is NaN (no estimate) and its
+    interval the whole bounds; otherwise a value within the bounds. At ε = 100 the counts' noise
+    is far below 1: the empty groups are never estimated, the others always."""
+    frame = table(200, seed=24)
+    frame["race"] = frame["race"].where(frame["race"] != "c", "a")  # race=c holds no record
+    for epsilon, seeds in ((100.0, range(5)), (0.05, range(30))):
+        p = params(epsilon, {"statistic": "mean", "column": "score", "by": ["race"]})
+        for seed in seeds:
+            out = run(p, frame, seed).frame.set_index("group")
+            missing = out["value"].isna()
+            assert (out.loc[missing, "ci95_low"] == -5.0).all() and (out.loc[missing, "ci95_high"] == 5.0).all()
+            assert out.loc[~missing, "value"].between(-5.0, 5.0).all()
+            if epsilon == 100.0:
+                assert missing.to_dict() == {"race=a": False, "race=b": False, "race=c": True,
+                                             "race=(missing)": False}
+                assert abs(out.loc["race=b", "value"] - frame.loc[frame["race"] == "b", "score"].mean()) < 0.05
+    meta = run(params(100.0, {"statistic": "mean", "column": "score", "by": ["race"]}), frame).metadata
+    assert meta["dp_statistics"]["queries"][0]["not_estimated"] == 1

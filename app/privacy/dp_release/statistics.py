@@ -24,6 +24,12 @@ so it may move to another group, another cell, or between a missing and a presen
               the declared bounds, utility u(c) = −|#{x ≤ c} − q·m| (m the non-missing values
               of the group), sampled exactly (exact_em); sensitivity 1 (module statistics_params).
 
+With ``neighbouring: add_remove`` one record, missing cells and all, joins or leaves one group:
+n is not public and the ungrouped count of records is measured (sensitivity 1); a count or
+histogram has L1 1, a sum max(|lo|, |hi|), a mean's centred sum (hi − lo)/2 and count 1, a
+quantile's utility max(q, 1 − q) and each group's draws their full share. The ledger is
+debited the replace-one ε the answers also satisfy (statistics_params.ledger_epsilon).
+
 Every noisy value is an exact query value plus discrete Laplace noise on a power-of-two grid
 (noise.laplace_mechanism; its delivered ε, floating-point slack included, is ≤ the ε asked).
 A sum is computed exactly: each clamped value is taken on the grid u = 2^⌊log2((hi − lo)/2²⁰)⌋
@@ -37,7 +43,8 @@ data): the smallest integer a with P(|Y| > a) = 2ρ^(a+1)/(1 + ρ) ≤ 5 %, Y th
 Laplace of the answer's scale t (ρ = e^(−1/t)), widened by half a grid step for the rounding of
 the exact value onto the grid. A mean's interval holds its sum and count within their 97.5 %
 intervals (together ≥ 95 %, a union bound) and spans the ratio over that box; the whole bounds
-when the count's interval reaches 0. A quantile has none.
+when the count's interval reaches 0. A mean whose noisy count is below 1 is not estimated
+(NaN: the group may hold no value). A quantile has none.
 """
 
 from __future__ import annotations
@@ -54,20 +61,20 @@ import pandas as pd
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
 from app.privacy.dp_release import exact_em
-from app.privacy.dp_release.common import NEIGHBOURING, rng_statements
-from app.privacy.dp_release.encoding import ColumnPlan, domain_warnings
+from app.privacy.dp_release.encoding import ColumnPlan
+from app.privacy.dp_release.statistics_guarantee import laplace_facts, release_guarantee
 from app.privacy.dp_release.statistics_params import (
-    MAX_CANDIDATES, MISSING, DPStatisticsParams, QueryPlan, build_plans, check, check_rows,
-    spent_epsilon,
+    MAX_CANDIDATES, MISSING, DPStatisticsParams, QueryPlan, bin_edges, bin_labels, build_plans, check,
+    check_rows, ledger_epsilon,
 )
-from app.privacy.guarantees import guarantee
-from app.privacy.noise import LAPLACE_SAMPLER, NoiseRecord, calibrate_laplace, laplace_mechanism
+from app.privacy.noise import NoiseRecord, calibrate_laplace, laplace_mechanism
 from app.privacy.registry import MethodInputError, MethodKind, MethodSpec, register
 from app.privacy.results import ReleaseResult
 from app.privacy.rng import SecureRandom
 
 SUM_RESOLUTION = 20  # a value is taken on a grid of (hi − lo)/2^20 or finer for the exact sums
-UTILITY = "u(c) = −|#{x ≤ c} − q·m|, m the group's non-missing values; sensitivity 1 under replace-one"
+UTILITY = ("u(c) = −|#{x ≤ c} − q·m|, m the group's non-missing values; sensitivity 1 under replace-one, "
+           "max(q, 1 − q) under add/remove")
 OUTPUT_COLUMNS = ["query", "statistic", "column", "group", "level", "value", "epsilon", "noise",
                   "ci95_low", "ci95_high"]
 
@@ -99,9 +106,7 @@ def level_codes(plan: ColumnPlan, series: pd.Series, bins: int) -> tuple[np.ndar
     np.minimum(scaled, bins - 1, out=scaled)  # the upper bound is in the last bin
     scaled[np.isnan(scaled)] = bins  # the missing level
     codes = scaled.astype(np.int64)
-    edges = [plan.lo + (plan.hi - plan.lo) * b / bins for b in range(bins)] + [plan.hi]
-    labels = [f"[{edges[b]:.6g}, {edges[b + 1]:.6g}{']' if b == bins - 1 else ')'}" for b in range(bins)]
-    return codes, labels + [MISSING]
+    return codes, bin_labels(bin_edges(plan.lo, plan.hi, bins)) + [MISSING]
 
 
 def group_codes(plan: QueryPlan, frame: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
@@ -214,23 +219,25 @@ def candidates(plan: ColumnPlan) -> np.ndarray:
     return np.linspace(plan.lo, plan.hi, MAX_CANDIDATES)
 
 
-def quantile_exponents(at_or_below: np.ndarray, q: float, m: int, epsilon: float) -> tuple[np.ndarray, int]:
-    """The exponential mechanism's exponents ε/2·(|k_c − q·m| − min) as integers over one
-    denominator (exact_em.sample's input): q and ε are floats, so exact dyadic rationals;
-    k_c = #{x ≤ c}. Computed once per distinct k_c (object arrays: exact at any size)."""
+def quantile_exponents(at_or_below: np.ndarray, q: float, m: int, epsilon: float,
+                       sensitivity: Fraction = Fraction(1)) -> tuple[np.ndarray, int]:
+    """The exponential mechanism's exponents ε/(2Δ)·(|k_c − q·m| − min) as integers over one
+    denominator (exact_em.sample's input): q and ε are floats, so exact dyadic rationals, and Δ
+    a Fraction; k_c = #{x ≤ c}. Computed once per distinct k_c (object arrays: exact at any size)."""
     qa, qb = q.as_integer_ratio()
     ea, eb = epsilon.as_integer_ratio()
+    da, db = sensitivity.numerator, sensitivity.denominator
     distinct, inverse = np.unique(at_or_below, return_inverse=True)
     gap = np.abs(distinct.astype(object) * qb - qa * m)  # |k − q·m|·qb
-    return ((gap - gap.min()) * ea)[inverse], 2 * eb * qb
+    return ((gap - gap.min()) * (ea * db))[inverse], 2 * eb * qb * da
 
 
 def draw_quantile(sorted_values: np.ndarray, grid: np.ndarray, q: float, epsilon: float,
-                  rng: SecureRandom) -> float:
+                  rng: SecureRandom, sensitivity: Fraction = Fraction(1)) -> float:
     """One ε-DP quantile of a group's sorted non-missing values: a candidate with probability
-    ∝ exp(ε·u(c)/2), u(c) = −|#{x ≤ c} − q·m| (sensitivity 1), sampled exactly."""
+    ∝ exp(ε·u(c)/(2Δ)), u(c) = −|#{x ≤ c} − q·m| of sensitivity Δ, sampled exactly."""
     at_or_below = np.searchsorted(sorted_values, grid, side="right")
-    numerators, denominator = quantile_exponents(at_or_below, q, len(sorted_values), epsilon)
+    numerators, denominator = quantile_exponents(at_or_below, q, len(sorted_values), epsilon, sensitivity)
     return float(grid[exact_em.sample(rng, numerators, denominator)])
 
 
@@ -264,12 +271,6 @@ class Answers:
                              for name, column in self.columns.items()})
 
 
-def _laplace_facts(role: str, record: NoiseRecord, sensitivity: str) -> dict[str, Any]:
-    facts = record.as_dict()
-    facts.update(role=role, sensitivity_statement=sensitivity)
-    return facts
-
-
 def _laplace_answer(plan: QueryPlan, exact: np.ndarray, rng: SecureRandom) -> tuple[np.ndarray, NoiseRecord]:
     m = plan.mechanisms[0]
     return laplace_mechanism(exact, m.sensitivity, m.coords, m.epsilon, rng)
@@ -284,7 +285,7 @@ def _counts(plan: QueryPlan, frame: pd.DataFrame, answers: Answers, rng: SecureR
     """count and histogram: bincounts of the group (× level) cells."""
     q, n = plan.query, len(frame)
     g, group_labels = group_codes(plan, frame)
-    if q.free:
+    if plan.free:
         answers.add(plan, group_labels, [""], np.array([float(n)]), "none: n is public under "
                     "replace-one neighbours", np.array([float(n)]), np.array([float(n)]))
         return {"mechanisms": [], "epsilon_delivered": 0.0}
@@ -304,8 +305,18 @@ def _counts(plan: QueryPlan, frame: pd.DataFrame, answers: Answers, rng: SecureR
     noisy, record = _laplace_answer(plan, cells.astype(np.float64), rng)
     answers.add(plan, group_labels, levels, noisy, f"discrete Laplace, scale {record.scale:.4g}", *_interval(noisy, record))
     m = plan.mechanisms[0]
-    return {"mechanisms": [_laplace_facts(m.role, record, f"L1 {m.sensitivity:g} over {m.coords} cell(s)")],
-            "epsilon_delivered": record.epsilon_delivered, "levels": levels if q.statistic == "histogram" else None}
+    return _delivered(plan, [laplace_facts(m, record, f"L1 {m.sensitivity:g} over {m.coords} cell(s)",
+                                           plan.add_remove)],
+                      levels=levels if q.statistic == "histogram" else None)
+
+
+def _delivered(plan: QueryPlan, mechanisms: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    """A Laplace query's facts: its mechanisms and their delivered ε (and replace-one ε, under
+    add/remove), added up (sequential composition inside a mean)."""
+    facts = {"mechanisms": mechanisms, "epsilon_delivered": sum(m["epsilon_delivered"] for m in mechanisms)}
+    if plan.add_remove:
+        facts["epsilon_delivered_replace_one"] = sum(m["epsilon_delivered_replace_one"] for m in mechanisms)
+    return {**facts, **extra}
 
 
 def _sums(plan: QueryPlan, frame: pd.DataFrame, answers: Answers, rng: SecureRandom) -> dict[str, Any]:
@@ -320,8 +331,8 @@ def _sums(plan: QueryPlan, frame: pd.DataFrame, answers: Answers, rng: SecureRan
                                           first.coords, first.epsilon, rng)
         answers.add(plan, group_labels, [""], noisy, f"discrete Laplace, scale {record.scale:.4g}",
                     *_interval(noisy, record))
-        return {"mechanisms": [_laplace_facts("sum", record, f"{first.sensitivity:g}")],
-                "epsilon_delivered": record.epsilon_delivered, "value_grid": 2.0**unit}
+        return _delivered(plan, [laplace_facts(first, record, f"{first.sensitivity:g}", plan.add_remove)],
+                          value_grid=2.0**unit)
     mid = (Fraction(lo) + Fraction(hi)) / 2
     total, r_total = on_grid_mechanism(Fraction(lo) - mid, counts, unit, sums, first.sensitivity,
                                        first.coords, first.epsilon, rng)
@@ -329,16 +340,18 @@ def _sums(plan: QueryPlan, frame: pd.DataFrame, answers: Answers, rng: SecureRan
     count, r_count = laplace_mechanism(counts.astype(np.float64), second.sensitivity, second.coords,
                                        second.epsilon, rng)
     center = float(mid)
-    means = np.clip(center + total / np.maximum(count, 1.0), lo, hi)
+    # A noisy count below 1 says the group may hold no value: its mean is not estimated (NaN,
+    # interval the whole bounds) rather than a clipped ratio of noise passed off as a mean.
+    means = np.where(count >= 1.0, np.clip(center + total / np.maximum(count, 1.0), lo, hi), np.nan)
     low, high = mean_interval(total, count, laplace_halfwidth(r_total, 0.025),
                               laplace_halfwidth(r_count, 0.025), lo, hi)
     answers.add(plan, group_labels, [""], means, f"discrete Laplace: centered sum scale {r_total.scale:.4g}, "
                 f"count scale {r_count.scale:.4g}", low, high)
-    return {"mechanisms": [_laplace_facts("centered sum", r_total, f"{first.sensitivity:g} (hi − lo)"),
-                           _laplace_facts("non-missing count", r_count,
-                                          f"L1 {second.sensitivity:g} over {second.coords} cell(s)")],
-            "epsilon_delivered": r_total.epsilon_delivered + r_count.epsilon_delivered,
-            "value_grid": 2.0**unit, "center": center}
+    width = "(hi − lo)/2" if plan.add_remove else "(hi − lo)"
+    return _delivered(plan, [laplace_facts(first, r_total, f"{first.sensitivity:g} {width}", plan.add_remove),
+                             laplace_facts(second, r_count, f"L1 {second.sensitivity:g} over {second.coords} "
+                                           "cell(s)", plan.add_remove)],
+                      value_grid=2.0**unit, center=center, not_estimated=int(np.count_nonzero(count < 1.0)))
 
 
 def _quantiles(plan: QueryPlan, frame: pd.DataFrame, answers: Answers, rng: SecureRandom,
@@ -356,21 +369,26 @@ def _quantiles(plan: QueryPlan, frame: pd.DataFrame, answers: Answers, rng: Secu
     grid = candidates(plan.value)
     levels = plan.query.levels
     eps = plan.quantile_epsilon
+    sensitivities = [plan.quantile_sensitivity(q) for q in levels]
     drawn = np.empty((len(group_labels), len(levels)))
     for group in range(len(group_labels)):  # one mechanism per group: not a loop over records
         ctx.check_cancelled()
         mine = ordered[bounds[group]:bounds[group + 1]]
         for j, q in enumerate(levels):
-            drawn[group, j] = draw_quantile(mine, grid, q, eps, rng)
+            drawn[group, j] = draw_quantile(mine, grid, q, eps, rng, sensitivities[j])
     answers.add(plan, group_labels, [f"q={q:g}" for q in levels], drawn.ravel(),
                 f"exponential mechanism, ε {eps:.4g} each, {len(grid):,} candidates")
-    per_query = eps * len(levels) * (2 if plan.groups else 1)
-    return {"mechanisms": [{"role": "quantile", "mechanism": "exponential (McSherry & Talwar 2007), "
-                            "sampled exactly (exact_em: CSPRNG bits, integer exponents)",
-                            "utility": UTILITY, "epsilon_each": eps, "draws": int(drawn.size),
-                            "candidates": len(grid), "candidates_first": float(grid[0]),
-                            "candidates_last": float(grid[-1]), "rng": rng.name}],
-            "epsilon_delivered": per_query, "levels": levels}
+    touched = 2 if plan.groups else 1  # groups a replacement changes (an addition or removal: one)
+    facts = {"mechanisms": [{"role": "quantile", "mechanism": "exponential (McSherry & Talwar 2007), "
+                             "sampled exactly (exact_em: CSPRNG bits, integer exponents)",
+                             "utility": UTILITY, "epsilon_each": eps, "draws": int(drawn.size),
+                             "utility_sensitivity": {f"q={q:g}": float(d) for q, d in zip(levels, sensitivities)},
+                             "candidates": len(grid), "candidates_first": float(grid[0]),
+                             "candidates_last": float(grid[-1]), "rng": rng.name}],
+             "epsilon_delivered": eps * len(levels) * (1 if plan.add_remove else touched), "levels": levels}
+    if plan.add_remove:  # each draw is ε_each/Δ-DP against a replacement (utility sensitivity 1)
+        facts["epsilon_delivered_replace_one"] = eps * touched * sum(float(1 / d) for d in sensitivities)
+    return facts
 
 
 def run_statistics(data: MethodInput, params: DPStatisticsParams, ctx: RunContext) -> ReleaseResult:
@@ -412,46 +430,7 @@ def _output_infos(out: pd.DataFrame) -> list[ColumnInfo]:
 def _result(params: DPStatisticsParams, ctx: RunContext, plans: list[QueryPlan], answers: Answers,
             n: int, seconds: float) -> ReleaseResult:
     out = answers.frame()
-    spent = spent_epsilon(params)
-    split = {f"queries[{p.index}]": p.epsilon for p in plans}
-    delivered = sum(f["epsilon_delivered"] for f in answers.facts)
-    declared = [p.value for p in plans if p.value is not None] + [g for p in plans for g in p.groups]
-    statements = [
-        f"ε-differential privacy with ε = {spent:g}, δ = 0, for the whole table of answers: {NEIGHBOURING}",
-        "ε is split over the queries (sequential composition): each row's 'epsilon' is its query's "
-        "share and 'epsilon_split' adds up to at most ε; inside a query the groups and histogram "
-        "cells are disjoint (parallel composition: a record moving between cells is in the "
-        "sensitivity)",
-        "counts, histograms, sums and means: exact values plus discrete Laplace noise on a "
-        "power-of-two grid (metadata.dp_statistics.queries: each mechanism's sensitivity, scale, "
-        "grid and delivered ε, floating-point slack included); sums are exact integer sums of the "
-        "clamped values on a grid of (hi − lo)/2^20 or finer",
-        "an ungrouped count of records is n itself, public under replace-one neighbours: no noise, no ε",
-        "quantiles: the exponential mechanism with utility −|#{x ≤ c} − q·m| (sensitivity 1) over a "
-        "grid of candidates in the declared bounds, sampled exactly from CSPRNG bits; per group "
-        "each at half its share (a record moving between groups changes two groups' answers)",
-        "domains come from the declared bounds and categories (never from the data); numeric values "
-        "are clamped into their bounds (how many were is not published); a missing cell is its own "
-        "level in counts and histograms and is left out of sums, means and quantiles",
-        "ci95_low / ci95_high cover the noise only (not the sampling error of the data): for a Laplace "
-        "answer the exact 95 % interval of its discrete Laplace noise plus half a grid step; for a "
-        "mean the ratio's range over the 97.5 % intervals of its sum and count (≥ 95 % together); "
-        "none for a quantile",
-        "means clipped into the bounds and intervals are post-processing; noisy counts may be negative "
-        "(left unbiased)",
-        *rng_statements(ctx),
-    ]
-    meta = {"method": "dp_statistics", "epsilon": spent, "delta": 0.0, "neighbouring": NEIGHBOURING,
-            "epsilon_split": split, "epsilon_delivered": delivered, "records": n,
-            "records_public": "n is public under replace-one neighbours",
-            "queries": answers.facts,
-            "noise": {"mechanism": "discrete Laplace on a power-of-two grid (noise.laplace_mechanism)",
-                      "sampler": LAPLACE_SAMPLER, "rng": ctx.rng.name},
-            "columns": {p.name: p.describe() for p in declared}, "missing_label": MISSING}
-    g = guarantee("central_dp", rng=ctx.rng.name, private=ctx.rng.is_private, epsilon=spent, delta=0.0,
-                  protected_columns=list(out.columns), statements=statements,
-                  warnings=domain_warnings(list({p.name: p for p in declared}.values())),
-                  neighbouring=NEIGHBOURING, epsilon_split=split, epsilon_delivered=delivered)
+    g, meta = release_guarantee(params, ctx, plans, answers.facts, n, list(out.columns))
     return ReleaseResult(frame=out, columns=_output_infos(out), guarantees=g,
                          metadata={"dp_statistics": meta},
                          metrics={"rows": len(out), "queries": len(plans), "seconds": seconds})
@@ -466,13 +445,14 @@ register(MethodSpec(
             "an exactly sampled exponential mechanism for quantiles; each answer with its ε and the "
             "noise's 95 % interval. Domains from the declared bounds and categories.",
     params=DPStatisticsParams,
-    guarantee="central ε-DP (δ = 0) of the table of answers (replace-one neighbours)",
+    guarantee="central ε-DP (δ = 0) of the table of answers (replace-one neighbours, or add/remove: "
+              "neighbouring: add_remove, debited the replace-one ε it also satisfies)",
     paper="Dwork, McSherry, Nissim & Smith, Calibrating Noise to Sensitivity in Private Data "
           "Analysis, TCC 2006; McSherry & Talwar, Mechanism Design via Differential Privacy, FOCS "
           "2007; Smith, Privacy-Preserving Statistical Estimation with Optimal Convergence Rates, "
           "STOC 2011 (the quantile)",
     run=run_statistics,
-    epsilon=lambda params, columns: spent_epsilon(params),
+    epsilon=lambda params, columns: ledger_epsilon(params, build_plans(params, columns)),
     check=check,
     check_rows=check_rows,
     docs="docs/methods/dp_statistics.md",

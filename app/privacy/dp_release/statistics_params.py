@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -74,8 +75,8 @@ class StatQuery(Params):
         return self
 
     @property
-    def free(self) -> bool:
-        """An ungrouped count of records: n, public under replace-one neighbours."""
+    def counts_all_records(self) -> bool:
+        """An ungrouped count of records: n, public under replace-one neighbours (free there)."""
         return self.statistic == "count" and self.column is None and not self.by
 
     @property
@@ -87,18 +88,32 @@ class DPStatisticsParams(DeclaredDomainParams):
     queries: list[StatQuery] = Field(..., min_length=1, max_length=MAX_QUERIES, description="the "
                                      f"statistics to answer (1-{MAX_QUERIES}); their ε add up to "
                                      "epsilon (sequential composition)")
+    neighbouring: Literal["replace_one", "add_remove"] = Field(
+        "replace_one", description="the neighbouring relation ε is stated under: 'replace_one' "
+        "(Veil's convention: one record's values changed, n public) or 'add_remove' (one record "
+        "added or removed, as diffprivlib and OpenDP state it: a count or histogram has "
+        "sensitivity 1, n is not public and its count is noisy). An add_remove job is debited the "
+        "replace-one ε its answers also satisfy (up to 2ε, per query ε·Δ_replace/Δ_add_remove), "
+        "and its guarantee states both")
+
+    @property
+    def add_remove(self) -> bool:
+        return self.neighbouring == "add_remove"
 
 
 # ----------------------------------------------------------------------------- plans
 @dataclass
 class Mechanism:
-    """One discrete Laplace mechanism of a query: its L1 sensitivity, the coordinates a
-    neighbour changes, its ε."""
+    """One discrete Laplace mechanism of a query: its L1 sensitivity and the coordinates a
+    neighbour changes under the job's relation, its ε, and the same two under replace-one
+    (equal to the first two for a replace-one job) from which its replace-one ε follows."""
 
     role: str  # "counts", "sum", "centered sum", "non-missing count"
     sensitivity: float
     coords: int
     epsilon: float
+    replace_sensitivity: float
+    replace_coords: int
 
 
 @dataclass
@@ -109,6 +124,14 @@ class QueryPlan:
     value: ColumnPlan | None  # the column's declared domain
     groups: list[ColumnPlan] = field(default_factory=list)
     mechanisms: list[Mechanism] = field(default_factory=list)
+    add_remove: bool = False  # the job's relation: add/remove (else replace-one)
+    weight: float = 1.0  # the query's weight in the split of ε (0 for the free count)
+    replace_ratio: float = 1.0  # its replace-one ε per unit of its ε (replace_ratio())
+
+    @property
+    def free(self) -> bool:
+        """n itself, released at no ε: an ungrouped count of records under replace-one."""
+        return self.query.counts_all_records and not self.add_remove
 
     @property
     def where(self) -> str:
@@ -135,25 +158,82 @@ class QueryPlan:
 
     @property
     def quantile_epsilon(self) -> float:
-        """ε of each exponential mechanism: the query's ε over its quantiles, halved per group
-        when grouped (a record moved between groups changes two groups' answers)."""
-        return self.epsilon * (1.0 - SAFETY) / len(self.query.levels) / (2 if self.groups else 1)
+        """ε of each exponential mechanism: the query's ε over its quantiles; under replace-one
+        halved per group when grouped (a record moved between groups changes two groups'
+        answers; added or removed, it is in one group)."""
+        halved = 2 if self.groups and not self.add_remove else 1
+        return self.epsilon * (1.0 - SAFETY) / len(self.query.levels) / halved
+
+    def quantile_sensitivity(self, q: float) -> Fraction:
+        """The sensitivity of u(c) = −|#{x ≤ c} − q·m|, exactly. Replace-one: 1 (a value
+        changed moves #{x ≤ c} by ≤ 1 at fixed m; made missing, by ≤ 1 while q·m moves by q).
+        Add/remove: max(q, 1 − q) (a value added moves #{x ≤ c} by 1 for c ≥ x, 0 below, and
+        q·m by q)."""
+        if not self.add_remove:
+            return Fraction(1)
+        return max(Fraction(q), 1 - Fraction(q))
+
+    def replace_ratio_of_quantiles(self) -> Fraction:
+        """A quantile query's replace-one ε per unit of its ε: 1 under replace-one; under
+        add/remove each draw at ε_each, utility sensitivity Δ = max(q, 1 − q), is ε_each/Δ-DP
+        against a replacement (utility sensitivity 1), in two groups when grouped."""
+        if not self.add_remove:
+            return Fraction(1)
+        levels = self.query.levels
+        per_draw = sum(1 / self.quantile_sensitivity(q) for q in levels) / len(levels)
+        return per_draw * (2 if self.groups else 1)
+
+
+def weights(params: DPStatisticsParams) -> list[float]:
+    """Each query's weight in the split of ε: its share (default 1), 0 for a free count (an
+    ungrouped count of records under replace-one)."""
+    return [0.0 if q.counts_all_records and not params.add_remove else (q.share or 1.0)
+            for q in params.queries]
 
 
 def shares(params: DPStatisticsParams) -> list[float]:
-    """Each query's ε: epsilon·w_q / Σw (w_q = share, default 1; 0 for a free count), nudged
-    down so their float sum never passes epsilon."""
-    weights = [0.0 if q.free else (q.share or 1.0) for q in params.queries]
-    total = sum(weights)
+    """Each query's ε: epsilon·w_q / Σw (``weights``), nudged down so their float sum never
+    passes epsilon."""
+    w = weights(params)
+    total = sum(w)
     if total == 0:
-        return [0.0] * len(weights)
-    return [params.epsilon * w / total * (1.0 - SAFETY) for w in weights]
+        return [0.0] * len(w)
+    return [params.epsilon * x / total * (1.0 - SAFETY) for x in w]
 
 
 def spent_epsilon(params: DPStatisticsParams) -> float:
-    """The registry's ε hook: epsilon, or 0 when every query is an ungrouped count of records
-    (n is public: nothing is measured)."""
-    return params.epsilon if any(not q.free for q in params.queries) else 0.0
+    """The ε the answers are stated under (the job's relation): epsilon, or 0 when every query
+    is an ungrouped count of records under replace-one (n is public: nothing is measured)."""
+    return params.epsilon if any(weights(params)) else 0.0
+
+
+def ledger_epsilon(params: DPStatisticsParams, plans: list[QueryPlan]) -> float:
+    """The registry's ε hook: the replace-one ε the answers satisfy, which the budget counts.
+    Replace-one: ``spent_epsilon``. Add/remove: epsilon·Σ w_q·r_q / Σ w_q, r_q the query's
+    ``replace_ratio`` (0 for the ungrouped count of records: n is constant under
+    replace-one). Each mechanism runs at its share nudged 10⁻¹² below and delivers at most
+    r_q times that against a replacement (``replace_ratio``), so this price is never below
+    the replace-one ε delivered."""
+    if not params.add_remove:
+        return spent_epsilon(params)
+    total = sum(p.weight for p in plans)
+    return params.epsilon * sum(p.weight * p.replace_ratio for p in plans) / total
+
+
+def replace_ratio(plan: QueryPlan) -> float:
+    """A query's replace-one ε per unit of its ε. A discrete Laplace mechanism of L1
+    sensitivity Δ over d coordinates, run at scale t steps on the grid γ, loses
+    (Δ/γ + d)/t plus a sampler slack linear in (Δ/γ, d) (noise.calibrate_laplace) against a
+    neighbour: against a replacement (Δ', d') it loses at most Δ'/Δ times as much when
+    d'/d ≤ Δ'/Δ — true of every mechanism here — and exactly Δ'/Δ times the ideal
+    mechanism's ε. The query's ratio weighs its mechanisms by their parts of its ε."""
+    if not plan.add_remove:
+        return 1.0
+    if plan.query.statistic == "quantile":
+        return float(plan.replace_ratio_of_quantiles())
+    parts = _laplace_parts(plan, plan.add_remove)
+    replaced = _laplace_parts(plan, False)
+    return sum(part * (r[1] / s) for (_, s, _, part), r in zip(parts, replaced))
 
 
 def _column(where: str, name: str, by_name: dict[str, ColumnInfo]) -> ColumnInfo:
@@ -178,26 +258,44 @@ def _declared(where: str, info: ColumnInfo, params: DPStatisticsParams) -> Colum
     return plan
 
 
-def _mechanisms(plan: QueryPlan) -> list[Mechanism]:
-    """The discrete Laplace mechanisms of a query and their sensitivities under replace-one
-    (a record's values change; it may move between groups and between missing and present)."""
-    q, eps, grouped = plan.query, plan.epsilon * (1.0 - SAFETY), bool(plan.groups)
-    cells = (2.0, 2) if grouped else (1.0, 1)  # a record leaves one cell for another / one count
+def _laplace_parts(plan: QueryPlan, add_remove: bool) -> list[tuple[str, float, int, float]]:
+    """(role, L1 sensitivity, coordinates a neighbour changes, part of the query's ε) of each
+    discrete Laplace mechanism of a query. Replace-one: a record's values change; it may move
+    between groups and between missing and present. Add/remove: a record, missing cells and
+    all, joins or leaves one group (docs/methods/dp_statistics.md derives each)."""
+    q, grouped = plan.query, bool(plan.groups)
+    moved = (1.0, 1) if add_remove else (2.0, 2)  # one cell ±1 / one cell −1 and another +1
     if q.statistic == "histogram" or (q.statistic == "count" and q.column is None):
-        return [] if q.free else [Mechanism("counts", 2.0, 2, eps)]
+        if q.counts_all_records:  # n: constant under replace-one
+            return [("counts", *((1.0, 1) if add_remove else (0.0, 0)), 1.0)]
+        return [("counts", *moved, 1.0)]
+    counted = moved if grouped else (1.0, 1)  # ungrouped: one count, moving by ≤ 1 either way
     if q.statistic == "count":
-        return [Mechanism("non-missing count", *cells, eps)]
+        return [("non-missing count", *counted, 1.0)]
     if q.statistic == "quantile":
         return []
     lo, hi = plan.value.lo, plan.value.hi
+    coords = 2 if grouped and not add_remove else 1
     if q.statistic == "sum":  # a missing cell adds 0: a record's part lies in [lo, hi] ∪ {0}
         reach = max(abs(lo), abs(hi))
-        sensitivity = max(hi - lo, 2.0 * reach) if grouped else max(hi - lo, reach)
-        return [Mechanism("sum", sensitivity, 2 if grouped else 1, eps)]
-    # mean: the sum of x − (lo + hi)/2 over non-missing cells (a part in ±(hi − lo)/2, so hi − lo
-    # whether the record changes value, group or missingness) and the count of those cells
-    return [Mechanism("centered sum", hi - lo, 2 if grouped else 1, eps / 2.0),
-            Mechanism("non-missing count", *cells, eps / 2.0)]
+        if add_remove:  # the part itself joins or leaves one group's sum
+            return [("sum", reach, 1, 1.0)]
+        return [("sum", max(hi - lo, 2.0 * reach) if grouped else max(hi - lo, reach), coords, 1.0)]
+    # mean: the sum of x − (lo + hi)/2 over non-missing cells (a part in ±(hi − lo)/2: hi − lo
+    # whether a record changes value, group or missingness; (hi − lo)/2 added or removed) and
+    # the count of those cells, at half the query's ε each
+    return [("centered sum", (hi - lo) / 2.0 if add_remove else hi - lo, coords, 0.5),
+            ("non-missing count", *counted, 0.5)]
+
+
+def _mechanisms(plan: QueryPlan) -> list[Mechanism]:
+    """The discrete Laplace mechanisms of a query, calibrated to the job's relation, with
+    their replace-one sensitivities beside."""
+    if plan.free:
+        return []
+    eps = plan.epsilon * (1.0 - SAFETY)
+    return [Mechanism(role, s, c, eps * part, rs, rc) for (role, s, c, part), (_, rs, rc, _)
+            in zip(_laplace_parts(plan, plan.add_remove), _laplace_parts(plan, False))]
 
 
 def build_plans(params: DPStatisticsParams, columns: list[ColumnInfo]) -> list[QueryPlan]:
@@ -211,9 +309,9 @@ def build_plans(params: DPStatisticsParams, columns: list[ColumnInfo]) -> list[Q
                 kind = "numeric" if by_name[name].type == "numeric" else "not numeric"
                 raise MethodInputError(f"{what} given for column {name!r}, which is {kind}")
     plans = []
-    for i, (q, eps) in enumerate(zip(params.queries, shares(params))):
+    for i, (q, eps, w) in enumerate(zip(params.queries, shares(params), weights(params))):
         where = f"queries[{i}]"
-        if q.free and q.share is not None:
+        if q.counts_all_records and not params.add_remove and q.share is not None:
             raise MethodInputError(f"{where}.share: an ungrouped count of records needs no ε (n is "
                                    "public under replace-one neighbours)")
         value = None
@@ -233,11 +331,45 @@ def build_plans(params: DPStatisticsParams, columns: list[ColumnInfo]) -> list[Q
                 raise MethodInputError(f"{where}.by: {name!r} is numeric: group by categorical columns "
                                        "(declared categories)")
             groups.append(_declared(f"{where}.by", info, params))
-        plan = QueryPlan(i, q, eps, value, groups)
+        plan = QueryPlan(i, q, eps, value, groups, add_remove=params.add_remove, weight=w)
         plan.mechanisms = _mechanisms(plan)
+        plan.replace_ratio = replace_ratio(plan)
         _check_size(plan)
+        _check_bins(plan)
         plans.append(plan)
     return plans
+
+
+def bin_edges(lo: float, hi: float, bins: int) -> list[float]:
+    """The edges of ``bins`` equal-width bins over [lo, hi] (b/bins first: (hi − lo)·b could
+    overflow for bounds near ±1.8e308)."""
+    return [lo + (hi - lo) * (b / bins) for b in range(bins)] + [hi]
+
+
+def bin_labels(edges: list[float]) -> list[str]:
+    """'[a, b)' per bin ('[a, b]' for the last), each edge at the fewest significant digits
+    (6 to 17) that read back within a thousandth of a bin's width of every edge: distinct and
+    ordered labels (17 digits read back exactly), the usual 6 digits where they suffice (6
+    digits made every bin of [1e15, 1e15 + 10] '[1e+15, 1e+15)')."""
+    tolerance = (edges[-1] - edges[0]) / (len(edges) - 1) / 1000.0
+    for digits in range(6, 18):
+        text = [f"{e:.{digits}g}" for e in edges]
+        if all(abs(float(t) - e) <= tolerance for t, e in zip(text, edges)):
+            break
+    last = len(edges) - 2
+    return [f"[{text[b]}, {text[b + 1]}{']' if b == last else ')'}" for b in range(last + 1)]
+
+
+def _check_bins(plan: QueryPlan) -> None:
+    """A numeric histogram's edges must be distinct floats: bins narrower than the spacing of
+    floats at the bounds hold nothing and share one label."""
+    if plan.query.statistic != "histogram" or plan.value.kind != "numeric":
+        return
+    edges = bin_edges(plan.value.lo, plan.value.hi, plan.bins)
+    if any(a >= b for a, b in zip(edges, edges[1:])):
+        raise MethodInputError(f"{plan.where}.bins: {plan.bins} bins over [{plan.value.lo:.17g}, "
+                               f"{plan.value.hi:.17g}] are narrower than the spacing of floating-point "
+                               "numbers there: ask fewer bins or wider bounds")
 
 
 def _check_size(plan: QueryPlan) -> None:
