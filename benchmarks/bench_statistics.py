@@ -14,7 +14,7 @@ is one query at ε: noisy centred sums and noisy counts of every group (the size
 Veil runs each query twice: under its default replace-one neighbours (n public) and under
 ``neighbouring: add_remove`` — the relation diffprivlib's ε is stated under, so those rows are
 like for like (Veil's ledger debits the replace-one ε such a run also satisfies: 2ε for these
-queries but the ungrouped mean, 1.5ε).
+queries but the ungrouped mean, ε: statistics_params.replace_cases).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from app.privacy.dp_release.statistics import candidates, draw_quantile, group_c
 from app.privacy.dp_release.statistics_params import DPStatisticsParams, build_plans
 from app.privacy.rng import SecureRandom
 from tests.privacy.test_dp_statistics import (
-    SCHEMA, _neighbours, assert_sensitivities_hold, integer_plan, run, table,
+    SCHEMA, _neighbours, assert_sensitivities_hold, exact_inputs, integer_plan, run, table,
 )
 
 
@@ -127,17 +127,42 @@ def test_the_exponential_mechanism_uses_the_add_remove_sensitivity_exactly():
     assert stats.chisquare(observed, weights / weights.sum() * draws.size).pvalue > 1e-3
 
 
+@pytest.mark.parametrize("query", [{"statistic": "mean", "column": "score"}, {"statistic": "mean", "column": "age"},
+                                   {"statistic": "mean", "column": "age", "by": ["race"]},
+                                   {"statistic": "sum", "column": "score"}, {"statistic": "histogram", "column": "race"}])
+def test_a_replacement_moves_the_mechanisms_together_within_one_of_the_querys_cases(query):
+    """replace_cases: every replacement's shifts, mechanism by mechanism, fit inside one case,
+    so the ideal replace-one loss Σ part·shift/Δ_add_remove never passes the price's ratio —
+    and reaches it (an ungrouped mean: 1, below its parts' separate worsts' 1.5)."""
+    from app.privacy.dp_release.statistics_params import _laplace_parts, replace_cases
+
+    plan = build_plans(params(1.0, query), SCHEMA)[0]
+    cases = replace_cases(plan)
+    parts = _laplace_parts(plan, True)
+    frame = table(60, seed=17)
+    base = exact_inputs(plan, frame)
+    worst = 0.0
+    for other in _neighbours(frame, np.random.default_rng(18), 400):
+        moved = [np.abs(now - was) for now, was in zip(exact_inputs(plan, other), base)]
+        assert any(all(m.sum() <= s + 1e-9 and np.count_nonzero(m) <= c for m, (s, c) in zip(moved, case))
+                   for case in cases), (moved, cases)
+        worst = max(worst, sum(part * m.sum() / s for (_, s, _, part), m in zip(parts, moved)))
+    assert worst <= plan.replace_ratio + 1e-9 and worst >= 0.95 * plan.replace_ratio, (worst, plan.replace_ratio)
+    if plan.query.statistic == "mean" and not plan.groups:
+        assert plan.replace_ratio == 1.0
+
+
 # ------------------------------------------------------------------------ the ledger
 def test_the_ledger_is_priced_the_replace_one_epsilon_of_each_query():
     queries = [{"statistic": "count"},  # n: constant under replace-one → 0
                {"statistic": "histogram", "column": "race", "by": ["sex"]},  # 1 → 2
                {"statistic": "sum", "column": "score"},  # [-5, 5]: 5 → max(10, 5) = 10
                {"statistic": "sum", "column": "age"},  # [18, 90]: 90 → max(72, 90) = 90
-               {"statistic": "mean", "column": "age"},  # centred sum 36 → 72, count 1 → 1, half each
+               {"statistic": "mean", "column": "age"},  # max(½·72/36 + ½·0, ½·36/36 + ½·1): replace_cases
                {"statistic": "quantile", "column": "age"},  # Δ 1/2 → 1
                {"statistic": "quantile", "column": "age", "by": ["sex"], "quantiles": [0.25, 0.5], "share": 2},
                {"statistic": "mean", "column": "score", "by": ["sex", "race"]}]  # 2 both
-    ratios = [0, 2, 2, 1, 1.5, 2, 2 * (4 / 3 + 2) / 2, 2]
+    ratios = [0, 2, 2, 1, 1, 2, 2 * (4 / 3 + 2) / 2, 2]
     weights = [1, 1, 1, 1, 1, 1, 2, 1]
     p = params(1.5, *queries)
     priced = registry.get("dp_statistics").epsilon_cost(p, SCHEMA)

@@ -62,7 +62,9 @@ from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
 from app.privacy.dp_release import exact_em
 from app.privacy.dp_release.encoding import ColumnPlan
-from app.privacy.dp_release.statistics_guarantee import laplace_facts, release_guarantee
+from app.privacy.dp_release.statistics_guarantee import (
+    laplace_facts, query_replace_one_delivered, release_guarantee,
+)
 from app.privacy.dp_release.statistics_params import (
     MAX_CANDIDATES, MISSING, DPStatisticsParams, QueryPlan, bin_edges, bin_labels, build_plans, check,
     check_rows, ledger_epsilon,
@@ -306,16 +308,19 @@ def _counts(plan: QueryPlan, frame: pd.DataFrame, answers: Answers, rng: SecureR
     answers.add(plan, group_labels, levels, noisy, f"discrete Laplace, scale {record.scale:.4g}", *_interval(noisy, record))
     m = plan.mechanisms[0]
     return _delivered(plan, [laplace_facts(m, record, f"L1 {m.sensitivity:g} over {m.coords} cell(s)",
-                                           plan.add_remove)],
+                                           plan.add_remove)], [record],
                       levels=levels if q.statistic == "histogram" else None)
 
 
-def _delivered(plan: QueryPlan, mechanisms: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
-    """A Laplace query's facts: its mechanisms and their delivered ε (and replace-one ε, under
-    add/remove), added up (sequential composition inside a mean)."""
+def _delivered(plan: QueryPlan, mechanisms: list[dict[str, Any]], records: list[NoiseRecord],
+               **extra: Any) -> dict[str, Any]:
+    """A Laplace query's facts: its mechanisms (run with ``records``) and their delivered ε,
+    added up (sequential composition inside a mean), and under add/remove the query's
+    replace-one ε in the worst of a replacement's cases (an ungrouped mean's two worsts never
+    meet: statistics_params.replace_cases)."""
     facts = {"mechanisms": mechanisms, "epsilon_delivered": sum(m["epsilon_delivered"] for m in mechanisms)}
     if plan.add_remove:
-        facts["epsilon_delivered_replace_one"] = sum(m["epsilon_delivered_replace_one"] for m in mechanisms)
+        facts["epsilon_delivered_replace_one"] = query_replace_one_delivered(plan, records)
     return {**facts, **extra}
 
 
@@ -332,7 +337,7 @@ def _sums(plan: QueryPlan, frame: pd.DataFrame, answers: Answers, rng: SecureRan
         answers.add(plan, group_labels, [""], noisy, f"discrete Laplace, scale {record.scale:.4g}",
                     *_interval(noisy, record))
         return _delivered(plan, [laplace_facts(first, record, f"{first.sensitivity:g}", plan.add_remove)],
-                          value_grid=2.0**unit)
+                          [record], value_grid=2.0**unit)
     mid = (Fraction(lo) + Fraction(hi)) / 2
     total, r_total = on_grid_mechanism(Fraction(lo) - mid, counts, unit, sums, first.sensitivity,
                                        first.coords, first.epsilon, rng)
@@ -350,7 +355,7 @@ def _sums(plan: QueryPlan, frame: pd.DataFrame, answers: Answers, rng: SecureRan
     width = "(hi − lo)/2" if plan.add_remove else "(hi − lo)"
     return _delivered(plan, [laplace_facts(first, r_total, f"{first.sensitivity:g} {width}", plan.add_remove),
                              laplace_facts(second, r_count, f"L1 {second.sensitivity:g} over {second.coords} "
-                                           "cell(s)", plan.add_remove)],
+                                           "cell(s)", plan.add_remove)], [r_total, r_count],
                       value_grid=2.0**unit, center=center, not_estimated=int(np.count_nonzero(count < 1.0)))
 
 

@@ -12,7 +12,7 @@ from app.privacy.context import RunContext
 from app.privacy.dp_release.common import NEIGHBOURING, rng_statements
 from app.privacy.dp_release.encoding import ColumnPlan, domain_warnings
 from app.privacy.dp_release.statistics_params import (
-    MISSING, DPStatisticsParams, Mechanism, QueryPlan, ledger_epsilon, spent_epsilon,
+    MISSING, DPStatisticsParams, Mechanism, QueryPlan, ledger_epsilon, replace_cases, spent_epsilon,
 )
 from app.privacy.guarantees import guarantee
 from app.privacy.noise import LAPLACE_SAMPLER, NoiseRecord, laplace_slack
@@ -22,21 +22,34 @@ NEIGHBOURING_ADD_REMOVE = ("neighbouring tables differ by one record added or re
                            "records is answered with noise and n is not published")
 REPLACE_BOUND = ("a replacement is a removal and an addition: per query the replace-one ε is its ε "
                  "times Δ_replace/Δ_add_remove — exact for a Laplace mechanism (its loss is the shift "
-                 "over the scale), an upper bound for a quantile's exponential mechanism (ε_each / "
+                 "over the scale; an ungrouped mean's two mechanisms in the worst case one replacement "
+                 "reaches for both at once), an upper bound for a quantile's exponential mechanism (ε_each / "
                  "max(q, 1 − q) per group a replacement touches); 'epsilon' is the price debited at "
                  "submission, 'epsilon_delivered' the loss of the mechanisms as run, grid rounding and "
                  "sampler slack included")
 
 
-def replace_one_delivered(record: NoiseRecord, m: Mechanism) -> float:
-    """A discrete Laplace mechanism's privacy loss against a replacement: its replace-one shift
-    Δ'/γ + d' steps over its scale t, plus the sampler's slack at that shift — the bound
-    noise.calibrate_laplace holds the job's relation to. 0 when a replacement moves nothing
-    (n under replace-one)."""
-    if m.replace_sensitivity == 0:
+def replace_one_loss(record: NoiseRecord, sensitivity: float, coords: int) -> float:
+    """A discrete Laplace mechanism's privacy loss against a neighbour moving its input by
+    ``sensitivity`` over ``coords`` cells: the shift Δ'/γ + d' steps over its scale t, plus the
+    sampler's slack at that shift — the bound noise.calibrate_laplace holds the job's relation
+    to. 0 when nothing moves (n under replace-one)."""
+    if sensitivity == 0:
         return 0.0
-    shift = m.replace_sensitivity / record.grid + m.replace_coords
-    return shift / record.scale_steps + laplace_slack(record.scale_steps, shift, m.replace_coords)
+    shift = sensitivity / record.grid + coords
+    return shift / record.scale_steps + laplace_slack(record.scale_steps, shift, coords)
+
+
+def replace_one_delivered(record: NoiseRecord, m: Mechanism) -> float:
+    """The mechanism's loss against a replacement at its own worst."""
+    return replace_one_loss(record, m.replace_sensitivity, m.replace_coords)
+
+
+def query_replace_one_delivered(plan: QueryPlan, records: list[NoiseRecord]) -> float:
+    """A Laplace query's loss against a replacement: its mechanisms (run with ``records``)
+    added up in the worst of the replacement's cases (statistics_params.replace_cases)."""
+    return max(sum(replace_one_loss(r, s, c) for r, (s, c) in zip(records, case))
+               for case in replace_cases(plan))
 
 
 def laplace_facts(m: Mechanism, record: NoiseRecord, sensitivity: str, add_remove: bool) -> dict[str, Any]:

@@ -232,8 +232,23 @@ def replace_ratio(plan: QueryPlan) -> float:
     if plan.query.statistic == "quantile":
         return float(plan.replace_ratio_of_quantiles())
     parts = _laplace_parts(plan, plan.add_remove)
-    replaced = _laplace_parts(plan, False)
-    return sum(part * (r[1] / s) for (_, s, _, part), r in zip(parts, replaced))
+    return max(sum(part * (shift / s) for (_, s, _, part), (shift, _) in zip(parts, case))
+               for case in replace_cases(plan))
+
+
+def replace_cases(plan: QueryPlan) -> list[list[tuple[float, int]]]:
+    """What one replacement can do to a Laplace query's mechanisms at once: cases, each a
+    (replace-one L1 shift, coordinates) per mechanism; the query's replace-one loss is the
+    worst case's sum. One case — every mechanism at its own worst — except the ungrouped mean,
+    whose two worsts never meet: a value changed moves the centred sum by up to hi − lo and
+    the count not at all; a value made missing (or present) moves the sum by at most
+    (hi − lo)/2 and the count by 1. Under add/remove (each mechanism at half the ε) that is
+    max(2·½, ½ + ½) = 1 times the ε, where the separate worsts add up to 1.5."""
+    separate = [[(s, c) for (_, s, c, _) in _laplace_parts(plan, False)]]
+    if plan.query.statistic != "mean" or plan.groups:
+        return separate  # per group, a record moved between groups is the worst of both at once
+    width = plan.value.hi - plan.value.lo
+    return [[(width, 1), (0.0, 0)], [(width / 2.0, 1), (1.0, 1)]]
 
 
 def _column(where: str, name: str, by_name: dict[str, ColumnInfo]) -> ColumnInfo:
