@@ -314,13 +314,15 @@ def _counts(plan: QueryPlan, frame: pd.DataFrame, answers: Answers, rng: SecureR
 
 def _delivered(plan: QueryPlan, mechanisms: list[dict[str, Any]], records: list[NoiseRecord],
                **extra: Any) -> dict[str, Any]:
-    """A Laplace query's facts: its mechanisms (run with ``records``) and their delivered ε,
-    added up (sequential composition inside a mean), and under add/remove the query's
-    replace-one ε in the worst of a replacement's cases (an ungrouped mean's two worsts never
-    meet: statistics_params.replace_cases)."""
-    facts = {"mechanisms": mechanisms, "epsilon_delivered": sum(m["epsilon_delivered"] for m in mechanisms)}
-    if plan.add_remove:
-        facts["epsilon_delivered_replace_one"] = query_replace_one_delivered(plan, records)
+    """A Laplace query's facts: its mechanisms (run with ``records``) and its delivered ε —
+    against a replacement the worst of the replacement's cases (an ungrouped mean's two
+    worsts never meet: statistics_params.replace_cases), under add/remove the mechanisms'
+    added up (sequential composition inside a mean) and the replace-one figure beside."""
+    replaced = query_replace_one_delivered(plan, records)
+    if not plan.add_remove:
+        return {"mechanisms": mechanisms, "epsilon_delivered": replaced, **extra}
+    facts = {"mechanisms": mechanisms, "epsilon_delivered": sum(m["epsilon_delivered"] for m in mechanisms),
+             "epsilon_delivered_replace_one": replaced}
     return {**facts, **extra}
 
 

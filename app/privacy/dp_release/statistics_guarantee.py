@@ -82,6 +82,12 @@ def _statements(params: DPStatisticsParams, ctx: RunContext, spent: float, price
         "share and 'epsilon_split' adds up to at most ε; inside a query the groups and histogram "
         "cells are disjoint (parallel composition: a record moving between cells is in the "
         "sensitivity)",
+        *([] if add_remove else [
+            "an ungrouped mean's centred sum runs at its query's whole share and its count at half: a "
+            "replacement that changes a value moves the sum by up to hi − lo and the count not at all, "
+            "one that makes it missing moves the sum by at most (hi − lo)/2 and the count by 1, so the "
+            "query loses at most max(ε_S, ε_S/2 + ε_C) = its share (its epsilon_delivered: the worse "
+            "case's)"]),
         "counts, histograms, sums and means: exact values plus discrete Laplace noise on a "
         "power-of-two grid (metadata.dp_statistics.queries: each mechanism's sensitivity, scale, "
         "grid and delivered ε, floating-point slack included); sums are exact integer sums of the "
@@ -119,6 +125,8 @@ def release_guarantee(params: DPStatisticsParams, ctx: RunContext, plans: list[Q
     priced = ledger_epsilon(params, plans)
     split = {p.where: p.epsilon for p in plans}
     delivered = sum(f["epsilon_delivered"] for f in facts)
+    if delivered > spent:  # never: each query's delivered ε is held to its share
+        raise RuntimeError(f"ε delivered {delivered!r} exceeds the ε stated {spent!r}")
     relation = NEIGHBOURING_ADD_REMOVE if add_remove else NEIGHBOURING
     declared: list[ColumnPlan] = ([p.value for p in plans if p.value is not None]
                                   + [g for p in plans for g in p.groups])
