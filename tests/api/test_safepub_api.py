@@ -10,7 +10,8 @@ import io
 import pandas as pd
 import pytest
 
-from app.privacy.anonymity.safepub_params import smallest_k
+from app.privacy.anonymity.safepub_params import beta_of, smallest_k
+from app.privacy.anonymity.safepub_search import score_threshold
 from tests.support.api import assert_problem, auth, run_to_release, submit, upload
 
 QIS = ["age", "education", "race", "sex"]
@@ -73,7 +74,12 @@ def test_by_default_the_job_draws_once_over_the_whole_lattice(client, adult):
 @pytest.mark.parametrize("params, fragment", [
     ({"epsilon": 1.0, "search_share": 1.0}, "search_share"),
     ({"epsilon": 1.0, "steps": 0}, "steps"),
-    ({"epsilon": 1.0, "metric": "entropy"}, "metric"),
+    ({"epsilon": 1.0, "metric": "height"}, "metric"),
+    ({"epsilon": 1.0, "label": "income"}, "label applies to metric 'classification' only"),
+    ({"epsilon": 1.0, "metric": "classification", "label": "age"}, "label: column 'age' is a quasi-identifier"),
+    ({"epsilon": 1.0, "metric": "classification", "label": "age", "quasi_identifiers": ["education", "race", "sex"]},
+     "label: column 'age' is numeric"),
+    ({"epsilon": 1.0, "metric": "classification", "label": "nope"}, "label: unknown column 'nope'"),
     ({"epsilon": 0}, "epsilon"),
     ({"epsilon": 1.0, "delta": 0.001}, "delta"),  # not below 1/n = 2·10⁻⁴
     ({"epsilon": 1.0, "quasi_identifiers": ["age", "nope"]}, "nope"),
@@ -87,6 +93,44 @@ def test_bad_parameters_are_refused_naming_them_before_any_debit(client, adult, 
     body = assert_problem(submit(client, headers, "safepub", params, dataset_id=ds["id"]), 422)
     assert fragment in str(body), body
     assert client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(headers)).json()["entry_count"] == before
+
+
+@pytest.mark.parametrize("metric", ["entropy", "group_size", "classification"])
+def test_each_new_metric_runs_through_the_api_with_its_sensitivity(client, adult, metric):
+    """entropy and group_size release the quasi-identifiers; classification (its label the
+    schema's role 'label', income) releases income too, classes over both, the same 2ε debited."""
+    headers, ds = adult
+    client.put(f"/v1/datasets/{ds['id']}/budget", headers=auth(headers), json={"epsilon_total": 100.0})
+    r = submit(client, headers, "safepub", {"epsilon": 2.0, "quasi_identifiers": QIS, "metric": metric},
+               dataset_id=ds["id"])
+    assert r.status_code == 202, r.text
+    assert r.json()["epsilon"] == 4.0
+    _, rel = run_to_release(client, headers, r.json()["id"])
+    meta, g = rel["metadata"]["safepub"], rel["guarantees"]
+    k = meta["k"]
+    k_score = score_threshold(k, beta_of(meta["epsilon_split"]["anonymization"]))
+    assert meta["search"]["metric"] == metric and meta["search"]["score_threshold"] == k_score
+    assert meta["search"]["sensitivity"] == {"entropy": k_score, "group_size": 1, "classification": k_score}[metric]
+    body = client.get(f"/v1/releases/{rel['id']}/data", headers=auth(headers), params={"format": "parquet"})
+    frame = pd.read_parquet(io.BytesIO(body.content)).astype(str)
+    released = QIS + (["income"] if metric == "classification" else [])
+    assert list(frame.columns) == released and 0 < len(frame) < 5000
+    assert frame.groupby(released).size().min() >= k
+    if metric == "classification":
+        assert meta["search"]["label"] == "income" and set(frame["income"]) <= {"<=50K", ">50K"}
+        assert any("the label 'income' as is" in s for s in g["statements"])
+
+
+def test_classification_without_a_label_is_refused_naming_it(client, make_key):
+    headers = make_key("owner")
+    frame = pd.DataFrame({"age": [20 + i % 60 for i in range(600)], "sex": ["a", "b"] * 300})
+    ds = upload(client, headers, frame.to_csv(index=False).encode(), "t.csv",
+                schema={"age": {"bounds": [17, 90], "role": "quasi_identifier"},
+                        "sex": {"type": "categorical", "categories": ["a", "b"], "role": "quasi_identifier"}}).json()
+    body = assert_problem(submit(client, headers, "safepub", {"epsilon": 1.0, "delta": 1e-4, "metric": "classification"},
+                                 dataset_id=ds["id"]), 422)
+    assert "label: metric 'classification'" in body["detail"] and "pass label" in body["detail"], body
+    assert _budget_entries(client, headers, ds) == 0
 
 
 def test_a_numeric_quasi_identifier_without_declared_bounds_is_refused(client, make_key):

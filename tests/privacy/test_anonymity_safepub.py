@@ -20,9 +20,10 @@ from app.privacy.anonymity.safepub import run_safepub
 from app.privacy.anonymity.safepub_params import (
     SafePubParams, arx_k, bernoulli_sample, beta_of, delta_of_k, smallest_k,
 )
+from app.privacy.anonymity.safepub_scores import sensitivity
 from app.privacy.anonymity.safepub_search import (
     Scorer, categorical_costs, exhaustive, lattice_nodes, numeric_costs, predecessors, random_walk,
-    score_threshold, sensitivity,
+    score_threshold,
 )
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
@@ -142,15 +143,21 @@ INFOS = [ColumnInfo(name="a", type="categorical", role="quasi_identifier"),
 DOMAIN = list(itertools.product(["a1", "a2", "a3", "a4"], ["b1", "b2", "b3"], [0, 3, 7, 10]))
 
 
-def _scorer(frame: pd.DataFrame, metric: str, k_score: int):
-    # every domain value is present once at the end so the trees (codes) cover the whole domain;
-    # only the first len(frame) rows are scored
-    full = pd.concat([frame, pd.DataFrame(DOMAIN, columns=["a", "b", "x"])], ignore_index=True)
+def _parts(frame: pd.DataFrame):
+    """(columns, costs, scored rows, top node) of a small table: every domain value is present
+    once at the end so the trees (codes) cover the whole domain; only the first len(frame) rows
+    are scored."""
+    full = pd.concat([frame[["a", "b", "x"]], pd.DataFrame(DOMAIN, columns=["a", "b", "x"])], ignore_index=True)
     trees, _ = build_axes(full, INFOS, HIER, numeric="hierarchy", categorical="hierarchy", auto_levels=2)
     costs = [categorical_costs(trees[0], HIER["a"]), categorical_costs(trees[1], HIER["b"]), numeric_costs(trees[2])]
     rows = np.zeros(len(full), dtype=bool)
     rows[:len(frame)] = True
-    return Scorer(_Columns(trees), costs, metric, k_score, rows), tuple(t.height for t in trees)
+    return _Columns(trees), costs, rows, tuple(t.height for t in trees)
+
+
+def _scorer(frame: pd.DataFrame, metric: str, k_score: int):
+    cols, costs, rows, top = _parts(frame)
+    return Scorer(cols, costs, metric, k_score, rows), top
 
 
 @pytest.mark.parametrize("metric", ["granularity", "discernibility"])

@@ -12,9 +12,12 @@ Qardaji & Su, ASIACCS 2012).
 3. The kept records are generalized at the chosen node, and every class of fewer than k of them
    is suppressed (removed, not starred, and not counted anywhere published); k is the smallest
    with δ(k) ≤ δ.
-Only the quasi-identifiers are released: Li et al.'s theorem covers records every released
-attribute of which is generalized by the scheme (a column released as is would show whether a
-person's exact record is in the sample).
+Only the quasi-identifiers are released — and, with metric 'classification', the label, as is,
+the classes then being over the quasi-identifiers and the label together: Li et al.'s theorem
+covers records every released attribute of which is generalized by a scheme fixed before the
+data are read (the identity is one), their groups of fewer than k suppressed; a column released
+as is beside classes it is not part of would show whether a person's exact record is in the
+sample.
 
 Step 1 is ε_search-DP, step 2–3 for a fixed node (ε_anon, δ)-DP (Li et al. Thm 5, add/remove-one
 neighbours); their coins are independent, so the release is (ε_search + ε_anon, δ)-DP by
@@ -34,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from app.privacy.anonymity.axes import build_axes
+from app.privacy.anonymity.hierarchies import MISSING_LEAF
 from app.privacy.anonymity.lattice import _Columns
 from app.privacy.anonymity.release import generalize_levels
 from app.privacy.anonymity.roles import resolve_quasi_identifiers
@@ -43,8 +47,9 @@ from app.privacy.anonymity.safepub_domain import (
 from app.privacy.anonymity.safepub_params import (
     SafePubParams, arx_k, beta_of, bernoulli_sample, delta_of_k, smallest_k,
 )
+from app.privacy.anonymity.safepub_scores import sensitivity
 from app.privacy.anonymity.safepub_search import (
-    Scorer, categorical_costs, exhaustive, numeric_costs, random_walk, score_threshold, sensitivity,
+    Scorer, categorical_costs, exhaustive, numeric_costs, random_walk, score_threshold,
 )
 from app.privacy.anonymity.verify import equivalence_classes
 from app.privacy.context import RunContext
@@ -81,12 +86,42 @@ def calibration(params: SafePubParams) -> tuple[float, int, float]:
     return beta_of(anon), k, delta_of_k(k, anon)
 
 
+def resolve_label(columns: list[ColumnInfo], params: SafePubParams, qis: list[str]) -> str | None:
+    """The label column of metric 'classification' (given, else the schema's one column of role
+    'label'), or None for the other metrics; refusals name `label`."""
+    if params.metric != "classification":
+        return None
+    by_name = {c.name: c for c in columns}
+    name = params.label
+    if name is None:
+        declared = [c.name for c in columns if c.role == "label"]
+        if len(declared) != 1:
+            found = f"the schema declares {len(declared)} ({', '.join(declared)})" if declared else "the schema declares none"
+            raise MethodInputError("label: metric 'classification' counts each class's most frequent label and "
+                                   f"needs one label column; {found}: pass label")
+        name = declared[0]
+    if name not in by_name:
+        raise MethodInputError(f"label: unknown column {name!r}")
+    if name in qis:
+        raise MethodInputError(f"label: column {name!r} is a quasi-identifier; the label must not be one (it is "
+                               "released as is, not generalized): drop it from quasi_identifiers or choose another label")
+    if by_name[name].role == "identifier":
+        raise MethodInputError(f"label: column {name!r} is an identifier, which is never released")
+    if by_name[name].type == "numeric":
+        raise MethodInputError(f"label: column {name!r} is numeric; a classification label must be categorical or "
+                               "boolean (a number's text may depend on the rest of the column)")
+    return name
+
+
 def _check(params: SafePubParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
     """At submission: the schema and the uploaded hierarchies (ColumnInfo.has_hierarchy) give every
-    quasi-identifier a public domain, and k exists — nothing here reads a record."""
+    quasi-identifier a public domain, a classification has its label, and k exists — nothing here
+    reads a record."""
     by_name = {c.name: c for c in columns}
-    for q in resolve_quasi_identifiers(columns, params.quasi_identifiers):
+    qis = resolve_quasi_identifiers(columns, params.quasi_identifiers)
+    for q in qis:
         refuse_without_domain(by_name[q], by_name[q].has_hierarchy)
+    resolve_label(columns, params, qis)
     calibration(params)
 
 
@@ -133,34 +168,51 @@ def _inferred_warnings(columns: list[ColumnInfo], automatic: list[str]) -> list[
                               for q in automatic])
 
 
-def _in_domain_table(data: MethodInput, qis: list[str]):
+def _in_domain_table(data: MethodInput, qis: list[str], label: str | None = None):
     """The records whose every quasi-identifier lies in its public domain (a filter record by
     record, safepub_domain), their count, the hierarchies the trees are built on, and the names of
     the uploaded ones. With no such record, one public anchor record stands in for building the
-    trees (never scored, sampled or released)."""
+    trees (never scored, sampled or released). A label comes along as text, a missing one
+    '<missing>' (any label is in the domain)."""
     infos = {c.name: c for c in data.columns}
     given = public_hierarchies(infos, qis, data.hierarchies)  # uploaded, or declared categories
     inside = np.flatnonzero(in_domain(data.frame, infos, qis, given))
     table, hierarchies = with_missing_cells(data.frame.iloc[inside].reset_index(drop=True), infos, qis, given)
     if len(table) == 0:
         table = anchor_record(infos, qis, hierarchies)
+    if label is not None:
+        values = data.frame[label].iloc[inside].astype(object)
+        text = values.where(values.notna(), MISSING_LEAF).astype(str).to_numpy(dtype=object)
+        table[label] = text if len(inside) else np.array([MISSING_LEAF], dtype=object)
     return table, len(inside), hierarchies, set(data.hierarchies) & set(qis)
+
+
+def _released_classes(cols: _Columns, node, label_codes: np.ndarray | None) -> tuple[np.ndarray, int]:
+    """The class of each record at ``node``: of its generalized quasi-identifiers, and of its
+    label too when the label is released (suppression is over the released columns)."""
+    ids, n_classes = cols.classes(node)
+    if label_codes is None:
+        return ids, n_classes
+    ids, uniques = pd.factorize(ids * (int(label_codes.max()) + 1) + label_codes)
+    return ids.astype(np.int64), len(uniques)
 
 
 def run_safepub(data: MethodInput, params: SafePubParams, ctx: RunContext) -> ReleaseResult:
     started = time.perf_counter()
     assert data.frame is not None
     qis = resolve_quasi_identifiers(data.columns, params.quasi_identifiers)
+    label = resolve_label(data.columns, params, qis)
     beta, k, delta_k = calibration(params)
     _check_rows(params, len(data.frame))  # the whole table's n, as at submission (the owner knows it)
     ctx.progress(0.02, "hierarchies")
-    table, n, hierarchies, uploaded = _in_domain_table(data, qis)
+    table, n, hierarchies, uploaded = _in_domain_table(data, qis, label)
     infos = {c.name: c for c in data.columns}
     trees, costs, sources = _trees(table, infos, qis, hierarchies, uploaded)
     cols = _Columns(trees)
     scored = np.arange(len(table)) < n  # all but an anchor
     k_score = score_threshold(k, beta)
-    scorer = Scorer(cols, costs, params.metric, k_score, scored)
+    label_codes = pd.factorize(table[label])[0].astype(np.int64) if label else None
+    scorer = Scorer(cols, costs, params.metric, k_score, scored, label_codes)
     top = tuple(t.height for t in trees)
     lattice_size = math.prod(h + 1 for h in top)
     strategy = params.strategy(lattice_size)
@@ -177,16 +229,19 @@ def run_safepub(data: MethodInput, params: SafePubParams, ctx: RunContext) -> Re
     sampled = np.zeros(len(table), dtype=bool)
     sampled[:n] = bernoulli_sample(n, params.epsilon_anon, ctx.rng)
     # the sample's classes at the chosen node: those of fewer than k sampled records are suppressed
-    ids, n_classes = cols.classes(walk.node)
+    ids, n_classes = _released_classes(cols, walk.node, label_codes)
     keep = sampled & (np.bincount(ids[sampled], minlength=n_classes)[ids] >= k)
     gen = generalize_levels(trees, walk.node)
     rows = np.flatnonzero(keep)[ctx.rng.permutation(int(keep.sum()))]  # input order is not released
     out = pd.DataFrame({q: pd.Series(gen.labels[q][rows], dtype=object).astype(str) for q in qis})
-    sizes = np.bincount(equivalence_classes(out, qis)) if len(out) else np.zeros(0, dtype=np.int64)
+    if label:
+        out[label] = table[label].to_numpy(dtype=object)[rows]
+    released = qis + ([label] if label else [])
+    sizes = np.bincount(equivalence_classes(out, released)) if len(out) else np.zeros(0, dtype=np.int64)
     if len(out) and sizes.min() < k:
         raise RuntimeError("safepub: a released class has fewer than k records")  # never expected
     facts = {"strategy": strategy, "lattice_size": lattice_size, "beta": beta, "k": k, "delta_k": delta_k, "k_score": k_score, "sensitivity": delta_score,
-             "eta": eta, "eps_step": eps_step, "walk": walk, "sources": sources, "sizes": sizes,
+             "eta": eta, "eps_step": eps_step, "walk": walk, "sources": sources, "sizes": sizes, "label": label,
              "granularity": _granularity(costs, cols, walk.node, rows),
              "inferred_warnings": _inferred_warnings(data.columns, sources["automatic_intervals"]),
              "seconds": time.perf_counter() - started}
@@ -203,6 +258,16 @@ def _granularity(costs, cols: _Columns, node, rows: np.ndarray) -> float | None:
     return total / (len(rows) * len(node))
 
 
+def _released_statement(label: str | None) -> str:
+    if label is None:
+        return ("only the quasi-identifiers are released, each generalized to its chosen hierarchy level; the other "
+                "columns are left out (the theorem covers generalized records only)")
+    return (f"the quasi-identifiers are released, each generalized to its chosen hierarchy level, and the label "
+            f"{label!r} as is (metric 'classification'); the classes, and so the suppression of those below k, are "
+            "over the quasi-identifiers and the label together — Li et al.'s theorem covers it: the label's "
+            "generalization, the identity, is fixed before the data are read; the other columns are left out")
+
+
 def _result(params: SafePubParams, ctx: RunContext, qis: list[str], out: pd.DataFrame, facts: dict) -> ReleaseResult:
     eps = params.epsilon
     eps_search, eps_anon = float(params.epsilon_search), float(params.epsilon_anon)
@@ -210,7 +275,8 @@ def _result(params: SafePubParams, ctx: RunContext, qis: list[str], out: pd.Data
     delta = params.delta
     replace = {"epsilon": 2.0 * eps, "delta": (1.0 + math.exp(stated)) * delta,
                "bound": "group privacy: a replacement is a removal and an addition, (ε, δ) → (2ε, (1 + e^ε)·δ)"}
-    walk, sizes = facts["walk"], facts["sizes"]
+    walk, sizes, label = facts["walk"], facts["sizes"], facts["label"]
+    released = qis + ([label] if label else [])
     levels = dict(zip(qis, walk.node))
     warnings = list(facts["inferred_warnings"])
     if not len(out):
@@ -233,10 +299,9 @@ def _result(params: SafePubParams, ctx: RunContext, qis: list[str], out: pd.Data
         f"every class of fewer than k = {facts['k']} kept records was suppressed (removed; how many is not "
         f"published); k is the smallest with δ(k) ≤ δ (Li et al.'s bound: δ({facts['k']}) = "
         f"{facts['delta_k']:.4g}, rounded up)",
-        f"verified on the released table: every class of the quasi-identifiers ({', '.join(qis)}) has at "
+        f"verified on the released table: every class of the released columns ({', '.join(released)}) has at "
         f"least {facts['k']} records",
-        "only the quasi-identifiers are released, each generalized to its chosen hierarchy level; the other "
-        "columns are left out (the theorem covers generalized records only)",
+        _released_statement(label),
         "the scores the search reads are exact rationals of the input table (classes below "
         f"{facts['k_score']} records counted as suppressed), with sensitivity {facts['sensitivity']} under "
         "add/remove (docs/methods/safepub.md); hierarchies and domains are public (uploaded, declared "
@@ -253,6 +318,7 @@ def _result(params: SafePubParams, ctx: RunContext, qis: list[str], out: pd.Data
         "epsilon_split": {"search": eps_search, "anonymization": eps_anon},
         "beta": facts["beta"], "k": facts["k"], "k_arx": arx_k(delta, eps_anon),
         "search": {"strategy": facts["strategy"], "lattice_size": facts["lattice_size"], "metric": params.metric,
+                   **({"label": label} if label else {}),
                    **({"steps": params.walk_steps, "steps_taken": walk.steps_taken, "final": params.walk_final}
                       if facts["strategy"] == "walk" else {}),
                    "draws": walk.draws, "epsilon_per_draw": float(facts["eps_step"]),
@@ -266,7 +332,7 @@ def _result(params: SafePubParams, ctx: RunContext, qis: list[str], out: pd.Data
         "out_of_domain": OUT_OF_DOMAIN,
     }
     g = guarantee("central_dp", rng=ctx.rng.name, private=ctx.rng.is_private, epsilon=stated, delta=delta,
-                  protected_columns=qis, statements=statements, warnings=warnings, neighbouring=NEIGHBOURING,
+                  protected_columns=released, statements=statements, warnings=warnings, neighbouring=NEIGHBOURING,
                   replace_one={"epsilon": replace["epsilon"], "delta": replace["delta"]},
                   epsilon_split=meta["epsilon_split"], k=facts["k"], beta=facts["beta"], verified=True)
     classes = int(len(sizes))
@@ -274,6 +340,8 @@ def _result(params: SafePubParams, ctx: RunContext, qis: list[str], out: pd.Data
                "average_class_size": float(len(out) / classes) if classes else 0.0,
                "granularity": facts["granularity"], "seconds": facts["seconds"]}
     columns = [ColumnInfo(name=q, type="categorical", role="quasi_identifier") for q in qis]
+    if label:
+        columns.append(ColumnInfo(name=label, type="categorical", role="label"))
     return ReleaseResult(frame=out, columns=columns, guarantees=g, metadata={"safepub": meta}, metrics=metrics,
                          hierarchies_used=facts["sources"]["uploaded"])
 

@@ -66,10 +66,21 @@ class SafePubParams(Params):
     steps: int | None = Field(None, ge=1, le=MAX_STEPS, description="walk: steps of the random walk down "
                               f"the lattice (each an exponential-mechanism choice); none: {DEFAULT_STEPS}, "
                               "ARX's default")
-    metric: Literal["granularity", "discernibility"] = Field(
-        "granularity", description="the score the search maximizes: 'granularity' (the loss of every "
-        "cell, its generalized value's share of the domain, a suppressed record counting 1 per "
-        "quasi-identifier) or 'discernibility' (Σ|E|² over kept classes / n + suppressed records)")
+    metric: Literal["granularity", "discernibility", "entropy", "group_size", "classification"] = Field(
+        "granularity", description="the score the search maximizes (SafePub's quality models): "
+        "'granularity' (the loss of every cell, its generalized value's share of the domain, a "
+        "suppressed record counting 1 per quasi-identifier), 'discernibility' (Σ|E|² over kept "
+        "classes / n + suppressed records), 'entropy' (SafePub's score for non-uniform entropy: per "
+        "quasi-identifier Σ over released values of their count² / n + cells suppressed or at the "
+        "root, averaged over the quasi-identifiers), 'group_size' (the average class size's score: "
+        "kept classes, plus one when any record is suppressed) or 'classification' (suitability for "
+        "training a classifier of `label`: per class, the records of its most frequent label whose "
+        "(class, label) group is kept; 0 at the top node; the label is then released with the records)")
+    label: str | None = Field(
+        None, description="metric 'classification' only: the column a classifier would predict "
+        "(categorical or boolean, not a quasi-identifier); none: the schema's one column of role "
+        "'label'. It is released as is with every record, and classes (hence suppression) are over "
+        "the quasi-identifiers and the label together")
     final: Literal["last", "exponential"] | None = Field(
         None, description="walk: the node released (none: 'last'): 'last' (the walk's last pivot, ε_search split over steps) "
         "or 'exponential' (one more exponential-mechanism draw over every pivot the walk visited, "
@@ -77,6 +88,13 @@ class SafePubParams(Params):
     quasi_identifiers: list[str] | None = Field(
         None, description="the columns released, each generalized over its hierarchy (default: the "
         "schema's quasi-identifiers); every other column is left out of the release")
+
+    @model_validator(mode="after")
+    def _label_for_classification_only(self):
+        if self.label is not None and self.metric != "classification":
+            raise ValueError(f"label applies to metric 'classification' only (metric is {self.metric!r}): drop "
+                             "label or use metric 'classification'")
+        return self
 
     @model_validator(mode="after")
     def _walk_options(self):

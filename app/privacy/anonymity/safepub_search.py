@@ -1,5 +1,6 @@
-"""SafePub's search: the public cost of every generalized cell, the two scores with their proven
-sensitivities, and the choice of a full-domain generalization with the exact exponential
+"""SafePub's search: the public cost of every generalized cell, the granularity and
+discernibility scores with their proven sensitivities (the other quality models:
+safepub_scores.py), and the choice of a full-domain generalization with the exact exponential
 mechanism — one draw over the whole lattice (``exhaustive``), or SafePub's random walk down it,
 each pivot one draw (``random_walk``).
 
@@ -35,6 +36,9 @@ import numpy as np
 
 from app.privacy.anonymity.hierarchies import Tree, with_missing_leaf
 from app.privacy.anonymity.lattice import _Columns
+from app.privacy.anonymity.safepub_scores import (
+    classification_score, entropy_score, group_size_score,
+)
 from app.privacy.dp_release import exact_em
 from app.privacy.dp_release.zcdp import ExactSampler
 from app.privacy.rng import SecureRandom
@@ -89,19 +93,17 @@ def numeric_costs(tree: Tree) -> LevelCost:
     return LevelCost(numerators, NUMERIC_GRID)
 
 
-def sensitivity(metric: str, m: int, k_score: int) -> int:
-    return m * max(1, k_score - 1) if metric == "granularity" else max(2, k_score)
-
-
 @dataclass
 class Scorer:
-    """Scores of nodes on the records ``rows`` (a boolean mask over the table)."""
+    """Scores of nodes on the records ``rows`` (a boolean mask over the table); ``labels``: each
+    record's label code (classification only)."""
 
     cols: _Columns
     costs: list[LevelCost]
     metric: str
     k_score: int
     rows: np.ndarray
+    labels: np.ndarray | None = None
     cache: dict[Node, Fraction] = field(default_factory=dict)
 
     def score(self, node: Node) -> Fraction:
@@ -118,6 +120,13 @@ class Scorer:
         if n == 0:
             return Fraction(0)
         sizes = np.bincount(ids, minlength=n_classes)
+        if self.metric == "group_size":
+            return group_size_score(sizes, self.k_score)
+        if self.metric == "classification":
+            if all(level == tree.height for level, tree in zip(node, self.cols.trees)):
+                return Fraction(0)  # every feature at its root: a classifier learns nothing
+            labels = self.labels if every else self.labels[self.rows]
+            return classification_score(ids, n_classes, labels, int(self.labels.max()) + 1, self.k_score)
         kept = sizes >= self.k_score  # per class
         suppressed = int(n - sizes[kept].sum())
         if self.metric == "discernibility":
@@ -128,6 +137,8 @@ class Scorer:
         member = np.empty(n_classes, dtype=np.int64)
         member[ids] = np.flatnonzero(self.rows) if not every else np.arange(n)
         member, weight = member[kept], sizes[kept]
+        if self.metric == "entropy":
+            return entropy_score(self.cols, node, member, weight, n, suppressed)
         total = Fraction(len(node) * suppressed)
         for q, level in enumerate(node):
             cost = self.costs[q].numerators[level][self.cols.codes[q][level][member]]
