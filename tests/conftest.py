@@ -29,6 +29,21 @@ if not DATASETS.is_dir():  # a clone inside another folder: look upwards
 ADULT = DATASETS / "adult" / "adult_train.csv"
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    from tests.support.workers import SHARED
+
+    SHARED.plan(items)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Before the test's fixtures: the worker pool the worker tests share runs only while they do."""
+    from tests.support.workers import SHARED
+
+    SHARED.release_unless_used_by(item)
+
+
 @pytest.fixture(scope="session")
 def database():
     from app.config import get_settings

@@ -23,7 +23,7 @@ from sqlalchemy import text
 
 from app.db import transaction
 from tests.support.api import auth, submit, upload, wait_job
-from tests.worker.conftest import ROOT, WorkerPool, _drain_leftovers
+from tests.support.workers import ROOT, WorkerPool, drain_leftovers
 
 TERMINAL_ACTIONS = ("job.succeeded", "job.failed", "job.cancelled")
 
@@ -112,7 +112,7 @@ def pools(tmp_path):
     started: list[LoggedPool] = []
 
     def start(count: int, name: str = "pool", **env: str) -> LoggedPool:
-        _drain_leftovers()
+        drain_leftovers()
         pool = LoggedPool(count, env, tmp_path / name)
         started.append(pool)
         pool.wait_ready()

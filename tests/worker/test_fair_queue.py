@@ -8,7 +8,7 @@ from sqlalchemy import text
 from app.db import transaction
 from app.worker.queue import fair_priority
 from tests.support.api import submit, upload, wait_job
-from tests.worker.conftest import WorkerPool, _drain_leftovers
+from tests.support.workers import WorkerPool, drain_leftovers
 
 SMALL = b"a,b\n" + b"".join(f"x{i % 3},y{i % 2}\n".encode() for i in range(60))
 
@@ -22,7 +22,7 @@ def test_fair_priority_interleaves_tenants_and_keeps_each_tenants_order():
 
 
 def test_a_tenants_backlog_does_not_hold_back_another_tenants_jobs(client, make_key, database):
-    _drain_leftovers()  # other tests' queued jobs would run first
+    drain_leftovers()  # other tests' queued jobs would run first
     heavy, light = make_key("owner"), make_key("owner")
     submitted = {}
     for name, headers, count in (("heavy", heavy, 4), ("light", light, 2)):

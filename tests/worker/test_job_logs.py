@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from tests.support.api import auth, submit, upload, wait_job
-from tests.worker.conftest import ROOT, WorkerPool
+from tests.support.workers import ROOT, WorkerPool
 
 
 class LoggedWorkers(WorkerPool):
@@ -28,9 +28,9 @@ class LoggedWorkers(WorkerPool):
 
 @pytest.fixture(scope="module")
 def logged_worker(database, tmp_path_factory):
-    from tests.worker.conftest import _drain_leftovers
+    from tests.support.workers import drain_leftovers
 
-    _drain_leftovers()
+    drain_leftovers()
     log_path = tmp_path_factory.mktemp("worker") / "worker.log"
     pool = LoggedWorkers(1, {"VEIL_LOG_LEVEL": "INFO"}, log_path)
     pool.wait_ready()

@@ -13,7 +13,7 @@ from sqlalchemy import text
 
 from app.db import transaction
 from app.migrate import head_revision
-from tests.worker.conftest import ROOT, WorkerPool
+from tests.support.workers import ROOT, WorkerPool
 
 
 @contextlib.contextmanager

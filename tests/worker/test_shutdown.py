@@ -16,7 +16,7 @@ from sqlalchemy import text
 from app.db import transaction
 
 from tests.support.api import auth, submit, upload, wait_job
-from tests.worker.conftest import ROOT, WorkerPool
+from tests.support.workers import ROOT, WorkerPool
 
 GRACE_S = 3
 
