@@ -47,11 +47,13 @@ def stop_processes(procs: list[subprocess.Popen]) -> None:
 class WorkerPool:
     def __init__(self, count: int, env: dict[str, str]) -> None:
         self.env = worker_environment(env)
+        self.own_session = False  # each new process leads a process group of its own
         self.procs = [self._spawn() for _ in range(count)]
 
     def _spawn(self) -> subprocess.Popen:
         return subprocess.Popen([sys.executable, "-m", "app", "worker"], env=self.env, cwd=ROOT,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=self.own_session)
 
     def wait_ready(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout

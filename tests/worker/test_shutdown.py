@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
@@ -16,7 +15,7 @@ from sqlalchemy import text
 from app.db import transaction
 
 from tests.support.api import auth, submit, upload, wait_job
-from tests.support.workers import ROOT, WorkerPool
+from tests.support.workers import WorkerPool
 
 GRACE_S = 3
 
@@ -61,9 +60,7 @@ def test_a_job_that_ends_within_the_grace_period_succeeds_on_its_attempt(client,
 def test_a_job_still_running_after_the_grace_period_is_queued_again_without_using_an_attempt(
         client, workers, owner_and_dataset):
     headers, ds = owner_and_dataset
-    workers.stop()  # one worker exactly, whatever the test before left: another would take the job back
-    workers.add()
-    workers.wait_ready()
+    _one_idle_worker(workers)  # another would take the job back
     job = submit(client, headers, "diag_sleep", {"seconds": GRACE_S + 4}, dataset_id=ds["id"]).json()
     wait_job(client, headers, job["id"], until={"running"})
     assert _stop(workers, workers.pid_of_job(job["id"])) == 0
@@ -81,15 +78,19 @@ def test_a_job_still_running_after_the_grace_period_is_queued_again_without_usin
         assert s.execute(text("SELECT max_attempts FROM jobs WHERE id = :j"), {"j": job["id"]}).scalar_one() == 4
 
 
-def _group_worker(workers: WorkerPool) -> subprocess.Popen:
-    """One worker leading its own process group, as `veil serve` is under systemd or
-    `kill -- -PGID`: a stop signal then reaches the worker, its forkserver and the job's process."""
-    workers.stop()  # no other worker may take the job
-    proc = subprocess.Popen([sys.executable, "-m", "app", "worker"], env=workers.env, cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    workers.procs.append(proc)
-    workers.wait_ready()
-    return proc
+def _one_idle_worker(workers: WorkerPool) -> subprocess.Popen:
+    """Exactly one worker, idle and leading its own process group (as `veil serve` is under
+    systemd or `kill -- -PGID`: a stop signal to the group reaches the worker, its forkserver
+    and the job's process). The one the test before left when it is so (a start costs ~10 s of
+    CPU), else a new one: no other worker may take the job."""
+    workers.own_session = True
+    (proc, *others) = workers.procs or [None]
+    if (proc is None or others or proc.poll() is not None or os.getpgid(proc.pid) != proc.pid
+            or workers.busy() or workers.heartbeating() != {proc.pid}):
+        workers.stop()
+        workers.add()
+        workers.wait_ready()
+    return workers.procs[0]
 
 
 @pytest.mark.parametrize("seconds, status", [(1.5, "succeeded"), (GRACE_S + 4, "queued")])
@@ -100,7 +101,7 @@ def test_sigterm_to_the_whole_process_group_keeps_the_grace_period(client, worke
     exit code as 255 and recorded it `crashed` at once (an attempt used, retried or failed),
     while the job's process ran on unseen (operator acceptance check)."""
     headers, ds = owner_and_dataset
-    proc = _group_worker(workers)
+    proc = _one_idle_worker(workers)
     job = submit(client, headers, "diag_sleep", {"seconds": seconds}, dataset_id=ds["id"]).json()
     wait_job(client, headers, job["id"], until={"running"})
     time.sleep(0.3)
