@@ -181,7 +181,9 @@ def _kill_workers_while_jobs_run(client, pools, headers, ds, *, jobs: int, worke
 
 def test_sigkill_workers_while_jobs_run_small(client, pools, small_dataset):
     headers, ds = small_dataset
-    out = _kill_workers_while_jobs_run(client, pools, headers, ds, jobs=12, workers=3, rounds=1)
+    # two workers killed mid-job at once and two restarted (racing to reap the stalled jobs):
+    # the paths of the long run's four; each worker start costs ~10 s of CPU
+    out = _kill_workers_while_jobs_run(client, pools, headers, ds, jobs=12, workers=2, rounds=1)
     print("\nSIGKILL (small):", out)
 
 
@@ -250,7 +252,7 @@ def test_worker_dies_right_after_commit_and_redelivery_is_a_no_op(client, pools,
 def test_stopped_worker_is_fenced_off_and_its_late_commit_rejected(client, pools, small_dataset):
     headers, ds = small_dataset
     pool = pools(2, "stop")
-    job = submit(client, headers, "diag_sleep", {"seconds": 6}, dataset_id=ds["id"]).json()
+    job = submit(client, headers, "diag_sleep", {"seconds": 3}, dataset_id=ds["id"]).json()
     wait_job(client, headers, job["id"], until={"running"})
     stopped = pool.pid_of_job(job["id"])
     os.kill(stopped, signal.SIGSTOP)
@@ -260,7 +262,9 @@ def test_stopped_worker_is_fenced_off_and_its_late_commit_rejected(client, pools
                    and pool.pid_of_job(job["id"]) not in (None, stopped)):
             assert time.monotonic() < deadline, _job_facts([job["id"]])
             time.sleep(0.1)
-        time.sleep(6.5)  # the stopped attempt's child has finished its work meanwhile
+        # the stopped attempt's child has finished its work meanwhile: it ended 3 s after the
+        # start, and the requeue came ≥ 4 s (the stall timeout) after it, 5 s before this
+        time.sleep(4)
     finally:
         os.kill(stopped, signal.SIGCONT)  # resumes with a finished result for attempt 1
     facts = _wait_terminal([job["id"]], timeout=60)
