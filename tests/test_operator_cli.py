@@ -22,7 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _veil(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    # nor the suite's diagnostic methods (tests/conftest.py), which are for jobs: `veil serve`
+    # and `veil worker` would import them first (~5 s of CPU); the plugin tests name their own
+    full = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "VEIL_PLUGINS")}
     return subprocess.run([sys.executable, "-m", "app", *args], env={**full, **env}, cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout)
 
@@ -196,7 +198,7 @@ def test_a_negative_worker_count_is_refused():
 def test_a_second_serve_on_the_same_data_dir_leaves_the_first_running(tmp_path):
     """It failed to bind the port, then stopped the embedded PostgreSQL the first one used
     (and had wiped its metrics files on the way in)."""
-    first = LiveServer(tmp_path / "data")
+    first = LiveServer(tmp_path / "data", env={"VEIL_PLUGINS": ""})
     try:
         second = _veil("serve", "--workers", "0", env={
             "VEIL_DATA_DIR": str(tmp_path / "data"), "VEIL_PORT": str(first.port), "VEIL_API_PROCESSES": "1"})
