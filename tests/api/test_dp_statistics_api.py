@@ -107,6 +107,17 @@ def test_bad_queries_are_422s_with_nothing_queued_or_debited(client, owner, quer
     assert client.get("/v1/jobs", headers=auth(owner), params={"dataset_id": ds["id"]}).json()["items"] == []
 
 
+
+def test_an_epsilon_too_small_for_an_ungrouped_means_noise_is_a_422_not_a_500(client, owner):
+    """The replace-one ungrouped mean calibrates its sum and count together at submission: an ε no
+    discrete Laplace grid delivers was a 500 there (the other statistics' a 422)."""
+    ds = _dataset(client, owner, _frame())
+    for queries in ([{"statistic": "mean", "column": "age"}], [{"statistic": "count"}, {"statistic": "sum", "column": "age"}]):
+        body = assert_problem(submit(client, owner, "dp_statistics", {"epsilon": 1e-9, "queries": queries},
+                                     dataset_id=ds["id"]), 422)
+        assert f"queries[{len(queries) - 1}]: its ε = 1e-09 is too small" in body["detail"], body
+    assert client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner)).json()["entry_count"] == 0
+
 def test_a_column_without_declared_bounds_is_refused_naming_it(client, owner):
     frame = _frame()
     r = upload(client, owner, frame.to_csv(index=False).encode(), "adult.csv",

@@ -387,6 +387,22 @@ def test_limits_are_refused_before_the_data_is_read():
                                                        "queries": [{"statistic": "count"}]}), SCHEMA)
 
 
+
+@pytest.mark.parametrize("epsilon, bounds, query, fragment", [
+    # the replace-one ungrouped mean calibrates its two mechanisms together (case_loss) before the
+    # size checks: an ε no grid delivers raised a ValueError there, a 500
+    (1e-9, (0.0, 1.0), {"statistic": "mean", "column": "x"}, "ε = 1e-09 is too small for the discrete Laplace of its mean"),
+    (1e-9, (0.0, 1.0), {"statistic": "sum", "column": "x"}, "ε = 1e-09 is too small for the discrete Laplace of its sum"),
+    # a range near the largest float: a grouped sum's 2·max(|lo|, |hi|), a mean's (hi − lo)/(ε/2) overflow
+    (1.0, (0.0, 1e308), {"statistic": "sum", "column": "x", "by": ["g"]}, "its sum (inf) over its ε (1) is beyond the largest"),
+    (1.0, (0.0, 1e308), {"statistic": "mean", "column": "x", "by": ["g"]}, "beyond the largest float: narrow the bounds of 'x'"),
+])
+def test_an_epsilon_or_a_range_no_discrete_laplace_grid_fits_is_refused_naming_the_query(epsilon, bounds, query, fragment):
+    schema = [ColumnInfo("x", "numeric", bounds=bounds), ColumnInfo("g", "categorical", categories=("a", "b"))]
+    with pytest.raises(MethodInputError, match=r"^queries\[0\]: ") as info:
+        build_plans(params(epsilon, query), schema)
+    assert fragment in str(info.value), str(info.value)
+
 def test_a_category_named_like_the_missing_level_is_refused():
     """Missing cells are the level '(missing)': a declared category of that name would make two
     levels of one label in the answers."""

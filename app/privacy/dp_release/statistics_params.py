@@ -312,8 +312,23 @@ def _mechanisms(plan: QueryPlan) -> list[Mechanism]:
     mechanisms = [Mechanism(role, s, c, eps * part, rs, rc) for (role, s, c, part), (_, rs, rc, _)
                   in zip(_laplace_parts(plan, plan.add_remove), _laplace_parts(plan, False))]
     if plan.query.statistic == "mean" and not plan.groups and not plan.add_remove:
-        mechanisms[0].epsilon = _joint_centred_sum_epsilon(plan, mechanisms[1], eps)
+        try:  # calibrates both mechanisms: an ε too small for them is the query's 422, not a 500
+            mechanisms[0].epsilon = _joint_centred_sum_epsilon(plan, mechanisms[1], eps)
+        except (ValueError, OverflowError):
+            raise _uncalibrated(plan, "mean", plan.value.hi - plan.value.lo, eps) from None
     return mechanisms
+
+
+def _uncalibrated(plan: QueryPlan, role: str, sensitivity: float, epsilon: float) -> MethodInputError:
+    """The 422 of a mechanism no discrete Laplace grid delivers: its ε too small, or its
+    sensitivity over ε beyond float64 (bounds whose range nears 1.8e308: a grouped sum's
+    2·max(|lo|, |hi|) overflowed to inf, a 500)."""
+    if not math.isfinite(sensitivity / epsilon):
+        return MethodInputError(f"{plan.where}: the sensitivity of its {role} ({sensitivity:g}) over its ε "
+                                f"({plan.epsilon:.3g}) is beyond the largest float: narrow the bounds of "
+                                f"{plan.query.column!r}")
+    return MethodInputError(f"{plan.where}: its ε = {plan.epsilon:.3g} is too small for the discrete Laplace "
+                            f"of its {role} (sensitivity {sensitivity:g}): raise epsilon or this query's share")
 
 
 def case_loss(sensitivity: float, coords: int, epsilon: float, shift: float, moved: int) -> float:
@@ -434,10 +449,8 @@ def _check_size(plan: QueryPlan) -> None:
     for m in plan.mechanisms:
         try:
             calibrate_laplace(m.sensitivity, m.coords, m.epsilon)
-        except ValueError:
-            raise MethodInputError(f"{plan.where}: its ε = {plan.epsilon:.3g} is too small for the "
-                                   f"discrete Laplace of its {m.role} (sensitivity {m.sensitivity:g}): "
-                                   "raise epsilon or this query's share") from None
+        except (ValueError, OverflowError):
+            raise _uncalibrated(plan, m.role, m.sensitivity, m.epsilon) from None
 
 
 def check(params: DPStatisticsParams, columns: list[ColumnInfo], source=None) -> None:
