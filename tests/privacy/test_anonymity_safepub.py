@@ -18,7 +18,7 @@ from app.privacy.anonymity.axes import build_axes
 from app.privacy.anonymity.lattice import _Columns
 from app.privacy.anonymity.safepub import run_safepub
 from app.privacy.anonymity.safepub_params import (
-    SafePubParams, arx_k, bernoulli_sample, beta_of, delta_of_k, smallest_k,
+    SafePubParams, arx_k, bernoulli_sample, beta_of, delta_of_k, log_delta_of_k, smallest_k,
 )
 from app.privacy.anonymity.safepub_scores import sensitivity
 from app.privacy.anonymity.safepub_search import (
@@ -89,7 +89,10 @@ def exact_log_tail(n: int, m: int, p: float) -> float:
 
 
 # the first two below SCIPY_FLOOR (e^-474, e^-514: summed in log space), the others scipy's
-@pytest.mark.parametrize("n, m, p", [(2000, 1800, 0.5934), (1500, 1050, 0.3), (800, 792, 0.95), (60, 55, 0.6)])
+# (2000, 1850, 0.9): the masses fall by ~0.72 down to ~0.52 a term, so the 40 summed leave ~1e-8 of
+# the tail to the geometric bound on the rest
+@pytest.mark.parametrize("n, m, p", [(2000, 1800, 0.5934), (1500, 1050, 0.3), (800, 792, 0.95), (60, 55, 0.6),
+                                     (2000, 1850, 0.9)])
 def test_binomial_tails_in_log_space_bound_an_exact_sum_tightly(n, m, p):
     from app.privacy.anonymity.safepub_params import _log_tail_by_terms, log_binomial_tail
 
@@ -108,6 +111,13 @@ def test_delta_k_does_not_underflow_where_the_tails_pass_1e_minus_249(eps_anon, 
     assert 0 < d[2] <= d[1] <= d[0] < 1e-248
     assert d[0] / d[1] < 1.1 and d[1] / d[2] < 1.1
 
+
+
+def test_a_delta_k_below_the_smallest_float_is_stated_as_it_never_as_0():
+    """ln δ(39,000) at ε_anon = 3 is ≈ −1609: e^that is 0 in float64, and δ(k) is rounded up, so
+    the stated δ(k) is the smallest positive float (a δ(k) of 0 would state δ = 0)."""
+    assert log_delta_of_k(39_000, 3.0) < math.log(5e-324) - 100
+    assert delta_of_k(39_000, 3.0) == 5e-324
 
 @pytest.mark.parametrize("delta", [1e-260, 1e-300, 1e-320, 5e-324])
 def test_a_tiny_delta_gives_a_positive_stated_delta_k_within_it(delta):

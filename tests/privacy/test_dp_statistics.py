@@ -177,6 +177,29 @@ def test_an_ungrouped_means_two_mechanisms_lose_at_most_its_share_against_every_
     assert plan.epsilon * (1 - 1e-6) <= facts["epsilon_delivered"] <= plan.epsilon
 
 
+
+@pytest.mark.parametrize("relation", ["replace_one", "add_remove"])
+def test_an_ungrouped_means_delivered_replace_one_loss_is_the_worse_of_its_two_cases(relation):
+    """From the published noise records (grid γ, scale t steps): a value changed shifts the sum by
+    (hi − lo)/γ_S + 1 steps and the count not at all; made missing, the sum by (hi − lo)/(2γ_S) + 1
+    and the count by 1/γ_C + 1. The loss stated against a replacement is the larger of the two
+    (calibrated to be nearly equal, so the smaller one would also pass a bound on the share)."""
+    from app.privacy.noise import laplace_slack
+
+    def loss(m, shift):
+        steps = shift / m["grid"] + 1
+        return steps / m["scale_steps"] + laplace_slack(m["scale_steps"], steps, 1)
+
+    p = DPStatisticsParams.model_validate({"epsilon": 1.0, "neighbouring": relation,
+                                           "queries": [{"statistic": "mean", "column": "age"}]})
+    facts = run(p, table(200, seed=7)).metadata["dp_statistics"]["queries"][0]
+    s, c = facts["mechanisms"]
+    width = 90.0 - 18.0
+    cases = [loss(s, width), loss(s, width / 2) + loss(c, 1.0)]
+    assert cases[0] != cases[1]
+    delivered = facts["epsilon_delivered" if relation == "replace_one" else "epsilon_delivered_replace_one"]
+    assert delivered == max(cases) <= facts["epsilon"], (delivered, cases)
+
 def assert_sensitivities_hold(plan, frame: pd.DataFrame, neighbours, reached: float = 0.5) -> None:
     """Each mechanism's exact input moves by at most its L1 sensitivity over at most its
     coordinates between ``frame`` and every neighbour, and by at least ``reached`` of it for one."""

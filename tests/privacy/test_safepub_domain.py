@@ -100,6 +100,28 @@ def test_a_table_with_no_record_in_the_domain_gives_an_empty_release_not_a_failu
     assert any("the release is empty" in w for w in result.guarantees["warnings"])
 
 
+
+@pytest.mark.parametrize("metric", ["granularity", "discernibility", "entropy"])
+def test_the_anchor_record_is_never_scored_every_node_scores_as_the_empty_table(monkeypatch, metric):
+    """No record in the domain: the trees are built on a public anchor record, but the search must
+    score the empty table (every node 0). Scored, the anchor would stand for a record the table
+    does not hold: the empty table and its neighbour of one record would differ by two records."""
+    import app.privacy.anonymity.safepub as safepub
+
+    scorers = []
+    real = safepub.exhaustive
+
+    def spy(scorer, *args, **kwargs):
+        scorers.append(scorer)
+        return real(scorer, *args, **kwargs)
+
+    monkeypatch.setattr(safepub, "exhaustive", spy)
+    data = MethodInput(columns=INFOS, frame=pd.concat([OUTSIDE] * 20, ignore_index=True), hierarchies=dict(HIER))
+    run_safepub(data, SafePubParams(epsilon=2.0, delta=1e-5, metric=metric), RunContext(rng=SecureRandom(seed=3)))
+    (scorer,) = scorers
+    assert len(scorer.rows) == 1 and not scorer.rows.any()
+    assert len(scorer.cache) > 1 and set(scorer.cache.values()) == {0}
+
 def test_a_quasi_identifier_without_a_public_domain_is_refused_from_the_schema():
     bare = ColumnInfo(name="c", type="categorical", role="quasi_identifier")
     params = SafePubParams(epsilon=1.0, quasi_identifiers=["c", "x"])
