@@ -103,8 +103,9 @@ def drain_leftovers() -> None:
 
 
 def uses_the_shared_pool(item) -> bool:
-    """A test that asks for `workers` in a module that does not set a `worker_env` of its own."""
-    return "workers" in getattr(item, "fixturenames", ()) and not hasattr(item.module, "worker_env")
+    """A test that asks for `workers` in a module that sets no `worker_env` (nor `workers`) of its own."""
+    return ("workers" in getattr(item, "fixturenames", ())
+            and not hasattr(item.module, "worker_env") and not hasattr(item.module, "workers"))
 
 
 def _module(item) -> str | None:
