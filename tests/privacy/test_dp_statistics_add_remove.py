@@ -112,6 +112,26 @@ def test_the_quantile_utility_moves_by_max_q_1_minus_q_added_or_removed_and_1_re
         assert bound * reached <= worst <= bound, (relation, worst)
 
 
+
+@pytest.mark.parametrize("q", [0.1, 0.5, 0.9])
+def test_a_replacement_costs_a_grouped_quantiles_draws_at_most_twice_their_epsilon(q):
+    """The price of a grouped quantile under add/remove: against each replacement the utilities of
+    all groups move by Σ_g max_c |Δu_g(c)| ≤ 2·Δ_q (a value changed in its group: ≤ 1 ≤ 2Δ_q;
+    a record moved between groups: ≤ Δ_q in each of two), and 2·Δ_q is reached — each draw at
+    ε_each/(2Δ_q) loses at most 2·ε_each, the ratio 2 (twice the ungrouped 1/Δ_q, up to 4,
+    overstated it)."""
+    frame = table(40, seed=31)
+    query = {"statistic": "quantile", "column": "age", "by": ["sex"], "quantiles": [q]}
+    plan = build_plans(params(1.0, query), SCHEMA)[0]
+    ungrouped = build_plans(params(1.0, {**query, "by": []}), SCHEMA)[0]
+    delta = plan.quantile_sensitivity(q)
+    assert plan.replace_ratio == 2.0 and ungrouped.replace_ratio == pytest.approx(float(1 / delta))
+    base = _utilities(frame, plan, q)
+    worst = Fraction(0)
+    for other in _neighbours(frame, np.random.default_rng(32), 150):
+        worst = max(worst, np.abs(_utilities(other, plan, q) - base).max(axis=1).sum())
+    assert worst == 2 * delta, (worst, delta)
+
 def test_the_exponential_mechanism_uses_the_add_remove_sensitivity_exactly():
     k = np.array([0, 1, 3, 3, 4])
     numerators, denominator = quantile_exponents(k, 0.25, 4, 0.75, Fraction(3, 4))
@@ -162,7 +182,7 @@ def test_the_ledger_is_priced_the_replace_one_epsilon_of_each_query():
                {"statistic": "quantile", "column": "age"},  # Δ 1/2 → 1
                {"statistic": "quantile", "column": "age", "by": ["sex"], "quantiles": [0.25, 0.5], "share": 2},
                {"statistic": "mean", "column": "score", "by": ["sex", "race"]}]  # 2 both
-    ratios = [0, 2, 2, 1, 1, 2, 2 * (4 / 3 + 2) / 2, 2]
+    ratios = [0, 2, 2, 1, 1, 2, 2, 2]  # grouped quantiles: max(mean 1/Δ_q, 2) = 2, whatever the levels
     weights = [1, 1, 1, 1, 1, 1, 2, 1]
     p = params(1.5, *queries)
     priced = registry.get("dp_statistics").epsilon_cost(p, SCHEMA)

@@ -393,8 +393,9 @@ def _quantiles(plan: QueryPlan, frame: pd.DataFrame, answers: Answers, rng: Secu
                              "candidates": len(grid), "candidates_first": float(grid[0]),
                              "candidates_last": float(grid[-1]), "rng": rng.name}],
              "epsilon_delivered": eps * len(levels) * (1 if plan.add_remove else touched), "levels": levels}
-    if plan.add_remove:  # each draw is ε_each/Δ-DP against a replacement (utility sensitivity 1)
-        facts["epsilon_delivered_replace_one"] = eps * touched * sum(float(1 / d) for d in sensitivities)
+    if plan.add_remove:  # a value changed: ε_each/Δ_q a draw; moved between groups: ε_each in each of two
+        changed = sum(float(1 / d) for d in sensitivities)
+        facts["epsilon_delivered_replace_one"] = eps * max(changed, touched * len(levels))
     return facts
 
 

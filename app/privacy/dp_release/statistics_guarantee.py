@@ -23,8 +23,9 @@ NEIGHBOURING_ADD_REMOVE = ("neighbouring tables differ by one record added or re
 REPLACE_BOUND = ("a replacement is a removal and an addition: per query the replace-one ε is its ε "
                  "times Δ_replace/Δ_add_remove — exact for a Laplace mechanism (its loss is the shift "
                  "over the scale; an ungrouped mean's two mechanisms in the worst case one replacement "
-                 "reaches for both at once), an upper bound for a quantile's exponential mechanism (ε_each / "
-                 "max(q, 1 − q) per group a replacement touches); 'epsilon' is the price debited at "
+                 "reaches for both at once), an upper bound for a quantile's exponential mechanism (a value "
+                 "changed in its group: ε_each / max(q, 1 − q) a draw; a record moved between groups: "
+                 "a removal and an addition, ε_each a draw in each); 'epsilon' is the price debited at "
                  "submission, 'epsilon_delivered' the loss of the mechanisms as run, grid rounding and "
                  "sampler slack included")
 

@@ -174,14 +174,18 @@ class QueryPlan:
         return max(Fraction(q), 1 - Fraction(q))
 
     def replace_ratio_of_quantiles(self) -> Fraction:
-        """A quantile query's replace-one ε per unit of its ε: 1 under replace-one; under
-        add/remove each draw at ε_each, utility sensitivity Δ = max(q, 1 − q), is ε_each/Δ-DP
-        against a replacement (utility sensitivity 1), in two groups when grouped."""
+        """A quantile query's replace-one ε per unit of its ε: 1 under replace-one. Under
+        add/remove each draw runs at ε_each with utility sensitivity Δ_q = max(q, 1 − q), and one
+        replacement either changes a value inside its group (utility moved by ≤ 1: ε_each/Δ_q
+        per draw of that group; made missing or present, by ≤ Δ_q: ε_each) or moves the record
+        between groups — a removal from one group and an addition to another, each an add/remove
+        neighbour there: ε_each per draw in two groups. So the mean of 1/Δ_q ungrouped, and
+        max(mean 1/Δ_q, 2) = 2 per group (1/Δ_q ≤ 2), not twice the mean (up to 4)."""
         if not self.add_remove:
             return Fraction(1)
         levels = self.query.levels
-        per_draw = sum(1 / self.quantile_sensitivity(q) for q in levels) / len(levels)
-        return per_draw * (2 if self.groups else 1)
+        changed = sum(1 / self.quantile_sensitivity(q) for q in levels) / len(levels)
+        return max(changed, Fraction(2 if self.groups else 1))
 
 
 def weights(params: DPStatisticsParams) -> list[float]:
