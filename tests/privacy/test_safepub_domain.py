@@ -127,6 +127,9 @@ def test_a_quasi_identifier_without_a_public_domain_is_refused_from_the_schema()
     params = SafePubParams(epsilon=1.0, quasi_identifiers=["c", "x"])
     with pytest.raises(MethodInputError, match="'c' has neither an uploaded hierarchy nor declared categories"):
         _check(params, [bare, X], None)
+    flag = ColumnInfo(name="c", type="boolean", role="quasi_identifier")  # no categories to declare
+    with pytest.raises(MethodInputError, match=r"neither .* \(upload a hierarchy\)$"):
+        _check(params, [flag, X], None)
     _check(params, [ColumnInfo(name="c", type="categorical", role="quasi_identifier", has_hierarchy=True), X], None)
     _check(params, [ColumnInfo(name="c", type="categorical", role="quasi_identifier", categories=("u",)), X], None)
     unbounded = ColumnInfo(name="x", type="numeric", role="quasi_identifier")

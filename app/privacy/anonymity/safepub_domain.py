@@ -35,9 +35,11 @@ def refuse_without_domain(info: ColumnInfo, has_hierarchy: bool) -> None:
             f"quasi_identifiers: numeric column {info.name!r} has no declared bounds: safepub's costs and "
             "automatic intervals must not be read from the data (declare bounds in the schema)")
     if info.type != "numeric" and not has_hierarchy and not info.categories:
+        # a boolean column declares no categories (the schema refuses them): its hierarchy is the way
+        remedy = "upload a hierarchy" + ("" if info.type == "boolean" else " or declare the categories")
         raise MethodInputError(
             f"quasi_identifiers: {info.name!r} has neither an uploaded hierarchy nor declared categories: "
-            "safepub's domain must be public (upload a hierarchy or declare the categories)")
+            f"safepub's domain must be public ({remedy})")
 
 
 def public_hierarchies(infos: dict[str, ColumnInfo], qis: list[str],
