@@ -114,8 +114,12 @@ def test_each_new_metric_runs_through_the_api_with_its_sensitivity(client, adult
     body = client.get(f"/v1/releases/{rel['id']}/data", headers=auth(headers), params={"format": "parquet"})
     frame = pd.read_parquet(io.BytesIO(body.content)).astype(str)
     released = QIS + (["income"] if metric == "classification" else [])
-    assert list(frame.columns) == released and 0 < len(frame) < 5000
-    assert frame.groupby(released).size().min() >= k
+    assert list(frame.columns) == released and len(frame) < 5000
+    if len(frame) == 0:  # a draw can land where no sampled class reaches k (group_size favours
+        # many classes near k_s: seen in a fresh run); the release says so, and is still private
+        assert any("release is empty" in w for w in g["warnings"]), g["warnings"]
+    else:
+        assert frame.groupby(released).size().min() >= k
     if metric == "classification":
         assert meta["search"]["label"] == "income" and set(frame["income"]) <= {"<=50K", ">50K"}
         assert any("the label 'income' as is" in s for s in g["statements"])
