@@ -331,8 +331,8 @@ def calibrate_laplace(sensitivity: float, coords: int, epsilon: float) -> tuple[
         gamma = 2.0**e
         shift = sensitivity / gamma + coords
 
-        def loss(t: float, shift=shift) -> float:
-            return shift / t + laplace_slack(t, shift, coords)
+        def loss(t: float, gamma=gamma) -> float:
+            return laplace_loss(gamma, t, sensitivity, coords)
 
         t = shift / epsilon
         if t < 1.0 or t > _MAX_T:
@@ -350,6 +350,17 @@ def calibrate_laplace(sensitivity: float, coords: int, epsilon: float) -> tuple[
     if best is None:
         raise ValueError("no grid delivers this ε: the sensitivity or dimension is too large")
     return best[1], best[2], best[3]
+
+
+def laplace_loss(grid: float, t: float, sensitivity: float, coords: int) -> float:
+    """The privacy loss of the discrete Laplace mechanism of scale ``t`` steps on the grid
+    ``grid`` against a neighbour moving its input by ``sensitivity`` over ``coords``
+    coordinates: the shift Δ/γ + d steps over t, plus the sampler's slack at that shift (the
+    loss calibrate_laplace holds to ε, here for any shift). 0 when nothing moves."""
+    if sensitivity == 0:
+        return 0.0
+    shift = sensitivity / grid + coords
+    return shift / t + laplace_slack(t, shift, coords)
 
 
 def laplace_mechanism(values: np.ndarray, sensitivity: float, coords: int, epsilon: float,

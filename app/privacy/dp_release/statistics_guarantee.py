@@ -15,7 +15,7 @@ from app.privacy.dp_release.statistics_params import (
     MISSING, DPStatisticsParams, Mechanism, QueryPlan, ledger_epsilon, replace_cases, spent_epsilon,
 )
 from app.privacy.guarantees import guarantee
-from app.privacy.noise import LAPLACE_SAMPLER, NoiseRecord, laplace_slack
+from app.privacy.noise import LAPLACE_SAMPLER, NoiseRecord, laplace_loss
 
 NEIGHBOURING_ADD_REMOVE = ("neighbouring tables differ by one record added or removed (add/remove "
                            "one); the number of records n is not public: an ungrouped count of "
@@ -35,10 +35,7 @@ def replace_one_loss(record: NoiseRecord, sensitivity: float, coords: int) -> fl
     ``sensitivity`` over ``coords`` cells: the shift Δ'/γ + d' steps over its scale t, plus the
     sampler's slack at that shift — the bound noise.calibrate_laplace holds the job's relation
     to. 0 when nothing moves (n under replace-one)."""
-    if sensitivity == 0:
-        return 0.0
-    shift = sensitivity / record.grid + coords
-    return shift / record.scale_steps + laplace_slack(record.scale_steps, shift, coords)
+    return laplace_loss(record.grid, record.scale_steps, sensitivity, coords)
 
 
 def replace_one_delivered(record: NoiseRecord, m: Mechanism) -> float:

@@ -15,7 +15,7 @@ from pydantic import Field, field_validator, model_validator
 from app.privacy.data import ColumnInfo
 from app.privacy.dp_release.common import DeclaredDomainParams
 from app.privacy.dp_release.encoding import ColumnPlan, declared_plan
-from app.privacy.noise import calibrate_laplace, laplace_slack
+from app.privacy.noise import calibrate_laplace, laplace_loss
 from app.privacy.registry import MethodInputError, Params, no_repeats
 
 MAX_QUERIES = 64
@@ -342,8 +342,7 @@ def case_loss(sensitivity: float, coords: int, epsilon: float, shift: float, mov
     if shift == 0:
         return 0.0
     e, t, _ = calibrate_laplace(sensitivity, coords, epsilon)
-    steps = shift / 2.0**e + moved
-    return steps / t + laplace_slack(t, steps, moved)
+    return laplace_loss(2.0**e, t, shift, moved)
 
 
 def _joint_centred_sum_epsilon(plan: QueryPlan, count: Mechanism, eps: float) -> float:
