@@ -167,8 +167,8 @@ def test_an_ungrouped_means_two_mechanisms_lose_at_most_its_share_against_every_
     worst = 0.0
     for other in _neighbours(frame, np.random.default_rng(20), 400):
         moved = [np.abs(now - was) for now, was in zip(exact_inputs(plan, other), base)]
-        loss = sum(case_loss(m.sensitivity, m.coords, m.epsilon, float(d.sum()), int(np.count_nonzero(d)))
-                   for m, d in zip(plan.mechanisms, moved))
+        loss = sum(case_loss(m.sensitivity, m.coords, m.epsilon, float(d.sum()), int(np.count_nonzero(d)),
+                             m.integer) for m, d in zip(plan.mechanisms, moved))
         assert loss <= plan.epsilon, (loss, plan.epsilon, moved)
         worst = max(worst, loss)
     assert worst >= plan.epsilon * (1 - 1e-3), worst
@@ -182,18 +182,20 @@ def test_an_ungrouped_means_two_mechanisms_lose_at_most_its_share_against_every_
 def test_an_ungrouped_means_delivered_replace_one_loss_is_the_worse_of_its_two_cases(relation):
     """From the published noise records (grid γ, scale t steps): a value changed shifts the sum by
     (hi − lo)/γ_S + 1 steps and the count not at all; made missing, the sum by (hi − lo)/(2γ_S) + 1
-    and the count by 1/γ_C + 1. The loss stated against a replacement is the larger of the two
-    (calibrated to be nearly equal, so the smaller one would also pass a bound on the share)."""
+    and the count by 1/γ_C (an integer, on the integer grid: not rounded, no + 1). The loss stated
+    against a replacement is the larger of the two (calibrated to be nearly equal, so the smaller
+    one would also pass a bound on the share)."""
     from app.privacy.noise import laplace_slack
 
     def loss(m, shift):
-        steps = shift / m["grid"] + 1
+        steps = shift / m["grid"] + (0 if m["integer_values"] else 1)
         return steps / m["scale_steps"] + laplace_slack(m["scale_steps"], steps, 1)
 
     p = DPStatisticsParams.model_validate({"epsilon": 1.0, "neighbouring": relation,
                                            "queries": [{"statistic": "mean", "column": "age"}]})
     facts = run(p, table(200, seed=7)).metadata["dp_statistics"]["queries"][0]
     s, c = facts["mechanisms"]
+    assert not s["integer_values"] and c["integer_values"] and c["grid"] == 1.0
     width = 90.0 - 18.0
     cases = [loss(s, width), loss(s, width / 2) + loss(c, 1.0)]
     assert cases[0] != cases[1]

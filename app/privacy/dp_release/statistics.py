@@ -32,6 +32,11 @@ debited the replace-one ε the answers also satisfy (statistics_params.ledger_ep
 
 Every noisy value is an exact query value plus discrete Laplace noise on a power-of-two grid
 (noise.laplace_mechanism; its delivered ε, floating-point slack included, is ≤ the ε asked).
+Counts (of records per group, of non-missing values, a histogram's cells, a mean's count) are
+integers and say so (noise's integer option, verified): on a grid γ ≤ 1 they are not rounded,
+so their shift is Δ/γ steps without the + d, and the grid is the one of least expected
+absolute error — the integers themselves (the geometric mechanism) at Δ/ε from 1 to a few
+hundred (beyond, the grids' errors differ by < 10⁻⁴ relative and the sampler's slack decides).
 A sum is computed exactly: each clamped value is taken on the grid u = 2^⌊log2((hi − lo)/2²⁰)⌋
 from lo (a record's part is lo + u·k, k an integer in [0, ⌊(hi − lo)/u⌋], so within the
 bounds), the integers are summed exactly in float64 (below 2^52) and the total is rounded to
@@ -41,7 +46,7 @@ than the sensitivity (Casacuberta et al., CCS 2022).
 The 95 % interval of a Laplace answer covers the noise only (not the sampling error of the
 data): the smallest integer a with P(|Y| > a) = 2ρ^(a+1)/(1 + ρ) ≤ 5 %, Y the discrete
 Laplace of the answer's scale t (ρ = e^(−1/t)), widened by half a grid step for the rounding of
-the exact value onto the grid. A mean's interval holds its sum and count within their 97.5 %
+the exact value onto the grid (a count on a grid γ ≤ 1 was not rounded: not widened). A mean's interval holds its sum and count within their 97.5 %
 intervals (together ≥ 95 %, a union bound) and spans the ratio over that box; the whole bounds
 when the count's interval reaches 0. A mean whose noisy count is below 1 is not estimated
 (NaN: the group may hold no value). A quantile has none.
@@ -178,7 +183,8 @@ def on_grid_mechanism(offset: Fraction, counts: np.ndarray, unit_exp: int, sums:
 def laplace_halfwidth(record: NoiseRecord, alpha: float) -> float:
     """The half-width around a noisy answer holding its exact value with probability ≥ 1 − α:
     γ·(a + ½), a the smallest integer with P(|Y| > a) = 2ρ^(a+1)/(1 + ρ) ≤ α (Y the discrete
-    Laplace of scale t steps, ρ = e^(−1/t)); ½ a step for the rounding onto the grid."""
+    Laplace of scale t steps, ρ = e^(−1/t)); ½ a step for the rounding onto the grid — none for
+    counts on a grid γ ≤ 1, which were not rounded (γ·a)."""
     t = record.scale_steps
     log_rho = -1.0 / t
 
@@ -190,7 +196,7 @@ def laplace_halfwidth(record: NoiseRecord, alpha: float) -> float:
         a -= 1
     while tail(a) > math.log(alpha):
         a += 1
-    return record.grid * (a + 0.5)
+    return record.grid * (a + 0.5) if record.rounded else record.grid * a
 
 
 def mean_interval(total: np.ndarray, count: np.ndarray, h_total: float, h_count: float,
@@ -201,7 +207,10 @@ def mean_interval(total: np.ndarray, count: np.ndarray, h_total: float, h_count:
     within the bounds; the bounds themselves where the count may be 0."""
     mid = (lo + hi) / 2.0
     c_lo, c_hi = count - h_count, count + h_count
-    corners = np.stack([(total + s * h_total) / c for s in (-1, 1) for c in (np.maximum(c_lo, 1e-300), c_hi)])
+    # where c_lo < 1 the corners are discarded (below); a count on the integers can put c_hi at
+    # exactly 0 there, so both are floored at 1 (the identity where the corners are kept)
+    corners = np.stack([(total + s * h_total) / c for s in (-1, 1)
+                        for c in (np.maximum(c_lo, 1.0), np.maximum(c_hi, 1.0))])
     low = np.clip(mid + corners.min(axis=0), lo, hi)
     high = np.clip(mid + corners.max(axis=0), lo, hi)
     unknown = c_lo < 1.0  # the true count is an integer: below 1 it may be 0
@@ -275,7 +284,7 @@ class Answers:
 
 def _laplace_answer(plan: QueryPlan, exact: np.ndarray, rng: SecureRandom) -> tuple[np.ndarray, NoiseRecord]:
     m = plan.mechanisms[0]
-    return laplace_mechanism(exact, m.sensitivity, m.coords, m.epsilon, rng)
+    return laplace_mechanism(exact, m.sensitivity, m.coords, m.epsilon, rng, integer=m.integer)
 
 
 def _interval(noisy: np.ndarray, record: NoiseRecord) -> tuple[np.ndarray, np.ndarray]:
@@ -345,7 +354,7 @@ def _sums(plan: QueryPlan, frame: pd.DataFrame, answers: Answers, rng: SecureRan
                                        first.coords, first.epsilon, rng)
     second = plan.mechanisms[1]
     count, r_count = laplace_mechanism(counts.astype(np.float64), second.sensitivity, second.coords,
-                                       second.epsilon, rng)
+                                       second.epsilon, rng, integer=second.integer)
     center = float(mid)
     # A noisy count below 1 says the group may hold no value: its mean is not estimated (NaN,
     # interval the whole bounds) rather than a clipped ratio of noise passed off as a mean.

@@ -32,10 +32,11 @@ REPLACE_BOUND = ("a replacement is a removal and an addition: per query the repl
 
 def replace_one_loss(record: NoiseRecord, sensitivity: float, coords: int) -> float:
     """A discrete Laplace mechanism's privacy loss against a neighbour moving its input by
-    ``sensitivity`` over ``coords`` cells: the shift Δ'/γ + d' steps over its scale t, plus the
-    sampler's slack at that shift — the bound noise.calibrate_laplace holds the job's relation
-    to. 0 when nothing moves (n under replace-one)."""
-    return laplace_loss(record.grid, record.scale_steps, sensitivity, coords)
+    ``sensitivity`` over ``coords`` cells: the shift Δ'/γ + d' steps (Δ'/γ for counts on a grid
+    γ ≤ 1: the record's integer_values, noise.laplace_shift) over its scale t, plus the sampler's
+    slack at that shift — the bound noise.calibrate_laplace holds the job's relation to. 0 when
+    nothing moves (n under replace-one)."""
+    return laplace_loss(record.grid, record.scale_steps, sensitivity, coords, record.integer_values)
 
 
 def replace_one_delivered(record: NoiseRecord, m: Mechanism) -> float:
@@ -89,7 +90,11 @@ def _statements(params: DPStatisticsParams, ctx: RunContext, spent: float, price
         "counts, histograms, sums and means: exact values plus discrete Laplace noise on a "
         "power-of-two grid (metadata.dp_statistics.queries: each mechanism's sensitivity, scale, "
         "grid and delivered ε, floating-point slack included); sums are exact integer sums of the "
-        "clamped values on a grid of (hi − lo)/2^20 or finer",
+        "clamped values on a grid of (hi − lo)/2^20 or finer; counts (histogram cells, a mean's "
+        "count) are integers, verified, noised on the power-of-two grid γ ≤ 1 of least expected "
+        "absolute error, which they need no rounding onto (the integers themselves — the geometric "
+        "mechanism — at sensitivity/ε from 1 to a few hundred), so their shift is Δ/γ steps where "
+        "rounded values pay Δ/γ + d (each mechanism's integer_values, sensitivity_steps)",
         "an ungrouped count of records is answered with discrete Laplace noise (sensitivity 1): n is "
         "not public under add/remove" if add_remove else
         "an ungrouped count of records is n itself, public under replace-one neighbours: no noise, no ε",
@@ -103,7 +108,8 @@ def _statements(params: DPStatisticsParams, ctx: RunContext, spent: float, price
         "are clamped into their bounds (how many were is not published); a missing cell is its own "
         "level in counts and histograms and is left out of sums, means and quantiles",
         "ci95_low / ci95_high cover the noise only (not the sampling error of the data): for a Laplace "
-        "answer the exact 95 % interval of its discrete Laplace noise plus half a grid step; for a "
+        "answer the exact 95 % interval of its discrete Laplace noise, plus half a grid step for a "
+        "value rounded onto the grid (not a count on a grid γ ≤ 1); for a "
         "mean the ratio's range over the 97.5 % intervals of its sum and count (≥ 95 % together); "
         "none for a quantile",
         "means clipped into the bounds and intervals are post-processing; a group whose noisy count "

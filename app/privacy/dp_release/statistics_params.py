@@ -29,6 +29,9 @@ MAX_CANDIDATES = 100_000  # a quantile's candidate grid
 MAX_RECORDS = 2**31 - 1  # the sums are exact in float64 integers below 2^53 (statistics.py)
 SAFETY = 1e-12  # ε shares nudged down so float rounding never sums above ε
 MISSING = "(missing)"  # the level of a missing cell in a histogram or a group
+# mechanisms whose values are counts of records: integers, noised with noise's integer option
+# (no rounding onto a grid γ ≤ 1, so no + d steps in the shift; laplace_mechanism verifies them)
+COUNT_ROLES = ("counts", "non-missing count")
 
 Statistic = Literal["count", "sum", "mean", "histogram", "quantile"]
 
@@ -114,6 +117,7 @@ class Mechanism:
     epsilon: float
     replace_sensitivity: float
     replace_coords: int
+    integer: bool = False  # counts: integer values, noised on the integer grid without rounding
 
 
 @dataclass
@@ -227,10 +231,11 @@ def ledger_epsilon(params: DPStatisticsParams, plans: list[QueryPlan]) -> float:
 def replace_ratio(plan: QueryPlan) -> float:
     """A query's replace-one ε per unit of its ε. A discrete Laplace mechanism of L1
     sensitivity Δ over d coordinates, run at scale t steps on the grid γ, loses
-    (Δ/γ + d)/t plus a sampler slack linear in (Δ/γ, d) (noise.calibrate_laplace) against a
-    neighbour: against a replacement (Δ', d') it loses at most Δ'/Δ times as much when
-    d'/d ≤ Δ'/Δ — true of every mechanism here — and exactly Δ'/Δ times the ideal
-    mechanism's ε. The query's ratio weighs its mechanisms by their parts of its ε."""
+    (Δ/γ + d)/t (a count on γ ≤ 1: (Δ/γ)/t, noise.laplace_shift) plus a sampler slack linear
+    in (Δ/γ, d) (noise.calibrate_laplace) against a neighbour: against a replacement (Δ', d')
+    it loses at most Δ'/Δ times as much when d'/d ≤ Δ'/Δ — true of every mechanism here — and
+    exactly Δ'/Δ times the ideal mechanism's ε. The query's ratio weighs its mechanisms by
+    their parts of its ε."""
     if not plan.add_remove:
         return 1.0
     if plan.query.statistic == "quantile":
@@ -313,7 +318,8 @@ def _mechanisms(plan: QueryPlan) -> list[Mechanism]:
     if plan.free:
         return []
     eps = plan.epsilon * (1.0 - SAFETY)
-    mechanisms = [Mechanism(role, s, c, eps * part, rs, rc) for (role, s, c, part), (_, rs, rc, _)
+    mechanisms = [Mechanism(role, s, c, eps * part, rs, rc, role in COUNT_ROLES)
+                  for (role, s, c, part), (_, rs, rc, _)
                   in zip(_laplace_parts(plan, plan.add_remove), _laplace_parts(plan, False))]
     if plan.query.statistic == "mean" and not plan.groups and not plan.add_remove:
         try:  # calibrates both mechanisms: an ε too small for them is the query's 422, not a 500
@@ -335,14 +341,16 @@ def _uncalibrated(plan: QueryPlan, role: str, sensitivity: float, epsilon: float
                             f"of its {role} (sensitivity {sensitivity:g}): raise epsilon or this query's share")
 
 
-def case_loss(sensitivity: float, coords: int, epsilon: float, shift: float, moved: int) -> float:
+def case_loss(sensitivity: float, coords: int, epsilon: float, shift: float, moved: int,
+              integer: bool = False) -> float:
     """The privacy loss of the discrete Laplace mechanism calibrated to (sensitivity, coords,
-    epsilon) against a neighbour moving its input by ``shift`` over ``moved`` coordinates —
-    the figure statistics_guarantee.replace_one_loss reads off the mechanism as run."""
+    epsilon, integer values or not) against a neighbour moving its input by ``shift`` over
+    ``moved`` coordinates — the figure statistics_guarantee.replace_one_loss reads off the
+    mechanism as run."""
     if shift == 0:
         return 0.0
-    e, t, _ = calibrate_laplace(sensitivity, coords, epsilon)
-    return laplace_loss(2.0**e, t, shift, moved)
+    e, t, _ = calibrate_laplace(sensitivity, coords, epsilon, integer)
+    return laplace_loss(2.0**e, t, shift, moved, integer)
 
 
 def _joint_centred_sum_epsilon(plan: QueryPlan, count: Mechanism, eps: float) -> float:
@@ -355,7 +363,8 @@ def _joint_centred_sum_epsilon(plan: QueryPlan, count: Mechanism, eps: float) ->
     nudged down until the second case's grid rounding (half of S's shift, but all of its
     rounding step) fits too."""
     width = plan.value.hi - plan.value.lo
-    c_loss = case_loss(count.sensitivity, count.coords, count.epsilon, count.sensitivity, count.coords)
+    c_loss = case_loss(count.sensitivity, count.coords, count.epsilon, count.sensitivity, count.coords,
+                       count.integer)
     target = eps - c_loss
     eps_s = eps
     for _ in range(60):
@@ -451,7 +460,7 @@ def _check_size(plan: QueryPlan) -> None:
                                f"limit {MAX_QUANTILE_DRAWS:,}): ask fewer quantiles or fewer groups")
     for m in plan.mechanisms:
         try:
-            calibrate_laplace(m.sensitivity, m.coords, m.epsilon)
+            calibrate_laplace(m.sensitivity, m.coords, m.epsilon, m.integer)
         except (ValueError, OverflowError):
             raise _uncalibrated(plan, m.role, m.sensitivity, m.epsilon) from None
 
