@@ -142,3 +142,20 @@ def test_the_privbayes_rows_merge_after_aims_and_replace_themselves(tmp_path):
     assert [r[1] for r in bench._doc_rows(doc)] == expected
     bench.merge_privbayes_rows(doc, rows())
     assert [r[1] for r in bench._doc_rows(doc)] == expected
+
+
+def test_without_datasynthesizer_the_privbayes_rows_read_its_figures_from_the_doc(tmp_path):
+    """bench_dp --privbayes-rows where DataSynthesizer does not install: the peer's misclassification
+    and seconds come from the doc's replace-one rows (and say so), not a blank peer column."""
+    import benchmarks.bench_dp as bench
+
+    peer, work = bench.PRIVBAYES_PEER, bench.PRIVBAYES_WORKLOADS
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("\n".join([
+        "| family | workload | Veil | unit | peer | peer value | ratio | target | notes |", "|---|---|---|---|---|---|---|---|---|",
+        f"| dp | {work['time']} | 0.2 | s | {peer} | 18.98 | 90 | — |  |",
+        f"| dp | {work['privbayes']} | 0.17 | error | {peer} | 0.235 | 1.4 | — |  |"]) + "\n")
+    error, seconds, note = bench.privbayes_peer_from_doc(doc)
+    assert (error, seconds) == (0.235, 18.98) and "not re-run" in note
+    doc.write_text(doc.read_text().replace(peer, "someone else"))
+    assert bench.privbayes_peer_from_doc(doc)[:2] == (None, None)

@@ -59,11 +59,39 @@ def test_a_privbayes_job_debits_epsilon_and_releases_the_declared_table(client, 
     assert columns == {"group": "categorical", "age": "numeric", "score": "numeric", "ok": "categorical"}
 
 
+def test_an_add_remove_job_is_debited_the_replace_one_epsilon_and_keeps_n_private(client, owner):
+    """ε = 1 under add/remove: the ledger counts replace-one ε, 2·(1 − 1/20) = 1.9 (the job's
+    own figure); the release states both relations, measures n (ε/20) and publishes only its
+    noisy count, which sets the synthetic table's size."""
+    ds = _dataset(client, owner)
+    client.put(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner), json={"epsilon_total": 2.5})
+    r = submit(client, owner, "privbayes", {"epsilon": 1.0, "neighbouring": "add_remove"}, dataset_id=ds["id"])
+    assert r.status_code == 202, r.text
+    assert r.json()["epsilon"] == pytest.approx(1.9, rel=1e-15)
+    ledger = client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner)).json()
+    assert ledger["epsilon_spent"] == pytest.approx(1.9, rel=1e-15)
+    # 0.6 left: a replace-one job of ε = 0.7 no longer fits, though an add/remove ε of 0.35 would
+    assert_problem(submit(client, owner, "privbayes", {"epsilon": 0.7}, dataset_id=ds["id"]), 409, "budget")
+
+    _, rel = run_to_release(client, owner, r.json()["id"])
+    g, meta = rel["guarantees"], rel["metadata"]["privbayes"]
+    assert g["epsilon"] == 1.0 and g["delta"] == 0.0 and "add/remove" in g["neighbouring"]
+    assert g["replace_one"]["epsilon"] == pytest.approx(1.9, rel=1e-15)
+    assert 1.8 < g["replace_one"]["epsilon_delivered"] <= g["replace_one"]["epsilon"]
+    assert g["epsilon_split"]["records"] == pytest.approx(0.05, rel=1e-9)
+    assert sum(g["epsilon_split"].values()) <= 1.0
+    assert "records" not in meta and meta["records_estimate"] != 1500
+    assert abs(meta["records_estimate"] - 1500) < 800  # Laplace scale 20: 40 scales
+    body = client.get(f"/v1/releases/{rel['id']}/data", headers=auth(owner), params={"format": "parquet"})
+    assert len(pd.read_parquet(io.BytesIO(body.content))) == round(meta["records_estimate"]) == meta["rows"]
+
+
 @pytest.mark.parametrize("params, fragment", [
     ({"epsilon": 1.0, "structure_share": 1.0}, "structure_share"),
     ({"epsilon": 1.0, "degree": 5}, "degree"),
     ({"epsilon": 1.0, "theta": -1}, "theta"),
     ({"epsilon": 1.0, "consistency": "round"}, "consistency"),
+    ({"epsilon": 1.0, "neighbouring": "add_one"}, "neighbouring"),
     ({"epsilon": 0}, "epsilon"),
     ({"epsilon": 1.0, "columns": ["group", "nope"]}, "nope"),
 ])

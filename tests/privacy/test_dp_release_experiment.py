@@ -49,7 +49,8 @@ def test_small_protocol_reports_both_styles_per_method_and_epsilon():
     assert set(guarantees) == {"icahdp_strict", "dppro"} and "δ = 1e-06" in guarantees["dppro"]
     # what was not run is said, so a reader of the report alone does not take it for an omission
     assert report.data["protocol"]["methods_not_run"] == ["icahdp_paper", "mst", "aim", "mst_add_remove",
-                                                          "aim_add_remove", "privbayes"]
+                                                          "aim_add_remove", "privbayes",
+                                                          "privbayes_add_remove"]
     assert "not run by the service" in report.data["protocol"]["peers"]
 
 

@@ -326,13 +326,9 @@ def test_noise_alone_rarely_releases_a_missing_level():
     assert laplace_sum_threshold(3.0, 4) == pytest.approx(3.0 * laplace_sum_threshold(1.0, 4))
 
 
-def test_each_round_is_the_exponential_mechanism_at_its_share_with_the_score_sensitivity(monkeypatch):
-    """The structure's ε rests on η: every round samples ∝ exp(η·S) with η = ε_round / (2·(6n + 4))
-    over the exact S of every candidate, ε_round = β·ε/(d − 1). The metadata reports ε_round, not
-    η: a doubled η (a round 2·ε_round-DP) passed every other test."""
+def spy_on_rounds(monkeypatch) -> list[tuple[list[Fraction], Fraction]]:
+    """Every exponential-mechanism draw's (scores, η), as the structure makes them."""
     from app.privacy.dp_release import privbayes
-    from app.privacy.dp_release.marginals import encode_frame
-    from app.privacy.dp_release.privbayes import parent_index, useful_cells
 
     calls = []
     original = privbayes.ExactSampler.exponential
@@ -342,6 +338,17 @@ def test_each_round_is_the_exponential_mechanism_at_its_share_with_the_score_sen
         return original(self, scores, eta)
 
     monkeypatch.setattr(privbayes.ExactSampler, "exponential", spy)
+    return calls
+
+
+def test_each_round_is_the_exponential_mechanism_at_its_share_with_the_score_sensitivity(monkeypatch):
+    """The structure's ε rests on η: every round samples ∝ exp(η·S) with η = ε_round / (2·(6n + 4))
+    over the exact S of every candidate, ε_round = β·ε/(d − 1). The metadata reports ε_round, not
+    η: a doubled η (a round 2·ε_round-DP) passed every other test."""
+    from app.privacy.dp_release.marginals import encode_frame
+    from app.privacy.dp_release.privbayes import parent_index, useful_cells
+
+    calls = spy_on_rounds(monkeypatch)
     n, eps, beta, d = 3000, 1.3, 0.25, 4
     data = MethodInput(SCHEMA, table(n))
     params = PrivBayesParams(epsilon=eps, structure_share=beta, degree=2)

@@ -1,6 +1,7 @@
 """PrivBayes (Zhang, Cormode, Procopiuc, Srivastava & Xiao, SIGMOD 2014; TODS 42(4), 2017):
 a pure ε-DP synthetic table (δ = 0) from a Bayesian network. Neighbours replace one record
-(n public).
+(n public), or with ``neighbouring: add_remove`` one record is added or removed (n private:
+the end of this docstring says what changes).
 
   domains     the declared schema's, as mst and aim build them (marginals.build_columns):
               categories, ``bins`` bins of a numeric column, a missing level in every column
@@ -46,6 +47,28 @@ random neighbouring tables). The exponential mechanism P(X, Π) ∝ exp(η·S) w
 rational scores, CSPRNG bits, no floating-point argmax). DataSynthesizer's PrivBayes adds
 numpy float Laplace noise (open to Mironov's floating-point attack) and scores by mutual
 information; here every noisy count is a discrete Laplace draw on a power-of-two grid.
+
+Add/remove (``neighbouring: add_remove``). n is no longer public, so:
+  n           measured first: n + discrete Laplace at ε_n = ε/20 (sensitivity 1); n̂ =
+              max(1, that) sets τ, the simplex's total and the default size (post-processing).
+              The rest, ε' = 19ε/20, is split β·ε' / (1 − β)·ε' as above.
+  score       S/n = T = Σ_{x,π} |c(x, π) − c(x)·c(π)/n| = 2n·R, whose add/remove sensitivity does not
+              depend on n. Adding a record at (x₀, π₀) to a table of n records (p = P[X], q =
+              P[Π] before) moves the joint by e_{x₀π₀} and the product table n·p⊗q by
+              e_{x₀π₀} − n/(n + 1)·a⊗b, a = e_{x₀} − p, b = e_{π₀} − q (expand (n + 1)·p'⊗q'
+              with p' = p + a/(n + 1)), so c − n·p⊗q moves by exactly n/(n + 1)·a⊗b, whose L1
+              norm is n/(n + 1)·‖a‖₁·‖b‖₁ = n/(n + 1)·2(1 − p(x₀))·2(1 − q(π₀)) < 4. Removing is
+              the same pair read backwards. So |ΔT| < 4 (tight as the domains grow: an
+              independent uniform table), and the choice is ∝ exp(ε_round·T / 8), exact rationals.
+  marginals   one record added or removed moves one cell by 1: L1 sensitivity 1 on 1 cell
+              (scale ≈ m/((1 − β)ε')), and τ = n̂·(1 − β)ε' / (dθ) keeps θ times that scale.
+  ledger      Veil's budget counts replace-one ε. The count of records is constant under a
+              replacement: 0. A structure round loses at most 2·ε_round against a replacement
+              (a removal and an addition; by T's replace-one sensitivity 6 + 4/n it is
+              (1.5 + 1/n)·ε_round ≤ 2·ε_round for n ≥ 2, not stated: n is private). A marginal's
+              discrete Laplace loses exactly twice its add/remove loss (the shift 2/γ + 2
+              steps is twice 1/γ + 1 and the sampler's slack is linear in both). The job is
+              priced at 2ε' = 1.9ε, never below the replace-one ε delivered (checked at release).
 """
 
 from __future__ import annotations
@@ -53,6 +76,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -62,14 +86,13 @@ from pydantic import Field
 from app.privacy.arrays import project_to_simplex
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
-from app.privacy.dp_release.common import NEIGHBOURING, require_rows, rng_statements
-from app.privacy.dp_release.encoding import domain_warnings
+from app.privacy.dp_release.common import require_rows
 from app.privacy.dp_release.marginals import (
-    Column, DomainParams, build_columns, decode_frame, encode_frame, marginal, output_infos,
+    MAX_ROWS, Column, DomainParams, build_columns, decode_frame, encode_frame, marginal,
 )
+from app.privacy.dp_release.privbayes_release import release
 from app.privacy.dp_release.zcdp import ExactSampler
-from app.privacy.guarantees import guarantee
-from app.privacy.noise import LAPLACE_SAMPLER, calibrate_laplace, laplace_mechanism
+from app.privacy.noise import calibrate_laplace, laplace_loss, laplace_mechanism
 from app.privacy.registry import MethodInputError, MethodKind, MethodSpec, register
 from app.privacy.results import ReleaseResult
 from app.privacy.rng import SecureRandom
@@ -78,9 +101,12 @@ MAX_CANDIDATES = 50_000  # (attribute, parent set) pairs the structure may score
 MAX_RECORDS = 2**31 - 1  # S ≤ 2n² must fit in int64
 MARGINAL_L1 = 2.0  # replace one record: one cell −1, one cell +1
 MARGINAL_CELLS = 2
+# (L1 sensitivity, cells) of a marginal under each relation: add/remove moves one cell by 1
+MARGINAL_MOVE = {"replace_one": (MARGINAL_L1, MARGINAL_CELLS), "add_remove": (1.0, 1)}
+COUNT_SHARE = Fraction(1, 20)  # add/remove: the share of ε measuring n, which is not public there
+T_SENSITIVITY = 4  # of T = S/n under add/remove: n/(n + 1)·‖a‖₁·‖b‖₁ < 4 (module docstring)
 MISSING_FALSE_RELEASE = 1e-6  # the chance that noise alone releases a missing level a column lacks
 SAFETY = 1e-12  # ε shares nudged down so float rounding never sums above ε
-SCORE = "S = 2n²·R = Σ|n·c(x,π) − c(x)·c(π)| (R = ½‖P[X,Π] − P[X]P[Π]‖₁), exact integers"
 
 
 class PrivBayesParams(DomainParams):
@@ -98,6 +124,20 @@ class PrivBayesParams(DomainParams):
         "'simplex', the nearest table of non-negative counts summing to n (n is public), which "
         "keeps a sparse table's empty cells near 0; 'clip', the paper's, negative counts set to 0 "
         "(each empty cell then keeps about half the noise scale: 10 % spurious mass on Adult at ε = 50)")
+    rows: int | None = Field(None, ge=1, le=MAX_ROWS, description="rows of the synthetic table; "
+                             "default the number of input records (replace_one: public) or, under "
+                             "add_remove, the noisy count of records (rounded, at least 1, at most "
+                             f"{MAX_ROWS:,})")
+    neighbouring: Literal["replace_one", "add_remove"] = Field(
+        "replace_one", description="the neighbouring relation ε is stated under: 'replace_one' "
+        "(Veil's convention: one record's values changed, n public) or 'add_remove' (one record "
+        "added or removed, as DataSynthesizer's marginal noise assumes: marginal sensitivity 1, n "
+        "not public — ε/20 measures it). An add_remove job is debited the replace-one ε its run "
+        "also satisfies (at most 2·19ε/20 = 1.9ε), and its guarantee states both")
+
+    @property
+    def add_remove(self) -> bool:
+        return self.neighbouring == "add_remove"
 
 
 # ----------------------------------------------------------------------------- score
@@ -123,11 +163,15 @@ def parent_index(codes: dict[str, np.ndarray], parents: tuple[str, ...], sizes: 
 
 
 # ------------------------------------------------------------------------- structure
-def useful_cells(n: int, epsilon: float, share: float, d: int, theta: float) -> float:
-    """τ: the most cells of a θ-useful marginal (∞ when θ = 0)."""
+def useful_cells(n: float, epsilon: float, share: float, d: int, theta: float,
+                 sensitivity: float = MARGINAL_L1) -> float:
+    """τ: the most cells of a θ-useful marginal (∞ when θ = 0): n·(1 − β)ε/(Δ·d·θ), the noise
+    scale Δ·d/((1 − β)ε) of a marginal's counts (L1 sensitivity Δ) at most 1/θ of the average
+    count n/τ. ``n``: the public n, or n̂ under add/remove; ``epsilon`` what the network and
+    its marginals share."""
     if theta == 0:
         return math.inf
-    return n * (1.0 - share) * epsilon / (2.0 * d * theta)
+    return n * (1.0 - share) * epsilon / (sensitivity * d * theta)
 
 
 def candidate_count(d: int, degree: int) -> int:
@@ -164,16 +208,18 @@ def parent_sets(x: str, chosen: list[str], sizes: dict[str, int], degree: int,
 
 def greedy_network(names: list[str], codes: dict[str, np.ndarray], sizes: dict[str, int], n: int,
                    degree: int, tau: float, epsilon_round: Fraction, rng: SecureRandom,
-                   ) -> tuple[list[tuple[str, tuple[str, ...]]], list[dict[str, Any]]]:
+                   add_remove: bool = False) -> tuple[list[tuple[str, tuple[str, ...]]], list[dict[str, Any]]]:
     """The paper's GreedyBayes: the network as (attribute, parents) in order, and each round's
     record (candidates, choice, ε). The first attribute is uniform (no data read); each later
-    one and its parents come from the exponential mechanism over S at ``epsilon_round``; at 0
-    (no parent set can be non-empty: ``independent_columns``) uniformly, no score computed."""
+    one and its parents come from the exponential mechanism at ``epsilon_round`` over S
+    (replace-one, sensitivity 6n + 4) or T = S/n (add/remove, sensitivity 4: n is private, and
+    T's sensitivity does not involve it); at 0 (no parent set can be non-empty:
+    ``independent_columns``) uniformly, no score computed."""
     sampler = ExactSampler(rng)
     first = names[sampler.uniform(len(names))]
     network: list[tuple[str, tuple[str, ...]]] = [(first, ())]
     chosen = [first]
-    eta = epsilon_round / (2 * score_sensitivity(n))
+    eta = epsilon_round / (2 * (T_SENSITIVITY if add_remove else score_sensitivity(n)))
     cache: dict[tuple[str, tuple[str, ...]], int] = {}
     rounds: list[dict[str, Any]] = []
     for r in range(len(names) - 1):
@@ -188,7 +234,7 @@ def greedy_network(names: list[str], codes: dict[str, np.ndarray], sizes: dict[s
             if key not in cache:
                 cache[key] = r_score(codes[x], sizes[x], parent_index(codes, ps, sizes, n),
                                      math.prod(sizes[p] for p in ps), n)
-            scores.append(Fraction(cache[key]))
+            scores.append(Fraction(cache[key], n) if add_remove else Fraction(cache[key]))
         x, ps = candidates[sampler.exponential(scores, eta)]
         network.append((x, ps))
         chosen.append(x)
@@ -312,21 +358,39 @@ def sample_network(network: list[tuple[str, tuple[str, ...]]], conditionals: dic
 
 
 # ------------------------------------------------------------------------------- run
-def _budget(params: PrivBayesParams, d: int, independent: bool = False) -> tuple[Fraction, Fraction, float]:
-    """(ε of the structure, ε of one round, ε left for the conditionals), the first two exact:
-    no structure without a second column, nor when no column can get a parent."""
+@dataclass(frozen=True)
+class Budget:
+    """ε's parts (sequential composition): the count of records (add/remove only: n is public
+    under replace-one), the structure and one round of it (exact), and what the marginals share."""
+
+    count: float
+    structure: Fraction
+    per_round: Fraction
+    conditionals: float
+    shared: Fraction  # the network's and its marginals': ε, or ε' = ε − ε/20 under add/remove
+
+
+def _budget(params: PrivBayesParams, d: int, independent: bool = False) -> Budget:
+    """No structure without a second column, nor when no column can get a parent."""
     eps = Fraction(params.epsilon)
-    structure = eps * Fraction(params.structure_share) if d > 1 and not independent else Fraction(0)
+    count = eps * COUNT_SHARE if params.add_remove else Fraction(0)
+    shared = eps - count
+    structure = shared * Fraction(params.structure_share) if d > 1 and not independent else Fraction(0)
     per_round = structure / (d - 1) if d > 1 else Fraction(0)
-    return structure, per_round, float(eps - structure) * (1.0 - SAFETY)
+    return Budget(float(count) * (1.0 - SAFETY), structure, per_round,
+                  float(shared - structure) * (1.0 - SAFETY), shared)
 
 
 def _calibration_problem(params: PrivBayesParams, d: int) -> str | None:
+    budget = _budget(params, d)
     try:
-        calibrate_laplace(MARGINAL_L1, MARGINAL_CELLS, _budget(params, d)[2] / d * (1.0 - SAFETY))
+        calibrate_laplace(*MARGINAL_MOVE[params.neighbouring], budget.conditionals / d * (1.0 - SAFETY))
+        if params.add_remove:
+            calibrate_laplace(1.0, 1, budget.count)
     except ValueError:
-        return (f"epsilon {params.epsilon:g} leaves too little for {d} noisy marginals: the discrete "
-                "Laplace cannot be calibrated; raise epsilon or release fewer columns")
+        return (f"epsilon {params.epsilon:g} leaves too little for {d} noisy marginals"
+                + (" and the noisy count of records" if params.add_remove else "")
+                + ": the discrete Laplace cannot be calibrated; raise epsilon or release fewer columns")
     return None
 
 
@@ -350,8 +414,17 @@ def _check_rows(params: PrivBayesParams, rows: int, columns: list[ColumnInfo] | 
 
 
 def _epsilon(params: PrivBayesParams, columns: list[ColumnInfo]) -> float:
-    """Pure ε-DP under replace-one: the job's ε, all of it."""
-    return params.epsilon
+    """The replace-one ε the budget counts: the job's ε, all of it, under replace-one; under
+    add/remove :func:`replace_one_price`."""
+    return replace_one_price(params) if params.add_remove else params.epsilon
+
+
+def replace_one_price(params: PrivBayesParams) -> float:
+    """An add/remove run's replace-one ε, bounded from the params alone (n is not known here):
+    2ε' (ε' = ε − ε/20). Against a replacement the count of records loses nothing (n does not
+    change), each round of the network at most twice its ε (a removal then an addition), each
+    marginal's discrete Laplace exactly twice its add/remove loss (module docstring)."""
+    return float(2 * Fraction(params.epsilon) * (1 - COUNT_SHARE))
 
 
 def run_privbayes(data: MethodInput, params: PrivBayesParams, ctx: RunContext) -> ReleaseResult:
@@ -365,33 +438,42 @@ def run_privbayes(data: MethodInput, params: PrivBayesParams, ctx: RunContext) -
     sizes = {c.name: c.size for c in columns}
     d = len(columns)
     codes = encode_frame(columns, frame)
-    tau = useful_cells(n, params.epsilon, params.structure_share, d, params.theta)
+    l1, cells = MARGINAL_MOVE[params.neighbouring]
+    count, n_public = None, float(n)
+    if params.add_remove:  # n is private: measured first, its noisy value public from here on
+        noisy_n, count = laplace_mechanism(np.array([float(n)]), 1.0, 1, _budget(params, d).count, ctx.rng)
+        n_public = max(1.0, float(noisy_n[0]))
+    tau = useful_cells(n_public, float(_budget(params, d).shared), params.structure_share, d, params.theta, l1)
     independent = independent_columns(sizes, tau)
-    structure, per_round, eps_cond = _budget(params, d, independent)
+    budget = _budget(params, d, independent)
 
     ctx.progress(0.05, "choosing the network")
-    network, rounds = greedy_network(names, codes, sizes, n, params.degree, tau, per_round, ctx.rng)
+    network, rounds = greedy_network(names, codes, sizes, n, params.degree, tau, budget.per_round, ctx.rng,
+                                     params.add_remove)
     ctx.check_cancelled()
 
     ctx.progress(0.6, "noisy marginals")
     measured, source = measured_sets(network)
-    share = eps_cond / len(measured) * (1.0 - SAFETY)
+    share = budget.conditionals / len(measured) * (1.0 - SAFETY)
     noisy_tables: dict[int, tuple[tuple[str, ...], np.ndarray, float]] = {}
     measurements = []
     for i in measured:
         x, ps = network[i]
         axes = tuple(a for a in names if a == x or a in ps)  # column order
         shape = tuple(sizes[a] for a in axes)
-        noisy, record = laplace_mechanism(marginal(codes, axes, shape), MARGINAL_L1, MARGINAL_CELLS,
-                                          share, ctx.rng)
+        noisy, record = laplace_mechanism(marginal(codes, axes, shape), l1, cells, share, ctx.rng)
         noisy_tables[i] = (axes, noisy.reshape(shape), record.scale)
         measurements.append({"clique": list(axes), "cells": int(math.prod(shape)),
                              "laplace_scale": record.scale, "epsilon": share,
                              "epsilon_delivered": record.epsilon_delivered, "grid": record.grid,
-                             "sampler_slack": record.sampler_slack})
+                             "sampler_slack": record.sampler_slack,
+                             # against a replacement: one cell −1 and another +1
+                             **({"epsilon_delivered_replace_one": laplace_loss(
+                                 record.grid, record.scale_steps, MARGINAL_L1, MARGINAL_CELLS)}
+                                if params.add_remove else {})})
     position = {x: i for i, (x, _) in enumerate(network)}
     missing = {c.name: missing_released(noisy_tables[source[position[c.name]]], c) for c in columns}
-    tables = {i: (axes, nonnegative(table, axes, columns, missing, n, params.consistency))
+    tables = {i: (axes, nonnegative(table, axes, columns, missing, n_public, params.consistency))
               for i, (axes, table, _) in noisy_tables.items()}
     conditionals = {}
     for i, (x, ps) in enumerate(network):
@@ -399,113 +481,18 @@ def run_privbayes(data: MethodInput, params: PrivBayesParams, ctx: RunContext) -
         conditionals[x] = conditional(table, axes, x, ps)
 
     ctx.progress(0.8, "sampling")
-    rows = params.rows or n
+    rows = params.rows or (int(min(MAX_ROWS, round(n_public))) if params.add_remove else n)
     levels = sample_network(network, conditionals, sizes, rows, ctx.rng)
     out = decode_frame(columns, levels, ctx.rng)[names]
-    delivered = float(structure) + sum(m["epsilon_delivered"] for m in measurements)
-    split = {"structure": float(structure), "conditionals": sum(m["epsilon_delivered"] for m in measurements)}
+    split = {**({"records": count.epsilon_delivered} if count else {}), "structure": float(budget.structure),
+             "conditionals": sum(m["epsilon_delivered"] for m in measurements)}
     ctx.progress(1.0, "done")
-    return _result(params, ctx, columns, out, {
-        "n": n, "rows": rows, "network": network, "rounds": rounds, "tau": tau, "split": split,
-        "measurements": measurements, "source": [network[j][0] for j in source], "missing": missing, "delivered": delivered,
-        "independent": independent, "smallest_pair": smallest_pair(sizes), "seconds": time.perf_counter() - started})
-
-
-def _noise_dominated(measurements: list[dict[str, Any]], n: int, theta: float) -> list[str]:
-    """A warning when a measured marginal's average count n / cells is below its Laplace scale:
-    θ-usefulness keeps a parent set's marginal above θ times its noise, but a large column's own
-    1-way counts at a small ε, or any marginal with θ < 1 (0: no rule), can fall below it. From
-    public figures only (n, the cells, the scale)."""
-    weak = [m for m in measurements if n / m["cells"] < m["laplace_scale"]]
-    if not weak:
-        return []
-    worst = min(weak, key=lambda m: n / (m["cells"] * m["laplace_scale"]))
-    return [f"{len(weak)} of the {len(measurements)} measured marginals have an average count below their "
-            f"noise's scale (the worst, {' × '.join(worst['clique'])}: {worst['cells']:,} cells for {n:,} "
-            f"records, {n / worst['cells']:.3g} a cell against Laplace scale {worst['laplace_scale']:.3g}): "
-            "their conditionals are mostly noise; a larger epsilon or fewer levels (bins, categories)"
-            + (f" or a larger theta (θ = {theta:g} admits parent sets below their noise; 1 or more does not)"
-               if theta < 1 else "") + " would lift them"]
-
-
-def _structure_phrase(facts: dict[str, Any], d: int) -> str:
-    """How the network was chosen, for the ε statement."""
-    if d == 1:
-        return "one column: no network to choose"
-    if facts["independent"]:
-        return ("none can have an edge: τ, set by n, ε, θ and the domains, is below every pair's cells; "
-                "its order drawn uniformly, no data read")
-    rounds = len(facts["rounds"])
-    return f"the exponential mechanism, {rounds} round{'s' if rounds != 1 else ''}"
-
-
-def _result(params: PrivBayesParams, ctx: RunContext, columns: list[Column], out, facts: dict[str, Any],
-            ) -> ReleaseResult:
-    n, split = facts["n"], facts["split"]
-    d = len(columns)
-    independent = None
-    if facts["independent"]:
-        independent = (
-            f"no column can have a parent: a θ-useful marginal has at most τ = {facts['tau']:.4g} cells "
-            f"(n = {n:,}, ε = {params.epsilon:g}, θ = {params.theta:g}, {d} columns) and the smallest "
-            f"marginal of two columns has {facts['smallest_pair']:,} cells, so the synthetic columns are "
-            f"independent of each other (each keeps its own distribution); no ε went to choosing a "
-            f"network, all of it measured the {d} columns' own counts. To link columns: raise epsilon, "
-            f"lower theta (0 lifts the rule) or declare fewer levels (bins, categories)")
-    statements = [
-        f"ε-differential privacy with ε = {params.epsilon:g}, δ = 0, for the whole synthetic table: "
-        f"{NEIGHBOURING}",
-        f"ε is split (sequential composition): {split['structure']:.6g} choosing the network ("
-        + _structure_phrase(facts, d)
-        + f"), {split['conditionals']:.6g} measuring "
-        f"its {len(facts['measurements'])} marginals (discrete Laplace); 'epsilon_split' adds up to at most ε",
-        "the network's scores are exact integers (2n²·R, sensitivity 6n + 4 under replacing one record) "
-        "and each choice is sampled exactly from CSPRNG bits (no floating-point argmax)",
-        "every noisy count is an integer count plus discrete Laplace noise on a power-of-two grid "
-        "(metadata.privbayes.measurements: the scale, grid and delivered ε of each, floating-point "
-        "slack included)",
-        "domains come from the declared bounds and categories (never from the data); values are "
-        "clipped into the bounds; every column has a 'missing' level",
-        "the conditionals (each noisy marginal made non-negative, "
-        + ("projected onto the tables of n records" if params.consistency == "simplex" else "negative counts clipped")
-        + ", normalized), the sampled records and their decoding (uniform inside a numeric bin) are post-processing",
-        *rng_statements(ctx),
-    ]
-    meta = {
-        "method": "privbayes", "epsilon": params.epsilon, "delta": 0.0, "neighbouring": NEIGHBOURING,
-        "epsilon_split": split, "epsilon_delivered": facts["delivered"],
-        "structure_share": params.structure_share, "degree": params.degree, "theta": params.theta,
-        "useful_cells": None if math.isinf(facts["tau"]) else facts["tau"],
-        "independent_columns": facts["independent"],  # why: the warning in guarantees.warnings
-        "records": n, "records_public": "n is public under replace-one neighbours: it sets τ, the "
-        "score's sensitivity and the default size",
-        "network": [{"attribute": x, "parents": list(ps)} for x, ps in facts["network"]],
-        "first_attribute": "drawn uniformly at random from the job's random source (no data read)",
-        "selections": facts["rounds"],
-        "score": {"name": "R (PrivBayes TODS 2017)", "computed": SCORE,
-                  "sensitivity": f"6n + 4 = {score_sensitivity(n)} (R: 3/n + 2/n²)",
-                  "mechanism": "exponential, P ∝ exp(ε_round·S / (2·(6n + 4))), sampled exactly"},
-        "measurements": facts["measurements"],
-        "missing_released": facts["missing"],
-        "conditionals": [{"attribute": x, "parents": list(ps), "read_from": src}
-                         for (x, ps), src in zip(facts["network"], facts["source"])],
-        "noise": {"mechanism": "discrete Laplace on a power-of-two grid (noise.laplace_mechanism)",
-                  "sampler": LAPLACE_SAMPLER, "rng": ctx.rng.name,
-                  "sensitivity_l1": "2 per marginal (replace one record: one cell −1, one cell +1)"},
-        "columns": {c.name: c.describe() for c in columns}, "rows": facts["rows"],
-        "consistency": params.consistency,
-        "sampling": "ancestral, in the network's order, by inverse CDF from the job's random source",
-    }
-    g = guarantee("central_dp", rng=ctx.rng.name, private=ctx.rng.is_private, epsilon=params.epsilon,
-                  delta=0.0, protected_columns=list(out.columns), statements=statements,
-                  warnings=[*domain_warnings([c.plan for c in columns]), *([independent] if independent else []),
-                            *_noise_dominated(facts["measurements"], n, params.theta)],
-                  neighbouring=NEIGHBOURING,
-                  epsilon_split=split, epsilon_delivered=facts["delivered"])
-    return ReleaseResult(frame=out, columns=output_infos(columns), guarantees=g, metadata={"privbayes": meta},
-                         metrics={"rows": facts["rows"], "seconds": facts["seconds"],
-                                  "measurements": len(facts["measurements"]),
-                                  "selections": len(facts["rounds"])})
+    return release(params, ctx, columns, out, {
+        "n": n, "n_public": n_public, "count": count, "rows": rows, "network": network, "rounds": rounds,
+        "tau": tau, "split": split, "measurements": measurements, "source": [network[j][0] for j in source],
+        "missing": missing, "delivered": sum(split.values()), "independent": independent,
+        "smallest_pair": smallest_pair(sizes), "score_sensitivity": score_sensitivity(n),
+        "price": _epsilon(params, data.columns), "seconds": time.perf_counter() - started})
 
 
 register(MethodSpec(
@@ -517,7 +504,8 @@ register(MethodSpec(
             "discrete Laplace noise, records sampled from it. Pure ε-DP (δ = 0). Domains from the "
             "declared bounds and categories.",
     params=PrivBayesParams,
-    guarantee="central ε-DP (δ = 0) of the whole table (replace-one neighbours)",
+    guarantee="central ε-DP (δ = 0) of the whole table (replace-one neighbours, or add/remove: "
+              "neighbouring: add_remove, debited the replace-one ε it also satisfies)",
     paper="Zhang, Cormode, Procopiuc, Srivastava & Xiao, PrivBayes: Private Data Release via "
           "Bayesian Networks, SIGMOD 2014; ACM TODS 42(4), 2017",
     run=run_privbayes,

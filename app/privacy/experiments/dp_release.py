@@ -58,14 +58,15 @@ TARGET = "target"
 TaskName = Literal["adult_degree", "adult_married", "coil_caravan", "coil_home", "bank_y",
                    "adult_income"]
 MethodName = Literal["icahdp_strict", "icahdp_paper", "dppro", "mst", "aim", "mst_add_remove",
-                     "aim_add_remove", "privbayes", "noprivacy"]
+                     "aim_add_remove", "privbayes", "privbayes_add_remove", "noprivacy"]
 ALL_TASKS: list[str] = ["adult_degree", "adult_married", "coil_caravan", "coil_home", "bank_y"]
 TASK_ORDER: list[str] = [*ALL_TASKS, "adult_income"]
 ALL_METHODS: list[str] = ["icahdp_strict", "icahdp_paper", "dppro", "noprivacy"]
 LABELS = {"icahdp_strict": "ICAHDP strict", "icahdp_paper": "ICAHDP paper", "dppro": "DPPro",
           "mst": "MST (replace-one)", "aim": "AIM (replace-one)",
           "mst_add_remove": "MST (add/remove)", "aim_add_remove": "AIM (add/remove)",
-          "privbayes": "PrivBayes (Veil, pure ε)", "noprivacy": "NoPrivacy"}
+          "privbayes": "PrivBayes (Veil, pure ε)", "privbayes_add_remove": "PrivBayes (Veil, pure ε, add/remove)",
+          "noprivacy": "NoPrivacy"}
 EPSILON_CEILING = 100.0  # the grid's largest ε, the methods' own ceiling
 TVD_BINS = 32  # numeric columns are compared on the methods' 32 default bins over their declared bounds
 
@@ -208,8 +209,9 @@ RELEASES: dict[str, tuple[str, dict]] = {
     # like-for-like with those peers; a job would be debited the replace-one ε' (``debits``)
     "mst_add_remove": ("mst", {"neighbouring": "add_remove"}),
     "aim_add_remove": ("aim", {"neighbouring": "add_remove"}),
-    # pure ε-DP (δ = 0), replace-one
+    # pure ε-DP (δ = 0), replace-one; and under add/remove (DataSynthesizer's marginal noise)
     "privbayes": ("privbayes", {}),
+    "privbayes_add_remove": ("privbayes", {"neighbouring": "add_remove"}),
 }
 
 
@@ -221,7 +223,8 @@ def _privbayes_degree(columns: int) -> dict:
 # a release's params that depend on the task's width (a release's own `extra` wins): privbayes
 # at the largest degree ≤ its default whose candidate parent sets are within its limit (degree 1
 # on CoIL's 85–86 columns, where degree 2 is refused)
-BY_WIDTH: dict[str, Callable[[int], dict]] = {"privbayes": _privbayes_degree}
+BY_WIDTH: dict[str, Callable[[int], dict]] = {"privbayes": _privbayes_degree,
+                                              "privbayes_add_remove": _privbayes_degree}
 
 
 def fitted(name: str, extra: dict, columns: int) -> dict:
@@ -343,7 +346,8 @@ class ExperimentDpReleaseParams(Params):
                                       "add/remove-one neighbours, the papers' and smartnoise's relation; "
                                       "the report gives the replace-one ε' a job of theirs is debited) and "
                                       "privbayes (pure ε-DP, under a second a release on Adult; degree 1 on "
-                                      "CoIL, whose 86 columns at degree 2 exceed its candidate limit)")
+                                      "CoIL, whose 86 columns at degree 2 exceed its candidate limit) and "
+                                      "privbayes_add_remove (the same under add/remove)")
     # each ε in the methods' own range (0, 100]: otherwise the first release failed the job as
     # an internal error instead of a 422
     epsilons: list[Annotated[float, Field(gt=0, le=EPSILON_CEILING)]] = Field(
@@ -446,7 +450,8 @@ _STYLES = {"icahdp_strict": dict(color="C2", marker="o", linestyle="-"),
            # add/remove variants: their replace-one method's colour and marker, hollow, other line
            "mst_add_remove": dict(color="C5", marker="D", linestyle="--", markerfacecolor="none"),
            "aim_add_remove": dict(color="C4", marker="v", linestyle="--", markerfacecolor="none"),
-           "privbayes": dict(color="C9", marker="p", linestyle="-")}
+           "privbayes": dict(color="C9", marker="p", linestyle="-"),
+           "privbayes_add_remove": dict(color="C9", marker="p", linestyle="--", markerfacecolor="none")}
 # peers injected by the benchmarks (run_protocol's ``extra``), in the order they come
 _PEER_STYLES = [dict(color=f"C{i}", marker=m, linestyle=ls) for i, m, ls in
                 [(3, "P", "--"), (6, "X", "-."), (7, "*", ":"), (8, "h", "--"), (9, "<", "-.")]]
