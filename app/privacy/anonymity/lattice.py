@@ -66,9 +66,10 @@ class _Columns:
     release's metrics count, spec 04: the root's NCP is 0 on a column of one value, and a
     search that charged that made suppression look cheaper than it is), what its root would
     under "entropy", and nothing under "entropy_monotonic" (ARX's
-    ``createEntropyMetric(true)``), which ignores suppression."""
+    ``createEntropyMetric(true)``), which ignores suppression. ``metric`` None: the codes alone
+    (safepub prices nodes with its own public costs: no float array per record and level)."""
 
-    def __init__(self, trees: list[Tree], metric: str = "ncp", weights: np.ndarray | None = None) -> None:
+    def __init__(self, trees: list[Tree], metric: str | None = "ncp", weights: np.ndarray | None = None) -> None:
         self.trees = trees
         self.metric = metric
         # the records the loss is over (a population's research subset), all by default
@@ -85,6 +86,8 @@ class _Columns:
                 first = int(tree.anc[tree.height - level].min())
                 codes.append((nodes - first).astype(np.int64))
                 cards.append(int(tree.anc[tree.height - level].max()) - first + 1)
+                if metric is None:
+                    continue
                 if metric.startswith("entropy"):
                     node_freq = np.bincount(nodes, minlength=len(tree.labels))
                     costs.append(np.log2(node_freq[nodes] / leaf_freq[tree.leaf_codes]))
@@ -100,24 +103,32 @@ class _Columns:
 
     def classes(self, levels, columns: list[int] | None = None) -> tuple[np.ndarray, int]:
         """Class id per record with column ``columns[i]`` (default: all) at ``levels[i]``."""
-        columns = list(range(len(self.trees))) if columns is None else columns
-        key = np.zeros(len(self.codes[0][0]), dtype=np.int64)
-        radix = 1
-        for q, level in zip(columns, levels):
-            card = self.cards[q][level]
-            if radix * card >= 2**62:  # compress the key before it overflows
-                key, uniques = pd.factorize(key)
-                radix = len(uniques)
-            key = key * card + self.codes[q][level]
-            radix *= card
-        if radix <= 4 * len(key) + 1024:
-            counts = np.bincount(key, minlength=radix)
-            used = np.flatnonzero(counts)
-            dense = np.zeros(radix, dtype=np.int64)
-            dense[used] = np.arange(len(used))
-            return dense[key], len(used)
-        ids, uniques = pd.factorize(key)
-        return ids.astype(np.int64), len(uniques)
+        return class_ids(self.codes, self.cards, levels, columns)
+
+
+def class_ids(codes: list[list[np.ndarray]], cards: list[list[int]], levels,
+              columns: list[int] | None = None) -> tuple[np.ndarray, int]:
+    """Dense class id (0 … classes − 1) per row from ``codes[q][level]`` (per column and level,
+    one code < ``cards[q][level]`` per row), column ``columns[i]`` (default: all) at ``levels[i]``:
+    a mixed-radix key, dense-counted when its range is small."""
+    columns = list(range(len(codes))) if columns is None else columns
+    key = np.zeros(len(codes[0][0]), dtype=np.int64)
+    radix = 1
+    for q, level in zip(columns, levels):
+        card = cards[q][level]
+        if radix * card >= 2**62:  # compress the key before it overflows
+            key, uniques = pd.factorize(key)
+            radix = len(uniques)
+        key = key * card + codes[q][level]
+        radix *= card
+    if radix <= 4 * len(key) + 1024:
+        counts = np.bincount(key, minlength=radix)
+        used = np.flatnonzero(counts)
+        dense = np.zeros(radix, dtype=np.int64)
+        dense[used] = np.arange(len(used))
+        return dense[key], len(used)
+    ids, uniques = pd.factorize(key)
+    return ids.astype(np.int64), len(uniques)
 
 
 def _suppressed(cols: _Columns, levels, c: Constraints, sensitives: tuple[Sensitive, ...],

@@ -208,7 +208,7 @@ def run_safepub(data: MethodInput, params: SafePubParams, ctx: RunContext) -> Re
     table, n, hierarchies, uploaded = _in_domain_table(data, qis, label)
     infos = {c.name: c for c in data.columns}
     trees, costs, sources = _trees(table, infos, qis, hierarchies, uploaded)
-    cols = _Columns(trees)
+    cols = _Columns(trees, metric=None)  # the codes; the costs are safepub's own
     scored = np.arange(len(table)) < n  # all but an anchor
     k_score = score_threshold(k, beta)
     label_codes = pd.factorize(table[label])[0].astype(np.int64) if label else None

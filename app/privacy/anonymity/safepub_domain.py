@@ -102,7 +102,10 @@ def with_missing_cells(frame: pd.DataFrame, infos: dict[str, ColumnInfo], qis: l
         if infos[q].type != "numeric":
             table = with_missing_leaf(hierarchies[q].astype(str).to_numpy(dtype=object))
             trees[q] = pd.DataFrame(table, columns=[f"level_{i}" for i in range(table.shape[1])], dtype=object)
-            out[q] = out[q].astype(object).where(out[q].notna(), MISSING_LEAF)
+            column = out[q]
+            if not isinstance(column.dtype, pd.StringDtype):  # a bool or category column: text needs object
+                column = column.astype(object)  # (a string column stays one: no Python object per cell)
+            out[q] = column.where(column.notna(), MISSING_LEAF)
     return out, trees
 
 

@@ -50,8 +50,6 @@ from fractions import Fraction
 
 import numpy as np
 
-from app.privacy.anonymity.lattice import _Columns
-
 METRICS = ("granularity", "discernibility", "entropy", "group_size", "classification")
 
 
@@ -76,30 +74,34 @@ def group_size_score(sizes: np.ndarray, k_score: int) -> Fraction:
     return Fraction(int(kept.sum()) + int(bool(((sizes > 0) & ~kept).any())))
 
 
-def entropy_score(cols: _Columns, node, member: np.ndarray, weight: np.ndarray, n: int, suppressed: int) -> Fraction:
-    """−(1/m)·Σ_q (Σ_v c_v²/n + cells carrying nothing); ``member`` holds one record per kept
-    class and ``weight`` its size (the class's members share the value at every q)."""
+def entropy_score(codes: list[list[np.ndarray]], heights: list[int], node, member: np.ndarray, weight: np.ndarray,
+                  n: int, suppressed: int) -> Fraction:
+    """−(1/m)·Σ_q (Σ_v c_v²/n + cells carrying nothing); ``member`` holds one row of ``codes``
+    (per quasi-identifier and level) per kept class and ``weight`` the class's size (the class's
+    members share the value at every q)."""
     total = 0  # n·Σ_q loss_q, an integer
     for q, level in enumerate(node):
-        if level == cols.trees[q].height:  # the root: no record's cell says anything
+        if level == heights[q]:  # the root: no record's cell says anything
             total += n * n
             continue
-        codes = cols.codes[q][level][member]
-        counts = np.bincount(codes, weights=weight).astype(np.int64)  # exact: sums of integers < 2⁵³
+        counts = np.bincount(codes[q][level][member], weights=weight).astype(np.int64)  # exact: sums of integers < 2⁵³
         total += int(np.dot(counts, counts)) + n * suppressed
     return -Fraction(total, n * len(node))
 
 
-def classification_score(ids: np.ndarray, n_classes: int, labels: np.ndarray, n_labels: int, k_score: int) -> Fraction:
-    """Σ over classes of the most frequent label's count, where it reaches k_s (``ids``: class
-    per scored record, ``labels``: its label code < n_labels); the caller scores the top node 0."""
+def classification_score(ids: np.ndarray, n_classes: int, labels: np.ndarray, counts: np.ndarray, n_labels: int,
+                         k_score: int) -> Fraction:
+    """Σ over classes of the most frequent label's count, where it reaches k_s (per row — a record,
+    or a distinct tuple standing for ``counts`` records —: ``ids`` its class, ``labels`` its label
+    code < n_labels); the caller scores the top node 0."""
     pair = ids * n_labels + labels
     if n_classes * n_labels <= 4 * len(ids) + 1024:
-        counts = np.bincount(pair, minlength=n_classes * n_labels).reshape(n_classes, n_labels)
-        mode = counts.max(axis=1)
+        totals = np.bincount(pair, weights=counts, minlength=n_classes * n_labels).astype(np.int64)
+        mode = totals.reshape(n_classes, n_labels).max(axis=1)
     else:  # many labels: only the (class, label) groups present
-        groups, counts = np.unique(pair, return_counts=True)
+        groups, inverse = np.unique(pair, return_inverse=True)
+        totals = np.bincount(inverse.ravel(), weights=counts, minlength=len(groups)).astype(np.int64)
         owner = groups // n_labels
         starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
-        mode = np.maximum.reduceat(counts, starts)
+        mode = np.maximum.reduceat(totals, starts)
     return Fraction(int(mode[mode >= k_score].sum()))

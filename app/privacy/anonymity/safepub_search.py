@@ -35,7 +35,7 @@ from fractions import Fraction
 import numpy as np
 
 from app.privacy.anonymity.hierarchies import Tree, with_missing_leaf
-from app.privacy.anonymity.lattice import _Columns
+from app.privacy.anonymity.lattice import _Columns, class_ids
 from app.privacy.anonymity.safepub_scores import (
     classification_score, entropy_score, group_size_score,
 )
@@ -94,9 +94,46 @@ def numeric_costs(tree: Tree) -> LevelCost:
 
 
 @dataclass
+class DistinctRecords:
+    """The scored records compressed to their distinct tuples of leaves (and label): a node's
+    classes are groups of tuples, since every level's code is a function of the leaf's. Per
+    quasi-identifier and level, each tuple's code; per tuple, how many records share it."""
+
+    codes: list[list[np.ndarray]]
+    cards: list[list[int]]
+    heights: list[int]
+    counts: np.ndarray  # int64, records per tuple
+    labels: np.ndarray | None  # the tuple's label code (classification only)
+    n_labels: int  # label codes are below it (0 without labels)
+    n: int  # records scored, = counts.sum()
+
+
+def distinct_records(cols: _Columns, rows: np.ndarray, labels: np.ndarray | None) -> DistinctRecords:
+    """The records ``rows`` (a boolean mask) of ``cols`` as distinct (leaves, label) tuples with
+    their counts: one pass over the records, after which scoring a node costs O(tuples)."""
+    index = np.flatnonzero(rows)
+    leaves = [[cols.codes[q][0][index]] for q in range(len(cols.trees))]
+    cards = [[cols.cards[q][0]] for q in range(len(cols.trees))]
+    n_labels = 0 if labels is None else int(labels.max()) + 1
+    if labels is not None:
+        leaves.append([labels[index]])
+        cards.append([n_labels])
+    ids, n_tuples = class_ids(leaves, cards, [0] * len(leaves))
+    first = np.empty(n_tuples, dtype=np.int64)
+    first[ids] = index  # any member stands for its tuple: they share every code
+    return DistinctRecords(codes=[[c[first] for c in cols.codes[q]] for q in range(len(cols.trees))],
+                           cards=cols.cards, heights=[t.height for t in cols.trees],
+                           counts=np.bincount(ids, minlength=n_tuples).astype(np.int64),
+                           labels=None if labels is None else labels[first], n_labels=n_labels, n=len(index))
+
+
+@dataclass
 class Scorer:
     """Scores of nodes on the records ``rows`` (a boolean mask over the table); ``labels``: each
-    record's label code (classification only)."""
+    record's label code (classification only). The records are compressed once to their distinct
+    tuples with a count each (distinct_records): class sizes are count-weighted sums and a class's
+    costs its size times one member's, so each score is the same Fraction as a recount of every
+    record (tests/privacy/test_safepub_distinct.py keeps that per-record reference)."""
 
     cols: _Columns
     costs: list[LevelCost]
@@ -105,6 +142,10 @@ class Scorer:
     rows: np.ndarray
     labels: np.ndarray | None = None
     cache: dict[Node, Fraction] = field(default_factory=dict)
+    records: DistinctRecords = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.records = distinct_records(self.cols, self.rows, self.labels if self.metric == "classification" else None)
 
     def score(self, node: Node) -> Fraction:
         if node not in self.cache:
@@ -112,36 +153,34 @@ class Scorer:
         return self.cache[node]
 
     def _score(self, node: Node) -> Fraction:
-        ids, n_classes = self.cols.classes(node)
-        every = bool(self.rows.all())
-        if not every:
-            ids = ids[self.rows]
-        n = len(ids)
+        records, n = self.records, self.records.n
         if n == 0:
             return Fraction(0)
-        sizes = np.bincount(ids, minlength=n_classes)
+        ids, n_classes = class_ids(records.codes, records.cards, node)  # per tuple
+        # exact: float sums of integers below 2⁵³
+        sizes = np.bincount(ids, weights=records.counts, minlength=n_classes).astype(np.int64)
         if self.metric == "group_size":
             return group_size_score(sizes, self.k_score)
         if self.metric == "classification":
-            if all(level == tree.height for level, tree in zip(node, self.cols.trees)):
+            if all(level == height for level, height in zip(node, records.heights)):
                 return Fraction(0)  # every feature at its root: a classifier learns nothing
-            labels = self.labels if every else self.labels[self.rows]
-            return classification_score(ids, n_classes, labels, int(self.labels.max()) + 1, self.k_score)
+            return classification_score(ids, n_classes, records.labels, records.counts, records.n_labels,
+                                        self.k_score)
         kept = sizes >= self.k_score  # per class
         suppressed = int(n - sizes[kept].sum())
         if self.metric == "discernibility":
             big = sizes[kept].astype(object)
             return -(Fraction(int((big * big).sum()), n) + suppressed)
         # a full-domain class's members share their generalized values, hence their costs: one
-        # member per kept class stands for all (its cost times the class's size)
+        # tuple per kept class stands for all (its cost times the class's size)
         member = np.empty(n_classes, dtype=np.int64)
-        member[ids] = np.flatnonzero(self.rows) if not every else np.arange(n)
+        member[ids] = np.arange(len(ids))
         member, weight = member[kept], sizes[kept]
         if self.metric == "entropy":
-            return entropy_score(self.cols, node, member, weight, n, suppressed)
+            return entropy_score(records.codes, records.heights, node, member, weight, n, suppressed)
         total = Fraction(len(node) * suppressed)
         for q, level in enumerate(node):
-            cost = self.costs[q].numerators[level][self.cols.codes[q][level][member]]
+            cost = self.costs[q].numerators[level][records.codes[q][level][member]]
             total += Fraction(int(np.dot(weight, cost)), self.costs[q].den)  # int64: ≤ n·2³⁰
         return -total
 
