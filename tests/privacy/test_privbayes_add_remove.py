@@ -15,11 +15,13 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+import pandas as pd
+
 from app.privacy import registry
-from app.privacy.data import MethodInput
+from app.privacy.data import ColumnInfo, MethodInput
 from app.privacy.dp_release.marginals import build_columns, encode_frame, marginal
 from app.privacy.dp_release.privbayes import (
-    COUNT_SHARE, MARGINAL_MOVE, T_SENSITIVITY, PrivBayesParams, parent_index, parent_sets, r_score,
+    MAX_RECORDS, COUNT_SHARE, MARGINAL_MOVE, T_SENSITIVITY, PrivBayesParams, parent_index, parent_sets, r_score,
     run_privbayes,
 )
 from app.privacy.noise import laplace_loss
@@ -163,7 +165,8 @@ def test_the_budget_the_price_and_n_kept_private(eps, rows_param):
     m = len(meta["measurements"])
     for mm in meta["measurements"]:
         assert mm["laplace_scale"] == pytest.approx(m / (eps * 0.95 * 0.7), rel=0.01)
-        ar = laplace_loss(mm["grid"], mm["laplace_scale"] / mm["grid"], 1.0, 1)
+        assert mm["integer_values"] and mm["grid"] <= 1.0  # counts: unrounded, shift 1/γ (no + 1)
+        ar = laplace_loss(mm["grid"], mm["laplace_scale"] / mm["grid"], 1.0, 1, True)
         assert mm["epsilon_delivered"] == pytest.approx(ar, rel=1e-9) and ar <= mm["epsilon"]
         assert mm["epsilon_delivered_replace_one"] == pytest.approx(2 * ar, rel=1e-9)
     price = registry.get("privbayes").epsilon_cost(params, SCHEMA)
@@ -214,6 +217,27 @@ def test_an_epsilon_too_small_for_the_count_or_the_marginals_is_refused_before_a
                         0.019)
 
 
+@pytest.mark.parametrize("relation", ["replace_one", "add_remove"])
+def test_counts_of_millions_are_noised_at_the_largest_epsilon(relation):
+    """Counts are integers, noised with noise's integer option: unrounded on a grid γ ≤ 1 that is
+    never so fine that a count up to MAX_RECORDS leaves the exact float range (2^52 steps).
+    Rounded onto the grid of least γ·t, ε = 100 put each marginal on γ ≈ 2^-31 (add/remove;
+    2^-30 replace-one): 700,000 identical records, one cell of that count, failed the job with an
+    internal error after the debit (2.1 million under replace-one)."""
+    n = 700_000
+    schema = [ColumnInfo("a", "categorical", categories=("x", "y")), ColumnInfo("b", "categorical", categories=("u", "v"))]
+    frame = pd.DataFrame({"a": np.full(n, "x", dtype=object), "b": np.full(n, "u", dtype=object)})
+    params = PrivBayesParams(epsilon=100.0, neighbouring=relation, rows=50)
+    meta = run_privbayes(MethodInput(schema, frame), params, ctx(2)).metadata["privbayes"]
+    for mm in meta["measurements"]:
+        assert mm["integer_values"] and MAX_RECORDS < 2**52 * mm["grid"] and mm["grid"] <= 1.0
+        assert mm["epsilon_delivered"] <= mm["epsilon"]
+    if relation == "add_remove":
+        assert meta["records_count"]["grid"] * 2**52 > MAX_RECORDS
+        assert abs(meta["records_estimate"] - n) < 40 * 20 / 100
+        assert meta["replace_one"]["epsilon_delivered"] <= meta["replace_one"]["epsilon"] == pytest.approx(190.0)
+
+
 def _published(result) -> str:
     metrics = {k: v for k, v in result.metrics.items() if k != "seconds"}  # durations: outside ε
     body = {"metadata": result.metadata, "guarantees": result.guarantees, "metrics": metrics,
@@ -221,31 +245,50 @@ def _published(result) -> str:
     return json.dumps(body, sort_keys=True, default=str)
 
 
-@pytest.mark.parametrize("rows", [None, 70])
-def test_add_remove_neighbours_publish_the_same_release_field_by_field(rows, monkeypatch):
+@pytest.mark.parametrize("rows, eps", [(None, 2.0), (70, 2.0), (None, 0.05)])
+def test_add_remove_neighbours_publish_the_same_release_field_by_field(rows, eps, monkeypatch):
     """The mechanisms' outputs held fixed (every noisy count a pattern of its shape plus the
     real mechanism's record of a run on zeros, every choice uniform from the job's random
     source): the table and the table with one record removed publish the same rows, metadata,
-    metrics and guarantees — nothing read n, or anything else, outside the mechanisms. Under
-    replace_one the same harness sees n differ (its size, the score's sensitivity): the check has
-    teeth."""
+    metrics and guarantees — nothing read n, or anything else, outside the mechanisms. The
+    totals the simplex projection is given are compared too (the sampled rows can hide a
+    changed total), and at ε = 0.05 the noise warning, which quotes records per cell, fires.
+    Under replace_one the same harness sees n differ (its size, the score's sensitivity): the
+    check has teeth."""
     from app.privacy.dp_release import privbayes
 
     real = privbayes.laplace_mechanism
 
-    def fixed(values, sensitivity, coords, epsilon, rng):
-        _, record = real(np.zeros(np.size(values)), sensitivity, coords, epsilon, rng)
+    def fixed(values, sensitivity, coords, epsilon, rng, **options):
+        _, record = real(np.zeros(np.size(values)), sensitivity, coords, epsilon, rng, **options)
         return np.asarray(150.0 + (np.arange(np.size(values)) * 7) % 11, dtype=float), record
 
+    totals: list[float] = []
+    real_projection = privbayes.project_to_simplex
+
+    def projection(values, total):
+        totals.append(float(total))
+        return real_projection(values, total)
+
     monkeypatch.setattr(privbayes, "laplace_mechanism", fixed)
+    monkeypatch.setattr(privbayes, "project_to_simplex", projection)
     monkeypatch.setattr(privbayes.ExactSampler, "exponential", lambda self, scores, eta: self.uniform(len(scores)))
+
+    def published(data: MethodInput) -> str:
+        totals.clear()
+        result = run_privbayes(data, params, ctx(5))
+        assert totals  # the default consistency projects every measured marginal
+        return _published(result) + json.dumps(totals)
+
     frame = table(300, seed=9)
-    params = PrivBayesParams(epsilon=2.0, neighbouring="add_remove", rows=rows)
-    base = _published(run_privbayes(MethodInput(SCHEMA, frame), params, ctx(5)))
+    params = PrivBayesParams(epsilon=eps, neighbouring="add_remove", rows=rows)
+    base = published(MethodInput(SCHEMA, frame))
     assert frame["c"].isna().any()
+    if eps < 1:
+        assert "noise's scale" in base  # noise_dominated's warning is part of what is compared
     for drop in (0, int(np.flatnonzero(frame["c"].isna())[0]), len(frame) - 1):
         neighbour = frame.drop(index=drop).reset_index(drop=True)
-        assert _published(run_privbayes(MethodInput(SCHEMA, neighbour), params, ctx(5))) == base, drop
+        assert published(MethodInput(SCHEMA, neighbour)) == base, drop
     replace = [run_privbayes(MethodInput(SCHEMA, f), PrivBayesParams(epsilon=2.0, rows=rows), ctx(5))
                for f in (frame, frame.iloc[1:].reset_index(drop=True))]
     assert _published(replace[0]) != _published(replace[1])

@@ -22,7 +22,10 @@ the end of this docstring says what changes).
               attributes: this is that rule for parent sets of any size), m ≤ d marginals, each
               with the discrete Laplace (noise.laplace_mechanism) at (1 − β)ε/m: one record
               replaced moves one cell down 1 and one up 1 (L1 sensitivity 2, 2 cells), so the
-              scale is ≈ 2m/((1 − β)ε) counts. Each noisy marginal becomes the nearest table
+              scale is ≈ 2m/((1 − β)ε) counts. Counts are integers (noise's integer option, as
+              the count of records under add/remove): on a grid γ ≤ 1 they are not rounded, and
+              the grid stays coarse enough at a large ε for counts up to MAX_RECORDS (the
+              rounded path's fine grid held a cell's count below 2^52·γ: ~10⁶ records at ε = 100). Each noisy marginal becomes the nearest table
               of non-negative counts summing to n (``consistency`` "simplex"; "clip", the
               paper's, sets negative counts to 0, which leaves a sparse table's empty cells
               about half the noise scale each); every conditional Pr[X_i | Π_i] is read from
@@ -66,8 +69,9 @@ Add/remove (``neighbouring: add_remove``). n is no longer public, so:
               replacement: 0. A structure round loses at most 2·ε_round against a replacement
               (a removal and an addition; by T's replace-one sensitivity 6 + 4/n it is
               (1.5 + 1/n)·ε_round ≤ 2·ε_round for n ≥ 2, not stated: n is private). A marginal's
-              discrete Laplace loses exactly twice its add/remove loss (the shift 2/γ + 2
-              steps is twice 1/γ + 1 and the sampler's slack is linear in both). The job is
+              discrete Laplace loses exactly twice its add/remove loss (the shift 2/γ steps is
+              twice 1/γ — 2/γ + 2 twice 1/γ + 1 on a grid γ > 1 — and the sampler's slack is
+              linear in the shift and the cells). The job is
               priced at 2ε' = 1.9ε, never below the replace-one ε delivered (checked at release).
 """
 
@@ -384,9 +388,9 @@ def _budget(params: PrivBayesParams, d: int, independent: bool = False) -> Budge
 def _calibration_problem(params: PrivBayesParams, d: int) -> str | None:
     budget = _budget(params, d)
     try:
-        calibrate_laplace(*MARGINAL_MOVE[params.neighbouring], budget.conditionals / d * (1.0 - SAFETY))
+        calibrate_laplace(*MARGINAL_MOVE[params.neighbouring], budget.conditionals / d * (1.0 - SAFETY), True)
         if params.add_remove:
-            calibrate_laplace(1.0, 1, budget.count)
+            calibrate_laplace(1.0, 1, budget.count, True)
     except ValueError:
         return (f"epsilon {params.epsilon:g} leaves too little for {d} noisy marginals"
                 + (" and the noisy count of records" if params.add_remove else "")
@@ -441,7 +445,8 @@ def run_privbayes(data: MethodInput, params: PrivBayesParams, ctx: RunContext) -
     l1, cells = MARGINAL_MOVE[params.neighbouring]
     count, n_public = None, float(n)
     if params.add_remove:  # n is private: measured first, its noisy value public from here on
-        noisy_n, count = laplace_mechanism(np.array([float(n)]), 1.0, 1, _budget(params, d).count, ctx.rng)
+        noisy_n, count = laplace_mechanism(np.array([float(n)]), 1.0, 1, _budget(params, d).count, ctx.rng,
+                                             integer=True)
         n_public = max(1.0, float(noisy_n[0]))
     tau = useful_cells(n_public, float(_budget(params, d).shared), params.structure_share, d, params.theta, l1)
     independent = independent_columns(sizes, tau)
@@ -461,15 +466,15 @@ def run_privbayes(data: MethodInput, params: PrivBayesParams, ctx: RunContext) -
         x, ps = network[i]
         axes = tuple(a for a in names if a == x or a in ps)  # column order
         shape = tuple(sizes[a] for a in axes)
-        noisy, record = laplace_mechanism(marginal(codes, axes, shape), l1, cells, share, ctx.rng)
+        noisy, record = laplace_mechanism(marginal(codes, axes, shape), l1, cells, share, ctx.rng, integer=True)
         noisy_tables[i] = (axes, noisy.reshape(shape), record.scale)
         measurements.append({"clique": list(axes), "cells": int(math.prod(shape)),
                              "laplace_scale": record.scale, "epsilon": share,
                              "epsilon_delivered": record.epsilon_delivered, "grid": record.grid,
-                             "sampler_slack": record.sampler_slack,
+                             "sampler_slack": record.sampler_slack, "integer_values": record.integer_values,
                              # against a replacement: one cell −1 and another +1
                              **({"epsilon_delivered_replace_one": laplace_loss(
-                                 record.grid, record.scale_steps, MARGINAL_L1, MARGINAL_CELLS)}
+                                 record.grid, record.scale_steps, MARGINAL_L1, MARGINAL_CELLS, record.integer_values)}
                                 if params.add_remove else {})})
     position = {x: i for i, (x, _) in enumerate(network)}
     missing = {c.name: missing_released(noisy_tables[source[position[c.name]]], c) for c in columns}
