@@ -412,6 +412,21 @@ def test_limits_are_refused_before_the_data_is_read():
                                                        "queries": [{"statistic": "count"}]}), SCHEMA)
 
 
+@pytest.mark.parametrize("epsilon", [1.0, 10.0, 100.0])
+@pytest.mark.parametrize("statistic", ["sum", "mean"])
+@pytest.mark.parametrize("bounds", [(0.0, 1.0), (1e6, 1e6 + 1.0), (-1e300, 1e300)])
+def test_large_sums_fit_their_grid_at_every_epsilon(epsilon, statistic, bounds):
+    """5·10^6 values in [0, 1] summed at ε = 10 were refused ('too large for its noise grid',
+    which advised raising ε): the grid was the strict noise minimum, ~2^-30 there. It is now ~2^-20·Δ/d
+    whatever ε, and a sum's reach is ≤ its sensitivity, so tables up to 2^31 rows fit (bounds
+    near float64's own limit aside)."""
+    column = [ColumnInfo("x", "numeric", bounds=bounds)]
+    check_rows(params(epsilon, {"statistic": statistic, "column": "x"}), 5_000_000, column)
+    if bounds[1] < 1e300:  # 2^31 sums of 10^300 exceed float64 itself: refused there
+        check_rows(params(epsilon, {"statistic": statistic, "column": "x", "by": ["g"]}), 2**31 - 1,
+                   column + [ColumnInfo("g", "categorical", categories=("a", "b"))])
+
+
 
 @pytest.mark.parametrize("epsilon, bounds, query, fragment", [
     # the replace-one ungrouped mean calibrates its two mechanisms together (case_loss) before the

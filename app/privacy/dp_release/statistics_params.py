@@ -485,6 +485,9 @@ def check_rows(params: DPStatisticsParams, rows: int, columns: list[ColumnInfo])
             lo, hi = plan.value.lo, plan.value.hi
             reach = max(abs(lo), abs(hi)) if m.role == "sum" else (hi - lo) / 2.0
             if rows * reach / grid >= 2.0**52:
+                # a guard: the grid is ~2^-20·Δ/d whatever ε and a sum's reach is ≤ its Δ, so
+                # only ~2^32/d rows overflow it (MAX_RECORDS refuses those first); until the grid
+                # was the strict noise minimum (~2^-30 at ε = 10) 5·10^6 values in [0, 1] did
                 raise MethodInputError(f"{plan.where}: a sum of {rows:,} values within the bounds of "
                                        f"{plan.query.column!r} is too large for its noise grid "
-                                       f"({grid:g}): raise epsilon or narrow the bounds")
+                                       f"({grid:g})")
