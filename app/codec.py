@@ -46,7 +46,11 @@ class StoredTable:
 
 
 def parquet_to_table(data: bytes) -> pd.DataFrame:
-    return pd.read_parquet(io.BytesIO(data))
+    frame = pd.read_parquet(io.BytesIO(data))
+    # the decoding's temporary Arrow buffers are freed but kept by Arrow's allocator for reuse:
+    # a job's process held 340 MiB more than its 269 MiB table after reading 4,950,000 × 15 rows
+    pa.default_memory_pool().release_unused()
+    return frame
 
 
 def parquet_column(data: bytes, name: str) -> pd.Series:

@@ -96,10 +96,11 @@ def test_another_seed_gives_another_table():
 
 def test_veils_sampler_is_mbis_where_mbi_does_not_depend_on_hash_order():
     """On a chain a - b - c (every column has one parent) mbi's own sampler, drawing from the
-    same generator, gives the same codes as marginals.synthetic_data: the port is mbi's."""
+    same generator, gives the same codes as mbi_sampling.synthetic_data: the port is mbi's."""
     import numpy as np
 
-    from app.privacy.dp_release.marginals import load_mbi, synthetic_data
+    from app.privacy.dp_release.marginals import load_mbi
+    from app.privacy.dp_release.mbi_sampling import synthetic_data
     from app.privacy.rng import SecureRandom
 
     mbi = load_mbi()

@@ -46,10 +46,10 @@ from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.dp_release.common import at_least_two_records, require_rows
 from app.privacy.dp_release.marginals import (
-    Column, SynthParams, build_columns, decode_frame, encode_frame, estimated_total, label_columns,
-    load_mbi, marginal, one_way_facts, one_way_rhos, priced_epsilon, release, synthetic_data,
-    synthetic_rows, zcdp_budget,
+    Column, SynthParams, build_columns, decode_frame, encode_frame, estimated_total, free_memory, label_columns,
+    load_mbi, marginal, one_way_facts, one_way_rhos, priced_epsilon, release, synthetic_rows, zcdp_budget,
 )
+from app.privacy.dp_release.mbi_sampling import synthetic_data
 from app.privacy.dp_release.pgm import (
     Clique, CliqueGraph, Measurement, MirrorDescent,
 )
@@ -183,7 +183,7 @@ def run_aim(data: MethodInput, params: AimParams, ctx: RunContext) -> ReleaseRes
     _check_rounds(params, len(columns))
     names = [c.name for c in columns]
     sizes = {c.name: c.size for c in columns}
-    codes = encode_frame(columns, frame)
+    codes = encode_frame(columns, frame, compact=True)
     labels = label_columns(data.columns, names)
     weights = workload_weights(names, columns, params.max_cells, labels, params.label_weight)
     T = _planned_rounds(params, len(columns))
@@ -192,6 +192,7 @@ def run_aim(data: MethodInput, params: AimParams, ctx: RunContext) -> ReleaseRes
     mbi = load_mbi()
     truth = {r: marginal(codes, r, tuple(sizes[a] for a in r)).reshape([sizes[a] for a in r])
              for r in weights}
+    del codes  # every candidate's marginal counted: the data's last use
     ctx.progress(0.05, "1-way marginals")
     d = len(columns)
     rho_one, per_round = _one_way_budget(params, rho, d, T)
@@ -206,8 +207,8 @@ def run_aim(data: MethodInput, params: AimParams, ctx: RunContext) -> ReleaseRes
     rows = synthetic_rows(params, state.total)
     fitted = _markov_random_field(mbi, names, sizes, state.model, maximal, state.total)
     synthetic = synthetic_data(mbi, fitted, rows, ctx.rng)
-    levels = {c.name: np.asarray(synthetic[c.name], dtype=np.int64) for c in columns}
-    out = decode_frame(columns, levels, ctx.rng)
+    free_memory()  # the sampler's programs and temporaries, before the table is decoded
+    out = decode_frame(columns, synthetic, ctx.rng)  # the sampler's compact codes (decode widens each)
     ctx.progress(1.0, "done")
     return _result(params, ctx, columns, out, state.ledger, (rho, slack, tails),
                    {"n": state.total, "rows": rows, "rounds": state.rounds, "annealed": state.annealed,

@@ -28,6 +28,22 @@ MAX_INTEGER_BOUND = 2.0**53  # integers beyond it are not exact in float64, wher
 MIN_RANGE = 1e-300  # hi - lo: keeps (hi - lo)/4096, the finest output grid, a normal float
 
 
+def _text_categorical(series: pd.Series) -> bool:
+    """A categorical series whose categories are all text: how a stored table's text columns
+    load (app/datasets/parsing.py). Its cells' astype(str) is then the category itself."""
+    return isinstance(series.dtype, pd.CategoricalDtype) and series.cat.categories.inferred_type == "string"
+
+
+def _categorical_codes(series: pd.Series, declared: pd.Index) -> np.ndarray:
+    """``declared.get_indexer(series.astype(str))`` for a categorical series of text categories,
+    each category looked up once and taken by the cells' codes — not five million cells
+    converted to text one by one (20 s and ~450 MiB for Adult's nine text columns at 4,950,000
+    rows). A missing cell (code -1) gets -1. (Categories of other types stay on the per-cell
+    path: pandas turns an integer category 1 into '1.0' when the column has a missing cell.)"""
+    lookup = declared.get_indexer(series.cat.categories).astype(np.int64)
+    return np.append(lookup, -1)[series.cat.codes.to_numpy()]
+
+
 @dataclass
 class ColumnPlan:
     name: str
@@ -81,7 +97,11 @@ class ColumnPlan:
         outside_values_warnings says; outside the schema's, which the upload checked against the
         data, only a caller of the library can get, and it is an error."""
         missing = series.isna().to_numpy()
-        codes = pd.Index([str(c) for c in self.categories]).get_indexer(series.astype(str)).astype(np.int64)
+        declared = pd.Index([str(c) for c in self.categories])
+        if _text_categorical(series):
+            codes = _categorical_codes(series, declared)
+        else:
+            codes = declared.get_indexer(series.astype(str)).astype(np.int64)
         outside = (codes < 0) & ~missing
         if outside.any() and self.source != "params":
             raise MethodInputError(f"column {self.name!r} holds values outside its declared categories")

@@ -39,9 +39,10 @@ from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.dp_release.common import at_least_two_records, require_rows
 from app.privacy.dp_release.marginals import (
     Column, SynthParams, build_columns, candidate_pairs, decode_frame, encode_frame, label_columns,
-    estimated_total, load_mbi, marginal, mirror_descent, one_way_facts, one_way_rhos, priced_epsilon,
-    release, synthetic_data, synthetic_rows, zcdp_budget,
+    estimated_total, free_memory, load_mbi, marginal, mirror_descent, one_way_facts, one_way_rhos, priced_epsilon,
+    release, synthetic_rows, zcdp_budget,
 )
+from app.privacy.dp_release.mbi_sampling import level_dtype, synthetic_data
 from app.privacy.dp_release.zcdp import (
     L2_SQ, SCORE_SENSITIVITY, ExactSampler, Ledger, em_epsilon, exact_score, l1_error, sigma_for,
 )
@@ -186,7 +187,7 @@ def run_mst(data: MethodInput, params: MstParams, ctx: RunContext) -> ReleaseRes
     columns = build_columns(params, data.columns)
     names = [c.name for c in columns]
     d = len(columns)
-    codes = encode_frame(columns, frame)
+    codes = encode_frame(columns, frame, compact=True)
     pairs = candidate_pairs(columns, params.max_cells)
     labels = label_columns(data.columns, names)
     rounds = spanning_rounds(d, pairs)
@@ -215,7 +216,8 @@ def run_mst(data: MethodInput, params: MstParams, ctx: RunContext) -> ReleaseRes
     n = (len(frame) if params.neighbouring == "replace_one" else
          estimated_total([(float(noisy[c.name].sum()), c.size * s * s) for c, s in zip(columns, sigmas)]))
     small = mbi.Domain(names, [int(mappings[c].max()) + 1 for c in names])
-    ccodes = {c: mappings[c][codes[c]] for c in names}
+    ccodes = {c: mappings[c].astype(codes[c].dtype)[codes[c]] for c in names}  # as compact as codes
+    del codes  # the 1-ways were its last use
     estimator = mirror_descent(mbi)
 
     chosen: list[tuple[str, str]] = []
@@ -236,14 +238,18 @@ def run_mst(data: MethodInput, params: MstParams, ctx: RunContext) -> ReleaseRes
                                {"kind": "measure", "clique": [a, b], "stage": "2-way",
                                 "domain": "compressed" if params.compress else "declared"})
             two_way.append(LinearMeasurement(y, (a, b), sigma2))
+    del ccodes  # the data's last use
 
     ctx.progress(0.45, "fitting the graphical model")
     model = estimator.estimate(small, one_way + two_way, known_total=float(n), iters=params.iterations)
+    free_memory()  # the fit's programs
     ctx.progress(0.85, "sampling")
     rows = synthetic_rows(params, n)
     synthetic = synthetic_data(mbi, model, rows, ctx.rng)
-    levels = {c.name: decompress(np.asarray(synthetic[c.name], dtype=np.int64),
-                                 mappings[c.name], c.missing_level, noisy[c.name], ctx.rng)
+    free_memory()  # the sampler's programs and temporaries, before the table is decoded
+    # each column's sampled codes freed once decompressed, its levels kept compact
+    levels = {c.name: decompress(np.asarray(synthetic.pop(c.name)), mappings[c.name], c.missing_level,
+                                 noisy[c.name], ctx.rng).astype(level_dtype(c.size))
               for c in columns}
     out = decode_frame(columns, levels, ctx.rng)
     ctx.progress(1.0, "done")
