@@ -440,17 +440,13 @@ def load_mbi():
 
 
 def free_memory() -> None:
-    """Hand back to the OS what the run no longer uses: jax's compiled programs (a program
-    needed again is compiled again: no number changes) and the pages glibc's allocator keeps
-    after XLA's compilations and the sampler's temporary arrays. After mst's fit they were
-    ~560 MiB of the process's 1.1 GiB on Adult — half of it freed memory the allocator held;
-    at 4,950,000 rows they made most of the peak above the data. Without glibc (no
-    malloc_trim) only the caches are cleared."""
+    """Hand back to the OS the pages glibc's allocator keeps after XLA's compilations and the
+    sampler's temporary arrays (malloc_trim; nothing without glibc). jax's compiled programs stay
+    cached: clearing them too took mst's peak at 4,950,000 rows from 1.75 to 1.43 GiB but made
+    every later release in the process compile again — an experiment's repetitions, and the
+    suite's mst/aim tests ran in 100 s instead of 55."""
     import ctypes
 
-    import jax
-
-    jax.clear_caches()
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
