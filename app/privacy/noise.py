@@ -320,6 +320,12 @@ class NoiseRecord:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def laplace_loss_against(self, sensitivity: float, coords: int) -> float:
+        """This Laplace draw's privacy loss against another neighbour relation's move (Δ over
+        ``coords`` coordinates): ``laplace_loss`` at the record's grid, scale and integer flag —
+        e.g. the replace-one loss of a mechanism calibrated under add/remove."""
+        return laplace_loss(self.grid, self.scale_steps, sensitivity, coords, self.integer_values)
+
     @property
     def rounded(self) -> bool:
         """Whether the exact values were rounded onto the grid (not: integers on γ ≤ 1)."""

@@ -96,7 +96,7 @@ from app.privacy.dp_release.marginals import (
 )
 from app.privacy.dp_release.privbayes_release import release
 from app.privacy.dp_release.zcdp import ExactSampler
-from app.privacy.noise import calibrate_laplace, laplace_loss, laplace_mechanism
+from app.privacy.noise import calibrate_laplace, laplace_mechanism
 from app.privacy.registry import MethodInputError, MethodKind, MethodSpec, register
 from app.privacy.results import ReleaseResult
 from app.privacy.rng import SecureRandom
@@ -473,8 +473,8 @@ def run_privbayes(data: MethodInput, params: PrivBayesParams, ctx: RunContext) -
                              "epsilon_delivered": record.epsilon_delivered, "grid": record.grid,
                              "sampler_slack": record.sampler_slack, "integer_values": record.integer_values,
                              # against a replacement: one cell −1 and another +1
-                             **({"epsilon_delivered_replace_one": laplace_loss(
-                                 record.grid, record.scale_steps, MARGINAL_L1, MARGINAL_CELLS, record.integer_values)}
+                             **({"epsilon_delivered_replace_one": record.laplace_loss_against(
+                                 MARGINAL_L1, MARGINAL_CELLS)}
                                 if params.add_remove else {})})
     position = {x: i for i, (x, _) in enumerate(network)}
     missing = {c.name: missing_released(noisy_tables[source[position[c.name]]], c) for c in columns}

@@ -15,7 +15,7 @@ from app.privacy.dp_release.statistics_params import (
     MISSING, DPStatisticsParams, Mechanism, QueryPlan, ledger_epsilon, replace_cases, spent_epsilon,
 )
 from app.privacy.guarantees import guarantee
-from app.privacy.noise import LAPLACE_SAMPLER, NoiseRecord, laplace_loss
+from app.privacy.noise import LAPLACE_SAMPLER, NoiseRecord
 
 NEIGHBOURING_ADD_REMOVE = ("neighbouring tables differ by one record added or removed (add/remove "
                            "one); the number of records n is not public: an ungrouped count of "
@@ -30,24 +30,18 @@ REPLACE_BOUND = ("a replacement is a removal and an addition: per query the repl
                  "sampler slack included")
 
 
-def replace_one_loss(record: NoiseRecord, sensitivity: float, coords: int) -> float:
-    """A discrete Laplace mechanism's privacy loss against a neighbour moving its input by
-    ``sensitivity`` over ``coords`` cells: the shift Δ'/γ + d' steps (Δ'/γ for counts on a grid
-    γ ≤ 1: the record's integer_values, noise.laplace_shift) over its scale t, plus the sampler's
-    slack at that shift — the bound noise.calibrate_laplace holds the job's relation to. 0 when
-    nothing moves (n under replace-one)."""
-    return laplace_loss(record.grid, record.scale_steps, sensitivity, coords, record.integer_values)
-
-
 def replace_one_delivered(record: NoiseRecord, m: Mechanism) -> float:
     """The mechanism's loss against a replacement at its own worst."""
-    return replace_one_loss(record, m.replace_sensitivity, m.replace_coords)
+    # NoiseRecord.laplace_loss_against: the shift Δ'/γ + d' (Δ'/γ for counts on γ ≤ 1) over t,
+    # plus the sampler's slack — the bound calibrate_laplace holds the job's relation to; 0 when
+    # nothing moves (n under replace-one)
+    return record.laplace_loss_against(m.replace_sensitivity, m.replace_coords)
 
 
 def query_replace_one_delivered(plan: QueryPlan, records: list[NoiseRecord]) -> float:
     """A Laplace query's loss against a replacement: its mechanisms (run with ``records``)
     added up in the worst of the replacement's cases (statistics_params.replace_cases)."""
-    return max(sum(replace_one_loss(r, s, c) for r, (s, c) in zip(records, case))
+    return max(sum(r.laplace_loss_against(s, c) for r, (s, c) in zip(records, case))
                for case in replace_cases(plan))
 
 

@@ -345,7 +345,7 @@ def case_loss(sensitivity: float, coords: int, epsilon: float, shift: float, mov
               integer: bool = False) -> float:
     """The privacy loss of the discrete Laplace mechanism calibrated to (sensitivity, coords,
     epsilon, integer values or not) against a neighbour moving its input by ``shift`` over
-    ``moved`` coordinates — the figure statistics_guarantee.replace_one_loss reads off the
+    ``moved`` coordinates — the figure NoiseRecord.laplace_loss_against reads off the
     mechanism as run."""
     if shift == 0:
         return 0.0
