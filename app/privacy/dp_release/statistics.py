@@ -34,9 +34,9 @@ Every noisy value is an exact query value plus discrete Laplace noise on a power
 (noise.laplace_mechanism; its delivered ε, floating-point slack included, is ≤ the ε asked).
 Counts (of records per group, of non-missing values, a histogram's cells, a mean's count) are
 integers and say so (noise's integer option, verified): on a grid γ ≤ 1 they are not rounded,
-so their shift is Δ/γ steps without the + d, and the grid is the one of least expected
-absolute error — the integers themselves (the geometric mechanism) at Δ/ε from 1 to a few
-hundred (beyond, the grids' errors differ by < 10⁻⁴ relative and the sampler's slack decides).
+so their shift is Δ/γ steps without the + d, and the grid is the coarsest within 2⁻²⁰ of the
+least expected absolute error — the integers themselves (the geometric mechanism) at most Δ/ε
+(beyond a few hundred the finer grids' errors differ by < 10⁻⁴ relative).
 A sum is computed exactly: each clamped value is taken on the grid u = 2^⌊log2((hi − lo)/2²⁰)⌋
 from lo (a record's part is lo + u·k, k an integer in [0, ⌊(hi − lo)/u⌋], so within the
 bounds), the integers are summed exactly in float64 (below 2^52) and the total is rounded to
