@@ -132,12 +132,14 @@ def submit(session: Session, principal: Principal, req, idempotency_key: str | N
                             errors=[{"loc": ["body", "params", name], "msg": f"applies to {applies} only",
                                      "type": kind} for name in misfit])
     infos = column_infos(resolved.columns)
+    hierarchy = None
     if spec.uses_hierarchies and resolved.dataset_id is not None and resolved.shape == "table":
         # the root dataset's, as the job's runner reads them (a release's input too)
         held = set(datasets_repo.hierarchy_columns(session, [resolved.dataset_id]).get(resolved.dataset_id, []))
         infos = [replace(c, has_hierarchy=c.name in held) for c in infos]
+        hierarchy = _stored_hierarchy(session, resolved.dataset_id)
     try:
-        spec.validate_against(req.params, infos, resolved.source, resolved.rows)
+        spec.validate_against(req.params, infos, resolved.source, resolved.rows, hierarchy)
         epsilon = spec.epsilon_cost(req.params, infos) if resolved.dataset_id else None
         covered_by = covering_dp_release(resolved.source) if epsilon is not None else None
         if covered_by is not None:  # post-processing of a central-DP release: nothing to debit
@@ -180,6 +182,17 @@ def submit(session: Session, principal: Principal, req, idempotency_key: str | N
                       epsilon=epsilon, actor=principal.key_id)
     return to_response(session, row, principal, results={
         "result": {"release_ids": [], "report_id": None, "model_id": None}, "epsilon_refunded": False}), True
+
+
+def _stored_hierarchy(session: Session, dataset_id: uuid.UUID):
+    """A column's stored hierarchy, parsed when a method's check asks for it (only the columns it
+    reads: a hierarchy may be megabytes); None when the column has none."""
+    def parse(column: str):
+        from app.privacy.anonymity.hierarchies import parse_hierarchies
+
+        text = datasets_repo.hierarchy_text(session, dataset_id, column)
+        return None if text is None else parse_hierarchies({column: text}, get_settings().max_cell_length)[column]
+    return parse
 
 
 def _replay(session: Session, principal: Principal, spec: registry.MethodSpec, req, existing,

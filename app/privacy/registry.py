@@ -147,6 +147,11 @@ class MethodSpec:
     # and its schema: a k above it, or a release too large to randomize, is a 422 at
     # submission, not a job that fails.
     check_rows: Callable[[Any, int, list[ColumnInfo]], None] | None = None
+    # Checks the params against the input's uploaded hierarchies (public, no record read) at
+    # submission: ``hierarchy(column)`` parses the stored hierarchy of a column whose
+    # ColumnInfo.has_hierarchy (None should it have gone since). A hierarchy that makes every run
+    # fail is a 422 naming it, not a job that fails when it starts. Only with uses_hierarchies.
+    check_hierarchies: Callable[[Any, list[ColumnInfo], Callable[[str], Any]], None] | None = None
     produces_randomness: bool = True  # draws privacy-producing noise: no seed outside test mode
     # Reads the dataset's uploaded hierarchies (MethodInput.hierarchies): only its jobs load and
     # parse them, and its releases' `release.created` event names them (hierarchies_sha256):
@@ -160,6 +165,9 @@ class MethodSpec:
     slow_params: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if self.check_hierarchies is not None and not self.uses_hierarchies:
+            raise ValueError(f"method {self.name!r}: check_hierarchies needs uses_hierarchies (only such "
+                             "methods are given the hierarchies)")
         unknown = [n for n in self.slow_params if n not in self.params.model_fields]
         if unknown:
             raise ValueError(f"method {self.name!r}: slow_params {unknown} are not parameters of it")
@@ -180,11 +188,14 @@ class MethodSpec:
         return float(cost)
 
     def validate_against(self, params: Any, columns: list[ColumnInfo],
-                         source: SourceRelease | None, rows: int | None = None) -> None:
+                         source: SourceRelease | None, rows: int | None = None,
+                         hierarchy: Callable[[str], Any] | None = None) -> None:
         if self.check is not None:
             self.check(params, columns, source)
         if self.check_rows is not None and rows is not None:
             self.check_rows(params, rows, columns)
+        if self.check_hierarchies is not None and hierarchy is not None:
+            self.check_hierarchies(params, columns, hierarchy)
 
 
 _REGISTRY: dict[str, MethodSpec] = {}

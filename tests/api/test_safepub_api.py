@@ -211,3 +211,30 @@ def test_a_tiny_delta_states_a_positive_delta_k_within_it(client, make_key):
     assert meta["k"] == smallest_k(1e-250, 3.0) == 13_893
     assert 1e-251 < meta["delta_k"] <= 1e-250 == g["delta"]
     assert any(f"δ({meta['k']}) = {meta['delta_k']:.4g}" in s for s in g["statements"])
+
+
+def _jobs_of(client, headers, ds) -> list:
+    return client.get(f"/v1/jobs?dataset_id={ds['id']}", headers=auth(headers)).json()["items"]
+
+
+def test_a_numeric_hierarchy_with_no_leaf_within_the_bounds_is_refused_at_submission(client, make_key):
+    """Every leaf of age's hierarchy (20–79) lies outside the declared bounds [0, 10]: no record can
+    be in the domain, a fact of the hierarchy and the schema alone. The job failed when it started
+    (refunded); it is a 422 naming the column, the bounds and the leaves' span, with no job and no
+    debit — and once the bounds cover a leaf the same request is accepted."""
+    headers = make_key("owner")
+    frame = pd.DataFrame({"age": [20 + i % 60 for i in range(600)], "sex": ["a", "b"] * 300})
+    schema = {"age": {"bounds": [0, 10], "role": "quasi_identifier"},
+              "sex": {"type": "categorical", "categories": ["a", "b"], "role": "quasi_identifier"}}
+    ds = upload(client, headers, frame.to_csv(index=False).encode(), "t.csv", schema=schema).json()
+    text = "".join(f"{a};{a // 10 * 10}-{a // 10 * 10 + 9};*\n" for a in range(20, 80))
+    assert client.put(f"/v1/datasets/{ds['id']}/hierarchies/age", headers=auth(headers), content=text).status_code == 200
+    params = {"epsilon": 1.0, "delta": 1e-4}
+    body = assert_problem(submit(client, headers, "safepub", params, dataset_id=ds["id"]), 422,
+                          "'age'", "[0, 10]", "leaves span [20, 79]")
+    assert body["errors"][0]["loc"] == ["body", "params"], body
+    assert _budget_entries(client, headers, ds) == 0 and _jobs_of(client, headers, ds) == []
+    text += "5;0-9;*\n"  # one leaf inside the bounds: the domain is no longer empty
+    assert client.put(f"/v1/datasets/{ds['id']}/hierarchies/age", headers=auth(headers), content=text).status_code == 200
+    r = submit(client, headers, "safepub", params, dataset_id=ds["id"])
+    assert r.status_code == 202, r.text

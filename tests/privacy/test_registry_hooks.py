@@ -83,3 +83,19 @@ def test_slow_params_must_be_parameters_of_the_method():
     with pytest.raises(ValueError, match=r"slow_params \['nope'\]"):
         registry.MethodSpec(**fields, slow_params=("nope",))
     assert registry.MethodSpec(**fields, slow_params=("group_size",)).slow_params == ("group_size",)
+
+
+def test_a_hierarchy_check_needs_a_method_that_is_given_hierarchies():
+    """check_hierarchies is called only for a method registered with uses_hierarchies (the service
+    loads them for no other): a spec with the check and without the flag would never be checked."""
+    from dataclasses import replace
+
+    safepub = registry.get("safepub")
+    assert safepub.check_hierarchies is not None and safepub.uses_hierarchies
+    with pytest.raises(ValueError, match="check_hierarchies needs uses_hierarchies"):
+        replace(safepub, uses_hierarchies=False)
+    calls = []
+    checked = replace(safepub, check=None, check_rows=None, check_hierarchies=lambda p, c, h: calls.append(h("x")))
+    checked.validate_against(None, [], None, hierarchy=lambda column: column.upper())
+    checked.validate_against(None, [], None)  # no hierarchies given (not a dataset's table): not called
+    assert calls == ["X"]

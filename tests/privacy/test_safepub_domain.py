@@ -135,3 +135,34 @@ def test_a_quasi_identifier_without_a_public_domain_is_refused_from_the_schema()
     unbounded = ColumnInfo(name="x", type="numeric", role="quasi_identifier")
     with pytest.raises(MethodInputError, match="numeric column 'x' has no declared bounds"):
         _check(params, [ColumnInfo(name="c", type="categorical", categories=("u",)), unbounded], None)
+
+
+def test_a_numeric_hierarchy_without_a_leaf_within_the_bounds_is_refused_at_submission_and_at_start():
+    """x's leaves 0, 5, 10 against bounds [20, 30]: no value can be in the domain. The submission's
+    hook (which parses only the hierarchies it asks for) and the run, should the bounds or the
+    hierarchy change in between, refuse it with the same words; a hierarchy with one leaf inside,
+    or whose leaves are not numbers, is told apart."""
+    from app.privacy.anonymity.safepub import _check_hierarchies
+
+    far = ColumnInfo(name="x", type="numeric", role="quasi_identifier", bounds=(20.0, 30.0), integer=True,
+                     has_hierarchy=True)
+    asked = []
+
+    def hierarchy(column):
+        asked.append(column)
+        return X_HIER
+
+    params = SafePubParams(epsilon=1.0, quasi_identifiers=["a", "x"])
+    words = r"hierarchy of 'x' has no leaf within the column's declared bounds \[20, 30\] \(its 3 numeric leaves span \[0, 10\]\)"
+    with pytest.raises(MethodInputError, match=words):
+        _check_hierarchies(params, [INFOS[0], far], hierarchy)
+    assert asked == ["x"]  # a categorical column's hierarchy is not parsed
+    data = MethodInput(columns=[INFOS[0], far], frame=_clean()[["a", "x"]], hierarchies={"a": HIER["a"], "x": X_HIER})
+    with pytest.raises(MethodInputError, match=words):
+        run_safepub(data, params, RunContext(rng=SecureRandom(seed=3)))
+    inside = ColumnInfo(name="x", type="numeric", role="quasi_identifier", bounds=(10.0, 30.0), has_hierarchy=True)
+    _check_hierarchies(params, [INFOS[0], inside], hierarchy)
+    words_only = pd.DataFrame({"l0": ["low", "high"], "l1": ["*", "*"]})
+    with pytest.raises(MethodInputError, match=r"\[20, 30\] \(none of its leaves is a number\)"):
+        _check_hierarchies(params, [INFOS[0], far], lambda column: words_only)
+    _check_hierarchies(params, [INFOS[0], far], lambda column: None)  # deleted since: the run decides

@@ -42,7 +42,7 @@ from app.privacy.anonymity.lattice import _Columns
 from app.privacy.anonymity.release import generalize_levels
 from app.privacy.anonymity.roles import resolve_quasi_identifiers
 from app.privacy.anonymity.safepub_domain import (
-    anchor_record, in_domain, public_hierarchies, refuse_without_domain, with_missing_cells,
+    anchor_record, in_domain, leaves_within_bounds, public_hierarchies, refuse_without_domain, with_missing_cells,
 )
 from app.privacy.anonymity.safepub_params import (
     SafePubParams, arx_k, beta_of, bernoulli_sample, delta_of_k, smallest_k,
@@ -123,6 +123,19 @@ def _check(params: SafePubParams, columns: list[ColumnInfo], source: SourceRelea
         refuse_without_domain(by_name[q], by_name[q].has_hierarchy)
     resolve_label(columns, params, qis)
     calibration(params)
+
+
+def _check_hierarchies(params: SafePubParams, columns: list[ColumnInfo], hierarchy) -> None:
+    """At submission, on the uploaded hierarchies (public, no record read): a numeric
+    quasi-identifier's hierarchy has a leaf within the declared bounds (without one the job failed
+    when it started, on public inputs alone)."""
+    by_name = {c.name: c for c in columns}
+    for q in resolve_quasi_identifiers(columns, params.quasi_identifiers):
+        info = by_name[q]
+        if info.type == "numeric" and info.bounds is not None and info.has_hierarchy:
+            table = hierarchy(q)
+            if table is not None:
+                leaves_within_bounds(info, table)
 
 
 def _check_rows(params: SafePubParams, rows: int, columns: list[ColumnInfo] | None = None) -> None:
@@ -365,6 +378,7 @@ register(MethodSpec(
     epsilon=_epsilon,
     check=_check,
     check_rows=_check_rows,
+    check_hierarchies=_check_hierarchies,
     uses_hierarchies=True,
     docs="docs/methods/safepub.md",
     slow_params=("search", "steps"),

@@ -56,6 +56,25 @@ def public_hierarchies(infos: dict[str, ColumnInfo], qis: list[str],
     return out
 
 
+def leaves_within_bounds(info: ColumnInfo, hierarchy: pd.DataFrame) -> np.ndarray:
+    """A numeric column's hierarchy leaves within its declared bounds, or a MethodInputError naming
+    the column, the bounds and what the leaves span: with none, no value can be in the domain,
+    every record is dropped and nothing could ever be released — a fact of the hierarchy and the
+    schema alone, refused at submission (and when the job starts, should either change since)."""
+    lo, hi = map(float, info.bounds)
+    leaves = np.sort(np.array([float(x) for x in _leaves(hierarchy, numeric=True)], dtype=float))
+    inside = leaves[(leaves >= lo) & (leaves <= hi)]
+    if not len(inside):
+        span = (f"its {len(leaves):,} numeric leaves span [{leaves[0]:g}, {leaves[-1]:g}]" if len(leaves)
+                else "none of its leaves is a number")
+        raise MethodInputError(
+            f"quasi_identifiers: the hierarchy of {info.name!r} has no leaf within the column's declared bounds "
+            f"[{lo:g}, {hi:g}] ({span}): no value of it can be in safepub's domain, every record would be "
+            "dropped and nothing released; declare bounds that cover its leaves, upload a hierarchy whose "
+            "leaves lie within them, or leave the column out of quasi_identifiers")
+    return inside
+
+
 def _leaves(hierarchy: pd.DataFrame, numeric: bool) -> set[str]:
     leaves = leaf_keys(hierarchy.to_numpy(dtype=object)[:, 0], numeric)
     if numeric:  # a leaf that is no number matches no value of a numeric column (as build_tree)
@@ -122,10 +141,6 @@ def anchor_record(infos: dict[str, ColumnInfo], qis: list[str], hierarchies: dic
         if q not in hierarchies:
             row[q] = lo
             continue
-        inside = [x for x in map(float, _leaves(hierarchies[q], numeric=True)) if lo <= x <= hi]
-        if not inside:
-            raise MethodInputError(f"quasi_identifiers: the hierarchy of {q!r} has no leaf within its declared "
-                                   f"bounds [{lo:g}, {hi:g}]: no record can be released")
-        row[q] = min(inside)
+        row[q] = float(leaves_within_bounds(infos[q], hierarchies[q]).min())
     return pd.DataFrame({q: pd.Series([row[q]], dtype=float if infos[q].type == "numeric" else object)
                          for q in qis})
