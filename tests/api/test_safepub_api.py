@@ -238,3 +238,17 @@ def test_a_numeric_hierarchy_with_no_leaf_within_the_bounds_is_refused_at_submis
     assert client.put(f"/v1/datasets/{ds['id']}/hierarchies/age", headers=auth(headers), content=text).status_code == 200
     r = submit(client, headers, "safepub", params, dataset_id=ds["id"])
     assert r.status_code == 202, r.text
+
+
+def test_bounds_wider_than_a_float_holds_are_refused_at_submission(client, make_key):
+    """The schema takes [-1e308, 1e308] (finite); safepub's costs and automatic intervals divide by
+    its width, which overflows: the job failed when it started. A 422 naming the column and the
+    bounds, no job, no debit."""
+    headers = make_key("owner")
+    frame = pd.DataFrame({"x": [float(i % 60) for i in range(600)], "sex": ["a", "b"] * 300})
+    schema = {"x": {"bounds": [-1e308, 1e308], "role": "quasi_identifier"},
+              "sex": {"type": "categorical", "categories": ["a", "b"], "role": "quasi_identifier"}}
+    ds = upload(client, headers, frame.to_csv(index=False).encode(), "t.csv", schema=schema).json()
+    assert_problem(submit(client, headers, "safepub", {"epsilon": 1.0, "delta": 1e-4}, dataset_id=ds["id"]), 422,
+                   "'x' has declared bounds [-1e+308, 1e+308] wider than a float64 holds")
+    assert _budget_entries(client, headers, ds) == 0 and _jobs_of(client, headers, ds) == []

@@ -166,3 +166,29 @@ def test_a_numeric_hierarchy_without_a_leaf_within_the_bounds_is_refused_at_subm
     with pytest.raises(MethodInputError, match=r"\[20, 30\] \(none of its leaves is a number\)"):
         _check_hierarchies(params, [INFOS[0], far], lambda column: words_only)
     _check_hierarchies(params, [INFOS[0], far], lambda column: None)  # deleted since: the run decides
+
+
+def test_bounds_wider_than_a_float_holds_are_refused_at_submission():
+    """[-1e308, 1e308] is finite, and the schema takes it, but its width overflows. Without a
+    hierarchy the automatic intervals could not be built and the job failed when it started, on the
+    schema alone; with one, a cell's cost (its interval's width over the bounds' width, inf/inf at
+    the root) came out NaN, cast to −2⁶³ — far outside the [0, 1] the sensitivity assumes."""
+    from dataclasses import replace
+
+    from app.privacy.anonymity.axes import build_axes
+    from app.privacy.anonymity.safepub_search import numeric_costs
+
+    wide = ColumnInfo(name="x", type="numeric", role="quasi_identifier", bounds=(-1e308, 1e308))
+    params = SafePubParams(epsilon=1.0, quasi_identifiers=["a", "x"])
+    words = r"'x' has declared bounds \[-1e\+308, 1e\+308\] wider than a float64 holds"
+    for info in (wide, replace(wide, has_hierarchy=True)):
+        with pytest.raises(MethodInputError, match=words):
+            _check(params, [ColumnInfo(name="a", type="categorical", categories=("a1",)), info], None)
+    for given in ({"a": HIER["a"]}, {"a": HIER["a"], "x": X_HIER}):
+        data = MethodInput(columns=[INFOS[0], wide], frame=_clean()[["a", "x"]], hierarchies=given)
+        with pytest.raises(MethodInputError, match=words):
+            run_safepub(data, params, RunContext(rng=SecureRandom(seed=3)))
+    with np.errstate(all="ignore"):  # the costs themselves refuse such a tree
+        trees, _ = build_axes(_clean()[["x"]], [wide], {"x": X_HIER}, numeric="hierarchy", integer_from_data=False)
+    with pytest.raises(RuntimeError, match="outside \\[0, 1\\]"), np.errstate(all="ignore"):
+        numeric_costs(trees[0])

@@ -16,6 +16,8 @@ many records are dropped is not published either (a count is not DP).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -34,6 +36,15 @@ def refuse_without_domain(info: ColumnInfo, has_hierarchy: bool) -> None:
         raise MethodInputError(
             f"quasi_identifiers: numeric column {info.name!r} has no declared bounds: safepub's costs and "
             "automatic intervals must not be read from the data (declare bounds in the schema)")
+    if info.type == "numeric" and not math.isfinite(float(info.bounds[1]) - float(info.bounds[0])):
+        # a cell's cost is its interval's width over the bounds' width: inf/inf made the root's
+        # cost NaN, cast to −2⁶³ — far outside [0, 1], which the sensitivity assumes; without a
+        # hierarchy the automatic intervals could not be built and the job failed when it started
+        raise MethodInputError(
+            f"quasi_identifiers: numeric column {info.name!r} has declared bounds [{info.bounds[0]:g}, "
+            f"{info.bounds[1]:g}] wider than a float64 holds (hi − lo beyond 1.8e308): safepub's costs (an "
+            "interval's width over the bounds' width) and automatic intervals need it finite; declare "
+            "narrower bounds (or rescale the column)")
     if info.type != "numeric" and not has_hierarchy and not info.categories:
         # a boolean column declares no categories (the schema refuses them): its hierarchy is the way
         remedy = "upload a hierarchy" + ("" if info.type == "boolean" else " or declare the categories")

@@ -85,6 +85,8 @@ def numeric_costs(tree: Tree) -> LevelCost:
     """The covered interval's width over the declared range (tree.node_ncp: spans from the
     hierarchy or the automatic cuts, clipped to the declared bounds — public), rounded up."""
     ncp = tree.node_ncp()
+    if not np.all((ncp >= 0) & (ncp <= 1)):  # NaN too: the sensitivities hold for costs in [0, 1] only
+        raise RuntimeError(f"safepub: a numeric cost of {tree.column!r} is outside [0, 1] (bounds too wide?)")
     numerators = []
     for level in range(tree.height + 1):
         nodes = tree.anc[tree.height - level]
