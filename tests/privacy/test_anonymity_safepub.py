@@ -196,6 +196,25 @@ def test_every_add_remove_neighbour_moves_every_score_within_the_sensitivity(met
         assert worst > bound / 2  # the bound is near what a class crossing k_score moves
 
 
+def test_discernibility_at_k_score_1_moves_by_at_most_1_over_every_small_table():
+    """At k_s = 1 nothing is suppressed and the score is −Σ|E|²/n: adding t to a class of e
+    records moves it by (A − n(2e + 1))/(n(n + 1)), in [−1, 1) (A = Σ|E|² ∈ [e², n²]); −1 exactly
+    when every record is in t's class. So the sensitivity is 1, not 2. Every table of up to 7
+    records over four domain records that share values pairwise (classes merge differently at
+    different nodes), the empty one included, against each one-record addition, at every node."""
+    values = [DOMAIN[0], DOMAIN[1], DOMAIN[13], DOMAIN[47]]  # differing on one, two or all columns
+    tables = [t for n in range(8) for t in itertools.combinations_with_replacement(range(4), n)]
+    scores = {}
+    for t in tables:
+        scorer, top = _scorer(pd.DataFrame([values[i] for i in t], columns=["a", "b", "x"]), "discernibility", 1)
+        nodes = list(itertools.product(*[range(h + 1) for h in top]))
+        scores[t] = [scorer.score(node) for node in nodes]
+    moves = [abs(a - b) for t in tables if len(t) < 7 for i in range(4)
+             for a, b in zip(scores[tuple(sorted(t + (i,)))], scores[t])]
+    assert len(nodes) > 4 and sensitivity("discernibility", 3, 1) == 1
+    assert max(moves) == 1  # within, and reached: one class of n records, then one more
+
+
 def test_granularity_costs_come_from_the_hierarchy_not_the_data():
     frame = pd.DataFrame({"a": ["a1", "a1"], "b": ["b1", "b1"], "x": [3, 3]})
     scorer, top = _scorer(frame, "granularity", 1)

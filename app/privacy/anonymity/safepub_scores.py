@@ -59,7 +59,7 @@ def sensitivity(metric: str, m: int, k_score: int) -> int:
     if metric == "granularity":
         return m * max(1, k_score - 1)
     if metric == "discernibility":
-        return max(2, k_score)
+        return max(1, k_score)  # max(2, k_s) until the kept case's bound was tightened to 1
     if metric == "group_size":
         return 1
     if metric in ("entropy", "classification"):

@@ -15,10 +15,14 @@ generalization every member of a class has the same generalized values, hence th
   records go from m to the class's cost c ∈ [0, m] and t adds c, a change of
   k_score·c − (k_score − 1)·m ∈ [−(k_score − 1)·m, m]. Sensitivity m·max(1, k_score − 1).
 * discernibility: −(Σ over kept classes |E|² / n + suppressed records). Adding t (n → n + 1) to a
-  class of e records moves it by (2e + 1)/(n + 1) − A/(n(n + 1)) ∈ (−1, 2) when the class stays
-  kept (A = Σ|E|² ≤ n², e ≤ n), by 1 − A/(n(n + 1)) ∈ (0, 1] when it stays suppressed, and by
-  k²/(n + 1) − A/(n(n + 1)) − (k − 1) ∈ (−k, 1] when it crosses (k = k_score ≤ n + 1).
-  Sensitivity max(2, k_score).
+  class of e records moves the loss by (n(2e + 1) − A)/(n(n + 1)) when the class stays kept
+  (A = Σ|E|² over kept classes, e² ≤ A ≤ n², e ≤ n): above −1 (A ≤ n², e ≥ 0) and at most 1
+  (A ≥ e², and n(2e + 1) − e² ≤ n(n + 1), e ≤ n; reached when all n records are in t's class); by
+  1 − A/(n(n + 1)) ∈ (0, 1] when it stays suppressed; and by k²/(n + 1) − A/(n(n + 1)) − (k − 1)
+  ∈ (−k, 1] when it crosses (k = k_score ≤ n + 1). Sensitivity k_score (at k_score = 1 nothing is
+  suppressed and only the kept case occurs: 1; it was max(2, k_score), from a looser (−1, 2) for
+  the kept case — no job reaches k_score = 1: δ ≤ 0.1 is below δ(1), ≥ 0.30 measured over
+  ε_anon, so k ≥ 2).
 
 The exponential mechanism P(node) ∝ exp(η·score) with η = ε_step / (2·sensitivity) is
 ε_step-DP; the candidate sets depend only on earlier choices (public), so the steps compose.
