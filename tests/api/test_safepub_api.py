@@ -252,3 +252,31 @@ def test_bounds_wider_than_a_float_holds_are_refused_at_submission(client, make_
     assert_problem(submit(client, headers, "safepub", {"epsilon": 1.0, "delta": 1e-4}, dataset_id=ds["id"]), 422,
                    "'x' has declared bounds [-1e+308, 1e+308] wider than a float64 holds")
     assert _budget_entries(client, headers, ds) == 0 and _jobs_of(client, headers, ds) == []
+
+
+@pytest.mark.parametrize("declared", [False, True])
+def test_a_boolean_label_s_text_follows_its_type_and_an_inferred_type_is_warned_of(client, make_key, declared):
+    """A label read as boolean at upload ('true'/'false' here) is released as 'True'/'False',
+    whatever its spelling in the file: the text follows the column's type. When the upload inferred
+    the type from the data (every cell of the column, released or not, boolean-like), the release
+    says so as dp_statistics does; declared in the schema, the type is public and nothing is said."""
+    headers = make_key("owner")
+    frame = pd.DataFrame({"age": [20 + i % 60 for i in range(3000)], "sex": ["a", "b", "a"] * 1000,
+                          "paid": ["true", "false", "false"] * 1000})
+    schema = {"age": {"bounds": [17, 90], "role": "quasi_identifier"},
+              "sex": {"type": "categorical", "categories": ["a", "b"], "role": "quasi_identifier"},
+              "paid": {"role": "label", **({"type": "boolean"} if declared else {})}}
+    ds = upload(client, headers, frame.to_csv(index=False).encode(), "t.csv", schema=schema).json()
+    assert {c["name"]: c["type"] for c in ds["columns"]}["paid"] == "boolean"
+    r = submit(client, headers, "safepub", {"epsilon": 2.0, "delta": 1e-4, "metric": "classification"},
+               dataset_id=ds["id"])
+    assert r.status_code == 202, r.text
+    _, rel = run_to_release(client, headers, r.json()["id"])
+    warned = [w for w in rel["guarantees"]["warnings"] if "paid (boolean)" in w]
+    assert len(warned) == (0 if declared else 1), rel["guarantees"]["warnings"]
+    if warned:
+        assert "inferred from the data at upload" in warned[0] and "a two-level domain" in warned[0]
+    body = client.get(f"/v1/releases/{rel['id']}/data", headers=auth(headers), params={"format": "parquet"})
+    out = pd.read_parquet(io.BytesIO(body.content))
+    assert list(out.columns) == ["age", "sex", "paid"] and set(out["paid"].astype(str)) <= {"True", "False"}
+    assert len(out) > 0

@@ -173,12 +173,16 @@ def _trees(table: pd.DataFrame, infos: dict[str, ColumnInfo], qis: list[str],
                           "automatic_intervals": notes.automatic}
 
 
-def _inferred_warnings(columns: list[ColumnInfo], automatic: list[str]) -> list[str]:
+def _inferred_warnings(columns: list[ColumnInfo], automatic: list[str], label: str | None) -> list[str]:
     """An automatic hierarchy's intervals and labels follow the schema's integer flag ('0-79' or
-    '[0, 80)'): when the upload inferred it from the data, the release shows it, outside ε."""
+    '[0, 80)'), and a boolean label is released as 'True'/'False' whatever the file spelt: when
+    the upload inferred the flag or the boolean type from the data, the release shows it, outside
+    ε — said as dp_statistics says it (encoding.inferred_warnings, one sentence for all)."""
     infos = {c.name: c for c in columns}
-    return inferred_warnings([ColumnPlan(q, "numeric", *infos[q].bounds, integer=infos[q].integer, info=infos[q])
-                              for q in automatic])
+    plans = [ColumnPlan(q, "numeric", *infos[q].bounds, integer=infos[q].integer, info=infos[q]) for q in automatic]
+    if label is not None and infos[label].type == "boolean":
+        plans.append(ColumnPlan(label, "categorical", categories=(False, True), source="type", info=infos[label]))
+    return inferred_warnings(plans)
 
 
 def _in_domain_table(data: MethodInput, qis: list[str], label: str | None = None):
@@ -256,7 +260,7 @@ def run_safepub(data: MethodInput, params: SafePubParams, ctx: RunContext) -> Re
     facts = {"strategy": strategy, "lattice_size": lattice_size, "beta": beta, "k": k, "delta_k": delta_k, "k_score": k_score, "sensitivity": delta_score,
              "eta": eta, "eps_step": eps_step, "walk": walk, "sources": sources, "sizes": sizes, "label": label,
              "granularity": _granularity(costs, cols, walk.node, rows),
-             "inferred_warnings": _inferred_warnings(data.columns, sources["automatic_intervals"]),
+             "inferred_warnings": _inferred_warnings(data.columns, sources["automatic_intervals"], label),
              "seconds": time.perf_counter() - started}
     ctx.progress(1.0, "done")
     return _result(params, ctx, qis, out, facts)

@@ -79,7 +79,8 @@ class SafePubParams(Params):
     label: str | None = Field(
         None, description="metric 'classification' only: the column a classifier would predict "
         "(categorical or boolean, not a quasi-identifier); none: the schema's one column of role "
-        "'label'. It is released as is with every record, and classes (hence suppression) are over "
+        "'label'. It is released as is with every record (a boolean as 'True'/'False', its type named in "
+        "warnings when the upload inferred it), and classes (hence suppression) are over "
         "the quasi-identifiers and the label together")
     final: Literal["last", "exponential"] | None = Field(
         None, description="walk: the node released (none: 'last'): 'last' (the walk's last pivot, ε_search split over steps) "
