@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 from app.privacy import noise
+from app.privacy.noise import samplers as noise_samplers
 from app.privacy.rng import SecureRandom
 
 N = 200_000
@@ -104,7 +105,7 @@ def test_discrete_gaussian_matches_its_pmf_and_detects_a_10_percent_wrong_scale(
 
 
 def test_the_exponential_behind_the_gaussian_tail_acceptance_is_exp1_and_not_a_neighbour():
-    k, f = noise._exponential_parts(N, SecureRandom(seed=21))
+    k, f = noise_samplers._exponential_parts(N, SecureRandom(seed=21))
     assert k.min() >= 0 and np.all((f >= 0) & (f < 1))
     e = k + f
     assert stats.kstest(e, stats.expon.cdf).pvalue > 1e-3
@@ -114,7 +115,7 @@ def test_the_exponential_behind_the_gaussian_tail_acceptance_is_exp1_and_not_a_n
 @pytest.mark.parametrize("a", [0.0, 0.7, 4.5, 9.3, 13.9])
 def test_tail_acceptance_happens_with_probability_exp_minus_a(a):
     n = 4 * N
-    hits = np.count_nonzero(noise._bernoulli_exp(np.full(n, a), SecureRandom(seed=int(a * 10))))
+    hits = np.count_nonzero(noise_samplers._bernoulli_exp(np.full(n, a), SecureRandom(seed=int(a * 10))))
     p = math.exp(-a)
     assert abs(hits - n * p) <= 4.5 * math.sqrt(n * p * (1 - p)) + 1
 

@@ -1,6 +1,6 @@
 """The discrete Gaussian's calibration at its edges, and its sampler's far-tail path.
 
-Mutation testing of noise.py found: calibrate_gaussian could return its δ in the ε slot
+Mutation testing of app/privacy/noise found: calibrate_gaussian could return its δ in the ε slot
 (best[4] for best[3]: a record stating ε = 1e-6) and pass, since every check was ε_out ≤ ε; a
 δ that no σ delivers (below the sampler's own far-tail δ) could come back calibrated at
 δ_out > δ when the 'nothing delivers' guard was weakened, since the far-tail test accepts a
@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from app.privacy import noise
+from app.privacy.noise import samplers as noise_samplers
 from app.privacy.rng import SecureRandom
 
 
@@ -35,7 +36,7 @@ def test_a_delta_below_the_samplers_own_far_tail_is_refused(delta):
 
 def test_far_proposals_are_decided_by_the_exponential_comparison(monkeypatch):
     proposals, decided = [], []
-    real_laplace, real_bernoulli = noise.discrete_laplace, noise._bernoulli_exp
+    real_laplace, real_bernoulli = noise.discrete_laplace, noise_samplers._bernoulli_exp
 
     def laplace(t, size, rng):
         y = real_laplace(t, size, rng)
@@ -46,12 +47,12 @@ def test_far_proposals_are_decided_by_the_exponential_comparison(monkeypatch):
         decided.append(arg.copy())
         return real_bernoulli(arg, rng)
 
-    monkeypatch.setattr(noise, "discrete_laplace", laplace)
-    monkeypatch.setattr(noise, "_bernoulli_exp", bernoulli)
+    monkeypatch.setattr(noise_samplers, "discrete_laplace", laplace)  # what discrete_gaussian calls
+    monkeypatch.setattr(noise_samplers, "_bernoulli_exp", bernoulli)
     sigma = 1.0
     noise.discrete_gaussian(sigma, 50_000, SecureRandom(seed=3))
     args = np.concatenate([(np.abs(y) - sigma * sigma / t) ** 2 / (2 * sigma * sigma) for t, y in proposals])
-    far = args[args > noise._UNIFORM_MAX_ARG]
+    far = args[args > noise_samplers._UNIFORM_MAX_ARG]
     assert far.size > 1000  # σ = 1 proposes from t = 2: |y| ≥ 6 about 5 % of the time
     got = np.concatenate(decided) if decided else np.array([])
     assert np.array_equal(np.sort(got), np.sort(far))

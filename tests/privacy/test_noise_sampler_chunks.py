@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from app.privacy import noise
+from app.privacy.noise import samplers as noise_samplers
 from app.privacy.rng import SecureRandom
 
 from tests.privacy.test_noise import chi2_pvalue, laplace_bins, laplace_interval_mass
@@ -17,14 +18,14 @@ from tests.privacy.test_noise import chi2_pvalue, laplace_bins, laplace_interval
 
 def test_draws_past_the_first_chunk_follow_the_law_too():
     t = 3.7
-    n = noise._CHUNK + 300_000
+    n = noise_samplers._CHUNK + 300_000
     sample = noise.discrete_laplace(t, n, SecureRandom(seed=23))
-    rest = sample[noise._CHUNK:]
+    rest = sample[noise_samplers._CHUNK:]
     bins = laplace_bins(t)
     assert chi2_pvalue(rest, bins, lambda lo, hi: laplace_interval_mass(t, lo, hi)) > 1e-3
     assert chi2_pvalue(rest, bins, lambda lo, hi: laplace_interval_mass(1.1 * t, lo, hi)) < 1e-6
-    shaped = noise.discrete_laplace(t, (2, noise._CHUNK // 2 + 5), SecureRandom(seed=24))
-    assert shaped.shape == (2, noise._CHUNK // 2 + 5)
+    shaped = noise.discrete_laplace(t, (2, noise_samplers._CHUNK // 2 + 5), SecureRandom(seed=24))
+    assert shaped.shape == (2, noise_samplers._CHUNK // 2 + 5)
     assert chi2_pvalue(shaped[1], bins, lambda lo, hi: laplace_interval_mass(t, lo, hi)) > 1e-3
 
 

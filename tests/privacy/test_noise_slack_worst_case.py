@@ -1,13 +1,14 @@
 """The floating-point slack bounds against the worst case their own assumption allows.
 
-noise.py assumes each float operation errs by at most FLOAT_REL_ERR (16 ulp) relative. Here a
-sampler whose every operation errs by up to that much, in whichever direction hurts, is worked
-out in 60-digit decimals, independently of noise.py's bound formulas: each boundary of an
-inverse CDF is moved to the farthest point the errors can put it, then to the next word of the
-2^-53 grid, and the masses between the boundaries are compared with the ideal ones. Every bound
-noise.py states (sampler_errors, _acceptance_error, laplace_slack, gaussian_slack) must cover
-that worst case, or the ε and δ a release states can be below what it delivers. The far-tail δ
-of the discrete Gaussian is compared with the exact tail mass (a sum, not a normal-tail bound).
+app/privacy/noise/slack.py assumes each float operation errs by at most FLOAT_REL_ERR (16 ulp)
+relative. Here a sampler whose every operation errs by up to that much, in whichever direction
+hurts, is worked out in 60-digit decimals, independently of slack.py's bound formulas: each
+boundary of an inverse CDF is moved to the farthest point the errors can put it, then to the next
+word of the 2^-53 grid, and the masses between the boundaries are compared with the ideal ones.
+Every bound slack.py states (sampler_errors, _acceptance_error, laplace_slack, gaussian_slack)
+must cover that worst case, or the ε and δ a release states can be below what it delivers. The
+far-tail δ of the discrete Gaussian is compared with the exact tail mass (a sum, not a
+normal-tail bound).
 
 Mutation testing (401 mutants of the six slack functions; the other tests killed 153): 61 more
 fail here. The existing checks compared the bounds with this machine's kernels (≤ 1 ulp, 30×
@@ -28,6 +29,8 @@ import numpy as np
 import pytest
 
 from app.privacy import noise
+from app.privacy.noise import samplers as noise_samplers
+from app.privacy.noise import slack as noise_slack
 
 getcontext().prec = 60
 _F = Decimal(2) ** -48  # the assumed error of one operation (noise.FLOAT_REL_ERR, restated)
@@ -108,7 +111,7 @@ def _low_digit_worst(t: float, size: int) -> float:
 
 
 def _sampler_worst(t: float) -> dict[str, float]:
-    B, tau_h, size = noise._digits(t)
+    B, tau_h, size = noise_samplers._digits(t)
     tau, zeta_h = _high_digit_worst(tau_h, size)
     return {"tau": tau, "zeta_h": zeta_h, "zeta_d": _low_digit_worst(t, B), "block": B * size}
 
@@ -139,7 +142,7 @@ def _tail_acceptance_worst(a: float) -> float:
     """Largest log error of the realized P(E > a), E = K + F (K from the high digit at τ = 1,
     restarting every 4): P = r^q·(1 - b_{j+1} + (b_{j+1} - b_j)·P(F > c)), a = 4q + j + c,
     decreasing in every boundary, so its extremes take the boundaries' extremes."""
-    b = _high_boundaries(1.0, int(noise._RESTART))
+    b = _high_boundaries(1.0, int(noise_samplers._RESTART))
     whole = math.floor(a)
     q, j = divmod(whole, 4)
     f_lo, f_hi = _fraction_boundary(a - whole)
@@ -158,15 +161,15 @@ def _argument_error(a: float, offset: float) -> float:
 @pytest.mark.parametrize("sigma", [1.0, 1000.5])
 def test_the_acceptance_error_bound_covers_both_ways_an_acceptance_is_decided(sigma):
     t = math.floor(sigma) + 1.0
-    y0 = sigma * sigma / t + sigma * math.sqrt(2.0 * noise._GAUSS_MAX_ARG)
+    y0 = sigma * sigma / t + sigma * math.sqrt(2.0 * noise_slack._GAUSS_MAX_ARG)
     offset = (y0 + sigma * sigma / t) / t
-    bound = noise._acceptance_error(noise._GAUSS_MAX_ARG, offset)
+    bound = noise_slack._acceptance_error(noise_slack._GAUSS_MAX_ARG, offset)
     # by the exponential comparison, a > 20·ln 2, up to 512
-    for a in (noise._UNIFORM_MAX_ARG + 1e-9, 14.2, 50.5, 255.9, 511.999):
+    for a in (noise_samplers._UNIFORM_MAX_ARG + 1e-9, 14.2, 50.5, 255.9, 511.999):
         assert bound >= _tail_acceptance_worst(a) + _argument_error(a, offset), a
     # by a 53-bit uniform against np.exp(-ã) (one rounding), a ≤ 20·ln 2: the grid of U costs
     # up to 2^-53 absolute, 2^-33 relative at the edge
-    a = noise._UNIFORM_MAX_ARG
+    a = noise_samplers._UNIFORM_MAX_ARG
     rel = float(_F) + 2.0**-53 * math.exp(a)
     assert bound >= math.log1p(rel) + _argument_error(a, offset)
     assert bound >= -math.log1p(-rel) + _argument_error(a, offset)
@@ -199,7 +202,7 @@ def _discrete_gaussian_tail(sigma: float, y0: float) -> float:
 @pytest.mark.parametrize("sigma,coords", [(1.0, 1), (16.0, 2), (1000.5, 1), (2.0**20 + 0.25, 3)])
 def test_the_gaussian_slack_covers_the_far_tail_and_the_worst_case_per_outcome_error(sigma, coords):
     t = math.floor(sigma) + 1.0
-    y0 = sigma * sigma / t + sigma * math.sqrt(2.0 * noise._GAUSS_MAX_ARG)
+    y0 = sigma * sigma / t + sigma * math.sqrt(2.0 * noise_slack._GAUSS_MAX_ARG)
     eps, delta = noise.gaussian_slack(sigma, coords)
     # the ideal mass beyond y0, each coordinate's; the realized one is within ~1e-6 of it
     # (its proposals restart at most ~y0/block times there, each erring by τ ≤ 1e-11)

@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 
 from app.privacy import noise
+from app.privacy.noise import samplers as noise_samplers
+from app.privacy.noise import slack as noise_slack
 from app.privacy.dp_release import zcdp
 
 _N = 2**53
@@ -53,7 +55,7 @@ def _words(i: np.ndarray) -> np.ndarray:
 
 
 def _k_first(i: np.ndarray) -> np.ndarray:  # _high_digit(·, 1.0, 4, ·) before the restart test
-    y = noise._uniform53(_words(i))
+    y = noise_samplers._uniform53(_words(i))
     np.negative(y, out=y)
     np.log1p(y, out=y)
     y *= -1.0
@@ -62,8 +64,8 @@ def _k_first(i: np.ndarray) -> np.ndarray:  # _high_digit(·, 1.0, 4, ·) before
 
 
 def _f(i: np.ndarray) -> np.ndarray:  # _exponential_parts' F
-    f = noise._uniform53(_words(i))
-    f *= -noise._FRAC_SCALE
+    f = noise_samplers._uniform53(_words(i))
+    f *= -noise_samplers._FRAC_SCALE
     np.log1p(f, out=f)
     np.negative(f, out=f)
     return f
@@ -85,10 +87,10 @@ def test_realized_tail_acceptance_is_exp_minus_a_within_its_bound(a):
     rel = abs(float(realized / (-Decimal(a)).exp() - 1))
     # the bound without its a-rounding term (a is exact here): restarts, K's masses, F's shift
     e = noise.sampler_errors(1.0)
-    bound = ((a / noise._RESTART + 1.0) * e["tau"] + e["zeta_h"]
-             + (math.e - 1.0) * (3.0 * noise.FLOAT_REL_ERR / noise._FRAC_SCALE + 2.0**-53))
+    bound = ((a / noise_samplers._RESTART + 1.0) * e["tau"] + e["zeta_h"]
+             + (math.e - 1.0) * (3.0 * noise.FLOAT_REL_ERR / noise_samplers._FRAC_SCALE + 2.0**-53))
     assert rel <= bound
-    assert rel <= noise._acceptance_error(noise._GAUSS_MAX_ARG, 0.0)
+    assert rel <= noise_slack._acceptance_error(noise_slack._GAUSS_MAX_ARG, 0.0)
 
 
 def test_bernoulli_exp_decides_exactly_the_event_e_greater_than_a():

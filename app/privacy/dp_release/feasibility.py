@@ -3,7 +3,7 @@ job's ε is debited, so that a budget the samplers cannot serve is a 422 naming 
 and the range that works — never a job that fails after the debit.
 
 Both samplers reserve their floating-point slack out of each mechanism's share of ε (and the
-Gaussian its far tails out of δ; ``app/privacy/noise.py``), so a share below about
+Gaussian its far tails out of δ; ``app/privacy/noise/slack.py``), so a share below about
 2.5·10⁻⁸ (Laplace) or 6·10⁻⁸ (Gaussian) per noisy coordinate cannot be delivered at all.
 These are floors of the samplers, not tolerances: they hold whatever the sensitivity.
 """
