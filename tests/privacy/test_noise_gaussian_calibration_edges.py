@@ -56,3 +56,20 @@ def test_far_proposals_are_decided_by_the_exponential_comparison(monkeypatch):
     assert far.size > 1000  # σ = 1 proposes from t = 2: |y| ≥ 6 about 5 % of the time
     got = np.concatenate(decided) if decided else np.array([])
     assert np.array_equal(np.sort(got), np.sort(far))
+
+
+@pytest.mark.parametrize("eps,delta,k", [(100.0, 1e-12, 1), (100.0, 1e-50, 256), (30.0, 1e-200, 1),
+                                         (1.0, 1e-6, 10)])
+def test_the_least_noise_grid_holds_every_value_dppro_can_release(eps, delta, k):
+    """calibrate_gaussian keeps the grid of strictly least γσ (calibrate_laplace takes the
+    coarsest within 2^-20 of it, since its strict minimum refused large sums). That is safe
+    because a dppro coordinate is at most the sensitivity Δ (‖(x - c)R‖₂ ≤ σ_max(R)·‖x - c‖₂):
+    at the finest grids measured over the API's range (first three cases; ε ≤ 100, k ≤ 256)
+    Δ/γ ≤ 2^33, so even values of 2^16·Δ, noise included, stay exact on the grid."""
+    sens = 1.7
+    e, sigma, _, _ = noise.calibrate_gaussian(sens, k, eps, delta)
+    assert sens / 2.0**e <= 2.0**34
+    values = sens * 2.0**16 * np.array([[1.0] * k, [-1.0] * k, [0.0] * k])
+    noisy, rec = noise.gaussian_mechanism(values, sens, k, eps, delta, SecureRandom(seed=9))
+    assert rec.grid == 2.0**e and noise.on_grid(noisy, rec.grid)
+    assert np.all(np.abs(noisy - values) <= 40.0 * rec.scale)  # the noise, not an overflow

@@ -66,6 +66,11 @@ def calibrate_gaussian(sensitivity: float, coords: int, epsilon: float,
         if hi < 1.0:
             continue
         eps_out, delta_out = delivered(hi)
+        # The strictly least γσ, not calibrate_laplace's coarsest within 2^-20 of it: that rule
+        # would change every seeded Gaussian release for no failure. The least sits at σ ~ 10⁸
+        # steps, Δ/γ ≤ 2^33 measured across the API's range (ε ≤ 100, δ ≤ 10⁻², k ≤ 256; see
+        # test_noise_gaussian_calibration_edges), and dppro's values are at most Δ: far inside
+        # the 2^52 steps _steps allows (Laplace's failure was sums ≫ Δ).
         if best is None or gamma * hi < best[0]:
             best = (gamma * hi, e, hi, eps_out, delta_out)
     if best is None:
