@@ -7,6 +7,8 @@ submission, from the schema and the uploaded hierarchies alone."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -41,9 +43,9 @@ OUTSIDE = pd.DataFrame({"a": ["a1", "a9", "a2", "a3", "a4", "a1"],  # a9: no lea
                         "x": [-1.0, 5.0, 10.5, np.nan, 0.0, 1e300]})  # outside [0, 10], missing
 
 
-def _release(frame: pd.DataFrame, hierarchies=None, seed: int = 11):
+def _release(frame: pd.DataFrame, hierarchies=None, seed: int = 11, params: SafePubParams = PARAMS):
     data = MethodInput(columns=INFOS, frame=frame, hierarchies=dict(HIER if hierarchies is None else hierarchies))
-    return run_safepub(data, PARAMS, RunContext(rng=SecureRandom(seed=seed)))
+    return run_safepub(data, params, RunContext(rng=SecureRandom(seed=seed)))
 
 
 def _interleaved(clean: pd.DataFrame, outside: pd.DataFrame) -> pd.DataFrame:
@@ -192,3 +194,39 @@ def test_bounds_wider_than_a_float_holds_are_refused_at_submission():
         trees, _ = build_axes(_clean()[["x"]], [wide], {"x": X_HIER}, numeric="hierarchy", integer_from_data=False)
     with pytest.raises(RuntimeError, match="outside \\[0, 1\\]"), np.errstate(all="ignore"):
         numeric_costs(trees[0])
+
+
+def test_an_empty_release_says_what_to_change_in_public_figures_only():
+    """The warning of an empty release is a function of the parameters alone: the same for two
+    tables of different sizes, and its figures are k/β now, with delta ×10 and ×100, and at the
+    ε_anon that makes it least — never n or a count of records. At ε = 5 (ε_anon 4.5) it says to
+    lower epsilon: "raise epsilon", as it said, would raise k/β there (k grows like e^ε_anon)."""
+    from app.privacy.anonymity.safepub_params import beta_of, empty_release_warning, needed_class_size, smallest_k
+
+    for params in (PARAMS, SafePubParams(epsilon=5.0, delta=1e-5)):
+        anon = float(params.epsilon_anon)
+        k, beta = smallest_k(params.delta, anon), beta_of(anon)
+        said = [[w for w in _release(pd.concat([OUTSIDE] * copies, ignore_index=True), params=params)
+                 .guarantees["warnings"] if "the release is empty" in w] for copies in (200, 237)]
+        assert said[0] == said[1] == [empty_release_warning(params, k, beta)]
+        text, now = said[0][0], math.ceil(k / beta)
+        assert f"k = {k} records" in text and f"k/β = {now:,} records" in text
+        assert f"{needed_class_size(1e-4, anon):,} with delta 0.0001" in text
+        assert f"{needed_class_size(1e-3, anon):,} with delta 0.001" in text
+        way = "raise" if anon < 1 else "lower"
+        assert f"{way} epsilon to about 1.11 (ε_anon ≈ 1 at search_share 0.1): {needed_class_size(1e-5, 1.0):,}" in text
+        assert needed_class_size(1e-5, 1.0) < 0.9 * now
+    assert "lower epsilon" in text and now > 1000  # ε = 5: k/β in the thousands against 97 at ε_anon = 1
+
+
+def test_a_k_above_n_is_told_to_lower_epsilon_not_raise_it():
+    """k grows with ε_anon: at ε = 5, k = 1,031, and raising epsilon (as the 422 said) raises it."""
+    from app.privacy.anonymity.safepub import _check_rows
+    from app.privacy.anonymity.safepub_params import smallest_k
+
+    assert smallest_k(1e-5, 0.5) < smallest_k(1e-5, 4.5) < smallest_k(1e-5, 6.0)
+    with pytest.raises(MethodInputError, match=r"k = 1,031, above the table's 20 records: nothing could be released; "
+                                               r"raise delta, or lower epsilon \(.* 4\.5 now; at ε_anon = 0\.5 .*k = 51\)"):
+        _check_rows(SafePubParams(epsilon=5.0, delta=1e-5), 20)
+    with pytest.raises(MethodInputError, match="raise delta$"):  # ε_anon 0.27: lowering ε barely helps
+        _check_rows(SafePubParams(epsilon=0.3, delta=1e-5), 20)

@@ -45,7 +45,7 @@ from app.privacy.anonymity.safepub_domain import (
     anchor_record, in_domain, leaves_within_bounds, public_hierarchies, refuse_without_domain, with_missing_cells,
 )
 from app.privacy.anonymity.safepub_params import (
-    SafePubParams, arx_k, beta_of, bernoulli_sample, delta_of_k, smallest_k,
+    SafePubParams, arx_k, beta_of, bernoulli_sample, delta_of_k, empty_release_warning, smallest_k,
 )
 from app.privacy.anonymity.safepub_scores import sensitivity
 from app.privacy.anonymity.safepub_search import (
@@ -150,8 +150,12 @@ def _check_rows(params: SafePubParams, rows: int, columns: list[ColumnInfo] | No
                                "records): δ that large allows releasing a record outright; lower delta")
     _, k, _ = calibration(params)
     if k > rows:
+        # k grows, broadly, with ε_anon: "raise epsilon", as this said, raised it
+        anon = float(params.epsilon_anon)
+        lower = (f", or lower epsilon (k grows with ε_anon = (1 − search_share)·epsilon, {anon:.3g} now; at ε_anon "
+                 f"= 0.5 and this delta k = {smallest_k(params.delta, 0.5):,})" if anon > 0.5 else "")
         raise MethodInputError(f"epsilon {params.epsilon:g} and delta {params.delta:g} give k = {k:,}, above "
-                               f"the table's {rows:,} records: nothing could be released; raise epsilon or delta")
+                               f"the table's {rows:,} records: nothing could be released; raise delta{lower}")
 
 
 def _epsilon(params: SafePubParams, columns: list[ColumnInfo]) -> float:
@@ -297,8 +301,7 @@ def _result(params: SafePubParams, ctx: RunContext, qis: list[str], out: pd.Data
     levels = dict(zip(qis, walk.node))
     warnings = list(facts["inferred_warnings"])
     if not len(out):
-        warnings.append(f"no class of the sample reached k = {facts['k']} records: the release is empty; raise "
-                        "epsilon or delta (a smaller k), or release fewer quasi-identifiers or coarser hierarchies")
+        warnings.append(empty_release_warning(params, facts["k"], facts["beta"]))
     statements = [
         f"(ε, δ)-differential privacy with ε = {stated:.6g}, δ = {delta:g} for the whole release: {NEIGHBOURING}",
         f"under replace-one neighbours (one record's values changed, n the same: the relation Veil's budget "

@@ -22,6 +22,7 @@ increments after the test); Veil returns the smallest k with δ(k) ≤ δ.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from fractions import Fraction
 from typing import Literal
@@ -251,3 +252,54 @@ def bernoulli_sample(n: int, epsilon_anon: Fraction, rng: SecureRandom) -> np.nd
     """Which of n records are kept: each independently with probability β = 1 − e^(−ε_anon),
     exactly (kept = not Bernoulli(e^(−ε_anon)), ``exact_bernoulli``)."""
     return ~bernoulli_exp(Words(rng), epsilon_anon, n)
+
+
+# -------------------------------------------------------------------- an empty release's advice
+ADVICE_ANON = tuple(0.25 * i for i in range(1, 17))  # ε_anon tried for the smallest k/β: 0.25 … 4
+
+
+def needed_class_size(delta: float, epsilon_anon: float) -> int:
+    """⌈k/β⌉ at (δ, ε_anon): about how many records a class of the table needs for its sample
+    (rate β) to be expected to reach k — a function of the parameters alone."""
+    return max(1, math.ceil(smallest_k(delta, epsilon_anon) / beta_of(epsilon_anon) - 1e-9))
+
+
+def empty_release_warning(params: SafePubParams, k: int, beta: float) -> str:
+    """What an empty release's owner can change, in public figures only (every one a function of
+    epsilon, search_share and delta, none of the data): k/β now, with delta ×10 and ×100, and at
+    the ε_anon that makes it smallest. "Raise epsilon" alone was wrong past ε_anon ≈ 1–1.5: k grows
+    like e^ε_anon there faster than β, and so does k/β."""
+    anon, share, delta = float(params.epsilon_anon), float(params.search_share), params.delta
+    now = max(1, math.ceil(k / beta - 1e-9))
+    parts = [f"no class of the sample reached k = {k} records: the release is empty (every class of fewer "
+             f"was suppressed). A class of the table, at the levels drawn, needs about k/β = {now:,} records for "
+             f"its sample (each record kept with probability β = {beta:.3g}) to be expected to reach k; "
+             "lower that figure (public, from the parameters alone)"]
+    larger = []
+    for factor in (10, 100):
+        if delta * factor <= 0.1:
+            with contextlib.suppress(ValueError):
+                larger.append(f"{needed_class_size(delta * factor, anon):,} with delta {delta * factor:g}")
+    if larger:
+        parts.append(": " + " and ".join(larger) + " (delta must stay below 1/n)")
+    tried = {}
+    for a in ADVICE_ANON:
+        if a / (1 - share) <= 20.0:
+            with contextlib.suppress(ValueError):
+                tried[a] = needed_class_size(delta, a)
+    if tried and min(tried.values()) < 0.9 * now:  # worth a mention: at least 10 % fewer
+        best = min(tried, key=tried.get)
+        way = "raise" if best > anon else "lower"
+        parts.append(f"; {way} epsilon to about {best / (1 - share):.3g} (ε_anon ≈ {best:g} at search_share "
+                     f"{share:g}): {tried[best]:,}, the least at this delta — ε_anon is {anon:.3g} now, and away from "
+                     "≈ 1 k/β grows")
+    elif tried:
+        parts.append(f"; epsilon is within 10 % of the one that makes it least at this delta (ε_anon = {anon:.3g} "
+                     "now; away from ≈ 1 k/β grows)")
+    parts.append(". Or make the table's classes larger: fewer quasi-identifiers, coarser hierarchies, a larger "
+                 "search_share (a sharper choice of the levels)"
+                 + (", a metric other than group_size (it favours many classes near k/β)"
+                    if params.metric == "group_size" else "")
+                 + ". Records outside the public domain are dropped before the sampling (whether any were is "
+                 "not published)")
+    return "".join(parts)
