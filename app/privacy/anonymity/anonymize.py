@@ -23,6 +23,7 @@ from app.privacy.anonymity.release import generalize, generalize_levels
 from app.privacy.anonymity.risk import prosecutor_risk
 from app.privacy.anonymity.verify import Achieved, equivalence_classes, verify_release, worst_achieved
 from app.privacy.anonymity.verify_population import label_cover, verify_population
+from app.privacy.anonymity.verify_profitability import verify_profitability
 from app.privacy.anonymity.wording import below, rounded
 from app.privacy.data import ColumnInfo
 from app.privacy.registry import MethodInputError
@@ -43,7 +44,7 @@ class Options:
     numeric_generalization: Literal["interval", "hierarchy"] = "interval"
     auto_levels: int = 4
     max_lattice_nodes: int = 200_000
-    metric: Literal["ncp", "entropy", "entropy_monotonic"] = "ncp"
+    metric: Literal["ncp", "entropy", "entropy_monotonic", "publisher_payout"] = "ncp"
     risk_threshold: int = 5
 
 
@@ -106,6 +107,24 @@ def _feasible(constraints: Constraints, sensitive: Sensitive | None, n: int) -> 
         raise MethodInputError(f"the whole table's counts of {sensitive.column!r} give r1 / (r_l + … + r_m) "
                                f"= {stats.recursive_ratio[0]:.4f}, not below c = {constraints.c:g}: "
                                f"recursive (c,l)-diversity with l = {constraints.l} is impossible")
+
+
+def _payout_feasible(result, options: Options, n: int) -> None:
+    """The lattice found no node whose classes the payout model keeps within the suppression
+    limit (the top node never passes: IL = 1 pays nothing): a MethodInputError saying why."""
+    limit = int(np.floor(options.suppression * n + 1e-9))
+    dropped = int(result.suppressed.sum())
+    if dropped <= limit:
+        return
+    searched = (f"after {result.evaluated} of {result.lattice_size} lattice nodes checked (time budget "
+                f"reached: raise time_budget)" if result.timed_out else
+                f"over the {result.lattice_size} lattice nodes" if not result.heuristic else
+                "along a greedy climb (the lattice exceeds max_lattice_nodes)")
+    raise MethodInputError(
+        f"no generalization found {searched} keeps enough classes under the profitability model: "
+        f"the best suppresses {dropped} of {n} records, above the suppression limit of {limit} "
+        f"({options.suppression:g}); raise suppression (up to 0.5), or change the payoffs (a higher "
+        "publisher_benefit or adversary_cost, a lower publisher_loss or adversary_gain keep more classes)")
 
 
 def _refuse_missing_spelled_as_a_value(column: str, series: pd.Series) -> None:
@@ -187,10 +206,14 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
     warnings: list[str] = []
     suppressed = np.zeros(n, dtype=bool)
     splits = None  # Mondrian's cuts: the population check's certificate of disjoint classes
+    model_suppressed = 0  # records the profitability model drops (Mondrian suppresses none)
     if lattice:
         result = lattice_search(axes, constraints, sens, options.suppression, options.time_budget,
                                 options.max_lattice_nodes, step, options.metric)
         suppressed = result.suppressed
+        if constraints.payout_model:
+            _payout_feasible(result, options, n if pop is None else int(pop.in_subset.sum()))
+            model_suppressed = result.model_suppressed
         gen = generalize_levels(axes, result.levels)
         metadata["lattice"] = {
             "levels": dict(zip(quasi_identifiers, result.levels)), "optimal": result.optimal,
@@ -258,6 +281,12 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
                                   "released": len(out), "suppressed": int(suppressed.sum()),
                                   "smallest_population_class": found.k_map,
                                   "check": found.population_check}
+    if constraints.profitability is not None:  # recomputed from the released labels alone
+        cb = constraints.profitability
+        found = verify_profitability(out, quasi_identifiers, {axis.column: label_cover(axis) for axis in axes}, cb)
+        # no-attack is k (or k_map) = derived_k: its suppression is k's, counted with the others
+        model = {"derived_k": cb.derived_k} if cb.no_attack else {"records_suppressed_by_model": model_suppressed}
+        metadata["profitability"] = {**cb.as_dict(), "attack_threshold": cb.attack_threshold, **model, **found}
     released_ids = equivalence_classes(out, quasi_identifiers)
     n_input = n if pop is None else int(pop.in_subset.sum())  # the records a release could hold
     metrics = anonymity_metrics(quasi_identifiers, ncp, n_input, int(suppressed.sum()), released_ids,

@@ -17,6 +17,14 @@ the loss (they are the records released), and a node passes only if every class 
 δ-presence: no suppression can change a class's ratio (it counts suppressed research records
 too), so a δ-presence failure rules the node out, as the projections do below.
 
+The profitability model (profitability.py: a class is kept iff the publisher's expected payout
+is positive) is evaluated on every node it reaches and never pruned by: it is not monotone even
+without suppression (generalizing lowers every payout and the attack's odds at once), so the
+projections test the other models alone. The "publisher_payout" metric minimizes
+1 − payout / (records · benefit): the mean over released-to-be records of IL, plus the attack's
+expected loss over the benefit for kept records, plus 1 per suppressed record; the bound (mean IL
+over all records, a sum of per-column terms as for NCP) stays below it, so the search stays exact.
+
 Pruning by monotonicity (generalizing merges classes; k-anonymity and distinct l-diversity are
 monotone with or without suppression, every other model — entropy and recursive l, α, t, β,
 δ-disclosure — without suppression only; with suppression the projections are tested on k and
@@ -40,6 +48,7 @@ import pandas as pd
 
 from app.privacy.anonymity.hierarchies import Tree
 from app.privacy.anonymity.models import Constraints, Sensitive, as_sensitives, model_of, satisfied
+from app.privacy.anonymity.profitability import entropy_loss
 
 
 @dataclass
@@ -55,6 +64,7 @@ class LatticeResult:
     seconds: float
     heuristic: bool = False
     top_node_fallback: bool = False  # the released node is the top one: every QI fully generalized
+    model_suppressed: int | None = None  # profitability: records of classes the model drops at the node
 
 
 class _Columns:
@@ -66,7 +76,9 @@ class _Columns:
     release's metrics count, spec 04: the root's NCP is 0 on a column of one value, and a
     search that charged that made suppression look cheaper than it is), what its root would
     under "entropy", and nothing under "entropy_monotonic" (ARX's
-    ``createEntropyMetric(true)``), which ignores suppression. ``metric`` None: the codes alone
+    ``createEntropyMetric(true)``), which ignores suppression; "publisher_payout" — the
+    profitability model's IL share of each column (ln leaves covered / Σ ln leaves), a suppressed
+    record costing 1 in all (see the module doc). ``metric`` None: the codes alone
     (safepub prices nodes with its own public costs: no float array per record and level)."""
 
     def __init__(self, trees: list[Tree], metric: str | None = "ncp", weights: np.ndarray | None = None) -> None:
@@ -77,6 +89,10 @@ class _Columns:
         self.codes: list[list[np.ndarray]] = []
         self.cards: list[list[int]] = []
         self.ncp: list[list[np.ndarray]] = []  # per-record cost at each level
+        # profitability's IL: Σ_q ln(leaves under a record's node) over Σ_q ln(leaves)
+        self.log_domain = float(sum(np.log(t.n_leaves) for t in trees))
+        self._log_cover: dict[tuple[int, int], np.ndarray] = {}
+        self._last: tuple | None = None  # the last classes computed (the loss reads them again)
         for tree in trees:
             node_ncp = tree.node_ncp()
             leaf_freq = np.bincount(tree.leaf_codes, minlength=tree.n_leaves)
@@ -88,7 +104,9 @@ class _Columns:
                 cards.append(int(tree.anc[tree.height - level].max()) - first + 1)
                 if metric is None:
                     continue
-                if metric.startswith("entropy"):
+                if metric == "publisher_payout":
+                    costs.append(np.log(tree.leafcount()[nodes]) / self.log_domain)
+                elif metric.startswith("entropy"):
                     node_freq = np.bincount(nodes, minlength=len(tree.labels))
                     costs.append(np.log2(node_freq[nodes] / leaf_freq[tree.leaf_codes]))
                 else:
@@ -97,13 +115,27 @@ class _Columns:
             self.cards.append(cards)
             self.ncp.append(costs)
         n = int(self.weights.sum())
-        self.normalizer = float(n * len(trees)) if metric == "ncp" else 1.0
+        self.normalizer = (float(n * len(trees)) if metric == "ncp" else float(max(n, 1))
+                           if metric == "publisher_payout" else 1.0)
         self.count_suppressed = metric != "entropy_monotonic"
         self.total = [np.array([x[self.weights].sum() for x in col]) / self.normalizer for col in self.ncp]
 
     def classes(self, levels, columns: list[int] | None = None) -> tuple[np.ndarray, int]:
         """Class id per record with column ``columns[i]`` (default: all) at ``levels[i]``."""
-        return class_ids(self.codes, self.cards, levels, columns)
+        key = (tuple(int(x) for x in levels), None if columns is None else tuple(columns))
+        if self._last is None or self._last[0] != key:
+            self._last = (key, class_ids(self.codes, self.cards, levels, columns))
+        return self._last[1]
+
+    def information_loss(self, levels) -> np.ndarray:
+        """Profitability's IL per record at the node (profitability.entropy_loss)."""
+        total = np.zeros(len(self.weights))
+        for q, level in enumerate(levels):
+            if (q, int(level)) not in self._log_cover:
+                tree = self.trees[q]
+                self._log_cover[q, int(level)] = np.log(tree.leafcount()[tree.level_codes(int(level))])
+            total += self._log_cover[q, int(level)]
+        return entropy_loss(total, self.log_domain)
 
 
 def class_ids(codes: list[list[np.ndarray]], cards: list[list[int]], levels,
@@ -137,17 +169,42 @@ def _suppressed(cols: _Columns, levels, c: Constraints, sensitives: tuple[Sensit
     k-map — and every record (more than any limit) when a class fails δ-presence, which no
     suppression fixes."""
     ids, n_classes = cols.classes(levels, columns)
+    payout = (lambda: ~model_keeps(cols, levels, ids, n_classes, c)) if c.payout_model else (lambda: False)
     if c.population is None:
-        return ~satisfied(ids, n_classes, c, sensitives)[ids]
+        return ~satisfied(ids, n_classes, c, sensitives)[ids] | payout()
     pop = c.population
     t, p = pop.counts(ids, n_classes)
     if not pop.presence_ok(t, p).all():
         return np.ones(len(ids), dtype=bool)
-    return ~satisfied(ids, n_classes, c, sensitives)[ids] & pop.in_subset
+    return (~satisfied(ids, n_classes, c, sensitives)[ids] | payout()) & pop.in_subset
 
 
-def _loss(cols: _Columns, levels, suppressed: np.ndarray) -> float:
+def _success_sizes(ids: np.ndarray, n_classes: int, c: Constraints) -> np.ndarray:
+    """Per record, the denominator of the adversary's success probability: its class's released
+    records (prosecutor: the research subset's, with a population) or the population records of
+    its class (journalist)."""
+    if c.population is None:
+        if c.profitability.attacker == "journalist":
+            raise ValueError("the journalist attacker reads a population's class sizes: give one")
+        return np.bincount(ids, minlength=n_classes)[ids]
+    t, p = c.population.counts(ids, n_classes)
+    return (p if c.profitability.attacker == "journalist" else t)[ids]
+
+
+def model_keeps(cols: _Columns, levels, ids: np.ndarray, n_classes: int, c: Constraints) -> np.ndarray:
+    """Per record: whether the profitability model keeps its class at the node (payout > 0, or
+    for the no-attack variant, the attack does not pay)."""
+    return c.profitability.keep(cols.information_loss(levels), _success_sizes(ids, n_classes, c))
+
+
+def _loss(cols: _Columns, levels, suppressed: np.ndarray, c: Constraints) -> float:
     total = 0.0
+    if cols.metric == "publisher_payout":  # the attack's expected loss on the records kept
+        cb = c.profitability
+        ids, n_classes = cols.classes(levels)
+        sizes = np.maximum(_success_sizes(ids, n_classes, c), 1)
+        kept = ~suppressed & cols.weights & cb.attacked(sizes)
+        total += float((cb.publisher_loss / cb.publisher_benefit / sizes[kept]).sum())
     if not cols.count_suppressed:
         suppressed = np.zeros_like(suppressed)
     kept = ~suppressed & cols.weights
@@ -174,9 +231,12 @@ def lattice_search(trees: list[Tree], constraints: Constraints,
     limit = int(np.floor(suppression * n + 1e-9))
     heights = [t.height for t in trees]
     size = int(np.prod([h + 1 for h in heights]))
-    monotone = suppression == 0
+    # the payout model is not monotone even without suppression: never projected (module doc)
+    monotone = suppression == 0 and not constraints.payout_model
+    if metric == "publisher_payout" and constraints.profitability is None:
+        raise ValueError("the publisher_payout metric reads the profitability model's parameters")
     if size > max_nodes:
-        return _greedy(cols, constraints, sensitive, limit, began, size)
+        return _with_model_counts(cols, constraints, _greedy(cols, constraints, sensitive, limit, began, size))
     nodes = np.array(list(itertools.product(*[range(h + 1) for h in heights])), dtype=np.int64)
     bound = sum(cols.total[q][nodes[:, q]] for q in range(len(trees)))
     candidate = _projection_filter(cols, nodes, constraints, sensitive, limit, monotone)
@@ -199,18 +259,29 @@ def lattice_search(trees: list[Tree], constraints: Constraints,
         mask = _suppressed(cols, tuple(node), constraints, sensitive)
         if mask.sum() > limit:
             continue
-        loss = _loss(cols, node, mask)
+        loss = _loss(cols, node, mask, constraints)
         if loss < best_loss:
             best_levels, best_mask, best_loss = tuple(int(x) for x in node), mask, loss
     if best_levels is None:
         # out of time before any node passed: the greedy climb's node (a few dozen checks at
         # most; on 1,000,000 rows the top node, every QI '*', was released instead)
         climb = _greedy(cols, constraints, sensitive, limit, began, size)
-        return LatticeResult(climb.levels, climb.suppressed, climb.loss, False, True,
-                             evaluated + climb.evaluated, size, pruned, time.perf_counter() - began,
-                             heuristic=True, top_node_fallback=climb.levels == tuple(heights))
-    return LatticeResult(best_levels, best_mask, float(best_loss), optimal and not timed_out,
-                         timed_out, evaluated, size, pruned, time.perf_counter() - began)
+        return _with_model_counts(cols, constraints, LatticeResult(
+            climb.levels, climb.suppressed, climb.loss, False, True, evaluated + climb.evaluated, size,
+            pruned, time.perf_counter() - began, heuristic=True,
+            top_node_fallback=climb.levels == tuple(heights)))
+    return _with_model_counts(cols, constraints, LatticeResult(
+        best_levels, best_mask, float(best_loss), optimal and not timed_out, timed_out, evaluated, size,
+        pruned, time.perf_counter() - began))
+
+
+def _with_model_counts(cols: _Columns, c: Constraints, result: LatticeResult) -> LatticeResult:
+    """The records of the released node's classes that the profitability model drops."""
+    if c.profitability is None:
+        return result
+    ids, n_classes = cols.classes(result.levels)
+    dropped = ~model_keeps(cols, result.levels, ids, n_classes, c) & cols.weights
+    return replace(result, model_suppressed=int(dropped.sum()))
 
 
 def _projection_filter(cols: _Columns, nodes: np.ndarray, c: Constraints, sensitive: tuple[Sensitive, ...],
@@ -248,5 +319,5 @@ def _greedy(cols: _Columns, c: Constraints, sensitive: tuple[Sensitive, ...], li
         steps = [(cols.total[q][lv + 1] - cols.total[q][lv], q)
                  for q, lv in enumerate(levels) if lv + 1 < len(cols.codes[q])]
         levels[min(steps)[1]] += 1
-    return LatticeResult(tuple(levels), mask, _loss(cols, levels, mask), False, False, evaluated,
+    return LatticeResult(tuple(levels), mask, _loss(cols, levels, mask, c), False, False, evaluated,
                          size, 0, time.perf_counter() - began, heuristic=True)

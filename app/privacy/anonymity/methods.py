@@ -17,6 +17,9 @@ from app.privacy.anonymity.kmap_estimate import (
 )
 from app.privacy.anonymity.models import Constraints
 from app.privacy.anonymity.params import KAnonymityParams
+from app.privacy.anonymity.profitability_wording import (
+    profitability_figures, profitability_statements, profitability_warnings,
+)
 from app.privacy.anonymity.risk import frame_risk
 from app.privacy.anonymity.roles import MAX_SENSITIVE, resolve_quasi_identifiers, resolve_sensitive
 from app.privacy.anonymity.wording import as_given, below, rounded
@@ -345,8 +348,9 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
     hierarchies, generalized = usable_hierarchies(data)
     # k-map estimated from the table as a sample: k-anonymity with the derived k (or k, if larger)
     estimated = params.k_map_estimate(len(frame))
-    k = params.k if estimated is None else max(params.k, estimated.derived_k)
-    constraints = replace(params.model_set(k), population=population)
+    k = params.release_k(estimated)  # with the no-attack profitability's k = ⌈gain / cost⌉ too
+    cost_benefit = params.profitability.cost_benefit() if params.profitability is not None else None
+    constraints = replace(params.model_set(k), population=population, profitability=cost_benefit)
     result = anonymize(frame.drop(columns=identifiers), infos, hierarchies, qis,
                        constraints, sensitive, params.options(), ctx.progress,
                        models=params.column_models(k))
@@ -379,6 +383,7 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
                 "released unchanged determine some of them (determined_by_unprotected): an attacker reads "
                 "those exactly, which narrows the population a released class matches — the release is "
                 "not stated private; declare those columns quasi-identifiers too, or leave them out")
+    profitability = result.metadata.get("profitability")
     ctx.progress(1.0, "done")
     return ReleaseResult(
         frame=result.frame.reset_index(drop=True),
@@ -386,12 +391,18 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
         guarantees=guarantees_of(
             result, constraints, qis, released,
             # an estimate alone (derived k = 1, k = 1) leaves the release without k-anonymity
+            # the payout model may keep classes where the attack pays: their records are not protected
             private=(through is None or through["smallest_class"] >= k) and not population_warnings
-            and not (estimated is not None and k == 1),
-            extra_statements=population_statements(result, constraints, subset) if subset else
-            estimate_statements(estimated, k) if estimated is not None else None,
-            extra_warnings=warnings + through_warnings + population_warnings, determined=determined,
-            extra_figures=estimate_figures(estimated) if estimated is not None else None),
+            and not (estimated is not None and k == 1)
+            and not (profitability is not None and profitability["classes_attack_profitable"] > 0),
+            extra_statements=(population_statements(result, constraints, subset) if subset else
+                              estimate_statements(estimated, k) if estimated is not None else [])
+            + (profitability_statements(profitability) if profitability is not None else []),
+            extra_warnings=warnings + through_warnings + population_warnings
+            + (profitability_warnings(profitability) if profitability is not None else []),
+            determined=determined,
+            extra_figures={**(estimate_figures(estimated) if estimated is not None else {}),
+                           **(profitability_figures(profitability) if profitability is not None else {})}),
         metrics=metrics,
         metadata=metadata,
         hierarchies_used=result.metadata.get("uploaded_hierarchies", []),
@@ -452,6 +463,12 @@ def _kanonymity_rows(params: KAnonymityParams, rows: int, columns: list[ColumnIn
         params.check_l_against(max(params.k, estimated.derived_k))
     if estimated is None and params.k_map is not None and params.k_map > rows:
         raise MethodInputError(f"the population has {rows} records, fewer than k_map = {params.k_map}")
+    model = params.profitability
+    if model is not None and model.no_attack and model.cost_benefit().derived_k > rows:
+        raise MethodInputError(
+            f"profitability.no_attack needs classes of at least ⌈adversary_gain / adversary_cost⌉ = "
+            f"{model.cost_benefit().derived_k} records ({model.adversary_gain:g} / {model.adversary_cost:g}), "
+            f"above the table's {rows} records: lower adversary_gain or raise adversary_cost")
 
 
 register(MethodSpec(

@@ -61,6 +61,7 @@ import numpy as np
 import pandas as pd
 
 from app.privacy.anonymity.hierarchies import Tree
+from app.privacy.anonymity.profitability import CostBenefit
 from app.privacy.registry import MethodInputError
 
 _DENSE_CELLS = 8_000_000  # classes × values above which the pair form is used
@@ -139,6 +140,15 @@ class Constraints:
     delta_disclosure: float | None = None
     t_distance: Literal["auto", "hierarchical"] = "auto"  # hierarchical: the sensitive column's hierarchy
     population: Population | None = None  # k-map and δ-presence over a research subset
+    # the game-theoretic model (profitability.py); its no-attack variant is k (or k_map) itself,
+    # set by the parameters, and only the payout variant decides classes here (the lattice)
+    profitability: CostBenefit | None = None
+
+    @property
+    def payout_model(self) -> bool:
+        """Whether classes are kept by the publisher's payout (not monotone at all: see
+        profitability.py), which the lattice evaluates per node and never prunes by."""
+        return self.profitability is not None and not self.profitability.no_attack
 
     @property
     def needs_sensitive(self) -> bool:
@@ -147,13 +157,13 @@ class Constraints:
     @property
     def monotone_with_suppression(self) -> bool:
         """Whether a class that passes still passes merged with any other (see module doc)."""
-        return (self.alpha is None and self.t is None and self.beta is None
+        return (self.alpha is None and self.t is None and self.beta is None and not self.payout_model
                 and self.delta_disclosure is None and (self.l is None or self.l_diversity == "distinct"))
 
     def monotone_part(self) -> Constraints:
         """The part of these models that survives merging with any class (suppression on):
         all of them when they are monotone so, else k and distinct l (which entropy and
-        recursive l-diversity imply: both need l distinct values)."""
+        recursive l-diversity imply: both need l distinct values); never the payout model."""
         return self if self.monotone_with_suppression else Constraints(k=self.k, l=self.l,
                                                                          population=self.population)
 
@@ -177,6 +187,8 @@ class Constraints:
             parts.append(f"delta_disclosure={self.delta_disclosure:g}")
         if self.population is not None and with_k:
             parts += self.population.describe()
+        if self.profitability is not None and with_k:
+            parts.append(self.profitability.describe())
         return ", ".join(parts)
 
 

@@ -12,6 +12,7 @@ from pydantic import Field, model_validator
 from app.privacy.anonymity.anonymize import Options
 from app.privacy.anonymity.kmap_estimate import DEFAULT_SIGNIFICANCE, KMapEstimate, estimate, significance_field
 from app.privacy.anonymity.models import Constraints, Population
+from app.privacy.anonymity.profitability import CostBenefit
 from app.privacy.anonymity.roles import MAX_SENSITIVE
 from app.privacy.registry import MethodInputError, Params
 
@@ -87,6 +88,35 @@ class SensitiveModels(AttributeModels):
 
 Share = Annotated[float, Field(ge=0.0, le=1.0)]  # a bound of δ-presence
 
+_AMOUNT = 1e12  # the largest payoff taken (any one currency per record); ARX's defaults below
+
+
+class Profitability(Params):
+    """The game-theoretic model of Wan et al. (PLOS ONE 2015; ARX's profitability): amounts per
+    record, in any one currency; the defaults are ARX's."""
+
+    attacker: Literal["prosecutor", "journalist"] = Field(
+        "prosecutor", description="whose odds: 'prosecutor' (the adversary knows the person is in the "
+        "release: success 1 / the class's released records) or 'journalist' (success 1 / the population "
+        "records the class matches; needs research_subset, the table as population)")
+    adversary_cost: float = Field(4.0, ge=0.0, le=_AMOUNT, description="what one re-identification "
+                                  "attempt costs the adversary")
+    adversary_gain: float = Field(300.0, ge=0.0, le=_AMOUNT, description="what a successful "
+                                  "re-identification earns the adversary")
+    publisher_loss: float = Field(300.0, ge=0.0, le=_AMOUNT, description="what a successful "
+                                  "re-identification of a record costs the publisher (e.g. a fine)")
+    publisher_benefit: float = Field(1200.0, gt=0.0, le=_AMOUNT, description="what publishing one record "
+                                     "unchanged earns the publisher (scaled by 1 − IL when generalized)")
+    no_attack: bool = Field(False, description="keep a class only when attacking it does not pay "
+                            "(gain / size ≤ cost): k-anonymity (prosecutor) or k-map (journalist) with "
+                            "k = ⌈adversary_gain / adversary_cost⌉; otherwise a class is kept iff the "
+                            "publisher's expected payout is positive")
+
+    def cost_benefit(self) -> CostBenefit:
+        return CostBenefit(attacker=self.attacker, adversary_cost=self.adversary_cost,
+                           adversary_gain=self.adversary_gain, publisher_loss=self.publisher_loss,
+                           publisher_benefit=self.publisher_benefit, no_attack=self.no_attack)
+
 
 class KAnonymityParams(AttributeModels):
     k: int = Field(5, ge=1, le=100_000, description="every equivalence class has at least k records "
@@ -123,6 +153,15 @@ class KAnonymityParams(AttributeModels):
         "every class of the population — those with no research record too — the share of records in "
         "the research subset lies between the two, so whoever holds the population cannot tell "
         "whether a person is in the subset with more or less confidence than that")
+    profitability: Profitability | None = Field(
+        None, description="the game-theoretic profitability model (Wan et al. 2015, as ARX): {attacker, "
+        "adversary_cost, adversary_gain, publisher_loss, publisher_benefit, no_attack}. Each class "
+        "is kept iff the publisher's expected payout per record, benefit·(1 − IL) − (the attack pays "
+        "? loss / size : 0), is positive, where the adversary attacks iff gain / size > cost (size: the "
+        "class's released records, or for the journalist its population records) and IL is the "
+        "entropy-based information loss; classes not kept are suppressed, within suppression (algorithm "
+        "lattice only). With no_attack: k-anonymity (k-map for the journalist) with k = "
+        "⌈gain / cost⌉, any algorithm. An economic model of a rational adversary, not a formal guarantee")
     algorithm: Literal["mondrian", "lattice"] = Field(
         "mondrian", description="'mondrian': strict multidimensional local recoding; 'lattice': "
         "optimal full-domain generalization over the hierarchy levels")
@@ -145,10 +184,11 @@ class KAnonymityParams(AttributeModels):
                                "which the best generalization found so far is released, flagged")
     max_lattice_nodes: int = Field(200_000, ge=1, le=2_000_000, description="lattice: above this many "
                                    "nodes a greedy climb replaces the optimal search (flagged)")
-    metric: Literal["ncp", "entropy", "entropy_monotonic"] = Field(
+    metric: Literal["ncp", "entropy", "entropy_monotonic", "publisher_payout"] = Field(
         "ncp", description="lattice: the information loss minimized — average NCP (suppressed cells "
-        "count 1), non-uniform entropy (suppressed records as fully generalized), or ARX's "
-        "monotonic non-uniform entropy (suppression not counted)")
+        "count 1), non-uniform entropy (suppressed records as fully generalized), ARX's "
+        "monotonic non-uniform entropy (suppression not counted), or 'publisher_payout' (with "
+        "profitability: the publisher's total expected payout maximized, ARX's publisher payout metric)")
     categorical_release: Literal["ancestor", "children"] = Field(
         "ancestor", description="mondrian: release a class's lowest common ancestor in the "
         "hierarchy, or the set of its children the class holds ('{a|b}', lower NCP); with "
@@ -166,6 +206,7 @@ class KAnonymityParams(AttributeModels):
     @model_validator(mode="after")
     def _combination(self):
         self._population_models()
+        self._profitability()
         # with an estimated k-map the release's k is max(k, derived k), known with the records
         # (check_l_against): l is bounded by that, not by the k given
         release_k = None if self.k_map_estimated else self.k
@@ -192,6 +233,43 @@ class KAnonymityParams(AttributeModels):
                              f"algorithm '{_OTHER[self.algorithm]}' only, "
                              f"and this job runs '{self.algorithm}': drop it or choose the other algorithm")
         return self
+
+    def _profitability(self) -> None:
+        """The profitability model's combinations (a ValueError naming the fields)."""
+        model = self.profitability
+        if model is None:
+            if self.metric == "publisher_payout":
+                raise ValueError("metric = 'publisher_payout' is the profitability model's payout: give "
+                                 "profitability (its amounts), or choose another metric")
+            return
+        if model.attacker == "journalist" and self.research_subset is None:
+            raise ValueError("profitability.attacker = 'journalist' reads each class's population count: "
+                             "name the column marking the released records in research_subset (the table "
+                             "is then the population), or use the prosecutor attacker")
+        if not model.no_attack and self.algorithm != "lattice":
+            raise ValueError("profitability (its payout model) keeps or suppresses each class by its "
+                             "payout, and Mondrian suppresses nothing: use algorithm 'lattice', or "
+                             "profitability.no_attack (k-anonymity with k = ⌈gain / cost⌉), which Mondrian runs")
+        if model.no_attack and model.cost_benefit().derived_k is None:
+            raise ValueError(f"profitability.no_attack with adversary_cost = 0 and adversary_gain = "
+                             f"{model.adversary_gain:g}: every attack pays, whatever the class size, so no "
+                             "class can be kept; give a positive adversary_cost")
+
+    def release_k(self, estimated: KMapEstimate | None) -> int:
+        """The release's k: k, or the estimated k-map's derived k or the prosecutor's no-attack
+        k = ⌈gain / cost⌉ when larger."""
+        k = self.k if estimated is None else max(self.k, estimated.derived_k)
+        model = self.profitability
+        if model is not None and model.no_attack and model.attacker == "prosecutor":
+            k = max(k, model.cost_benefit().derived_k)
+        return k
+
+    def release_k_map(self) -> int | None:
+        """k_map over the population, or the journalist's no-attack k = ⌈gain / cost⌉ when larger."""
+        model = self.profitability
+        if model is not None and model.no_attack and model.attacker == "journalist":
+            return max(self.k_map or 1, model.cost_benefit().derived_k)
+        return self.k_map
 
     @property
     def k_map_estimated(self) -> bool:
@@ -244,6 +322,7 @@ class KAnonymityParams(AttributeModels):
                 raise ValueError("delta_presence is read over a research subset of the population, and "
                                  "k_map_estimator has none: drop one of them")
             return
+        journalist = self.profitability is not None and self.profitability.attacker == "journalist"
         population = self.k_map is not None or self.delta_presence is not None
         if population and self.research_subset is None:
             raise ValueError("k_map and delta_presence are read over a research subset of the population: "
@@ -251,17 +330,20 @@ class KAnonymityParams(AttributeModels):
                              + (" (or estimate k_map from the table as a sample of a population: "
                                 "k_map_estimator with sampling_fraction or population_size)"
                                 if self.delta_presence is None else ""))
-        if self.research_subset is not None and not population:
-            raise ValueError("research_subset is read by k_map and delta_presence: give one of them (to "
-                             "release some records only under k-anonymity, upload those records alone)")
-        if self.k == 1 and not population:
-            raise ValueError("k = 1 asks no k-anonymity at all: it is allowed only with k_map or delta_presence")
+        if self.research_subset is not None and not population and not journalist:
+            raise ValueError("research_subset is read by k_map, delta_presence and profitability's journalist "
+                             "attacker: give one of them (to release some records only under k-anonymity, "
+                             "upload those records alone)")
+        population = population or journalist
+        if self.k == 1 and not population and self.profitability is None:
+            raise ValueError("k = 1 asks no k-anonymity at all: it is allowed only with k_map, delta_presence "
+                             "or profitability")
         if self.delta_presence is not None:
             low, high = self.delta_presence
             if low > high:
                 raise ValueError(f"delta_presence [{low:g}, {high:g}]: delta_min is above delta_max")
         if population and (self.asks_a_model or self.sensitive_models or self.sensitive is not None):
-            raise ValueError("k_map and delta_presence do not combine with the sensitive-column models (sensitive, "
+            raise ValueError("k_map, delta_presence and the journalist attacker do not combine with the sensitive-column models (sensitive, "
                              "l, alpha, t, beta, delta_disclosure, sensitive_models): those would have to be "
                              "read on the research subset's records only, which is not implemented")
 
@@ -280,7 +362,7 @@ class KAnonymityParams(AttributeModels):
         if self.research_subset is None:
             return None
         low, high = self.delta_presence if self.delta_presence is not None else (None, None)
-        return Population(in_subset=in_subset, k_map=self.k_map, delta_min=low, delta_max=high)
+        return Population(in_subset=in_subset, k_map=self.release_k_map(), delta_min=low, delta_max=high)
 
     def constraints(self) -> Constraints:
         return self.model_set(self.k)

@@ -1,0 +1,83 @@
+"""kanonymity's profitability model through the API: a lattice release whose every class's payout
+is recomputed from the downloaded CSV (flat hierarchies: a value covers itself, '*' the column's
+values), the release's figures and wording, no_attack's derived k, and the 422s of bad
+parameters (no job row)."""
+
+from __future__ import annotations
+
+import io
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.api.test_raw_data_reports import _done
+from tests.support.api import assert_problem, auth, submit, upload
+
+QIS = ["a", "b"]
+GAME = {"adversary_cost": 4.0, "adversary_gain": 300.0, "publisher_loss": 6000.0, "publisher_benefit": 1200.0}
+
+
+def _table() -> pd.DataFrame:
+    rng = np.random.default_rng(11)
+    n = 2_000
+    return pd.DataFrame({"a": rng.choice(list("pqrstu"), n, p=[0.4, 0.3, 0.2, 0.05, 0.04, 0.01]),
+                         "b": rng.choice(list("xyzw"), n, p=[0.6, 0.3, 0.08, 0.02]),
+                         "v": rng.integers(0, 100, n)})
+
+
+def _release(client, owner, params) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
+    table = _table()
+    ds = upload(client, owner, table.to_csv(index=False).encode(), "game.csv").json()
+    job = _done(client, owner, "kanonymity", {"quasi_identifiers": QIS, **params}, dataset_id=ds["id"])
+    rid = job["result"]["release_ids"][0]
+    release = client.get(f"/v1/releases/{rid}", headers=auth(owner)).json()
+    data = client.get(f"/v1/releases/{rid}/data", headers=auth(owner)).content
+    return release, pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False), table
+
+
+def test_lattice_release_payout_recomputed_from_the_download(client, owner):
+    release, frame, table = _release(client, owner, {"k": 1, "algorithm": "lattice", "suppression": 0.1,
+                                                     "metric": "publisher_payout", "profitability": GAME})
+    domain = {q: table[q].nunique() for q in QIS}
+    log_domain = sum(math.log(d) for d in domain.values())
+    total, attacked = 0.0, 0
+    for key, size in frame.groupby(QIS).size().items():
+        il = sum(math.log(domain[q] if label == "*" else 1) for q, label in zip(QIS, key)) / log_domain
+        attack = 300.0 / size > 4.0
+        payout = 1200.0 * (1 - il) - (6000.0 / size if attack else 0.0)
+        assert payout > 0, (key, size, payout)
+        total += payout * size
+        attacked += attack
+    found = release["metadata"]["profitability"]
+    assert found["publisher_payout"] == pytest.approx(total, rel=1e-12)
+    assert found["classes_attack_profitable"] == attacked
+    assert found["records_suppressed_by_model"] == len(table) - len(frame) > 0
+    guarantees = release["guarantees"]
+    assert guarantees["profitability"]["publisher_payout"] == pytest.approx(total, rel=1e-12)
+    assert guarantees["private"] is (attacked == 0)
+    assert any("not a formal privacy guarantee" in s for s in guarantees["statements"])
+
+
+def test_no_attack_release_is_k_anonymous_at_the_ratio(client, owner):
+    release, frame, _ = _release(client, owner, {"k": 1, "profitability": {"adversary_gain": 30.0,
+                                                                           "no_attack": True}})
+    assert frame.groupby(QIS).size().min() >= 8  # ⌈30 / 4⌉
+    assert release["metadata"]["profitability"]["derived_k"] == 8
+    assert release["guarantees"]["k_requested"] == 8
+
+
+@pytest.mark.parametrize("params, named", [
+    ({"profitability": {"adversary_cost": -1}, "algorithm": "lattice"}, "adversary_cost"),
+    ({"profitability": {"attacker": "journalist"}, "algorithm": "lattice"}, "research_subset"),
+    ({"profitability": {}}, "Mondrian suppresses nothing"),
+    ({"metric": "publisher_payout", "algorithm": "lattice"}, "give profitability"),
+    ({"profitability": {"adversary_cost": 0, "no_attack": True}}, "every attack pays"),
+    ({"profitability": {"adversary_cost": 0.001, "no_attack": True}}, "above the table's 2000 records"),
+])
+def test_bad_parameters_are_a_422_naming_them(client, owner, params, named):
+    ds = upload(client, owner, _table().to_csv(index=False).encode(), "game.csv").json()
+    r = submit(client, owner, "kanonymity", {"quasi_identifiers": QIS, **params}, dataset_id=ds["id"])
+    assert_problem(r, 422, named)
+    assert client.get("/v1/jobs", headers=auth(owner)).json()["items"] == []  # refused before a job row
