@@ -480,16 +480,19 @@ register(MethodSpec(
             "(α,k), t-closeness (ordered, equal or hierarchical distance), β-likeness and "
             "δ-disclosure privacy; or, releasing a research subset of the table as population, "
             "k-map and δ-presence; or k-map estimated from the table as a random sample (Poisson or "
-            "zero-truncated Poisson, as ARX); every release is verified independently.",
+            "zero-truncated Poisson, as ARX); or ARX's game-theoretic profitability (a class kept iff "
+            "the publisher's expected payout is positive; no-attack: k = ⌈gain / cost⌉); every release "
+            "is verified independently.",
     params=KAnonymityParams,
     guarantee="k-anonymity (+ l, α, t, β, δ, or k-map and δ-presence over a population, when asked; an "
               "estimated k-map is k-anonymity with the derived k, the k-map itself an estimate) over "
-              "the quasi-identifiers; not differential privacy",
+              "the quasi-identifiers; profitability is an economic model, not a formal guarantee; not "
+              "differential privacy",
     paper="LeFevre, DeWitt & Ramakrishnan, Mondrian multidimensional k-anonymity (ICDE 2006); "
           "Kohlmayer et al., Flash (2012); Machanavajjhala et al., l-diversity (2007); Li et al., "
           "t-closeness (2007); Cao & Karras, β-likeness (2012); Brickell & Shmatikov, δ-disclosure "
           "(2008); Nergiz, Atzori & Clifton, δ-presence (SIGMOD 2007); El Emam & Dankar, k-map (JAMIA "
-          "2008); spec 04 §1",
+          "2008); Wan et al., game-theoretic re-identification risk (PLOS ONE 2015); spec 04 §1",
     run=run_kanonymity,
     check=_check_kanonymity,
     check_rows=_kanonymity_rows,
