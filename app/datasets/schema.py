@@ -13,7 +13,7 @@ from pydantic import ConfigDict, Field, ValidationError, model_validator
 
 from app.config import get_settings
 from app.errors import Unprocessable
-from app.privacy.data import ColumnInfo
+from app.privacy.data import ColumnInfo, declared_bounds_problem
 from app.privacy.json_types import JsonTyped
 from app.privacy.registry import no_repeats
 
@@ -27,8 +27,9 @@ class ColumnOverride(JsonTyped):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     type: ColumnType | None = None
     role: ColumnRole | None = None
-    bounds: tuple[float, float] | None = Field(None, description="[lo, hi] of a numeric column "
-                                               "(null withdraws declared bounds)")
+    bounds: tuple[float, float] | None = Field(None, description="[lo, hi] of a numeric column: finite, "
+                                               "lo < hi, and a width hi − lo that is a finite normal float "
+                                               "(2.2e-308 to 1.8e308); null withdraws declared bounds")
     categories: list[str] | None = Field(None, min_length=1,
                                          description="the declared domain of a categorical column "
                                          "(null withdraws it)")
@@ -36,8 +37,8 @@ class ColumnOverride(JsonTyped):
 
     @model_validator(mode="after")
     def _check(self):
-        if self.bounds is not None and not (np.isfinite(self.bounds).all() and self.bounds[0] < self.bounds[1]):
-            raise ValueError("bounds must be two finite numbers [lo, hi] with lo < hi")
+        if self.bounds is not None and (problem := declared_bounds_problem(*self.bounds)) is not None:
+            raise ValueError(f"bounds {problem}")
         no_repeats(self.categories, "categories")
         return self
 

@@ -3,6 +3,8 @@ input is an earlier release, that release's description (the chain)."""
 
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -11,6 +13,36 @@ import pandas as pd
 
 ColumnType = Literal["numeric", "categorical", "boolean"]
 ColumnRole = Literal["identifier", "quasi_identifier", "sensitive", "insensitive", "label"]
+
+
+# The narrowest declared bounds: below the smallest normal float64 (2.2e-308) a width has fewer
+# than 53 bits, and dividing it (into bins, a grid, an NCP's denominator) underflows towards 0.
+MIN_BOUNDS_WIDTH = sys.float_info.min
+
+
+def declared_bounds_problem(lo: float, hi: float) -> str | None:
+    """Why [lo, hi] cannot be a numeric column's declared bounds, or None: both finite, lo < hi,
+    and a width hi − lo that is itself a finite, normal float. Every method that reads bounds
+    divides by that width (NCP, bins, the [0, 1] scaling, a sensitivity): [-1e308, 1e308] is
+    finite but its width is inf (a cost of inf/inf made safepub's sensitivity proof fail),
+    and a subnormal width underflows when divided. lo == hi is refused too: a constant column
+    has no width to divide, and carries nothing a method could release (declare it
+    categorical with its one value, or leave it out). Methods may ask more (dp_release:
+    a width ≥ 1e-300, integer bounds within ±2^53)."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "must be two finite numbers [lo, hi]"
+    if not lo < hi:
+        return (f"[{lo:.17g}, {hi:.17g}] need lo < hi (a constant column needs no bounds: declare it "
+                "categorical with its one value, or leave it out)")
+    width = hi - lo
+    if not math.isfinite(width):
+        return (f"[{lo:g}, {hi:g}] have a width hi − lo that overflows a float64 (beyond 1.8e308): "
+                "declare narrower bounds or rescale the column")
+    if width < MIN_BOUNDS_WIDTH:
+        return (f"[{lo:g}, {hi:g}] have a width of {width:.3g}, below {MIN_BOUNDS_WIDTH:.3g} (the "
+                "smallest normal float64: bins, grids and ratios over it lose their precision): rescale "
+                "the column")
+    return None
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic_core import to_jsonable_python
 
 from app.privacy.context import RunContext
-from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
+from app.privacy.data import ColumnInfo, MethodInput, SourceRelease, declared_bounds_problem
 from app.privacy.json_types import JsonTyped
 from app.privacy.results import Result
 
@@ -122,6 +122,20 @@ def require_declared_classes(info: ColumnInfo, subject: str, need: str) -> None:
         raise MethodInputError(too_many_classes(subject, info.name, info.distinct))
 
 
+def declared_bounds(info: ColumnInfo) -> tuple[float, float] | None:
+    """A numeric column's declared bounds as floats (None when it has none), or a
+    MethodInputError naming the column when they break data.declared_bounds_problem. The schema
+    refuses such bounds when they are declared; this catches a schema stored before it did
+    (and a ColumnInfo built in code), before a method divides by their width."""
+    if info.bounds is None:
+        return None
+    lo, hi = float(info.bounds[0]), float(info.bounds[1])
+    if (problem := declared_bounds_problem(lo, hi)) is not None:
+        raise MethodInputError(f"column {info.name!r}: declared bounds {problem} (the schema refuses "
+                               "such bounds now: declare usable ones in it)")
+    return lo, hi
+
+
 def too_many_classes(subject: str, name: str, classes: int) -> str:
     return (f"{subject} {name!r} has {classes} distinct values: a class column holds at most "
             f"{MAX_LABEL_CLASSES} (a numeric column needs binning first)")
@@ -190,6 +204,8 @@ class MethodSpec:
     def validate_against(self, params: Any, columns: list[ColumnInfo],
                          source: SourceRelease | None, rows: int | None = None,
                          hierarchy: Callable[[str], Any] | None = None) -> None:
+        for info in columns:  # every method's: one rule for what declared bounds may be
+            declared_bounds(info)
         if self.check is not None:
             self.check(params, columns, source)
         if self.check_rows is not None and rows is not None:

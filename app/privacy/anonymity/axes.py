@@ -22,7 +22,7 @@ from app.privacy.anonymity.hierarchies import (
     MISSING_LEAF, Tree, build_tree, flat_hierarchy, interval_hierarchy, missing_spelled_as_a_value,
 )
 from app.privacy.data import ColumnInfo
-from app.privacy.registry import MethodInputError
+from app.privacy.registry import MethodInputError, declared_bounds
 
 
 @dataclass
@@ -71,8 +71,8 @@ def _numeric_values(name: str, series: pd.Series) -> np.ndarray:
 
 def _range(info: ColumnInfo, values: np.ndarray, notes: AxisNotes) -> tuple[float, float]:
     lo, hi = float(values.min()), float(values.max())
-    if info.bounds is not None:
-        blo, bhi = map(float, info.bounds)
+    if (declared := declared_bounds(info)) is not None:  # NCP divides by their width: finite, > 0
+        blo, bhi = declared
         if lo < blo or hi > bhi:
             raise MethodInputError(f"column {info.name!r} has values outside its declared bounds")
         return blo, bhi

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from app.privacy.binning import bin_edges, edge_texts, edges_increase, narrow_bins
 from app.privacy.data import ColumnInfo
 from app.privacy.dp_release.common import DeclaredDomainParams
 from app.privacy.dp_release.encoding import ColumnPlan, declared_plan
@@ -417,36 +418,19 @@ def build_plans(params: DPStatisticsParams, columns: list[ColumnInfo]) -> list[Q
     return plans
 
 
-def bin_edges(lo: float, hi: float, bins: int) -> list[float]:
-    """The edges of ``bins`` equal-width bins over [lo, hi] (b/bins first: (hi − lo)·b could
-    overflow for bounds near ±1.8e308)."""
-    return [lo + (hi - lo) * (b / bins) for b in range(bins)] + [hi]
-
-
 def bin_labels(edges: list[float]) -> list[str]:
-    """'[a, b)' per bin ('[a, b]' for the last), each edge at the fewest significant digits
-    (6 to 17) that read back within a thousandth of a bin's width of every edge: distinct and
-    ordered labels (17 digits read back exactly), the usual 6 digits where they suffice (6
-    digits made every bin of [1e15, 1e15 + 10] '[1e+15, 1e+15)')."""
-    tolerance = (edges[-1] - edges[0]) / (len(edges) - 1) / 1000.0
-    for digits in range(6, 18):
-        text = [f"{e:.{digits}g}" for e in edges]
-        if all(abs(float(t) - e) <= tolerance for t, e in zip(text, edges)):
-            break
+    """'[a, b)' per bin ('[a, b]' for the last), edges as binning.edge_texts writes them."""
+    text = edge_texts(edges)
     last = len(edges) - 2
     return [f"[{text[b]}, {text[b + 1]}{']' if b == last else ')'}" for b in range(last + 1)]
 
 
 def _check_bins(plan: QueryPlan) -> None:
-    """A numeric histogram's edges must be distinct floats: bins narrower than the spacing of
-    floats at the bounds hold nothing and share one label."""
+    """A numeric histogram's edges must be distinct floats (binning.edges_increase)."""
     if plan.query.statistic != "histogram" or plan.value.kind != "numeric":
         return
-    edges = bin_edges(plan.value.lo, plan.value.hi, plan.bins)
-    if any(a >= b for a, b in zip(edges, edges[1:])):
-        raise MethodInputError(f"{plan.where}.bins: {plan.bins} bins over [{plan.value.lo:.17g}, "
-                               f"{plan.value.hi:.17g}] are narrower than the spacing of floating-point "
-                               "numbers there: ask fewer bins or wider bounds")
+    if not edges_increase(bin_edges(plan.value.lo, plan.value.hi, plan.bins)):
+        raise MethodInputError(narrow_bins(f"{plan.where}.bins", plan.bins, plan.value.lo, plan.value.hi))
 
 
 def _check_size(plan: QueryPlan) -> None:

@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from app.privacy.binning import edge_texts, edges_increase, narrow_bins, value_texts
 from app.privacy.data import ColumnInfo, first_shared_name
-from app.privacy.registry import MethodInputError
+from app.privacy.registry import MethodInputError, declared_bounds
 
 MISSING = "<missing>"
 MAX_INDICATORS = 2000  # beyond this the forest and the greedy loop stop being interactive
@@ -30,10 +31,6 @@ class BinaryFeatures:
     attributes: list[str]  # the source attribute of each indicator
     matrix: np.ndarray  # uint8, records × indicators
     encoding: dict[str, Any] = field(default_factory=dict)  # per attribute: how it was coded
-
-
-def _fmt(x: float) -> str:
-    return f"{x:.6g}"
 
 
 def _numeric_codes(values: pd.Series, info: ColumnInfo, bins: int,
@@ -53,17 +50,20 @@ def _numeric_codes(values: pd.Series, info: ColumnInfo, bins: int,
     if len(distinct) <= max(bins, discrete_max):
         codes = np.full(len(x), -1)
         codes[present] = np.searchsorted(distinct, x[present])
-        return codes, [_fmt(v) for v in distinct], {"binning": "values", "values": len(distinct)}
-    if info.bounds is not None and info.bounds[1] > info.bounds[0]:
-        lo, hi, source = float(info.bounds[0]), float(info.bounds[1]), "declared bounds"
+        # texts distinct as the values are: 6 digits made 1 and 1 + 4e-16 one indicator's name
+        return codes, value_texts(distinct.tolist()), {"binning": "values", "values": len(distinct)}
+    if (declared := declared_bounds(info)) is not None:  # their width is finite and > 0
+        (lo, hi), source = declared, "declared bounds"
     else:
         lo, hi, source = float(distinct[0]), float(distinct[-1]), "data min and max"
     edges = np.linspace(lo, hi, bins + 1)
+    if not edges_increase(edges.tolist()):  # the data's range too: [1, 1 + 1e-14] in 10 bins
+        raise MethodInputError(narrow_bins(f"column {info.name!r}: bins", bins, lo, hi))
+    text = edge_texts(edges.tolist())
     codes = np.full(len(x), -1)
     # Values outside declared bounds join the end bins.
     codes[present] = np.clip(np.floor((x[present] - lo) / (hi - lo) * bins), 0, bins - 1).astype(int)
-    labels = [f"[{_fmt(edges[i])}, {_fmt(edges[i + 1])}{']' if i == bins - 1 else ')'}"
-              for i in range(bins)]
+    labels = [f"[{text[i]}, {text[i + 1]}{']' if i == bins - 1 else ')'}" for i in range(bins)]
     return codes, labels, {"binning": "equal_width", "bins": bins, "edges": edges.tolist(),
                            "edges_from": source}
 

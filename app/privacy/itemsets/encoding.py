@@ -7,7 +7,6 @@ read from the data. A missing cell yields no item of that column.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,8 +15,9 @@ import numpy as np
 import pandas as pd
 
 from app.privacy.arrays import distinct_sorted
+from app.privacy.binning import edge_texts, edges_increase, narrow_bins
 from app.privacy.data import ColumnInfo, TransactionData, first_shared_name
-from app.privacy.registry import MethodInputError
+from app.privacy.registry import MethodInputError, declared_bounds
 
 MAX_VALUES_PER_COLUMN = 1000  # one-hot items of one column; beyond that, generalize first
 MAX_UNBOUNDED_NUMERIC_VALUES = 64  # a numeric column without bounds is one-hot by value up to this
@@ -109,6 +109,27 @@ def check_chosen_columns(given: list[str] | None, columns: list[ColumnInfo]) -> 
         raise MethodInputError(NO_ITEM_COLUMNS)
 
 
+def declared_bin_edges(info: ColumnInfo, bins: int) -> list[float] | None:
+    """The edges of a numeric column's ``bins`` items over its declared bounds (None without
+    bounds); a MethodInputError naming the column when the bounds are unusable (registry.
+    declared_bounds) or the bins narrower than the floats there (they would share a name)."""
+    if (bounds := declared_bounds(info)) is None:
+        return None
+    lo, hi = bounds
+    width = (hi - lo) / bins
+    edges = [lo + i * width for i in range(bins + 1)]  # the codes' own cuts: floor((x − lo)/width)
+    if not edges_increase(edges):
+        raise MethodInputError(narrow_bins(f"column {info.name!r}: bins", bins, lo, hi))
+    return edges
+
+
+def check_numeric_bins(chosen: list[str], columns: list[ColumnInfo], bins: int) -> None:
+    """At submission: the numeric columns to encode have usable bounds and bins (no data read)."""
+    for info in columns:
+        if info.name in chosen and info.type == "numeric":
+            declared_bin_edges(info, bins)
+
+
 def one_hot(frame: pd.DataFrame, columns: list[ColumnInfo], chosen: list[str], bins: int) -> Encoded:
     """Encode the chosen columns into items; CSR rows keep the frame's row order."""
     check_item_columns(chosen, columns)
@@ -144,15 +165,13 @@ def one_hot(frame: pd.DataFrame, columns: list[ColumnInfo], chosen: list[str], b
 
 
 def _encode_column(series: pd.Series, info: ColumnInfo, bins: int) -> tuple[np.ndarray, list[str], str]:
-    if info.type == "numeric" and info.bounds is not None:
-        lo, hi = (float(b) for b in info.bounds)
+    if info.type == "numeric" and (edges := declared_bin_edges(info, bins)) is not None:
+        lo, width = edges[0], (edges[-1] - edges[0]) / bins
         values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64)
-        width = (hi - lo) / bins if hi > lo else 1.0
         codes = np.clip(np.floor((values - lo) / width), 0, bins - 1)
         codes = np.where(np.isnan(values), -1, codes).astype(np.int64)
-        edges = [lo + i * width for i in range(bins + 1)]
-        names = [f"[{_num(edges[i])},{_num(edges[i + 1])}{']' if i == bins - 1 else ')'}"
-                 for i in range(bins)]
+        text = edge_texts(edges)  # 6 digits named every bin of [1, 1 + 1e-15] '[1,1)'
+        names = [f"[{text[i]},{text[i + 1]}{']' if i == bins - 1 else ')'}" for i in range(bins)]
         return codes, names, "equal_width_bins_of_declared_bounds"
     if info.categories is not None:
         domain = list(info.categories)
@@ -173,6 +192,3 @@ def _encode_column(series: pd.Series, info: ColumnInfo, bins: int) -> tuple[np.n
         raise MethodInputError(f"column {info.name!r} holds values outside its declared categories")
     return codes, [str(v) for v in domain], how
 
-
-def _num(x: float) -> str:
-    return f"{x:.6g}" if math.isfinite(x) else str(x)

@@ -12,7 +12,7 @@ from pydantic import Field
 
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease, columns_changed_by, named_with_steps
-from app.privacy.itemsets.encoding import check_chosen_columns, default_item_columns, one_hot
+from app.privacy.itemsets.encoding import check_chosen_columns, check_numeric_bins, default_item_columns, one_hot
 from app.privacy.itemsets.groups import POOLED_ASSUMPTION
 from app.privacy.itemsets.supports import (
     MAX_ITEMSET_SIZE, SupportOracle, changed_before_encoding_note, exact_oracle, randomized_items,
@@ -279,6 +279,7 @@ def _flat(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _check(params: FrequentItemsetsParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
     check_chosen_columns(params.columns, columns)
+    check_numeric_bins(params.columns or [], columns, params.bins)
 
 
 register(MethodSpec(

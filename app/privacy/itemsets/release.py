@@ -20,7 +20,7 @@ from app.privacy.data import ColumnInfo, MethodInput, SourceRelease, Transaction
 from app.privacy.guarantees import guarantee
 from app.privacy.itemsets import bits
 from app.privacy.itemsets.encoding import (
-    Encoded, check_chosen_columns, default_item_columns, one_hot,
+    Encoded, check_chosen_columns, check_numeric_bins, default_item_columns, one_hot,
 )
 from app.privacy.itemsets.groups import (
     check_group_count, check_group_map, epsilon_bit,
@@ -378,6 +378,7 @@ def _check(params: ItemParams, columns: list[ColumnInfo], source: SourceRelease 
     if params.columns is not None and not params.columns:
         raise MethodInputError("columns is empty: no column to encode into items")
     check_chosen_columns(params.columns, columns)
+    check_numeric_bins(params.columns or [], columns, params.bins)
     group_column = getattr(params, "group_column", None)
     if group_column is not None:
         info = next((c for c in columns if c.name == group_column), None)
