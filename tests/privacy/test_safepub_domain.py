@@ -233,3 +233,33 @@ def test_a_k_above_n_is_told_to_lower_epsilon_not_raise_it():
         _check_rows(SafePubParams(epsilon=5.0, delta=1e-5), 20)
     with pytest.raises(MethodInputError, match="raise delta$"):  # ε_anon 0.27: lowering ε barely helps
         _check_rows(SafePubParams(epsilon=0.3, delta=1e-5), 20)
+
+
+def test_an_empty_release_at_the_best_epsilon_says_no_epsilon_helps():
+    """At ε_anon ≈ 1.08 k/β (97) is within 10 % of its least over the ε_anon tried (97 at 1): the
+    warning advises no change of epsilon, and says so, in figures of the parameters alone."""
+    from app.privacy.anonymity.safepub_params import (
+        ADVICE_ANON, beta_of, empty_release_warning, needed_class_size, smallest_k,
+    )
+
+    params = SafePubParams(epsilon=1.2, delta=1e-5)
+    anon = float(params.epsilon_anon)
+    now = needed_class_size(1e-5, anon)
+    assert min(needed_class_size(1e-5, a) for a in ADVICE_ANON) >= 0.9 * now
+    text = empty_release_warning(params, smallest_k(1e-5, anon), beta_of(anon))
+    assert f"k/β = {now:,} records" in text and "epsilon to about" not in text
+    assert "no ε_anon of 0.25, 0.5, … 4 makes it 10 % smaller at this delta (ε_anon = 1.08 now" in text
+
+
+def test_a_k_above_n_just_past_half_is_not_told_to_lower_epsilon():
+    """k is not strictly increasing in ε_anon: at δ = 0.03, ε_anon ≈ 0.53 gives k = 11 and 0.5
+    gives 12. Lowering epsilon would not help there, so the 422 advises raising delta only."""
+    from app.privacy.anonymity.safepub import _check_rows
+    from app.privacy.anonymity.safepub_params import smallest_k
+
+    params = SafePubParams(epsilon=0.53 / 0.9, delta=0.03)
+    anon = float(params.epsilon_anon)
+    assert 0.5 < anon and smallest_k(0.03, anon) == 11 < smallest_k(0.03, 0.5) == 12
+    with pytest.raises(MethodInputError, match=r"give k = 11, above the table's 10 records: nothing could be "
+                                               r"released; raise delta$"):
+        _check_rows(params, 10)

@@ -150,10 +150,13 @@ def _check_rows(params: SafePubParams, rows: int, columns: list[ColumnInfo] | No
                                "records): δ that large allows releasing a record outright; lower delta")
     _, k, _ = calibration(params)
     if k > rows:
-        # k grows, broadly, with ε_anon: "raise epsilon", as this said, raised it
+        # k grows, broadly, with ε_anon: "raise epsilon", as this said, raised it. Not strictly:
+        # just above 0.5, k can be one below k at 0.5 (δ = 0.03, ε_anon = 0.53: 11 against 12),
+        # so lowering is advised only where k at 0.5 is smaller
         anon = float(params.epsilon_anon)
+        k_half = smallest_k(params.delta, 0.5) if anon > 0.5 else k
         lower = (f", or lower epsilon (k grows with ε_anon = (1 − search_share)·epsilon, {anon:.3g} now; at ε_anon "
-                 f"= 0.5 and this delta k = {smallest_k(params.delta, 0.5):,})" if anon > 0.5 else "")
+                 f"= 0.5 and this delta k = {k_half:,})" if k_half < k else "")
         raise MethodInputError(f"epsilon {params.epsilon:g} and delta {params.delta:g} give k = {k:,}, above "
                                f"the table's {rows:,} records: nothing could be released; raise delta{lower}")
 

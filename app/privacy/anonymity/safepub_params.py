@@ -291,11 +291,11 @@ def empty_release_warning(params: SafePubParams, k: int, beta: float) -> str:
         best = min(tried, key=tried.get)
         way = "raise" if best > anon else "lower"
         parts.append(f"; {way} epsilon to about {best / (1 - share):.3g} (ε_anon ≈ {best:g} at search_share "
-                     f"{share:g}): {tried[best]:,}, the least at this delta — ε_anon is {anon:.3g} now, and away from "
-                     "≈ 1 k/β grows")
+                     f"{share:g}): {tried[best]:,}, the least over ε_anon = 0.25, 0.5, … 4 at this delta — ε_anon "
+                     f"is {anon:.3g} now, and away from ≈ 1 k/β grows")
     elif tried:
-        parts.append(f"; epsilon is within 10 % of the one that makes it least at this delta (ε_anon = {anon:.3g} "
-                     "now; away from ≈ 1 k/β grows)")
+        parts.append(f"; no ε_anon of 0.25, 0.5, … 4 makes it 10 % smaller at this delta (ε_anon = {anon:.3g} now; "
+                     "away from ≈ 1 k/β grows)")
     parts.append(". Or make the table's classes larger: fewer quasi-identifiers, coarser hierarchies, a larger "
                  "search_share (a sharper choice of the levels)"
                  + (", a metric other than group_size (it favours many classes near k/β)"
