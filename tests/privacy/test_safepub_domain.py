@@ -235,6 +235,36 @@ def test_a_k_above_n_is_told_to_lower_epsilon_not_raise_it():
         _check_rows(SafePubParams(epsilon=0.3, delta=1e-5), 20)
 
 
+def test_only_a_numeric_quasi_identifier_with_an_uploaded_hierarchy_is_parsed_at_submission():
+    """The submission's hook reads a hierarchy only where the check needs one: a numeric
+    quasi-identifier whose ColumnInfo says it has one (a hierarchy may be megabytes; the service
+    answers None for a column without one, but only after a query per column)."""
+    from app.privacy.anonymity.safepub import _check_hierarchies
+
+    asked = []
+    plain = ColumnInfo(name="y", type="numeric", role="quasi_identifier", bounds=(0.0, 10.0))
+    held = ColumnInfo(name="x", type="numeric", role="quasi_identifier", bounds=(0.0, 10.0), has_hierarchy=True)
+    _check_hierarchies(SafePubParams(epsilon=1.0, quasi_identifiers=["a", "y", "x"]), [INFOS[0], plain, held],
+                       lambda column: asked.append(column) or X_HIER)
+    assert asked == ["x"]
+
+
+def test_only_a_boolean_label_whose_type_was_inferred_is_warned_of():
+    """The label's text follows its type: a boolean one reads 'True'/'False'. Inferred from the
+    data, that type is named (as dp_statistics names it); declared, or a categorical label (its
+    text as written, whatever was inferred), nothing is said."""
+    from app.privacy.anonymity.safepub import _inferred_warnings
+
+    def label(type_, inferred):
+        return [INFOS[0], ColumnInfo(name="paid", type=type_, role="label", inferred=inferred)]
+
+    warned = _inferred_warnings(label("boolean", ("type",)), [], "paid")
+    assert len(warned) == 1 and "paid (boolean)" in warned[0] and "a two-level domain" in warned[0]
+    assert _inferred_warnings(label("boolean", ()), [], "paid") == []
+    assert _inferred_warnings(label("categorical", ("type",)), [], "paid") == []
+    assert _inferred_warnings(label("boolean", ("type",)), [], None) == []
+
+
 def test_an_empty_release_at_the_best_epsilon_says_no_epsilon_helps():
     """At ε_anon ≈ 1.08 k/β (97) is within 10 % of its least over the ε_anon tried (97 at 1): the
     warning advises no change of epsilon, and says so, in figures of the parameters alone."""
