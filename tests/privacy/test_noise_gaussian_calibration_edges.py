@@ -65,7 +65,7 @@ def test_the_least_noise_grid_holds_every_value_dppro_can_release(eps, delta, k)
     coarsest within 2^-20 of it, since its strict minimum refused large sums). That is safe
     because a dppro coordinate is at most the sensitivity Δ (‖(x - c)R‖₂ ≤ σ_max(R)·‖x - c‖₂):
     at the finest grids measured over the API's range (first three cases; ε ≤ 100, k ≤ 256)
-    Δ/γ ≤ 2^33, so even values of 2^16·Δ, noise included, stay exact on the grid."""
+    Δ/γ < 2^34 (2^33.03 at the first), so even values of 2^16·Δ, noise included, stay exact on the grid."""
     sens = 1.7
     e, sigma, _, _ = noise.calibrate_gaussian(sens, k, eps, delta)
     assert sens / 2.0**e <= 2.0**34
@@ -73,3 +73,12 @@ def test_the_least_noise_grid_holds_every_value_dppro_can_release(eps, delta, k)
     noisy, rec = noise.gaussian_mechanism(values, sens, k, eps, delta, SecureRandom(seed=9))
     assert rec.grid == 2.0**e and noise.on_grid(noisy, rec.grid)
     assert np.all(np.abs(noisy - values) <= 40.0 * rec.scale)  # the noise, not an overflow
+
+
+def test_the_gaussian_keeps_the_strictly_least_noise_grid():
+    """calibrate_gaussian takes the grid of strictly least γσ, not calibrate_laplace's coarsest
+    within 2^-20 of it: at Δ = 1, k = 1, ε = 0.5, δ = 1e-6 that is 2^-25 (the 2^-20 rule picks
+    2^-20), and a move would change every seeded Gaussian release (test_the_least_noise_grid_...
+    only bounds Δ/γ, which either choice meets)."""
+    e, sigma, _, _ = noise.calibrate_gaussian(1.0, 1, 0.5, 1e-6)
+    assert e == -25 and 8.0 < 2.0**e * sigma < 9.0  # γσ ≈ 8.68

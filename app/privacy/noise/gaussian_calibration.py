@@ -68,8 +68,9 @@ def calibrate_gaussian(sensitivity: float, coords: int, epsilon: float,
         eps_out, delta_out = delivered(hi)
         # The strictly least γσ, not calibrate_laplace's coarsest within 2^-20 of it: that rule
         # would change every seeded Gaussian release for no failure. The least sits at σ ~ 10⁸
-        # steps, Δ/γ ≤ 2^33 measured across the API's range (ε ≤ 100, δ ≤ 10⁻², k ≤ 256; see
-        # test_noise_gaussian_calibration_edges), and dppro's values are at most Δ: far inside
+        # steps, Δ/γ < 2^34 measured across the API's range (ε ≤ 100, δ ≤ 10⁻², k ≤ 256; the
+        # most, 2^33.03, at ε = 100, δ = 10⁻¹², k = 1; see test_noise_gaussian_calibration_edges),
+        # and dppro's values are at most Δ: far inside
         # the 2^52 steps _steps allows (Laplace's failure was sums ≫ Δ).
         if best is None or gamma * hi < best[0]:
             best = (gamma * hi, e, hi, eps_out, delta_out)

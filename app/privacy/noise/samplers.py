@@ -1,8 +1,8 @@
 """The exact samplers: discrete Laplace and discrete Gaussian integers from CSPRNG words.
 
 A geometric G with P(G = g) ∝ q^g, q = e^{-1/t}, is split as G = D + B·H with
-B ≈ √t (B = 1 for t < 4096): D ∈ [0, B) and H ~ Geo(q^B) are independent (a geometric's
-remainder and quotient are). Each digit comes from one 64-bit CSPRNG word by the inverse
+B ≈ 11·√t, a power of two (B = 1 for t < 4096): D ∈ [0, B) and H ~ Geo(q^B) are
+independent (a geometric's remainder and quotient are). Each digit comes from one 64-bit CSPRNG word by the inverse
 CDF on its top 53 bits; H is drawn below ⌈4·t/B⌉ and restarts beyond (memoryless). Keeping
 each digit's range near √t keeps the floating-point error of every probability near
 √t·2^-48 instead of t·2^-48. The discrete Laplace is ±G with a fair sign bit (a spare bit of
