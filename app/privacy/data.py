@@ -31,7 +31,9 @@ def declared_bounds_problem(lo: float, hi: float) -> str | None:
     a width ≥ 1e-300, integer bounds within ±2^53)."""
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return "must be two finite numbers [lo, hi]"
-    if not lo < hi:
+    if lo > hi:
+        return f"[{lo:.17g}, {hi:.17g}] need lo < hi"
+    if lo == hi:
         return (f"[{lo:.17g}, {hi:.17g}] need lo < hi (a constant column needs no bounds: declare it "
                 "categorical with its one value, or leave it out)")
     width = hi - lo

@@ -23,7 +23,7 @@ REFUSED = [
     ((0.0, 1e-310), "have a width of 1e-310, below 2.23e-308"),  # subnormal
     ((0.0, 5e-324), "have a width of 4.94e-324"),
     ((1.0, 1.0), "need lo < hi (a constant column needs no bounds"),
-    ((5.0, 1.0), "need lo < hi"),
+    ((5.0, 1.0), "[5, 1] need lo < hi"),  # not a constant column: nothing said of one
     ((0.0, float("inf")), "must be two finite numbers"),
     ((float("nan"), 1.0), "must be two finite numbers"),
 ]
@@ -33,6 +33,7 @@ ACCEPTED = [(0.0, 1.7e308), (-1e300, 1e300), (1.0, 1.0 + 1e-15), (0.0, 2.0**60),
 @pytest.mark.parametrize("bounds,fragment", REFUSED)
 def test_bounds_without_a_finite_normal_width_are_refused_naming_the_column(bounds, fragment):
     assert fragment in declared_bounds_problem(*bounds)
+    assert ("constant column" in declared_bounds_problem(*bounds)) == (bounds[0] == bounds[1])
     info = ColumnInfo("x", "numeric", bounds=bounds)
     with pytest.raises(MethodInputError, match=r"^column 'x': declared bounds "):
         declared_bounds(info)
