@@ -81,3 +81,34 @@ def test_bad_parameters_are_a_422_naming_them(client, owner, params, named):
     r = submit(client, owner, "kanonymity", {"quasi_identifiers": QIS, **params}, dataset_id=ds["id"])
     assert_problem(r, 422, named)
     assert client.get("/v1/jobs", headers=auth(owner)).json()["items"] == []  # refused before a job row
+
+
+# G names a's parent and b's grandparent: the check reads a label's values from its name alone
+TWO_G = "a;G;H;*\nb;K;G;*\nc;M;N;*\nd;M;N;*\n"
+
+
+def test_a_hierarchy_naming_two_levels_nodes_alike_is_a_422_at_submission(client, owner):
+    """At level 2 the release holds 'G' for b alone (IL 0, payout 10 − 40/6 > 0), which the check
+    read as G's union {a, b} (IL 1/2, payout −1.67): a sound release failed as an internal error.
+    A fact of the hierarchy alone: refused at submission naming the column and the name, no job;
+    the same hierarchy with the name changed runs."""
+    table = pd.DataFrame({"g": [x for x in "abcd" for _ in range(6)], "v": range(24)})
+    ds = upload(client, owner, table.to_csv(index=False).encode(), "two_g.csv").json()
+    params = {"quasi_identifiers": ["g"], "k": 1, "algorithm": "lattice", "suppression": 0.5,
+              "metric": "publisher_payout", "profitability": {"adversary_cost": 1.0, "adversary_gain": 8.0,
+                                                              "publisher_loss": 40.0, "publisher_benefit": 10.0}}
+    for text in (TWO_G, TWO_G.replace("K;G", "K;L")):
+        r = client.put(f"/v1/datasets/{ds['id']}/hierarchies/g", headers=auth(owner), content=text)
+        assert r.status_code == 200, r.text
+        if text == TWO_G:
+            r = submit(client, owner, "kanonymity", params, dataset_id=ds["id"])
+            assert_problem(r, 422, "hierarchy of column 'g': 1 name(s) label nodes of two levels")
+            assert "'G'" in r.json()["detail"]
+            assert client.get("/v1/jobs", headers=auth(owner)).json()["items"] == []
+            without = {**{key: value for key, value in params.items() if key not in ("profitability", "metric")},
+                       "k": 2}  # k-anonymity alone reads no label's values by name: accepted
+            assert submit(client, owner, "kanonymity", without, dataset_id=ds["id"]).status_code == 202
+        else:
+            job = _done(client, owner, "kanonymity", params, dataset_id=ds["id"])
+            release = client.get(f"/v1/releases/{job['result']['release_ids'][0]}", headers=auth(owner)).json()
+            assert release["metadata"]["profitability"]["publisher_payout"] > 0

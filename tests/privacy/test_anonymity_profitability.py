@@ -264,3 +264,17 @@ def test_k_one_is_allowed_with_profitability_only():
     KAnonymityParams(k=1, profitability={"no_attack": True})
     with pytest.raises(ValidationError, match="k = 1 asks no k-anonymity"):
         KAnonymityParams(k=1)
+
+
+def test_names_covering_different_values_at_two_levels_are_found():
+    """G is a's parent and b's grandparent: ambiguous; a value named as its own group (F;F;*, or
+    a;a;a;*) covers the same values at every level: not."""
+    from app.privacy.anonymity.verify_profitability import ambiguous_names, refuse_ambiguous_names
+    from app.privacy.registry import MethodInputError
+    two_g = parse_arx_hierarchy("a;G;H;*\nb;K;G;*\nc;M;N;*\nd;M;N;*\n")
+    assert ambiguous_names(two_g) == ["G"]
+    assert ambiguous_names(parse_arx_hierarchy("F;F;*\nM;M;*\n")) == []
+    assert ambiguous_names(parse_arx_hierarchy("a;a;a;*\nb;b;ab;*\n")) == []
+    assert ambiguous_names(parse_arx_hierarchy(TINY_HIERARCHY)) == []
+    with pytest.raises(MethodInputError, match=r"column 'g': 1 name\(s\) .* \('G'\)"):
+        refuse_ambiguous_names({"g": two_g})

@@ -21,6 +21,7 @@ from app.privacy.anonymity.profitability_wording import (
     profitability_figures, profitability_statements, profitability_warnings,
 )
 from app.privacy.anonymity.risk import frame_risk
+from app.privacy.anonymity.verify_profitability import refuse_ambiguous_names
 from app.privacy.anonymity.roles import MAX_SENSITIVE, resolve_quasi_identifiers, resolve_sensitive
 from app.privacy.anonymity.wording import as_given, below, rounded
 from app.privacy.context import RunContext
@@ -346,6 +347,8 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
         frame = frame.drop(columns=[subset])
     ctx.progress(0.0, "preparing")
     hierarchies, generalized = usable_hierarchies(data)
+    if params.profitability is not None:  # as at submission, for a hierarchy changed since
+        refuse_ambiguous_names({q: hierarchies[q] for q in qis if q in hierarchies})
     # k-map estimated from the table as a sample: k-anonymity with the derived k (or k, if larger)
     estimated = params.k_map_estimate(len(frame))
     k = params.release_k(estimated)  # with the no-attack profitability's k = ⌈gain / cost⌉ too
@@ -471,6 +474,15 @@ def _kanonymity_rows(params: KAnonymityParams, rows: int, columns: list[ColumnIn
             f"above the table's {rows} records: lower adversary_gain or raise adversary_cost")
 
 
+def _kanonymity_hierarchies(params: KAnonymityParams, columns: list[ColumnInfo], hierarchy) -> None:
+    """profitability: no name of an uploaded QI hierarchy labels two levels' nodes covering different
+    values (its check reads labels by name: verify_profitability.ambiguous_names)."""
+    if params.profitability is not None:
+        qis = resolve_quasi_identifiers(columns, params.quasi_identifiers)
+        tables = {c.name: hierarchy(c.name) for c in columns if c.name in qis and c.has_hierarchy}
+        refuse_ambiguous_names({q: t for q, t in tables.items() if t is not None})
+
+
 register(MethodSpec(
     name="kanonymity",
     family="anonymity",
@@ -496,6 +508,7 @@ register(MethodSpec(
     run=run_kanonymity,
     check=_check_kanonymity,
     check_rows=_kanonymity_rows,
+    check_hierarchies=_kanonymity_hierarchies,
     produces_randomness=False,
     uses_hierarchies=True,
     docs="docs/methods/kanonymity.md",

@@ -92,3 +92,36 @@ def _label_of_value(q: str, cover: LabelCover, spans: list[np.ndarray], n_labels
             f"attacker, and two released labels of {q!r} cover a common value (a hierarchy with two nodes of "
             "one name?): give the hierarchy's nodes distinct names")
     return owner[np.asarray(cover.codes, dtype=np.int64)]
+
+
+def ambiguous_names(table: pd.DataFrame) -> list[str]:
+    """The names that label nodes of two levels of an uploaded hierarchy (ARX-shaped frame,
+    level_0 the leaves) covering different leaves ('a;G;H;*' and 'b;K;G;*': G is a's parent and
+    b's grandparent). The check reads a released label's cover from its text alone, as the union
+    of every node so named, so such a label's IL (and the journalist's counts) would be read
+    wrong and a sound release fail as an internal error: refused before, on the hierarchy alone."""
+    rows = table.to_numpy(dtype=object)
+    if rows.size == 0:
+        return []
+    long = pd.DataFrame({"name": rows.T.ravel().astype(str), "level": np.repeat(np.arange(rows.shape[1]), len(rows)),
+                         "row": np.tile(np.arange(len(rows)), rows.shape[1])})
+    levels = long.groupby("name")["level"].nunique()
+    several = long[long["name"].isin(levels.index[levels > 1])]
+    if several.empty:
+        return []
+    covers = several.groupby(["name", "level"])["row"].agg(frozenset)
+    distinct = covers.groupby(level="name").nunique()
+    return sorted(distinct.index[distinct > 1].tolist())
+
+
+def refuse_ambiguous_names(hierarchies: dict[str, pd.DataFrame]) -> None:
+    """A MethodInputError naming each column whose hierarchy has ambiguous_names (the
+    profitability model's check could not read its labels)."""
+    for column, table in hierarchies.items():
+        names = ambiguous_names(table)
+        if names:
+            shown = ", ".join(repr(n) for n in names[:5]) + (f" (and {len(names) - 5} more)" if len(names) > 5 else "")
+            raise MethodInputError(
+                f"hierarchy of column {column!r}: {len(names)} name(s) label nodes of two levels that cover "
+                f"different values ({shown}); the profitability model's check reads a released label's values "
+                "from its name alone, so it could not tell those nodes apart: give the nodes distinct names")
