@@ -80,6 +80,23 @@ def test_no_node_within_the_limit_is_refused_naming_the_remedies():
     with pytest.raises(MethodInputError, match="no generalization .* suppression limit of 2") as caught:
         _tiny(0.2)
     assert "raise suppression" in str(caught.value)
+    # every node was checked: no time budget reached (it said "after 6 of 3 nodes checked (time
+    # budget reached: raise time_budget)", the greedy fallback's flag and count)
+    assert "over the 3 lattice nodes" in str(caught.value) and "time" not in str(caught.value)
+
+
+def test_payout_metric_on_quasi_identifiers_of_one_value():
+    """Every QI of one value: IL is 0 at every node (Σ ln 1 over Σ ln 1), not 0/0 — the metric's
+    costs were NaN, no node compared below them, and the release was the greedy fallback's,
+    flagged timed out with a loss of NaN."""
+    one = TINY.assign(g="d")
+    result = anonymize(one, TINY_INFOS, {"g": parse_arx_hierarchy(TINY_HIERARCHY)}, ["g"],
+                       Constraints(k=1, profitability=TINY_GAME), None,
+                       Options(algorithm="lattice", suppression=0.0, metric="publisher_payout"))
+    lattice = result.metadata["lattice"]
+    assert lattice["levels"] == {"g": 0} and lattice["optimal"] and not lattice["timed_out"]
+    assert lattice["loss"] == 0.0  # 14 records, no attack (14 ≥ 5): payout 10 each
+    assert result.metadata["profitability"]["publisher_payout"] == pytest.approx(140.0)
 
 
 def test_the_check_refuses_a_released_class_the_model_drops():

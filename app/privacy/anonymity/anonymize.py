@@ -116,13 +116,13 @@ def _payout_feasible(result, options: Options, n: int) -> None:
     dropped = int(result.suppressed.sum())
     if dropped <= limit:
         return
-    searched = (f"after {result.evaluated} of {result.lattice_size} lattice nodes checked (time budget "
-                f"reached: raise time_budget)" if result.timed_out else
-                f"over the {result.lattice_size} lattice nodes" if not result.heuristic else
-                "along a greedy climb (the lattice exceeds max_lattice_nodes)")
+    searched = ("before the time budget ran out (raise time_budget)" if result.timed_out else
+                "along a greedy climb (the lattice exceeds max_lattice_nodes)"
+                if result.lattice_size > options.max_lattice_nodes else
+                f"over the {result.lattice_size} lattice nodes")
     raise MethodInputError(
         f"no generalization found {searched} keeps enough classes under the profitability model: "
-        f"the best suppresses {dropped} of {n} records, above the suppression limit of {limit} "
+        f"the greedy climb from the bottom ends suppressing {dropped} of {n} records, above the suppression limit of {limit} "
         f"({options.suppression:g}); raise suppression (up to 0.5), or change the payoffs (a higher "
         "publisher_benefit or adversary_cost, a lower publisher_loss or adversary_gain keep more classes)")
 
@@ -235,6 +235,9 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
             warnings.append(f"time budget of {options.time_budget:g} s reached: the best generalization "
                             f"found so far is released and may not be optimal ({checked}); raise "
                             "time_budget (up to 600 s) for the optimum")
+        elif result.heuristic and result.lattice_size <= options.max_lattice_nodes:  # none passed
+            warnings.append(f"no node of the lattice met the constraints within the suppression limit "
+                            f"({checked}): a greedy climb from the bottom chose the levels")
         elif result.heuristic:
             warnings.append(f"lattice of {result.lattice_size} nodes exceeds max_lattice_nodes: a greedy "
                             "climb chose the levels; the result is not proven optimal")

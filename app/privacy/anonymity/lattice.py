@@ -104,8 +104,9 @@ class _Columns:
                 cards.append(int(tree.anc[tree.height - level].max()) - first + 1)
                 if metric is None:
                     continue
-                if metric == "publisher_payout":
-                    costs.append(np.log(tree.leafcount()[nodes]) / self.log_domain)
+                if metric == "publisher_payout":  # every QI of one value: IL 0 (entropy_loss), not 0/0
+                    costs.append(np.log(tree.leafcount()[nodes]) / self.log_domain if self.log_domain > 0
+                                 else np.zeros(len(nodes)))
                 elif metric.startswith("entropy"):
                     node_freq = np.bincount(nodes, minlength=len(tree.labels))
                     costs.append(np.log2(node_freq[nodes] / leaf_freq[tree.leaf_codes]))
@@ -210,8 +211,11 @@ def _loss(cols: _Columns, levels, suppressed: np.ndarray, c: Constraints) -> flo
     kept = ~suppressed & cols.weights
     suppressed = suppressed & cols.weights
     for q, level in enumerate(levels):
-        cost = float(suppressed.sum()) if cols.metric == "ncp" else cols.ncp[q][-1][suppressed].sum()
+        cost = (float(suppressed.sum()) if cols.metric == "ncp" else 0.0 if cols.metric == "publisher_payout"
+                else cols.ncp[q][-1][suppressed].sum())
         total += cols.ncp[q][level][kept].sum() + cost
+    if cols.metric == "publisher_payout":  # a suppressed record pays nothing: 1, whatever the columns' IL
+        total += float(suppressed.sum())
     return total / cols.normalizer
 
 
@@ -265,9 +269,10 @@ def lattice_search(trees: list[Tree], constraints: Constraints,
     if best_levels is None:
         # out of time before any node passed: the greedy climb's node (a few dozen checks at
         # most; on 1,000,000 rows the top node, every QI '*', was released instead)
+        # — or, every node checked, none passed (the payout model, δ-presence): not timed out
         climb = _greedy(cols, constraints, sensitive, limit, began, size)
         return _with_model_counts(cols, constraints, LatticeResult(
-            climb.levels, climb.suppressed, climb.loss, False, True, evaluated + climb.evaluated, size,
+            climb.levels, climb.suppressed, climb.loss, False, timed_out, evaluated + climb.evaluated, size,
             pruned, time.perf_counter() - began, heuristic=True,
             top_node_fallback=climb.levels == tuple(heights)))
     return _with_model_counts(cols, constraints, LatticeResult(
