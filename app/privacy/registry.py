@@ -122,17 +122,20 @@ def require_declared_classes(info: ColumnInfo, subject: str, need: str) -> None:
         raise MethodInputError(too_many_classes(subject, info.name, info.distinct))
 
 
-def declared_bounds(info: ColumnInfo) -> tuple[float, float] | None:
+def declared_bounds(info: ColumnInfo, of_release: bool = False) -> tuple[float, float] | None:
     """A numeric column's declared bounds as floats (None when it has none), or a
     MethodInputError naming the column when they break data.declared_bounds_problem. The schema
     refuses such bounds when they are declared; this catches a schema stored before it did
-    (and a ColumnInfo built in code), before a method divides by their width."""
+    (and a ColumnInfo built in code), before a method divides by their width. ``of_release``: the
+    columns are a release's, kept from its dataset when it was made — no route edits them."""
     if info.bounds is None:
         return None
     lo, hi = float(info.bounds[0]), float(info.bounds[1])
     if (problem := declared_bounds_problem(lo, hi)) is not None:
-        raise MethodInputError(f"column {info.name!r}: declared bounds {problem} (the schema refuses "
-                               "such bounds now: declare usable ones in it)")
+        remedy = ("this release kept them from its dataset's schema when it was made, and a release's "
+                  "schema is not edited: declare usable bounds on the dataset and make the release again"
+                  if of_release else "the schema refuses such bounds now: declare usable ones in it")
+        raise MethodInputError(f"column {info.name!r}: declared bounds {problem} ({remedy})")
     return lo, hi
 
 
@@ -205,7 +208,7 @@ class MethodSpec:
                          source: SourceRelease | None, rows: int | None = None,
                          hierarchy: Callable[[str], Any] | None = None) -> None:
         for info in columns:  # every method's: one rule for what declared bounds may be
-            declared_bounds(info)
+            declared_bounds(info, of_release=source is not None)
         if self.check is not None:
             self.check(params, columns, source)
         if self.check_rows is not None and rows is not None:

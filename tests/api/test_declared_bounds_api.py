@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.support.api import assert_problem, auth, submit, upload
+from tests.support.api import assert_problem, auth, run_job, submit, upload
 
 N = 300
 BAD = [([-1e308, 1e308], "[-1e+308, 1e+308] have a width hi − lo that overflows a float64"),
@@ -105,3 +105,32 @@ def test_itemset_bins_narrower_than_the_floats_are_a_422_at_submission(client, m
                        "column 'x': bins: 64 bins over [1, 1.0000000000000011] are narrower than the spacing")
     assert client.get(f"/v1/jobs?dataset_id={ds['id']}", headers=auth(headers)).json()["items"] == []
     assert client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(headers)).json()["entry_count"] == 0
+
+
+def test_bounds_a_release_kept_from_before_the_rule_are_a_422_naming_the_dataset(client, make_key):
+    """A job on a release reads the release's kept schema (as its runner does), not the dataset's:
+    bounds it kept from before the rule are refused for every method on it, naming the column, and
+    the remedy is the dataset's schema and a new release — no route edits a release's schema (the
+    words said 'declare usable ones in it')."""
+    from sqlalchemy import text
+
+    from app.db import transaction
+    headers = make_key("owner")
+    ds = upload(client, headers, _table(), "t.csv",
+                schema={**SCHEMA, "x": {"type": "numeric", "role": "insensitive", "bounds": [0, 2]}}).json()
+    r = submit(client, headers, "kanonymity", {"k": 5, "quasi_identifiers": ["c"]}, dataset_id=ds["id"])
+    rid = run_job(client, headers, r.json()["id"])["result"]["release_ids"][0]
+    kept = {c["name"]: c for c in client.get(f"/v1/releases/{rid}", headers=auth(headers)).json()["columns"]}
+    assert kept["x"]["bounds"] == [0, 2]
+    with transaction() as s:  # stored as a release made before the rule kept them
+        s.execute(text("UPDATE releases SET columns = jsonb_set(columns, ARRAY[(SELECT (i - 1)::text FROM "
+                       "jsonb_array_elements(columns) WITH ORDINALITY AS e(c, i) WHERE c->>'name' = 'x'), "
+                       "'bounds'], '[-1e308, 1e308]') WHERE id = :i"), {"i": rid})
+    jobs_before = client.get("/v1/jobs", headers=auth(headers)).json()["items"]
+    for method, params in (("risk", {"quasi_identifiers": ["c"]}), ("kanonymity", {"k": 5, "quasi_identifiers": ["c"]})):
+        body = assert_problem(submit(client, headers, method, params, release_id=rid), 422,
+                              "column 'x': declared bounds [-1e+308, 1e+308] have a width hi − lo that overflows")
+        assert "declare usable bounds on the dataset and make the release again" in body["detail"], body
+    assert client.get("/v1/jobs", headers=auth(headers)).json()["items"] == jobs_before
+    # the dataset's own schema is usable: a job on the dataset is accepted
+    assert submit(client, headers, "risk", {"quasi_identifiers": ["c"]}, dataset_id=ds["id"]).status_code == 202
