@@ -13,7 +13,6 @@ threshold on the code. All leaves sit at the same depth (ARX rows have equal len
 
 from __future__ import annotations
 
-import csv
 import math
 import re
 from collections.abc import Iterable
@@ -26,6 +25,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from app.privacy.anonymity.arx_csv import read_arx_rows
 from app.privacy.arrays import distinct_sorted
 from app.privacy.registry import MethodInputError
 
@@ -45,63 +45,10 @@ def parse_arx_hierarchy(text: str, max_cell_length: int = MAX_CELL_LENGTH) -> pd
 
     Cells are stripped of surrounding spaces; blank lines are skipped. Raises
     MethodInputError naming the line of a ragged row, an empty or too long cell, a row that
-    repeats an earlier one, or an empty file."""
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    lines = text.splitlines()
-    delimiter = _delimiter(lines)
-    separated = "" if delimiter == ";" else f" (fields separated by {delimiter!r})"
-    rows: list[list[str]] = []
-    seen: dict[tuple, int] = {}  # row (leaf normalized) -> its line
-    width = None
-    first_line = 0
-    for line_no, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        fields = _fields(line, delimiter)
-        if width is None:
-            width, first_line = len(fields), line_no
-            if width < 2:
-                raise MethodInputError(
-                    f"hierarchy line {line_no}: a row needs at least two fields (value;…;*), found 1: "
-                    "no ';' (ARX's separator), ',' or tab separates fields on it")
-        elif len(fields) != width:
-            raise MethodInputError(f"hierarchy line {line_no}: {len(fields)} fields, expected {width} "
-                                   f"as on line {first_line}{separated}")
-        empty = [i for i, f in enumerate(fields) if f == ""]
-        if empty:
-            raise MethodInputError(f"hierarchy line {line_no}: field {empty[0] + 1} is empty")
-        long = [i for i, f in enumerate(fields) if len(f) > max_cell_length]
-        if long:
-            raise MethodInputError(f"hierarchy line {line_no}: field {long[0] + 1} is longer than "
-                                   f"{max_cell_length} characters")
-        # One row per value: a value listed again with the same generalizations is refused
-        # here (by line, naming no value); listed again with others, hierarchy_problems names
-        # its two parents.
-        key = (normalize_value(fields[0]), *fields[1:])
-        if key in seen:
-            raise MethodInputError(f"hierarchy line {line_no} repeats line {seen[key]}: every value "
-                                   "must appear on exactly one row")
-        seen[key] = line_no
-        rows.append(fields)
-    if not rows:
-        raise MethodInputError("hierarchy is empty: expected one row per value, value;level1;…;*")
-    frame = pd.DataFrame(rows, columns=[f"level_{i}" for i in range(width)], dtype=object)
-    return frame
-
-
-DELIMITERS = (";", ",", "\t")
-
-
-def _fields(line: str, delimiter: str) -> list[str]:
-    return [f.strip() for f in next(csv.reader([line], delimiter=delimiter, quotechar='"'))]
-
-
-def _delimiter(lines: list[str]) -> str:
-    """ARX writes ';'. A file whose first row has none outside quotes but a ',' or a tab (a
-    spreadsheet's or pandas' CSV) is read with that one; a ';' file is read as before."""
-    first = next((line for line in lines if line.strip()), "")
-    return next((d for d in DELIMITERS if len(_fields(first, d)) >= 2), ";")
+    repeats an earlier one (its leaf compared as normalize_value), or an empty file. Read in
+    bulk (app/privacy/anonymity/arx_csv.py)."""
+    rows = read_arx_rows(text, max_cell_length, normalize_values)
+    return pd.DataFrame(rows, columns=[f"level_{i}" for i in range(rows.shape[1])], dtype=object)
 
 
 def parse_hierarchies(texts: dict[str, str], max_cell_length: int = MAX_CELL_LENGTH) -> dict[str, pd.DataFrame]:
@@ -167,9 +114,11 @@ def _near_key(value: str) -> str:
 # tree of that one column took 9.4 s (0.45 s for Adult's 15,610 fnlwgt values). The regular
 # expressions run in Arrow (RE2, anchored: the same strings match as with fullmatch), str.strip
 # and float() are Python's own, applied by map and numpy's object casts.
-_INTEGRAL_ANCHORED = rf"^{_INTEGRAL_TEXT.pattern}$"
 NUMBER_ANCHORED = rf"^{NUMBER}$"
 _INTEGRAL_DIGITS = r"^(?P<digits>-?(?:0|[1-9][0-9]*))(?:\.0*)?$"  # _INTEGRAL_TEXT, its group named
+# the integral texts normalize_value writes otherwise: with a fraction, or '-0' (int() writes the
+# others as they are; a hierarchy of 600,000 integer leaves then extracts nothing)
+_REWRITTEN_ANCHORED = r"^(?:-?(?:0|[1-9][0-9]*)\.0*|-0)$"
 
 
 def _object_array(values) -> np.ndarray:
@@ -225,7 +174,7 @@ def normalize_values(values) -> np.ndarray:
         return out
     out = np.empty(len(arr), dtype=object)
     out[:] = list(map(str.strip, arr))
-    integral = np.flatnonzero(full_match(_INTEGRAL_ANCHORED, out))
+    integral = np.flatnonzero(full_match(_REWRITTEN_ANCHORED, out))
     if len(integral):  # '39.0' → '39', '-0' → '0' (the digits group is already int()'s writing)
         digits = pc.extract_regex(pa.array(out[integral], pa.string()), _INTEGRAL_DIGITS).field(0)
         digits = pc.if_else(pc.equal(digits, "-0"), "0", digits)
