@@ -8,6 +8,7 @@ submission, from the schema and the uploaded hierarchies alone."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -293,3 +294,31 @@ def test_a_k_above_n_just_past_half_is_not_told_to_lower_epsilon():
     with pytest.raises(MethodInputError, match=r"give k = 11, above the table's 10 records: nothing could be "
                                                r"released; raise delta$"):
         _check_rows(params, 10)
+
+
+def test_the_leaves_within_bounds_are_the_numbers_of_the_distinct_leaf_keys():
+    """leaves_within_bounds floats the distinct leaf keys at once: the same numbers as keying and
+    floating one leaf at a time — '5', '5.0' and '005' are one leaf, 0 and -0 one (+0, also "-0e0"), each
+    spelling of an infinite number its own, a word none."""
+    from app.privacy.anonymity.hierarchies import NUMBER, leaf_key
+    from app.privacy.anonymity.safepub_domain import leaves_within_bounds
+
+    spelled = ["0", "-0", "-0.0", "-0e0", "-.0", "5", "5.0", "005", " 7 ", "1e3", "1E+3", "2.5", ".5", "1e999", "2e999",
+               "-1e999", "x", "nan", "*"]
+    rng = np.random.default_rng(4)
+    for _ in range(200):
+        leaves = list(rng.choice(spelled, size=rng.integers(1, 9), replace=False))
+        keys = {leaf_key(v, numeric=True) for v in leaves}
+        expected = np.sort([float(k) for k in keys if re.fullmatch(NUMBER, k)])
+        lo, hi = sorted(rng.choice([-2000.0, -1.0, 0.0, 1.0, 6.0, 2000.0], size=2, replace=False))
+        info = ColumnInfo(name="x", type="numeric", bounds=(lo, hi))
+        hierarchy = pd.DataFrame({"l0": leaves, "l1": ["*"] * len(leaves)}, dtype=object)
+        inside = expected[(expected >= lo) & (expected <= hi)]
+        if not len(inside):
+            with pytest.raises(MethodInputError, match=f"its {len(expected):,} numeric leaves" if len(expected)
+                               else "none of its leaves is a number"):
+                leaves_within_bounds(info, hierarchy)
+            continue
+        got = leaves_within_bounds(info, hierarchy)
+        assert got.tolist() == inside.tolist(), (leaves, lo, hi)
+        assert np.signbit(got).tolist() == np.signbit(inside).tolist(), (leaves, lo, hi)  # key '0' is +0

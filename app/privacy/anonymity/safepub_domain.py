@@ -73,7 +73,7 @@ def leaves_within_bounds(info: ColumnInfo, hierarchy: pd.DataFrame) -> np.ndarra
     every record is dropped and nothing could ever be released — a fact of the hierarchy and the
     schema alone, refused at submission (and when the job starts, should either change since)."""
     lo, hi = map(float, info.bounds)
-    leaves = np.sort(np.array([float(x) for x in _leaves(hierarchy, numeric=True)], dtype=float))
+    leaves = np.sort(_number_leaves(hierarchy))
     inside = leaves[(leaves >= lo) & (leaves <= hi)]
     if not len(inside):
         span = (f"its {len(leaves):,} numeric leaves span [{leaves[0]:g}, {leaves[-1]:g}]" if len(leaves)
@@ -86,19 +86,32 @@ def leaves_within_bounds(info: ColumnInfo, hierarchy: pd.DataFrame) -> np.ndarra
     return inside
 
 
-def _leaves(hierarchy: pd.DataFrame, numeric: bool) -> set[str]:
+def _number_leaves(hierarchy: pd.DataFrame) -> np.ndarray:
+    """The numbers of a numeric column's distinct leaf keys (leaf_key), unsorted: without writing
+    each key (0.8 s for 600,000 leaves) — a finite key is its number's writing, one per number (0
+    and -0 are one key, '0'); an infinite number ('1e999') keeps its text, one per spelling."""
+    keys = normalize_values(hierarchy.to_numpy(dtype=object)[:, 0])
+    text = keys[keys != None].astype(object)  # noqa: E711 (elementwise)
+    text = text[full_match(NUMBER_ANCHORED, text)]
+    x = text.astype(float)  # float() of each text
+    finite = np.isfinite(x)
+    return np.concatenate([np.unique(x[finite] + 0.0), pd.unique(text[~finite]).astype(float)])
+
+
+def _distinct_leaves(hierarchy: pd.DataFrame, numeric: bool) -> np.ndarray:
+    """The hierarchy's distinct leaf keys (leaf_key), an object array of str."""
     leaves = leaf_keys(hierarchy.to_numpy(dtype=object)[:, 0], numeric)
+    text = leaves[leaves != None].astype(object)  # noqa: E711 (elementwise)
     if numeric:  # a leaf that is no number matches no value of a numeric column (as build_tree)
-        text = leaves[leaves != None]  # noqa: E711 (elementwise)
-        return set(text[full_match(NUMBER_ANCHORED, text.astype(object))].tolist())
-    return set(leaves.tolist()) - {None}
+        text = text[full_match(NUMBER_ANCHORED, text)]
+    return pd.unique(text)
 
 
-def _in_leaves(series: pd.Series, leaves: set[str]) -> np.ndarray:
+def _in_leaves(series: pd.Series, leaves: np.ndarray) -> np.ndarray:
     """Whether each cell's text (normalize_value, as build_tree matches it) is a leaf; per
     distinct value, not per cell."""
     codes, uniques = pd.factorize(series, use_na_sentinel=True)
-    known = np.array([key in leaves for key in normalize_values(uniques).tolist()] + [False], dtype=bool)
+    known = np.append(pd.Index(normalize_values(uniques), dtype=object).isin(leaves), False)
     return known[codes]  # code -1 (a missing cell) reads the trailing False
 
 
@@ -114,9 +127,9 @@ def in_domain(frame: pd.DataFrame, infos: dict[str, ColumnInfo], qis: list[str],
             with np.errstate(invalid="ignore"):
                 ok = (values >= lo) & (values <= hi)  # NaN (missing, not a number) is outside
             if q in hierarchies:
-                ok &= _in_leaves(series, _leaves(hierarchies[q], numeric=True))
+                ok &= _in_leaves(series, _distinct_leaves(hierarchies[q], numeric=True))
         else:
-            leaves = _leaves(hierarchies[q], numeric=False)
+            leaves = _distinct_leaves(hierarchies[q], numeric=False)
             ok = series.isna().to_numpy() | _in_leaves(series, leaves)
         keep &= ok
     return keep
