@@ -295,3 +295,29 @@ def test_names_covering_different_values_at_two_levels_are_found():
     assert ambiguous_names(parse_arx_hierarchy(TINY_HIERARCHY)) == []
     with pytest.raises(MethodInputError, match=r"column 'g': 1 name\(s\) .* \('G'\)"):
         refuse_ambiguous_names({"g": two_g})
+
+
+def test_the_check_refuses_a_payout_of_exactly_zero():
+    """c: 4 records, attacked (4 < 5): 10 − 40/4 = 0, which is not a positive payout."""
+    axes, _ = build_axes(TINY, [TINY_INFOS["g"]], {"g": parse_arx_hierarchy(TINY_HIERARCHY)},
+                         numeric="hierarchy", categorical="hierarchy", auto_levels=4)
+    with pytest.raises(VerificationError, match="1 released classes give the publisher a payout of 0 or less"):
+        verify_profitability(TINY[TINY.g.isin(["c", "d"])], ["g"], {"g": label_cover(axes[0])}, TINY_GAME)
+
+
+def test_journalist_decides_on_population_counts_in_the_search():
+    """Research subset: the even rows (a 1, b 1, c 2, d 3 of 1, 3, 4, 6). Journalist: at level 0
+    d (population 6 ≥ 5, no attack) pays 10 on its 3 research records, a, b, c (population 1, 3,
+    4) pay ≤ 0: 4 of 7 suppressed, the limit floor(0.6·7); level 1 pays 5 on cd's 5 (ab: 5 − 40/4
+    < 0): 25 < 30, so level 0. Counting the research records instead (d: 3, attacked) would drop
+    every class at level 0 and release level 1."""
+    from app.privacy.anonymity.models import Population
+    game = CostBenefit(attacker="journalist", adversary_cost=1.0, adversary_gain=5.0, publisher_loss=40.0,
+                       publisher_benefit=10.0)
+    population = Population(in_subset=np.arange(len(TINY)) % 2 == 0)
+    result = anonymize(TINY, TINY_INFOS, {"g": parse_arx_hierarchy(TINY_HIERARCHY)}, ["g"],
+                       Constraints(k=1, profitability=game, population=population), None,
+                       Options(algorithm="lattice", suppression=0.6, metric="publisher_payout"))
+    assert result.metadata["lattice"]["levels"] == {"g": 0}
+    assert list(result.frame["g"]) == ["d"] * 3
+    assert result.metadata["profitability"]["publisher_payout"] == pytest.approx(30.0)
