@@ -321,3 +321,5 @@ def test_journalist_decides_on_population_counts_in_the_search():
     assert result.metadata["lattice"]["levels"] == {"g": 0}
     assert list(result.frame["g"]) == ["d"] * 3
     assert result.metadata["profitability"]["publisher_payout"] == pytest.approx(30.0)
+    # research records of the classes the model drops (a 1, b 1, c 2), not their population's 8
+    assert result.metadata["profitability"]["records_suppressed_by_model"] == 4
