@@ -112,6 +112,7 @@ def leaf_key(value, numeric: bool = False) -> str | None:
 # and float() are Python's own, applied by map and numpy's object casts.
 NUMBER_ANCHORED = rf"^{NUMBER}$"
 _INTEGRAL_DIGITS = r"^(?P<digits>-?(?:0|[1-9][0-9]*))(?:\.0*)?$"  # _INTEGRAL_TEXT, its group named
+_PLAIN_INTEGER = r"^(?:0|-?[1-9][0-9]{0,14})$"  # below 10^15 < 2^53
 # the integral texts normalize_value writes otherwise: with a fraction, or '-0' (int() writes the
 # others as they are; a hierarchy of 600,000 integer leaves then extracts nothing)
 _REWRITTEN_ANCHORED = r"^(?:-?(?:0|[1-9][0-9]*)\.0*|-0)$"
@@ -184,6 +185,10 @@ def leaf_keys(values, numeric: bool = False) -> np.ndarray:
     if not numeric:
         return keys
     text = np.flatnonzero(keys != None)  # noqa: E711 (elementwise)
+    # an integer of up to 15 digits written plainly is its own key (a float holds it exactly and
+    # format_numbers writes it so): most leaves of a numeric hierarchy, left as they are instead
+    # of floated and written again (0.6 s of build_tree's 5.5 s on 600,000 integer leaves)
+    text = text[~full_match(_PLAIN_INTEGER, keys[text])]
     number = text[full_match(NUMBER_ANCHORED, keys[text])]
     x = keys[number].astype(float)  # float() of each text
     finite = np.isfinite(x)
