@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from tests.api.test_raw_data_reports import _done
-from tests.support.api import assert_problem, auth, submit, upload
+from tests.support.api import assert_problem, auth, run_failing_job, submit, upload
 
 QIS = ["a", "b"]
 GAME = {"adversary_cost": 4.0, "adversary_gain": 300.0, "publisher_loss": 6000.0, "publisher_benefit": 1200.0}
@@ -112,3 +112,53 @@ def test_a_hierarchy_naming_two_levels_nodes_alike_is_a_422_at_submission(client
             job = _done(client, owner, "kanonymity", params, dataset_id=ds["id"])
             release = client.get(f"/v1/releases/{job['result']['release_ids'][0]}", headers=auth(owner)).json()
             assert release["metadata"]["profitability"]["publisher_payout"] > 0
+
+
+def test_a_hierarchy_changed_to_two_levels_nodes_alike_after_submission_fails_the_job(client, owner):
+    """The submission's check ran on the hierarchy then; a PUT while the job is queued (allowed:
+    only schema changes wait for active jobs) gives the run the ambiguous one, which the run refuses
+    in the submission's words — not a VerificationError failing the job as internal."""
+    table = pd.DataFrame({"g": [x for x in "abcd" for _ in range(6)], "v": range(24)})
+    ds = upload(client, owner, table.to_csv(index=False).encode(), "two_g.csv").json()
+    url = f"/v1/datasets/{ds['id']}/hierarchies/g"
+    assert client.put(url, headers=auth(owner), content=TWO_G.replace("K;G", "K;L")).status_code == 200
+    params = {"quasi_identifiers": ["g"], "k": 1, "algorithm": "lattice", "suppression": 0.5,
+              "metric": "publisher_payout", "profitability": {"adversary_cost": 1.0, "adversary_gain": 8.0,
+                                                              "publisher_loss": 40.0, "publisher_benefit": 10.0}}
+    r = submit(client, owner, "kanonymity", params, dataset_id=ds["id"])
+    assert r.status_code == 202, r.text
+    assert client.put(url, headers=auth(owner), content=TWO_G).status_code == 200
+    job, failed = run_failing_job(client, owner, r.json()["id"])
+    assert "hierarchy of column 'g': 1 name(s) label nodes of two levels" in job["error"]["message"]
+    assert "'G'" in job["error"]["message"]
+    # kanonymity debits no ε: nothing to refund, nothing on the ledger
+    assert job["epsilon"] is None and not job["epsilon_refunded"] and failed == [{"error": "invalid_input", "attempt": 1}]
+    assert client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner)).json()["entry_count"] == 0
+
+
+
+def test_journalist_no_attack_release_is_k_map_over_the_research_subset(client, owner):
+    """research_subset 'in' marks about a third of the 2,000 records; no-attack against the
+    journalist at ⌈30 / 4⌉ = 8 is k-map: every class of the downloaded release matches at least 8
+    population records (counted here from the uploaded table, flat hierarchies: a label is its
+    value or '*'), while some classes hold fewer than 8 released records."""
+    table = _table().assign(inside=np.where(np.random.default_rng(3).random(2_000) < 0.3, "yes", "no"))
+    ds = upload(client, owner, table.to_csv(index=False).encode(), "game.csv").json()
+    params = {"quasi_identifiers": QIS, "k": 1, "algorithm": "lattice", "suppression": 0.1,
+              "research_subset": "inside",
+              "profitability": {"attacker": "journalist", "adversary_gain": 30.0, "no_attack": True}}
+    job = _done(client, owner, "kanonymity", params, dataset_id=ds["id"])
+    rid = job["result"]["release_ids"][0]
+    release = client.get(f"/v1/releases/{rid}", headers=auth(owner)).json()
+    frame = pd.read_csv(io.BytesIO(client.get(f"/v1/releases/{rid}/data", headers=auth(owner)).content),
+                        dtype=str, keep_default_na=False)
+    assert "inside" not in frame.columns and len(frame) > 0
+    released = frame.groupby(QIS).size()
+    for key in released.index:
+        matches = np.ones(len(table), dtype=bool)
+        for q, label in zip(QIS, key):
+            matches &= (table[q] == label).to_numpy() if label != "*" else True
+        assert matches.sum() >= 8, (key, matches.sum())
+    assert released.min() < 8  # k-map, not k-anonymity at 8
+    assert release["metadata"]["profitability"]["derived_k"] == 8
+    assert release["guarantees"]["k_map_requested"] == 8 and release["guarantees"]["k_map"] >= 8

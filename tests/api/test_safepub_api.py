@@ -12,7 +12,7 @@ import pytest
 
 from app.privacy.anonymity.safepub_params import beta_of, smallest_k
 from app.privacy.anonymity.safepub_search import score_threshold
-from tests.support.api import assert_problem, auth, run_to_release, submit, upload
+from tests.support.api import assert_problem, auth, run_failing_job, run_to_release, submit, upload
 
 QIS = ["age", "education", "race", "sex"]
 
@@ -287,3 +287,23 @@ def test_a_boolean_label_s_text_follows_its_type_and_an_inferred_type_is_warned_
     out = pd.read_parquet(io.BytesIO(body.content))
     assert list(out.columns) == ["age", "sex", "paid"] and set(out["paid"].astype(str)) <= {"True", "False"}
     assert len(out) > 0
+
+
+def test_a_numeric_hierarchy_put_outside_the_bounds_after_submission_fails_safepub_refunded(client, make_key):
+    """safepub submitted without age's hierarchy (automatic intervals over [0, 10]) is accepted;
+    a hierarchy whose every leaf (20–79) lies outside the bounds, uploaded while the job is queued,
+    fails the run in the words of the submission's 422, and the ε goes back."""
+    headers = make_key("owner")
+    frame = pd.DataFrame({"age": [20 + i % 60 for i in range(600)], "sex": ["a", "b"] * 300})
+    schema = {"age": {"bounds": [0, 10], "role": "quasi_identifier"},
+              "sex": {"type": "categorical", "categories": ["a", "b"], "role": "quasi_identifier"}}
+    ds = upload(client, headers, frame.to_csv(index=False).encode(), "t.csv", schema=schema).json()
+    r = submit(client, headers, "safepub", {"epsilon": 1.0, "delta": 1e-4}, dataset_id=ds["id"])
+    assert r.status_code == 202, r.text
+    text = "".join(f"{a};{a // 10 * 10}-{a // 10 * 10 + 9};*\n" for a in range(20, 80))
+    assert client.put(f"/v1/datasets/{ds['id']}/hierarchies/age", headers=auth(headers), content=text).status_code == 200
+    job, failed = run_failing_job(client, headers, r.json()["id"])
+    for words in ("'age'", "[0, 10]", "leaves span [20, 79]"):
+        assert words in job["error"]["message"], job["error"]
+    assert job["epsilon"] > 0 and job["epsilon_refunded"]
+    assert failed == [{"error": "invalid_input", "attempt": 1, "refunded_epsilon": job["epsilon"]}]

@@ -323,3 +323,82 @@ def test_journalist_decides_on_population_counts_in_the_search():
     assert result.metadata["profitability"]["publisher_payout"] == pytest.approx(30.0)
     # research records of the classes the model drops (a 1, b 1, c 2), not their population's 8
     assert result.metadata["profitability"]["records_suppressed_by_model"] == 4
+
+
+def test_journalist_no_attack_is_k_map_over_the_research_subset(adult_data):
+    """No-attack against the journalist: every released class matches at least ⌈30 / 4⌉ = 8
+    population records (counted here from the population generalized at the released levels), the
+    release is the plain k_map = 8 one, and it is not k-anonymity at 8 — classes of fewer research
+    records are released, their population class being large enough."""
+    frame, hierarchies = adult_data
+    sample = frame.head(4000).copy()
+    sample["in"] = np.where(np.random.default_rng(5).random(len(sample)) < 0.3, "yes", "no")
+    columns = adult_columns(sample.drop(columns=["in"])) + [ColumnInfo("in", "categorical")]
+    game = {"attacker": "journalist", "adversary_cost": 4.0, "adversary_gain": 30.0, "no_attack": True}
+    common = {"k": 1, "algorithm": "lattice", "suppression": 0.1, "research_subset": "in"}
+    result = _run(sample, hierarchies, columns, profitability=game, **common)
+    plain = _run(sample, hierarchies, columns, k_map=8, **common)
+    pd.testing.assert_frame_equal(result.frame, plain.frame)
+    levels = result.metadata["lattice"]["levels"]
+    generalized = pd.DataFrame({q: _at_level(hierarchies[q], sample[q], levels[q]) for q in ADULT_QIS})
+    population = generalized.groupby(ADULT_QIS, observed=True).size()
+    released = result.frame.groupby(ADULT_QIS, observed=True).size()
+    assert len(result.frame) > 0 and population[released.index].min() >= 8
+    assert released.min() < 8  # k-map, not k-anonymity at 8
+    found = result.metadata["profitability"]
+    assert found["derived_k"] == 8 and found["classes_attack_profitable"] == 0
+    assert result.guarantees["k_map"] >= 8 and result.guarantees["k_map_requested"] == 8
+
+
+# three QIs: a's middle level names each value alone, b's joins all four, c's joins x and y
+THREE_QI_HIERARCHIES = {"a": "".join(f"a{i};a{i};*\n" for i in range(4)),
+                        "b": "".join(f"b{i};B;*\n" for i in range(4)), "c": "x;xy;*\ny;xy;*\n"}
+THREE_QI = pd.DataFrame({"a": [f"a{i}" for i in range(4) for _ in range(5)],
+                         "b": [f"b{i}" for i in range(4) for _ in range(5)], "c": list("xxxxxxxxxxxxxxyxyyyy")})
+
+
+@pytest.mark.parametrize("metric", ["publisher_payout", "ncp"])
+def test_payout_model_is_not_projected_on_column_pairs_at_suppression_zero(metric):
+    """a and b name the same four classes of 5; c splits them (one class of a2 and of a3 holds a
+    single record). Attack iff size < 6; benefit 10, loss 32; IL's domain ln 4 + ln 4 + ln 2 = 5 ln 2.
+    Every node with c at level 0 keeps a class of 1 (IL < 1: 10·(1 − IL) − 32 < 0); (0, 0, 1): IL
+    1/5, 8 − 32/5 = 1.6 on each of the 20 records, the only node (with (1, 0, 1), a's level 1 being
+    its leaves) where every class pays (b or a to the top: IL ≥ 3/5, 4 − 6.4 < 0). Projecting the
+    payout model on the pair (a, c) read b's tree at c's level (ln 4 for c's ln 2: IL 2/5, 6 − 6.4)
+    and pruned every passing node: the release was the greedy climb's, or refused."""
+    infos = {q: ColumnInfo(q, "categorical", "quasi_identifier") for q in "abc"}
+    game = CostBenefit(adversary_cost=1.0, adversary_gain=6.0, publisher_loss=32.0, publisher_benefit=10.0)
+    result = anonymize(THREE_QI, infos, {q: parse_arx_hierarchy(t) for q, t in THREE_QI_HIERARCHIES.items()},
+                       list("abc"), Constraints(k=1, profitability=game), None,
+                       Options(algorithm="lattice", suppression=0.0, metric=metric))
+    lattice = result.metadata["lattice"]
+    assert lattice["levels"] == {"a": 0, "b": 0, "c": 1}
+    assert lattice["optimal"] and not lattice["heuristic"] and lattice["nodes_pruned_by_projection"] == 0
+    assert len(result.frame) == 20 and set(result.frame["c"]) == {"xy"}
+    assert result.metadata["profitability"]["publisher_payout"] == pytest.approx(20 * 1.6)
+
+
+def test_none_passed_warning_names_the_lattice_not_a_timeout(monkeypatch):
+    """k-anonymity's top node always passes (one class of every record, refused up front when
+    below k), so no model but the payout one reaches this case by itself: a check that fails one
+    record at every node (not in the pair projections, which then prune nothing) stands in for such
+    a model. The search checks all 9 nodes, the greedy climb 5 more: the warning said '14 of 9
+    lattice nodes checked'; it says the lattice's size, no time budget, and what the climb suppressed."""
+    real = lattice_module._suppressed
+
+    def one_record_always_fails(cols, levels, c, sensitives, columns=None):
+        mask = real(cols, levels, c, sensitives, columns)
+        return mask if columns is not None else np.where(np.arange(len(mask)) == 0, True, mask)
+
+    monkeypatch.setattr(lattice_module, "_suppressed", one_record_always_fails)
+    two = TINY.assign(h=TINY["g"])
+    infos = {**TINY_INFOS, "h": ColumnInfo("h", "categorical", "quasi_identifier")}
+    hierarchy = parse_arx_hierarchy("a;ab\nb;ab\nc;cd\nd;cd\n")
+    result = anonymize(two, infos, {"g": hierarchy, "h": hierarchy}, ["g", "h"], Constraints(k=1), None,
+                       Options(algorithm="lattice", suppression=0.0))
+    lattice = result.metadata["lattice"]
+    assert lattice["heuristic"] and not lattice["timed_out"] and lattice["lattice_size"] == 9
+    assert result.metrics["suppressed"] == 1
+    warning = [w for w in result.warnings if w.startswith("no node of the lattice")]
+    assert warning == ["no node of the lattice met the constraints within the suppression limit (over the 9 "
+                       "lattice nodes): a greedy climb from the bottom chose the levels, suppressing 1 record(s)"]

@@ -62,6 +62,19 @@ def run_job(client, headers, job_id) -> dict:
     return job
 
 
+def run_failing_job(client, headers, job_id) -> tuple[dict, list[dict]]:
+    """Run a queued job here (as ``run_job``); it must fail as invalid_input: the job and the
+    details of the job.failed audit events on its dataset."""
+    from app.worker import runner
+
+    runner.execute(job_id)
+    job = client.get(f"/v1/jobs/{job_id}", headers=auth(headers)).json()
+    assert job["status"] == "failed" and job["error"]["type"] == "invalid_input", job
+    events = client.get("/v1/audit", headers=auth(headers),
+                        params={"action": "job.failed", "dataset_id": job["dataset_id"]}).json()["items"]
+    return job, [e["details"] for e in events]
+
+
 def run_to_release(client, headers, job_id) -> tuple[dict, dict]:
     """``run_job``, then the job's (first) release: (job, release)."""
     job = run_job(client, headers, job_id)

@@ -236,8 +236,10 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
                             f"found so far is released and may not be optimal ({checked}); raise "
                             "time_budget (up to 600 s) for the optimum")
         elif result.heuristic and result.lattice_size <= options.max_lattice_nodes:  # none passed
+            # evaluated counts the greedy climb's checks too: "14 of 9 lattice nodes checked"
             warnings.append(f"no node of the lattice met the constraints within the suppression limit "
-                            f"({checked}): a greedy climb from the bottom chose the levels")
+                            f"(over the {result.lattice_size} lattice nodes): a greedy climb from the "
+                            f"bottom chose the levels, suppressing {int(suppressed.sum())} record(s)")
         elif result.heuristic:
             warnings.append(f"lattice of {result.lattice_size} nodes exceeds max_lattice_nodes: a greedy "
                             "climb chose the levels; the result is not proven optimal")
