@@ -208,8 +208,8 @@ def full_domain_metrics(frame, hierarchies, infos, levels: dict, k: int) -> dict
     ids, n_classes = ncp.classes(vector)
     sizes = np.bincount(ids)
     n = len(frame)
-    return {"ncp": float(_loss(ncp, vector, none)),
-            "entropy": float(_loss(_Columns(axes, "entropy"), vector, none)),
+    return {"ncp": float(_loss(ncp, vector, none, Constraints(k=k))),
+            "entropy": float(_loss(_Columns(axes, "entropy"), vector, none, Constraints(k=k))),
             "discernibility": float((sizes.astype(float) ** 2).sum()),
             "classes": int(n_classes), "smallest_class": int(sizes.min()),
             "average_class_size": n / n_classes, "c_avg": n / (n_classes * k)}
@@ -345,8 +345,32 @@ def _scale_rows(quick: bool) -> list[Row]:
                                             f"t={peer.get('t', float('nan')):.3f}")))
     rows += _more_models_rows(n, small, qis, quick)
     rows.append(_automatic_tree_row(n))
+    rows += _arx_parse_rows(quick)
     rows.append(_population_row(n))
     return rows
+
+
+def _arx_parse_rows(quick: bool) -> list[Row]:
+    """An uploaded ARX hierarchy is parsed at upload, at every anonymity job start and at a safepub
+    submission (whose check then floats its numeric leaves against the declared bounds). No peer:
+    anjana and pycanon take hierarchies as Python dicts, ARX's CSV is not read by either."""
+    from app.privacy.anonymity.safepub_domain import leaves_within_bounds
+
+    n = 60_000 if quick else 600_000
+    text = "".join(f"{i};{i // 10 * 10};{i // 100 * 100};*\n" for i in range(n))
+    holder = {}
+    seconds = best_time(lambda: holder.update(h=parse_arx_hierarchy(text)), repeat=3)
+    mib = len(text.encode()) / 2**20
+    parse = Row(workload=f"parse a {n:,}-leaf ARX hierarchy ({mib:.1f} MiB, 4 levels, numeric leaves)", veil=seconds,
+                unit="s", higher_is_better=False,
+                notes="lines without a quote split at once (one str.split reshaped to rows × levels), checks over all "
+                      "rows; line by line (before 2026-11-29): 5.4-5.6 s at 600,000 leaves")
+    info = ColumnInfo("x", "numeric", "quasi_identifier", bounds=(0.0, float(n)))
+    seconds = best_time(lambda: leaves_within_bounds(info, holder["h"]), repeat=3)
+    bounds = Row(workload=f"safepub's check of a {n:,}-leaf hierarchy's numeric leaves against the declared bounds",
+                 veil=seconds, unit="s", higher_is_better=False,
+                 notes="distinct leaf keys floated at once; one at a time (before 2026-11-29): 1.4-1.8 s at 600,000 leaves")
+    return [parse, bounds]
 
 
 def _population_row(n: int) -> Row:
