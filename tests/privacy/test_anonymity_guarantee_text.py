@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from app.privacy.anonymity.anonymize import Options, anonymize
-from app.privacy.anonymity.methods import guarantees_of
+from app.privacy.anonymity.kanonymity_guarantee import guarantees_of
 from app.privacy.anonymity.models import Constraints
 from app.privacy.data import ColumnInfo
 from app.privacy.registry import MethodInputError

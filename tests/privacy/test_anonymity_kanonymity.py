@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from app.privacy.anonymity import anonymize as anonymize_module
-from app.privacy.anonymity import methods as methods_module
+from app.privacy.anonymity import kanonymity_guarantee
 from app.privacy.anonymity.models import Constraints
 from app.privacy.anonymity.mondrian import mondrian_partition
 from app.privacy.anonymity.hierarchies import parse_arx_hierarchy
@@ -480,7 +480,7 @@ def test_registered_with_the_expected_public_parameters():
     assert {"k", "algorithm", "quasi_identifiers", "sensitive", "l", "alpha", "t", "suppression",
             "time_budget"} <= fields
     assert not spec.produces_randomness and spec.epsilon is None
-    assert methods_module.NOT_DP in _dummy_statements()
+    assert kanonymity_guarantee.NOT_DP in _dummy_statements()
 
 
 def _dummy_statements():

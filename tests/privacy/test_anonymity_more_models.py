@@ -414,7 +414,7 @@ def test_mondrian_checks_every_cut_with_the_hierarchical_distance(adult, monkeyp
 
 def test_the_guarantee_prints_a_strict_bound_s_figure_with_its_digits():
     """An achieved r1 / (r_l + …) of 1.99996 below c = 2 read '≤ 2.0000 (below c = 2)' at 4 decimals."""
-    from app.privacy.anonymity.methods import guarantees_of
+    from app.privacy.anonymity.kanonymity_guarantee import guarantees_of
     from app.privacy.data import ColumnInfo
 
     frame = pd.DataFrame({"g": ["x"] * 149_998, "s": ["a"] * 99_998 + ["b"] * 50_000})

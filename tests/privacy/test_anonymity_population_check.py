@@ -245,7 +245,7 @@ def test_k_map_alone_states_a_lower_bound_when_the_exact_count_is_out_of_reach(m
     (a class of a1, a2 released as 'A' covers a3 of its neighbour): k-map needs no
     disjointness, the groups' counts bound each class's population count from below, and
     metadata.population.check and the statement say it is a bound."""
-    from app.privacy.anonymity.methods import population_statements
+    from app.privacy.anonymity.kanonymity_guarantee import population_statements
     leaves = ["a1", "a2", "a3", "b1", "b2", "b3", "b4"]
     rng = np.random.default_rng(0)
     n = 300

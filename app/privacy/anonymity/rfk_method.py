@@ -6,8 +6,9 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from app.privacy.anonymity.methods import (
-    chain_warnings, changed_qi_warnings, guarantees_of, read_through_unchanged, release_columns, usable_hierarchies,
+    chain_warnings, changed_qi_warnings, read_through_unchanged, release_columns, usable_hierarchies,
 )
+from app.privacy.anonymity.kanonymity_guarantee import guarantees_of
 from app.privacy.anonymity.models import Constraints
 from app.privacy.anonymity.rfk import RfkConfig, rfk_pipeline
 from app.privacy.context import RunContext
