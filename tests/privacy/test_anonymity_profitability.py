@@ -398,6 +398,8 @@ def test_none_passed_warning_names_the_lattice_not_a_timeout(monkeypatch):
                        Options(algorithm="lattice", suppression=0.0))
     lattice = result.metadata["lattice"]
     assert lattice["heuristic"] and not lattice["timed_out"] and lattice["lattice_size"] == 9
+    # the search's checks and the climb's apart: nodes_evaluated was 14 of a 9-node lattice
+    assert lattice["nodes_evaluated"] == 9 and lattice["greedy_climb_checks"] == 5
     assert result.metrics["suppressed"] == 1
     warning = [w for w in result.warnings if w.startswith("no node of the lattice")]
     assert warning == ["no node of the lattice met the constraints within the suppression limit (over the 9 "

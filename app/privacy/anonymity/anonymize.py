@@ -218,7 +218,8 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
         metadata["lattice"] = {
             "levels": dict(zip(quasi_identifiers, result.levels)), "optimal": result.optimal,
             "timed_out": result.timed_out, "heuristic": result.heuristic,
-            "nodes_evaluated": result.evaluated, "lattice_size": result.lattice_size,
+            "nodes_evaluated": result.evaluated, "greedy_climb_checks": result.climb_evaluated,
+            "lattice_size": result.lattice_size,
             "nodes_pruned_by_projection": result.pruned_by_projection,
             "search_seconds": round(result.seconds, 4), "metric": options.metric, "loss": result.loss,
             "suppression_limit": options.suppression, "top_node_fallback": result.top_node_fallback,
@@ -236,7 +237,6 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
                             f"found so far is released and may not be optimal ({checked}); raise "
                             "time_budget (up to 600 s) for the optimum")
         elif result.heuristic and result.lattice_size <= options.max_lattice_nodes:  # none passed
-            # evaluated counts the greedy climb's checks too: "14 of 9 lattice nodes checked"
             warnings.append(f"no node of the lattice met the constraints within the suppression limit "
                             f"(over the {result.lattice_size} lattice nodes): a greedy climb from the "
                             f"bottom chose the levels, suppressing {int(suppressed.sum())} record(s)")

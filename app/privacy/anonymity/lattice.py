@@ -58,13 +58,14 @@ class LatticeResult:
     loss: float
     optimal: bool
     timed_out: bool
-    evaluated: int
+    evaluated: int  # nodes the search checked (the greedy climb's checks are climb_evaluated)
     lattice_size: int
     pruned_by_projection: int
     seconds: float
     heuristic: bool = False
     top_node_fallback: bool = False  # the released node is the top one: every QI fully generalized
     model_suppressed: int | None = None  # profitability: records of classes the model drops at the node
+    climb_evaluated: int = 0  # checks of the greedy climb a heuristic result came from
 
 
 class _Columns:
@@ -272,9 +273,9 @@ def lattice_search(trees: list[Tree], constraints: Constraints,
         # — or, every node checked, none passed (the payout model, δ-presence): not timed out
         climb = _greedy(cols, constraints, sensitive, limit, began, size)
         return _with_model_counts(cols, constraints, LatticeResult(
-            climb.levels, climb.suppressed, climb.loss, False, timed_out, evaluated + climb.evaluated, size,
+            climb.levels, climb.suppressed, climb.loss, False, timed_out, evaluated, size,
             pruned, time.perf_counter() - began, heuristic=True,
-            top_node_fallback=climb.levels == tuple(heights)))
+            top_node_fallback=climb.levels == tuple(heights), climb_evaluated=climb.climb_evaluated))
     return _with_model_counts(cols, constraints, LatticeResult(
         best_levels, best_mask, float(best_loss), optimal and not timed_out, timed_out, evaluated, size,
         pruned, time.perf_counter() - began))
@@ -324,5 +325,5 @@ def _greedy(cols: _Columns, c: Constraints, sensitive: tuple[Sensitive, ...], li
         steps = [(cols.total[q][lv + 1] - cols.total[q][lv], q)
                  for q, lv in enumerate(levels) if lv + 1 < len(cols.codes[q])]
         levels[min(steps)[1]] += 1
-    return LatticeResult(tuple(levels), mask, _loss(cols, levels, mask, c), False, False, evaluated,
-                         size, 0, time.perf_counter() - began, heuristic=True)
+    return LatticeResult(tuple(levels), mask, _loss(cols, levels, mask, c), False, False, 0,
+                         size, 0, time.perf_counter() - began, heuristic=True, climb_evaluated=evaluated)
