@@ -142,12 +142,12 @@ def test_refusals_name_the_problem(client, population):
     qis = QIS[:3]
     for params, named in [
         ({"k_map": 10}, "k_map and delta_presence are read over a research subset"),
-        ({"research_subset": "in_study"}, "research_subset is read by k_map and delta_presence"),
+        ({"research_subset": "in_study"}, "research_subset is read by k_map, delta_presence and profitability's journalist"),
         ({"k": 1}, "k = 1 asks no k-anonymity at all"),
         ({"research_subset": "in_study", "delta_presence": [0.5, 0.1]}, "delta_min is above delta_max"),
         ({"research_subset": "in_study", "delta_presence": [0.1, 1.5]}, "delta_presence"),
         ({"research_subset": "in_study", "k_map": 5, "sensitive": "occupation", "l": 2},
-         "k_map and delta_presence do not combine with the sensitive-column models"),
+         "k_map, delta_presence and the journalist attacker do not combine with the sensitive-column models"),
         ({"research_subset": "nope", "k_map": 5}, "unknown research_subset column 'nope'"),
         ({"research_subset": "race", "k_map": 5}, "research_subset column 'race' has 5 distinct values"),
         ({"research_subset": "age", "k_map": 5, "quasi_identifiers": ["age", "sex"]},
