@@ -148,3 +148,11 @@ def test_what_crashed_the_line_by_line_reading_is_answered_in_words():
                                                                                      [digits, "x"]]
     with pytest.raises(MethodInputError, match="line 2 repeats line 1"):
         parse_arx_hierarchy(f"{digits}.0;*\n{digits};*\n")
+
+
+@pytest.mark.parametrize("text", ["a;*\n\ud800;*\n", "\ud800;*\n\ud800.0;*\n", "a\udfff;x;*\nb;x;*\n"])
+def test_a_lone_surrogate_reads_as_the_line_by_line_reading_read_it(text):
+    """A str may hold a lone surrogate (a library caller's, or JSON's '\\ud800'); UTF-8, which
+    the leaf keys' Arrow regex needs, cannot: the bulk reading raised UnicodeEncodeError (a 500)
+    where the line-by-line one read the rows."""
+    assert _outcome(parse_arx_hierarchy, text, 65_536) == _outcome(reference_parse, text, 65_536)

@@ -134,7 +134,11 @@ def full_match(pattern: str, texts: np.ndarray) -> np.ndarray:
     """Whether each text (an object array of str) matches the anchored ``pattern`` whole."""
     if not len(texts):
         return np.zeros(0, dtype=bool)
-    return pc.match_substring_regex(pa.array(texts, pa.string()), pattern).to_numpy(zero_copy_only=False)
+    try:
+        arrow = pa.array(texts, pa.string())
+    except UnicodeEncodeError:  # a lone surrogate ('\ud800') has no UTF-8: Python's re reads it
+        return np.fromiter(map(bool, map(re.compile(pattern).fullmatch, texts)), dtype=bool, count=len(texts))
+    return pc.match_substring_regex(arrow, pattern).to_numpy(zero_copy_only=False)
 
 
 def format_numbers(x: np.ndarray) -> np.ndarray:
