@@ -23,7 +23,7 @@ import app.privacy.anonymity.anonymize as anonymize_module
 import app.privacy.anonymity.verify_population as verify_module
 from app.privacy.anonymity.anonymize import Options, anonymize
 from app.privacy.anonymity.axes import NumericAxis
-from app.privacy.anonymity.hierarchies import _fmt
+from app.privacy.anonymity.automatic_intervals import _fmt
 from app.privacy.anonymity.models import Constraints, Population
 from app.privacy.anonymity.verify import VerificationError
 from app.privacy.anonymity.verify_population import (

@@ -14,10 +14,12 @@ import pandas as pd
 from hypothesis import given
 from hypothesis import strategies as st
 
+from app.privacy.anonymity.automatic_intervals import _fmt
 from app.privacy.anonymity.hierarchies import (
-    _NUMBER_TEXT, MISSING_LEAF, ROOT, IntervalLevels, _fmt, build_tree, flat_hierarchy, format_numbers,
-    hierarchy_findings, interval_hierarchy, leaf_key, leaf_keys, normalize_value, normalize_values,
+    MISSING_LEAF, ROOT, IntervalLevels, build_tree, flat_hierarchy, format_numbers, hierarchy_findings,
+    interval_hierarchy, leaf_key, leaf_keys, normalize_value, normalize_values,
 )
+from app.privacy.anonymity.leaf_keys import _NUMBER_TEXT
 from tests.support.properties import bounded
 
 TEXTS = ["a", "b", "A", "x y", "007", "7", "7.0", "39.", "-0", "-0.00", "-12.000", "1e3", "1E+2", ".5",

@@ -25,9 +25,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from app.privacy.anonymity.automatic_intervals import _fmt
 from app.privacy.anonymity.hierarchies import (
-    MAX_NAMED, ROOT, IntervalLevels, _fmt, _named, format_numbers, leaf_keys, normalize_values,
+    MAX_NAMED, ROOT, IntervalLevels, format_numbers, leaf_keys, normalize_values,
 )
+from app.privacy.anonymity.hierarchy_findings import _named
 from app.privacy.json_types import json_typed
 from app.privacy.registry import MethodInputError
 

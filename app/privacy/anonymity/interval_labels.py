@@ -11,7 +11,8 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from app.privacy.anonymity.hierarchies import NUMBER, NUMBER_ANCHORED, _texts, full_match, leaf_key
+from app.privacy.anonymity.hierarchies import NUMBER, NUMBER_ANCHORED, full_match, leaf_key
+from app.privacy.anonymity.leaf_keys import _texts
 
 # A label of a numeric column's hierarchy that reads as an interval is checked against the leaves
 # under it: ARX's own Adult age hierarchy puts 20 under '15-19' and '0-19'. Labels are the

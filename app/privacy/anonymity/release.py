@@ -20,7 +20,8 @@ import numpy as np
 
 from app.privacy.anonymity.axes import Axis, NumericAxis
 from app.privacy.arrays import distinct_sorted
-from app.privacy.anonymity.hierarchies import Tree, _fmt
+from app.privacy.anonymity.automatic_intervals import _fmt
+from app.privacy.anonymity.hierarchies import Tree
 
 
 @dataclass
