@@ -7,12 +7,13 @@ cache-sized chunks: one uint32 of CSPRNG output per cell, against integer thresh
 
 Reconstruction (the ``reconstruct`` analysis) inverts the published channels, also through
 later steps of a chain: see rr_channels.py.
+The mechanism on codes is in rr_mechanism.py, the column coding in rr_coding.py, the
+reconstructor in rr_reconstruction.py; their public names are re-exported here.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from typing import Any, Literal
 
@@ -20,7 +21,6 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, field_validator
 
-from app.privacy.arrays import factorize
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.guarantees import guarantee, raw_determinants, unchanged_columns
@@ -28,14 +28,14 @@ from app.privacy.registry import (
     MethodKind, MethodInputError, MethodSpec, Params, register, register_channel_builder, register_reconstructor,
 )
 from app.privacy.results import ReleaseResult
-from app.privacy.rng import SecureRandom
-from app.privacy.rr_channels import (
-    MISSING, CategoricalChannel, columns_to_reconstruct, count_labels, label_of,
-    project_to_simplex, unique_names, with_columns,
+from app.privacy.rr_channels import MISSING, label_of, project_to_simplex, unique_names, with_columns
+from app.privacy.rr_coding import domain_labels, encode_column, planned_k, publish_codes
+from app.privacy.rr_mechanism import (
+    CHUNK, breach, delivered_epsilon, epsilon_bound, estimate_distribution, flips_as_a_coin, keeps_no_cell,
+    local_epsilon, probability_threshold, randomize_codes, realized_segments,
 )
+from app.privacy.rr_reconstruction import errph_channels, reconstruct_categorical, reconstruct_errph
 
-_SCALE = 2.0**32
-CHUNK = 1 << 16  # cells per chunk: keeps the random words and the codes in L2 cache
 MAX_DOMAIN = 10_000  # categories per column; a larger domain is an identifier, not a category
 PAPER = ("Zhang & Tang, Privacy Preserving Naive Bayes Classification, Chinese Journal of "
          "Computers 30(8), 2007 (seed 000)")
@@ -47,231 +47,6 @@ MISSINGNESS_PUBLISHED = (
     "missing cells were preserved: whether a cell is missing is published as it is and is "
     "unprotected, so the local ε holds only between records whose cells are both missing or both "
     "present (private: false)")
-
-
-# ----------------------------------------------------------------------------------- core
-def probability_threshold(prob: float) -> np.uint32:
-    return np.uint32(min(max(round(prob * _SCALE), 0), _SCALE - 1))
-
-
-def keeps_no_cell(p0: float) -> bool:
-    """p0 within 2^-33 of 0: its keep threshold is 0, no cell is ever kept (pure noise)."""
-    return int(probability_threshold(p0)) == 0
-
-
-def flips_as_a_coin(p: float) -> bool:
-    """A keep probability p within 2^-33 of 1/2: the flip threshold is exactly 2^31 (pure noise)."""
-    return int(probability_threshold(1.0 - p)) == 2**31
-
-
-def randomize_codes(codes: np.ndarray, p0: float, p: np.ndarray, rng: SecureRandom) -> np.ndarray:
-    """ERRPH on integer codes in [0, k): keep with probability p0, else publish j w.p. p[j].
-
-    [0, 2^32) is cut into [0, T0) (keep) followed by one segment per value; one uint32 per
-    cell picks the segment. Uniform p_j: the segment is floor((u - T0)·k / (2^32 - T0)), one
-    multiplication; otherwise k comparisons (small k) or a binary search. Probabilities are
-    realized to within 2^-32 per segment boundary. p0 = 1 keeps every cell. A code < 0 (a
-    missing cell left out) may come out as a value: the caller restores it.
-    """
-    k = len(p)
-    dtype = _code_dtype(k + 1)
-    codes = codes.astype(dtype, copy=False)
-    if p0 >= 1.0:
-        return codes.copy()
-    edges = np.array([probability_threshold(p0 + s) for s in np.concatenate([[0.0], np.cumsum(p)[:-1]])],
-                     dtype=np.uint32)
-    uniform = bool(np.all(p == p[0]))
-    keep_below = edges[0]
-    width = k / (_SCALE - float(keep_below))
-    last = _last_positive(p)
-    out = np.empty(len(codes), dtype=dtype)
-    for start in range(0, len(codes), CHUNK):
-        stop = min(start + CHUNK, len(codes))
-        u = rng.uint32(stop - start)
-        if uniform:
-            # (u - T0) wraps for kept cells; their value is discarded by the where below
-            drawn = ((u - keep_below).astype(np.float64) * width).astype(dtype)
-            np.copyto(out[start:stop], np.where(u < keep_below, codes[start:stop], drawn))
-            continue
-        if k <= 16:
-            # k comparisons over the chunk beat a binary search per cell for small domains.
-            segment = (u >= edges[0]).astype(dtype)
-            for edge in edges[1:]:
-                segment += u >= edge
-        else:
-            segment = np.searchsorted(edges, u, side="right").astype(dtype)
-        segment -= 1  # -1 = keep, j = publish value j
-        if last < k - 1:  # trailing p_j = 0: the capped top edge (2^32 - 1) would give them a word
-            np.minimum(segment, last, out=segment)
-        np.copyto(out[start:stop], np.where(segment < 0, codes[start:stop], segment))
-    return out
-
-
-def _last_positive(p: np.ndarray) -> int:
-    """The last value with p_j > 0: it takes the top of [0, 2^32), so a value asked at p_j = 0
-    after it is never published (a threshold for probability 1 is capped at 2^32 - 1)."""
-    positive = np.flatnonzero(np.asarray(p) > 0)
-    return int(positive[-1]) if positive.size else len(p) - 1
-
-
-def local_epsilon(p0: float, p: np.ndarray) -> float:
-    """max_j ln((p0 + p_j) / p_j): the local-DP level of one attribute (∞ if some p_j = 0)."""
-    p = np.asarray(p, dtype=float)
-    if np.any(p <= 0):
-        return math.inf
-    # a difference of logs: the ratio overflowed to ∞ (with a RuntimeWarning) for a p_j below
-    # ~1e-308, ln(0.05 / 2.1e-312) being 714.66
-    return float(np.max(np.log(p0 + p) - np.log(p)))
-
-
-def realized_segments(p0: float, p: np.ndarray) -> tuple[int, np.ndarray]:
-    """(T0, c): how many of the 2^32 words ``randomize_codes`` keeps the cell for, and how many
-    publish value j — the probabilities it actually realizes, p0' = T0/2^32, p_j' = c_j/2^32.
-    Explicit p_j: the widths of the threshold segments. Uniform p_j: the words of the keep
-    complement [0, N) that floor(d·k/N) sends to j, boundaries found by bisection (the map is
-    monotone in d)."""
-    p = np.asarray(p, dtype=float)
-    k = len(p)
-    if p0 >= 1.0:
-        return 2**32, np.zeros(k, dtype=np.int64)
-    edges = np.array([probability_threshold(p0 + s) for s in np.concatenate([[0.0], np.cumsum(p)[:-1]])],
-                     dtype=np.int64)
-    keep = int(edges[0])
-    if not np.all(p == p[0]):
-        counts = np.diff(np.append(edges, 2**32))
-        last = _last_positive(p)
-        counts[last] += counts[last + 1:].sum()  # randomize_codes folds the trailing zeros' word
-        counts[last + 1:] = 0
-        return keep, counts
-    width = k / (_SCALE - float(keep))  # exactly the factor randomize_codes multiplies by
-    target = np.arange(k + 1, dtype=np.int64)
-    lo, hi = np.zeros(k + 1, dtype=np.int64), np.full(k + 1, 2**32 - keep, dtype=np.int64)
-    while np.any(open_ := lo < hi):  # least d < N with floor(d·width) ≥ j (N when none)
-        mid = (lo + hi) // 2
-        reached = np.floor(mid.astype(np.float64) * width) >= target
-        hi = np.where(open_ & reached, mid, hi)
-        lo = np.where(open_ & ~reached, mid + 1, lo)
-    return keep, np.diff(lo)
-
-
-def delivered_epsilon(p0: float, p: np.ndarray) -> float:
-    """The local ε ``randomize_codes`` delivers: max_j ln((T0 + c_j)/c_j) over its realized
-    segments (``realized_segments``) — within ~2^-32/min p_j of ``local_epsilon``, and ∞ when a
-    p_j > 0 is so small that its segment is empty (the ideal formula would say finite)."""
-    # memoized: every submission prices its columns with it (0.5-1 ms each, a bisection on
-    # tiny arrays), and the same (p0, p) come back job after job
-    return _delivered_epsilon(float(p0), np.ascontiguousarray(p, dtype=float).tobytes())
-
-
-@functools.lru_cache(maxsize=1024)
-def _delivered_epsilon(p0: float, p_bytes: bytes) -> float:
-    keep, counts = realized_segments(p0, np.frombuffer(p_bytes, dtype=float))
-    if keep >= 2**32:
-        return math.inf
-    if keep == 0:
-        return 0.0  # no cell is ever kept: the output does not depend on the input
-    if np.any(counts == 0):
-        return math.inf
-    return float(np.max(np.log((keep + counts) / counts)))
-
-
-def epsilon_bound(p0: float, p: np.ndarray) -> float:
-    """An upper bound of ``delivered_epsilon`` for the p_j in any order: each realized segment
-    is within 2 words of its ideal width p_j·2^32 (its two edges round by ≤ 1/2 word each, the
-    top edge is capped at 2^32 - 1, the cumulative sums err by < 10^-2 word), T0 + c_j too."""
-    p = np.asarray(p, dtype=float)
-    if p0 >= 1.0 or np.any(p * _SCALE <= 2.0):
-        return math.inf
-    return float(np.max(np.log(((p0 + p) * _SCALE + 2.0) / (p * _SCALE - 2.0))))
-
-
-def estimate_distribution(published_counts: np.ndarray, p0: float, p: np.ndarray) -> np.ndarray:
-    """Unbiased π̂_j = (λ̂_j - p_j) / p0 (paper eq. 1); may leave [0, 1]."""
-    n = published_counts.sum()
-    lam = published_counts / n if n else np.zeros_like(published_counts, dtype=float)
-    return (lam - p) / p0
-
-
-def breach(p0: float, p: np.ndarray, pi: np.ndarray) -> np.ndarray:
-    """Breach(a_i) = p0 · p0·π_i / (p0·π_i + p_i) (paper §6.1), per value."""
-    pi = np.asarray(pi, dtype=float)
-    p = np.asarray(p, dtype=float)
-    denom = p0 * pi + p
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(denom > 0, p0 * p0 * pi / np.where(denom > 0, denom, 1.0), 0.0)
-
-
-# ------------------------------------------------------------------------- column coding
-def _sorted_values(values: list[Any]) -> list[Any]:
-    try:
-        return sorted(values)
-    except TypeError:  # mixed types: order by label
-        return sorted(values, key=label_of)
-
-
-def _code_dtype(k: int):
-    return np.int8 if k < 127 else (np.int16 if k < 32_767 else np.int32)
-
-
-def encode_column(series: pd.Series, info: ColumnInfo, missing: str) -> tuple[list[Any], np.ndarray, bool]:
-    """The column's domain (declared categories, {False, True} for a boolean column, else the
-    sorted distinct values, then the missing category when asked for and present) and each cell's code in it (-1 = a missing
-    cell left out). Also whether the domain was read from the data.
-
-    One pass counts the distinct values (and the missing cells); the per-cell recoding is
-    skipped when the column's own codes already are the domain's."""
-    if isinstance(series.dtype, pd.CategoricalDtype):
-        uniques, codes = list(series.cat.categories), series.cat.codes.to_numpy()
-    else:
-        codes, uniques = factorize(series)
-    per_value = np.bincount(codes.astype(np.intp) + 1, minlength=len(uniques) + 1)
-    n_missing, present = int(per_value[0]), per_value[1:] > 0
-    if info.categories is not None:
-        domain: list[Any] = list(info.categories)
-        from_data = False
-    elif info.type == "boolean":  # the type is the domain (as warner and mst read it)
-        domain, from_data = [False, True], False
-    else:
-        domain = _sorted_values([u for u, seen in zip(uniques, present) if seen])
-        from_data = True
-    pos = {label_of(v): i for i, v in enumerate(domain)}
-    lut = np.array([pos.get(label_of(u), -2) for u in uniques], dtype=np.int64)
-    if ((lut == -2) & present).any():
-        raise MethodInputError(f"column {info.name!r} holds values outside its declared categories")
-    as_missing = len(domain) if missing == "category" and n_missing else -1
-    if as_missing >= 0:
-        domain.append(None)
-    dtype = _code_dtype(len(domain))
-    if np.array_equal(lut[present], np.flatnonzero(present)) and as_missing < 0:
-        return domain, codes.astype(dtype, copy=False), from_data  # already the domain's codes
-    table = np.append(lut, as_missing).astype(dtype)
-    return domain, table[codes], from_data  # a missing cell (code -1) takes the last entry
-
-
-def domain_labels(domain: list[Any]) -> list[str]:
-    return [label_of(v) for v in domain]
-
-
-def publish_codes(codes: np.ndarray, domain: list[Any]) -> pd.Categorical:
-    """The published column: codes into the domain; the missing category and left-out
-    missing cells are published as missing."""
-    values = [v for v in domain if v is not None]
-    if len(values) < len(domain):
-        codes = np.where(codes >= len(values), -1, codes).astype(codes.dtype)
-    return pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(values), validate=False)
-
-
-def planned_k(info: ColumnInfo, missing: str) -> int | None:
-    """The domain size a run will use, from the schema and profile alone (no data read)."""
-    if info.categories is not None:
-        k = len(info.categories)
-    elif info.type == "boolean":
-        k = 2
-    elif info.distinct is not None:
-        k = int(info.distinct)
-    else:
-        return None
-    return k + (1 if missing == "category" and info.missing > 0 else 0)
 
 
 def _check_planned_k(info: ColumnInfo, missing: str, actual: int) -> None:
@@ -584,94 +359,6 @@ def _check_errph(params: ErrphParams, columns: list[ColumnInfo], source: SourceR
         if k is not None:
             _planned_probabilities(name, k, params)  # list lengths, sums, zeros
 
-
-# ------------------------------------------------------------------------- reconstruction
-# A share's standard error above which ±1.96·SE spans more than the whole of [0, 1]
-UNINFORMATIVE_SE = 0.255
-# Published cells of a value below which ±1.96·SE is a rough interval: the count is nearly
-# Poisson and the normal approximation undercovers (Poisson mean 3: 80 %, 5: 87 %, 10: 93 %;
-# acceptance check on Adult samples: values with 1.5-5 expected published cells 79-92 %)
-FEW_PUBLISHED_CELLS = 10
-NAMED_VALUES = 5
-
-
-def reconstruct_categorical(data: MethodInput, step: dict[str, Any], params: Any, ctx: RunContext) -> dict[str, Any]:
-    """Per categorical column of ``step``: the unbiased π̂, its standard errors, the
-    simplex-consistent estimate, inverted through every later step of the chain that
-    randomized the same column again. Reads only the final release."""
-    if data.frame is None or data.source is None:
-        raise MethodInputError("reconstruct needs a table release")
-    found, notes = columns_to_reconstruct(data, step, getattr(params, "columns", None), CategoricalChannel)
-    out: dict[str, Any] = {}
-    for name, channel in found:
-        try:
-            est = channel.estimate(count_labels(data.frame[name], channel.labels, name))
-        except ValueError as exc:
-            raise MethodInputError(str(exc)) from None
-        missing_cells = int(data.frame[name].isna().sum()) if MISSING not in channel.labels else 0
-        out[name] = _describe_estimate(name, step, channel, est, missing_cells)
-        widest = float(np.max(est["standard_error"], initial=0.0))
-        if widest > UNINFORMATIVE_SE:  # an unbiased estimate is still returned, as documented
-            notes.append(f"column {name!r}: standard errors up to {widest:.3g}, so a 95 % interval is "
-                         "wider than [0, 1]: the estimate says little about this column (the "
-                         "randomization is close to uniform for this many records)")
-        if (note := _few_cells_note(name, channel, est["published_count"])) is not None:
-            notes.append(note)
-    return {"columns": out, "notes": notes,
-            "projection": "Euclidean projection of the unbiased vector onto the probability simplex",
-            "standard_errors": "sqrt(λ_j(1-λ_j)/n) / |scale| at λ_j = the published share λ̂_j moved into "
-                               "[offset_j, offset_j + scale] (scale = p0 and offset_j = p_j for ERRPH, "
-                               "2p-1 and 1-p for Warner; the product over chained steps)"}
-
-
-def _few_cells_note(name: str, channel: CategoricalChannel, counts: np.ndarray) -> str | None:
-    """The values of a column whose intervals rest on a handful of published cells."""
-    few = [label for label, c in zip(channel.domain, counts) if c < FEW_PUBLISHED_CELLS]
-    if not few:
-        return None
-    named = ", ".join(map(repr, few[:NAMED_VALUES])) + (f" and {len(few) - NAMED_VALUES} more"
-                                                         if len(few) > NAMED_VALUES else "")
-    verb = "has" if len(few) == 1 else "have"
-    return (f"column {name!r}: {len(few)} of its {len(channel.domain)} values {verb} fewer than "
-            f"{FEW_PUBLISHED_CELLS} published cells ({named}): their ±1.96 standard error intervals "
-            "(the plot's error bars) are rough — with so few cells the normal approximation covers "
-            "80-93 % rather than 95 %")
-
-
-def _describe_estimate(name: str, step: dict[str, Any], channel: CategoricalChannel,
-                       est: dict[str, Any], missing_cells: int) -> dict[str, Any]:
-    entry: dict[str, Any] = {
-        "kind": "categorical", "n": est["n"], "domain": list(channel.domain),
-        "estimate": est["estimate"].tolist(), "consistent": est["consistent"].tolist(),
-        "standard_error": est["standard_error"].tolist(),
-        "published_share": est["published_share"].tolist(), "through_steps": list(channel.steps),
-    }
-    if channel.preserve_missing and missing_cells:
-        entry["population"] = "cells that were not missing (missing cells were left out)"
-        entry["missing_cells"] = missing_cells
-    return entry
-
-
-def reconstruct_errph(data: MethodInput, step: dict[str, Any], params: Any, ctx: RunContext) -> dict[str, Any]:
-    """reconstruct_categorical, with the breach probability at the reconstructed distribution
-    of each column no later step changed again."""
-    out = reconstruct_categorical(data, step, params, ctx)
-    for name, entry in out["columns"].items():
-        if len(entry["through_steps"]) == 1:
-            meta = step["metadata"]["errph"][name]
-            entry["breach_at_reconstructed"] = float(
-                breach(meta["p0"], np.asarray(meta["p"]), np.asarray(entry["consistent"])).max())
-    return out
-
-
-def errph_channels(metadata: dict[str, Any]) -> dict[str, CategoricalChannel]:
-    """λ = p0·π + p over each column's published domain (its metadata["errph"] entry)."""
-    return {name: CategoricalChannel(labels=tuple(c["domain"]), scale=float(c["p0"]), offset=tuple(c["p"]),
-                                     domain=tuple(c["domain"]), preserve_missing=c.get("missing") == "preserve",
-                                     steps=("errph",))
-            for name, c in metadata.get("errph", {}).items()}
-
-
 register(MethodSpec(
     name="errph",
     family="randomized_response",
@@ -691,4 +378,7 @@ register_reconstructor("errph", reconstruct_errph)
 register_channel_builder("errph", errph_channels)
 
 __all__ = ["MISSING", "randomize_codes", "local_epsilon", "estimate_distribution",
-           "project_to_simplex", "breach", "encode_column", "planned_k", "reconstruct_categorical"]
+           "project_to_simplex", "breach", "encode_column", "planned_k", "reconstruct_categorical",
+           # moved to rr_mechanism.py / rr_coding.py, imported from here by warner.py and the tests
+           "CHUNK", "delivered_epsilon", "domain_labels", "epsilon_bound", "flips_as_a_coin", "keeps_no_cell",
+           "probability_threshold", "realized_segments"]
