@@ -123,7 +123,7 @@ def _payout_feasible(result, options: Options, n: int) -> None:
     raise MethodInputError(
         f"no generalization found {searched} keeps enough classes under the profitability model: "
         f"the greedy climb from the bottom ends suppressing {dropped} of {n} records, above the suppression limit of {limit} "
-        f"({options.suppression:g}); raise suppression (up to 0.5), or change the payoffs (a higher "
+        f"({options.suppression:g}); raise suppression (up to 1), or change the payoffs (a higher "
         "publisher_benefit or adversary_cost, a lower publisher_loss or adversary_gain keep more classes)")
 
 

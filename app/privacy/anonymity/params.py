@@ -178,8 +178,11 @@ class KAnonymityParams(AttributeModels):
         "column named here meets exactly its own set, not the job's l/alpha/t/beta/"
         "delta_disclosure, and is sensitive whether or not sensitive names it; the columns of "
         "sensitive without an entry meet the job's set. At most 8 sensitive columns in all")
-    suppression: float = Field(0.0, ge=0.0, le=0.5, description="lattice: largest share of records "
-                               "that may be suppressed (removed), e.g. 0.04 for 4%")
+    # up to 1 as ARX's suppression limit (100 %): a limit that lets the optimum suppress most of
+    # the table is the owner's call (with entropy_monotonic, which counts no suppression, the
+    # optimum then leans to suppressing; ncp and entropy charge each suppressed record in full)
+    suppression: float = Field(0.0, ge=0.0, le=1.0, description="lattice: largest share of records "
+                               "that may be suppressed (removed), e.g. 0.04 for 4% (1: ARX's 100 %)")
     time_budget: float = Field(30.0, gt=0.0, le=600.0, description="lattice: seconds of search after "
                                "which the best generalization found so far is released, flagged")
     max_lattice_nodes: int = Field(200_000, ge=1, le=2_000_000, description="lattice: above this many "
