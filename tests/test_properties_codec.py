@@ -18,7 +18,8 @@ from hypothesis import assume, given, note
 from hypothesis import strategies as st
 
 from app import codec
-from app.datasets.parsing import NULL_VALUES, Limits, parse
+from app.datasets.csv_reading import NULL_VALUES
+from app.datasets.parsing import Limits, parse
 from app.downloads import encode_table
 from tests.support.properties import bounded
 

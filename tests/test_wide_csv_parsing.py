@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from app.datasets import parsing
+from app.datasets import csv_reading, parsing
 
 
 class _CountingTable:
@@ -29,13 +29,13 @@ def test_the_wide_integer_check_reads_the_schema_once_whatever_the_width(tmp_pat
     for width in (10, 500):
         table = pa.table({f"c{i}": pa.array([1.5, 2.0]) for i in range(width)})
         counting = _CountingTable(table)
-        assert parsing._as_written(tmp_path / "unused.csv", None, counting) is counting
+        assert csv_reading._as_written(tmp_path / "unused.csv", None, counting) is counting
         assert counting.schema_reads == 1, (width, counting.schema_reads)
 
 
 def test_a_column_of_20_digit_integers_is_still_kept_as_text(tmp_path):
     path = tmp_path / "ids.csv"
     path.write_text("id,x\n12345678901234567890,1.5\n98765432109876543210,2\n")
-    table = parsing._read_csv(path, "csv", parsing.Limits(max_rows=10, max_columns=10, max_cell_length=100))
+    table = csv_reading._read_csv(path, "csv", parsing.Limits(max_rows=10, max_columns=10, max_cell_length=100))
     assert table.column("id").to_pylist() == ["12345678901234567890", "98765432109876543210"]
     assert pa.types.is_floating(table.schema.field("x").type)

@@ -83,13 +83,13 @@ def test_integer_literals_are_read_in_chunks_across_blank_lines(tmp_path, monkey
     """The digits are decoded a chunk of lines at a time: a column is kept only if every chunk
     holds integer literals (a 1.5 in the last chunk makes it numeric), blank lines are skipped
     wherever they fall, and a byte-order mark before the first line is not part of it."""
-    from app.datasets import parsing
+    from app.datasets import jsonl_reading
 
-    monkeypatch.setattr(parsing, "_LITERAL_CHUNK", 2)
+    monkeypatch.setattr(jsonl_reading, "_LITERAL_CHUNK", 2)
     lines = [f'{{"id": {v}, "w": {v}}}\n' for v in WIDE] + ["\n", '{"id": null, "w": 1.5}\n', "  \n"]
     path = tmp_path / "ids.jsonl"
     path.write_bytes(b"\xef\xbb\xbf" + "".join(lines).encode())
-    texts = parsing._integer_literal_texts(path, ["id", "w"], len(WIDE) + 1)
+    texts = jsonl_reading._integer_literal_texts(path, ["id", "w"], len(WIDE) + 1)
     assert list(texts) == ["id"]
     assert texts["id"].to_pylist() == WIDE + [None]
 

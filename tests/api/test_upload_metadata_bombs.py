@@ -17,6 +17,7 @@ from tests.support.api import assert_problem, upload
 
 def test_too_many_distinct_items_are_refused_before_the_items_are_encoded(client, owner, monkeypatch, tmp_path):
     import app.datasets.parsing as parsing
+    import app.datasets.transaction_files as transaction_files
     from app.datasets.service import limits
     from app.errors import Unprocessable
 
@@ -27,7 +28,7 @@ def test_too_many_distinct_items_are_refused_before_the_items_are_encoded(client
     data = b"1 2 3\n" + " ".join(str(i) for i in range(items)).encode() + b"\n"
     assert_problem(upload(client, owner, data, "t.dat"), 422, "more than 200000 distinct items")
     # the upload is read in a child process, which this patch does not reach: the parser here
-    monkeypatch.setattr(parsing.pc, "dictionary_encode", encode_everything)
+    monkeypatch.setattr(transaction_files.pc, "dictionary_encode", encode_everything)
     path = tmp_path / "t.dat"
     path.write_bytes(data)
     with pytest.raises(Unprocessable, match="more than 200000 distinct items"):
