@@ -48,20 +48,28 @@ def _dataset(client, owner, frame: pd.DataFrame) -> dict:
 
 
 def test_a_job_debits_epsilon_and_releases_the_answers_near_the_truth(client, owner):
+    """ε = 20 (shares 1, 2, 2, 1: ε/6 a unit) so that each "near the truth" below holds but by
+    chance with probability < 1e-8. At ε = 2 the assertions failed in 1,000 library runs 6 times
+    (histogram interval), 1 (histogram distance), 6 (grouped-mean distance), 2 (its interval): a
+    histogram cell's discrete Laplace noise (scale 6) passes 48 = its 95 % half-width 18 + 30
+    with probability ~4e-4 a cell (12 cells), and the mean of the 216 women earning >50K moved by
+    Laplace(219/216 ≈ 1 year), past 5 years in ~0.7 %. At ε = 20 the scales are 0.6 (cells: 60 is
+    100 scales, 31.5 is 52) and 0.1 year (that mean: 5 years is 49 scales, the interval's
+    2-year slack ~20, P ≈ e^-20 ≈ 2e-9); 0 of 1,000 library runs failed."""
     frame = _frame()
     ds = _dataset(client, owner, frame)
-    client.put(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner), json={"epsilon_total": 3.0})
-    r = submit(client, owner, "dp_statistics", {"epsilon": 2.0, "queries": QUERIES}, dataset_id=ds["id"])
+    client.put(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner), json={"epsilon_total": 30.0})
+    r = submit(client, owner, "dp_statistics", {"epsilon": 20.0, "queries": QUERIES}, dataset_id=ds["id"])
     assert r.status_code == 202, r.text
     ledger = client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner)).json()
-    assert ledger["epsilon_spent"] == 2.0
+    assert ledger["epsilon_spent"] == 20.0
     assert [e["job_id"] for e in ledger["entries"] if e["kind"] == "debit"] == [r.json()["id"]]
 
     job, rel = run_to_release(client, owner, r.json()["id"])
     rid = rel["id"]
     g, meta = rel["guarantees"], rel["metadata"]["dp_statistics"]
-    assert g["notion"] == "central_dp" and g["epsilon"] == 2.0 and g["delta"] == 0.0 and g["private"] is True
-    assert sum(g["epsilon_split"].values()) <= 2.0 and meta["epsilon_delivered"] <= 2.0
+    assert g["notion"] == "central_dp" and g["epsilon"] == 20.0 and g["delta"] == 0.0 and g["private"] is True
+    assert sum(g["epsilon_split"].values()) <= 20.0 and meta["epsilon_delivered"] <= 20.0
     assert g["epsilon_split"]["queries[2]"] == pytest.approx(2 * g["epsilon_split"]["queries[1]"])
 
     body = client.get(f"/v1/releases/{rid}/data", headers=auth(owner), params={"format": "csv"})
@@ -73,6 +81,7 @@ def test_a_job_debits_epsilon_and_releases_the_answers_near_the_truth(client, ow
     assert rows[0]["value"].tolist() == [float(N)] and rows[0]["epsilon"].tolist() == [0.0]
     hist = rows[1]  # 3 income levels (with missing) × 4 education levels (with missing)
     assert len(hist) == 12 and hist["group"].iloc[0] == "income=<=50K" and hist["level"].iloc[3] == "(missing)"
+    assert set(hist["noise"]) == {"discrete Laplace, scale 0.6"}  # Δ 2 (replace-one) over ε 20/6
     truth = frame.groupby(["income", "education"]).size()
     for _, row in hist.iterrows():
         income, level = row["group"].split("=", 1)[1], row["level"]
@@ -130,31 +139,34 @@ def test_a_column_without_declared_bounds_is_refused_naming_it(client, owner):
 
 
 def test_an_add_remove_job_is_debited_the_replace_one_epsilon_and_publishes_no_n(client, owner):
-    """ε = 30 under add/remove: the count of records (0 against a replacement), the histogram
-    (Δ 1 → 2) and the grouped mean (2 in both parts) are priced (0 + 2 + 2)/3 × 30 = 40 on the
-    ledger. At that ε the empty groups' noisy counts are far below 1: their means are not
-    estimated (null in JSON lines, empty in CSV) and their intervals are the bounds."""
+    """ε = 100 under add/remove, the grouped mean's share 2: the count of records (0 against a
+    replacement), the histogram (Δ 1 → 2) and the grouped mean (2 in both parts) are priced
+    (0·1 + 2·1 + 2·2)/4 × 100 = 150 on the ledger. At that ε the five empty groups' noisy counts
+    (discrete Laplace, scale 0.04) are far below 1: their means are not estimated (null in JSON
+    lines, empty in CSV) and their intervals are the bounds. At ε = 30 with equal shares (count
+    scale 0.2) one of them reached 1 with probability e^-5/2 each: 17 of 1,000 library runs failed;
+    at scale 0.04, e^-25/2 ≈ 7e-12 each, 0 of 1,000."""
     frame = _frame()
     ds = _dataset(client, owner, frame)
-    client.put(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner), json={"epsilon_total": 45.0})
+    client.put(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner), json={"epsilon_total": 160.0})
     queries = [{"statistic": "count"}, {"statistic": "histogram", "column": "education", "by": ["income"]},
-               {"statistic": "mean", "column": "age", "by": ["sex", "income"]}]
+               {"statistic": "mean", "column": "age", "by": ["sex", "income"], "share": 2}]
     bad = submit(client, owner, "dp_statistics", {"epsilon": 1.0, "neighbouring": "swap", "queries": queries},
                  dataset_id=ds["id"])
     assert "neighbouring" in str(assert_problem(bad, 422))
-    r = submit(client, owner, "dp_statistics", {"epsilon": 30.0, "neighbouring": "add_remove", "queries": queries},
+    r = submit(client, owner, "dp_statistics", {"epsilon": 100.0, "neighbouring": "add_remove", "queries": queries},
                dataset_id=ds["id"])
     assert r.status_code == 202, r.text
-    assert client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner)).json()["epsilon_spent"] == 40.0
+    assert client.get(f"/v1/datasets/{ds['id']}/budget", headers=auth(owner)).json()["epsilon_spent"] == 150.0
     _, rel = run_to_release(client, owner, r.json()["id"])
     g, meta = rel["guarantees"], rel["metadata"]["dp_statistics"]
-    assert g["epsilon"] == 30.0 and g["replace_one"]["epsilon"] == 40.0 and g["replace_one"]["epsilon_delivered"] <= 40.0
+    assert g["epsilon"] == 100.0 and g["replace_one"]["epsilon"] == 150.0 and g["replace_one"]["epsilon_delivered"] <= 150.0
     assert "added or removed" in g["neighbouring"] and "records" not in meta
     body = client.get(f"/v1/releases/{rel['id']}/data", headers=auth(owner), params={"format": "jsonl"})
     assert body.status_code == 200, body.text
     rows = [json.loads(line) for line in body.text.splitlines()]
     count = rows[0]
-    assert count["epsilon"] == pytest.approx(10.0) and count["noise"].startswith("discrete Laplace")
+    assert count["epsilon"] == pytest.approx(25.0) and count["noise"].startswith("discrete Laplace")
     assert abs(count["value"] - N) < 5
     means = {row["group"]: row for row in rows if row["query"] == 2}
     assert len(means) == 9  # (Female, Male, missing) × (<=50K, >50K, missing)
