@@ -24,7 +24,7 @@ import pandas as pd
 
 from app import codec
 from app.privacy.experiments import dataset_file
-from app.privacy.experiments.dp_release import ADULT_BOUNDS
+from app.privacy.experiments.dp_release_tasks import ADULT_BOUNDS
 from benchmarks.common import Row
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,7 +37,7 @@ from app import codec
 from app.privacy import registry
 from app.privacy.context import RunContext
 from app.privacy.data import MethodInput
-from app.privacy.experiments.dp_release import ADULT_BOUNDS, declared_schema
+from app.privacy.experiments.dp_release_tasks import ADULT_BOUNDS, declared_schema
 from app.privacy.rng import SecureRandom
 
 registry.load_all()

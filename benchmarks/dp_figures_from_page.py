@@ -20,9 +20,10 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from app.privacy.experiments.dp_release import (
-    LABELS, TASK_DESCRIPTIONS, ExperimentDpReleaseParams, add_remove_note, debits, plot_task,
-)
+from app.privacy.experiments.dp_release import LABELS, ExperimentDpReleaseParams
+from app.privacy.experiments.dp_release_plots import plot_task
+from app.privacy.experiments.dp_release_releasers import add_remove_note, debits
+from app.privacy.experiments.dp_release_tasks import TASK_DESCRIPTIONS
 from app.privacy.results import render_figure
 
 ROOT = Path(__file__).resolve().parents[1]

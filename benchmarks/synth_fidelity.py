@@ -27,7 +27,8 @@ import pandas as pd
 from app.privacy.context import RunContext
 from app.privacy.dp_release.aim import AimParams, run_aim
 from app.privacy.dp_release.mst import MstParams, run_mst
-from app.privacy.experiments.dp_release import load_task, marginal_tvd, svm_error
+from app.privacy.experiments.dp_release_evaluation import marginal_tvd, svm_error
+from app.privacy.experiments.dp_release_tasks import load_task
 from app.privacy.rng import SecureRandom
 
 RUNNERS = {"mst": (MstParams, run_mst), "aim": (AimParams, run_aim)}

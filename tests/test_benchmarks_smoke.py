@@ -40,7 +40,8 @@ def test_the_dp_figures_are_drawn_from_the_pages_tables():
     import matplotlib.pyplot as plt
 
     from benchmarks.dp_figures_from_page import PAGE, income_points, ten_repetition_points
-    from app.privacy.experiments.dp_release import LABELS, plot_task
+    from app.privacy.experiments.dp_release import LABELS
+    from app.privacy.experiments.dp_release_plots import plot_task
 
     md = PAGE.read_text()
     points = ten_repetition_points(md)

@@ -17,7 +17,7 @@ from app.privacy.dp_release.dppro import DpproParams, run_dppro
 from app.privacy.dp_release.encoding import Encoding, plan_column
 from app.privacy.dp_release.icahdp import IcahdpParams, icahdp_epsilon, run_icahdp
 from app.privacy.experiments import datasets_dir
-from app.privacy.experiments.dp_release import ADULT_BOUNDS, declared_schema
+from app.privacy.experiments.dp_release_tasks import ADULT_BOUNDS, declared_schema
 from app.privacy.noise import on_grid
 from app.privacy.registry import MethodInputError
 from app.privacy.rng import SecureRandom

@@ -13,9 +13,10 @@ from pydantic import ValidationError
 
 from app.privacy import registry
 from app.privacy.context import RunContext
-from app.privacy.experiments.dp_release import (
-    LABELS, ExperimentDpReleaseParams, TARGET, _plot, load_task, marginal_tvd, run_protocol, svm_error,
-)
+from app.privacy.experiments.dp_release import LABELS, ExperimentDpReleaseParams, run_protocol
+from app.privacy.experiments.dp_release_evaluation import marginal_tvd, svm_error
+from app.privacy.experiments.dp_release_plots import _plot
+from app.privacy.experiments.dp_release_tasks import TARGET, load_task
 from app.privacy.rng import SecureRandom
 from tests.support.figures import assert_readable
 
@@ -228,7 +229,8 @@ def test_mst_under_add_remove_is_a_variant_of_its_own_with_the_epsilon_it_would_
     experiment ran them under replace-one only, so its comparison with smartnoise's MST and AIM
     was not like-for-like. mst_add_remove / aim_add_remove are opt-in variants: their rows, their
     label, and the replace-one ε' a job of theirs would be debited are in the report."""
-    from app.privacy.experiments.dp_release import ALL_METHODS, debits
+    from app.privacy.experiments.dp_release import ALL_METHODS
+    from app.privacy.experiments.dp_release_releasers import debits
 
     assert "mst_add_remove" not in ExperimentDpReleaseParams().methods == ALL_METHODS  # the protocol's default
     params = ExperimentDpReleaseParams(tasks=["adult_income"], methods=["mst", "mst_add_remove", "noprivacy"],
@@ -252,7 +254,7 @@ def test_mst_under_add_remove_is_a_variant_of_its_own_with_the_epsilon_it_would_
 
 
 def test_the_figure_labels_both_relations_and_says_what_epsilon_means_for_add_remove():
-    from app.privacy.experiments.dp_release import debits
+    from app.privacy.experiments.dp_release_releasers import debits
 
     params = ExperimentDpReleaseParams(tasks=["adult_income"], methods=["aim", "aim_add_remove", "mst_add_remove"],
                                        epsilons=[0.5, 1.0, 2.0])
@@ -284,14 +286,14 @@ def test_privbayes_runs_at_the_degree_each_task_allows(monkeypatch):
     """Opting privbayes in with the default tasks was refused at submission: CoIL's 86 columns at
     degree 2 exceed its candidate limit, and the 422 blamed the ε grid ('epsilons: …'). The
     experiment runs it at degree 1 there, 2 elsewhere; a refusal at every ε names the method."""
-    from app.privacy.experiments import dp_release as experiment
+    from app.privacy.experiments import dp_release_releasers as releasers
 
     check = registry.get("experiment_dp_release").check
     params = ExperimentDpReleaseParams(methods=["privbayes"], epsilons=[0.1, 1.0])
     check(params, [], None)
-    degrees = {task: extra["degree"] for task, name, _, extra in experiment._built_in_releases(params)}
+    degrees = {task: extra["degree"] for task, name, _, extra in releasers._built_in_releases(params)}
     assert degrees == {"adult_degree": 2, "adult_married": 2, "bank_y": 2, "coil_caravan": 1, "coil_home": 1}
-    monkeypatch.setitem(experiment.RELEASES, "privbayes", ("privbayes", {"degree": 2}))
+    monkeypatch.setitem(releasers.RELEASES, "privbayes", ("privbayes", {"degree": 2}))
     with pytest.raises(registry.MethodInputError,
                        match=r"^methods: privbayes cannot run on task 'coil_caravan': degree 2 with 8[56] columns"):
         check(params, [], None)

@@ -14,7 +14,8 @@ from pydantic import ValidationError
 
 from app.privacy.context import RunContext
 from app.privacy.data import MethodInput
-from app.privacy.experiments.dp_release import LABELS, ExperimentDpReleaseParams, _plot
+from app.privacy.experiments.dp_release import LABELS, ExperimentDpReleaseParams
+from app.privacy.experiments.dp_release_plots import _plot
 from app.privacy.experiments.itemsets import ExperimentItemsetsParams, run_experiment_itemsets
 from app.privacy.experiments.ppnb import ExperimentPPNBParams
 from app.privacy.experiments import rfk as rfk_experiment

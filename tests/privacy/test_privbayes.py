@@ -22,7 +22,8 @@ from app.privacy.dp_release.privbayes import (
     run_privbayes, score_sensitivity,
 )
 from app.privacy.arrays import project_to_simplex as simplex
-from app.privacy.experiments.dp_release import load_task, marginal_tvd
+from app.privacy.experiments.dp_release_evaluation import marginal_tvd
+from app.privacy.experiments.dp_release_tasks import load_task
 from app.privacy.registry import MethodInputError
 from app.privacy.rng import SecureRandom
 
