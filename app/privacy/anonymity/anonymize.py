@@ -21,7 +21,10 @@ from app.privacy.anonymity.models import Constraints, Population, Sensitive, cla
 from app.privacy.anonymity.mondrian import mondrian_partition
 from app.privacy.anonymity.release import generalize, generalize_levels
 from app.privacy.anonymity.risk import prosecutor_risk
-from app.privacy.anonymity.verify import Achieved, equivalence_classes, verify_release, worst_achieved
+from app.privacy.anonymity.risk_thresholds import RiskThresholds
+from app.privacy.anonymity.verify import (
+    Achieved, VerificationError, equivalence_classes, verify_release, worst_achieved,
+)
 from app.privacy.anonymity.verify_population import label_cover, verify_population
 from app.privacy.anonymity.verify_profitability import verify_profitability
 from app.privacy.anonymity.wording import below, rounded
@@ -293,6 +296,8 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
         model = {"derived_k": cb.derived_k} if cb.no_attack else {"records_suppressed_by_model": model_suppressed}
         metadata["profitability"] = {**cb.as_dict(), "attack_threshold": cb.attack_threshold, **model, **found}
     released_ids = equivalence_classes(out, quasi_identifiers)
+    if constraints.risk is not None:  # recomputed from the released classes alone
+        metadata["risk_thresholds"] = _verify_risk(constraints.risk, released_ids)
     n_input = n if pop is None else int(pop.in_subset.sum())  # the records a release could hold
     metrics = anonymity_metrics(quasi_identifiers, ncp, n_input, int(suppressed.sum()), released_ids,
                                 constraints.k)
@@ -337,6 +342,16 @@ def _verify(out: pd.DataFrame, quasi_identifiers: list[str], constraints: Constr
         table_values=one.values if one is not None else None,
         table_dist=one.table_dist if one is not None else None,
         ordered=bool(one is not None and one.ordered))
+
+
+def _verify_risk(risk: RiskThresholds, released_ids: np.ndarray) -> dict:
+    """The risk thresholds' figures on the released classes; a VerificationError if one fails."""
+    figures = risk.figures(np.bincount(released_ids) if len(released_ids) else np.zeros(0, dtype=np.int64))
+    failures = risk.failures(figures)
+    if failures:
+        raise VerificationError("release failed its independent check: " + "; ".join(failures))
+    smallest = {} if risk.smallest_size is None else {"smallest_size_not_at_risk": risk.smallest_size}
+    return {"requested": risk.requested(), "achieved": figures, **smallest}
 
 
 def _describe_axes(axes, gen, options: Options, lattice: bool) -> dict:

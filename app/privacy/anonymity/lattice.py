@@ -17,6 +17,12 @@ the loss (they are the records released), and a node passes only if every class 
 δ-presence: no suppression can change a class's ratio (it counts suppressed research records
 too), so a δ-presence failure rules the node out, as the projections do below.
 
+ARX's risk thresholds (risk_thresholds.py: average risk, records at risk, sample uniques) are
+facts of the whole table: after the classes failing the per-class models are suppressed, the
+fewest smallest kept classes that make them hold are suppressed too. Without suppression they are
+monotone (merging classes lowers each figure) and the projections test them; with suppression
+the projections leave them out (the least suppression they need is not shown monotone).
+
 The profitability model (profitability.py: a class is kept iff the publisher's expected payout
 is positive) is evaluated on every node it reaches and never pruned by: it is not monotone even
 without suppression (generalizing lowers every payout and the attack's odds at once), so the
@@ -173,7 +179,10 @@ def _suppressed(cols: _Columns, levels, c: Constraints, sensitives: tuple[Sensit
     ids, n_classes = cols.classes(levels, columns)
     payout = (lambda: ~model_keeps(cols, levels, ids, n_classes, c)) if c.payout_model else (lambda: False)
     if c.population is None:
-        return ~satisfied(ids, n_classes, c, sensitives)[ids] | payout()
+        mask = ~satisfied(ids, n_classes, c, sensitives)[ids] | payout()
+        if c.risk is not None:  # then the fewest smallest kept classes the thresholds need
+            mask |= c.risk.to_suppress(np.bincount(ids[~mask], minlength=n_classes))[ids]
+        return mask
     pop = c.population
     t, p = pop.counts(ids, n_classes)
     if not pop.presence_ok(t, p).all():

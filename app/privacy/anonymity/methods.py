@@ -21,6 +21,7 @@ from app.privacy.anonymity.profitability_wording import (
     profitability_figures, profitability_statements, profitability_warnings,
 )
 from app.privacy.anonymity.risk import frame_risk
+from app.privacy.anonymity.risk_thresholds import risk_statement
 from app.privacy.anonymity.verify_profitability import refuse_ambiguous_names
 from app.privacy.anonymity.roles import MAX_SENSITIVE, resolve_quasi_identifiers, resolve_sensitive
 from app.privacy.context import RunContext
@@ -219,7 +220,8 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
     estimated = params.k_map_estimate(len(frame))
     k = params.release_k(estimated)  # with the no-attack profitability's k = ⌈gain / cost⌉ too
     cost_benefit = params.profitability.cost_benefit() if params.profitability is not None else None
-    constraints = replace(params.model_set(k), population=population, profitability=cost_benefit)
+    constraints = replace(params.model_set(k), population=population, profitability=cost_benefit,
+                          risk=params.risk_thresholds())
     result = anonymize(frame.drop(columns=identifiers), infos, hierarchies, qis,
                        constraints, sensitive, params.options(), ctx.progress,
                        models=params.column_models(k))
@@ -253,6 +255,7 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
                 "those exactly, which narrows the population a released class matches — the release is "
                 "not stated private; declare those columns quasi-identifiers too, or leave them out")
     profitability = result.metadata.get("profitability")
+    risk = result.metadata.get("risk_thresholds")
     ctx.progress(1.0, "done")
     return ReleaseResult(
         frame=result.frame.reset_index(drop=True),
@@ -266,12 +269,14 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
             and not (profitability is not None and profitability["classes_attack_profitable"] > 0),
             extra_statements=(population_statements(result, constraints, subset) if subset else
                               estimate_statements(estimated, k) if estimated is not None else [])
-            + (profitability_statements(profitability) if profitability is not None else []),
+            + (profitability_statements(profitability) if profitability is not None else [])
+            + ([risk_statement(risk)] if risk is not None else []),
             extra_warnings=warnings + through_warnings + population_warnings
             + (profitability_warnings(profitability) if profitability is not None else []),
             determined=determined,
             extra_figures={**(estimate_figures(estimated) if estimated is not None else {}),
-                           **(profitability_figures(profitability) if profitability is not None else {})}),
+                           **(profitability_figures(profitability) if profitability is not None else {}),
+                           **({"risk_thresholds": risk} if risk is not None else {})}),
         metrics=metrics,
         metadata=metadata,
         hierarchies_used=result.metadata.get("uploaded_hierarchies", []),
@@ -331,12 +336,13 @@ register(MethodSpec(
             "δ-disclosure privacy; or, releasing a research subset of the table as population, "
             "k-map and δ-presence; or k-map estimated from the table as a random sample (Poisson or "
             "zero-truncated Poisson, as ARX); or ARX's game-theoretic profitability (a class kept iff "
-            "the publisher's expected payout is positive; no-attack: k = ⌈gain / cost⌉); every release "
+            "the publisher's expected payout is positive; no-attack: k = ⌈gain / cost⌉); ARX's risk "
+            "thresholds (average re-identification risk, records at risk, sample uniqueness); every release "
             "is verified independently.",
     params=KAnonymityParams,
     guarantee="k-anonymity (+ l, α, t, β, δ, or k-map and δ-presence over a population, when asked; an "
-              "estimated k-map is k-anonymity with the derived k, the k-map itself an estimate) over "
-              "the quasi-identifiers; profitability is an economic model, not a formal guarantee; not "
+              "estimated k-map is k-anonymity with the derived k, the k-map itself an estimate; the risk "
+              "thresholds as asked) over the quasi-identifiers; profitability is an economic model, not a formal guarantee; not "
               "differential privacy",
     paper="LeFevre, DeWitt & Ramakrishnan, Mondrian multidimensional k-anonymity (ICDE 2006); "
           "Kohlmayer et al., Flash (2012); Machanavajjhala et al., l-diversity (2007); Li et al., "

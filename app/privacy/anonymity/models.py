@@ -62,6 +62,7 @@ import pandas as pd
 
 from app.privacy.anonymity.hierarchies import Tree
 from app.privacy.anonymity.profitability import CostBenefit
+from app.privacy.anonymity.risk_thresholds import RiskThresholds
 from app.privacy.registry import MethodInputError
 
 _DENSE_CELLS = 8_000_000  # classes × values above which the pair form is used
@@ -143,6 +144,9 @@ class Constraints:
     # the game-theoretic model (profitability.py); its no-attack variant is k (or k_map) itself,
     # set by the parameters, and only the payout variant decides classes here (the lattice)
     profitability: CostBenefit | None = None
+    # ARX's risk-based models, thresholds on the whole release met by suppressing the smallest
+    # classes (risk_thresholds.py): lattice only, never projected with suppression on
+    risk: RiskThresholds | None = None
 
     @property
     def payout_model(self) -> bool:
@@ -158,7 +162,7 @@ class Constraints:
     def monotone_with_suppression(self) -> bool:
         """Whether a class that passes still passes merged with any other (see module doc)."""
         return (self.alpha is None and self.t is None and self.beta is None and not self.payout_model
-                and self.delta_disclosure is None and (self.l is None or self.l_diversity == "distinct"))
+                and self.risk is None and self.delta_disclosure is None and (self.l is None or self.l_diversity == "distinct"))
 
     def monotone_part(self) -> Constraints:
         """The part of these models that survives merging with any class (suppression on):
@@ -189,6 +193,8 @@ class Constraints:
             parts += self.population.describe()
         if self.profitability is not None and with_k:
             parts.append(self.profitability.describe())
+        if self.risk is not None and with_k:
+            parts.append(self.risk.describe())
         return ", ".join(parts)
 
 

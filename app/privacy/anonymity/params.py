@@ -13,6 +13,7 @@ from app.privacy.anonymity.anonymize import Options
 from app.privacy.anonymity.kmap_estimate import DEFAULT_SIGNIFICANCE, KMapEstimate, estimate, significance_field
 from app.privacy.anonymity.models import Constraints, Population
 from app.privacy.anonymity.profitability import CostBenefit
+from app.privacy.anonymity.risk_thresholds import RiskThresholds
 from app.privacy.anonymity.roles import MAX_SENSITIVE
 from app.privacy.registry import MethodInputError, Params
 
@@ -162,6 +163,20 @@ class KAnonymityParams(AttributeModels):
         "entropy-based information loss; classes not kept are suppressed, within suppression (algorithm "
         "lattice only). With no_attack: k-anonymity (k-map for the journalist) with k = "
         "⌈gain / cost⌉, any algorithm. An economic model of a rational adversary, not a formal guarantee")
+    average_risk: float | None = Field(
+        None, gt=0.0, le=1.0, description="lattice: ARX's average re-identification risk (prosecutor): "
+        "at most this many classes per released record (the mean of 1 / class size over the records); "
+        "met by suppressing the smallest classes, within suppression")
+    highest_risk: float | None = Field(
+        None, gt=0.0, le=1.0, description="lattice: with records_at_risk (ARX's relaxed average risk): "
+        "a record whose risk 1 / (class size) is above this is at risk, i.e. one in a class smaller "
+        "than ⌈1 / highest_risk⌉")
+    records_at_risk: float | None = Field(
+        None, ge=0.0, le=1.0, description="lattice: with highest_risk: the largest share of the released "
+        "records at risk; met by suppressing the smallest classes, within suppression")
+    sample_uniqueness: float | None = Field(
+        None, ge=0.0, le=1.0, description="lattice: ARX's sample uniqueness: the largest share of the "
+        "released records alone in their class; met by suppressing the smallest classes, within suppression")
     algorithm: Literal["mondrian", "lattice"] = Field(
         "mondrian", description="'mondrian': strict multidimensional local recoding; 'lattice': "
         "optimal full-domain generalization over the hierarchy levels")
@@ -210,6 +225,7 @@ class KAnonymityParams(AttributeModels):
     def _combination(self):
         self._population_models()
         self._profitability()
+        self._risk_thresholds()
         # with an estimated k-map the release's k is max(k, derived k), known with the records
         # (check_l_against): l is bounded by that, not by the k given
         release_k = None if self.k_map_estimated else self.k
@@ -257,6 +273,24 @@ class KAnonymityParams(AttributeModels):
             raise ValueError(f"profitability.no_attack with adversary_cost = 0 and adversary_gain = "
                              f"{model.adversary_gain:g}: every attack pays, whatever the class size, so no "
                              "class can be kept; give a positive adversary_cost")
+
+    def _risk_thresholds(self) -> None:
+        """highest_risk and records_at_risk together; none of them over a research subset."""
+        if (self.highest_risk is None) != (self.records_at_risk is None):
+            given = "highest_risk" if self.highest_risk is not None else "records_at_risk"
+            raise ValueError(f"{given} is half of a threshold: give highest_risk (the risk above which a "
+                             "record is at risk) and records_at_risk (the share of records allowed at risk) "
+                             "together")
+        if self.risk_thresholds() is not None and self.research_subset is not None:
+            raise ValueError("average_risk, highest_risk, records_at_risk and sample_uniqueness are read over "
+                             "the whole released table, and research_subset releases a subset of a population, "
+                             "which they are not implemented for: drop them or research_subset")
+
+    def risk_thresholds(self) -> RiskThresholds | None:
+        """ARX's risk-based models asked (risk_thresholds.py), or None."""
+        given = RiskThresholds(average=self.average_risk, highest=self.highest_risk,
+                               records_at_risk=self.records_at_risk, sample_uniques=self.sample_uniqueness)
+        return given if given.requested() else None
 
     def release_k(self, estimated: KMapEstimate | None) -> int:
         """The release's k: k, or the estimated k-map's derived k or the prosecutor's no-attack
@@ -338,9 +372,10 @@ class KAnonymityParams(AttributeModels):
                              "attacker: give one of them (to release some records only under k-anonymity, "
                              "upload those records alone)")
         population = population or journalist
-        if self.k == 1 and not population and self.profitability is None:
-            raise ValueError("k = 1 asks no k-anonymity at all: it is allowed only with k_map, delta_presence "
-                             "or profitability")
+        if self.k == 1 and not population and self.profitability is None and self.risk_thresholds() is None:
+            raise ValueError("k = 1 asks no k-anonymity at all: it is allowed only with k_map, delta_presence, "
+                             "profitability or a risk threshold (average_risk, highest_risk with "
+                             "records_at_risk, sample_uniqueness)")
         if self.delta_presence is not None:
             low, high = self.delta_presence
             if low > high:
