@@ -48,7 +48,9 @@ def test_errph_release_end_to_end(client, adult, adult_path):
     k = rel["metadata"]["errph"]["education"]["k"]
     kept = (out["education"] == raw["education"]).mean()
     expected = 0.5 + 0.5 / k
-    assert abs(kept - expected) < 4 * np.sqrt(expected * (1 - expected) / len(raw)), (kept, expected)
+    # kept is a binomial share: 6 sd (P = 2e-9) still tells 0.53 from 0.5 (11 sd); at 4 sd it
+    # failed by chance with P = 6e-5 (300 library runs: z-scores of sd 0.99, max |z| 3.2)
+    assert abs(kept - expected) < 6 * np.sqrt(expected * (1 - expected) / len(raw)), (kept, expected)
     for fmt in ("jsonl", "parquet"):
         r = client.get(f"/v1/releases/{release_id}/data", headers=auth(headers), params={"format": fmt})
         assert r.status_code == 200 and len(r.content) > 1000
@@ -213,7 +215,10 @@ def test_a_job_whose_dataset_is_deleted_before_it_starts_is_refunded(client, adu
     stayed debited (acceptance check) — on a budget the owner can no longer raise (PUT is a 404
     after the delete) that later jobs on the dataset's releases are still charged against."""
     headers, big = adult
-    blockers = [submit(client, headers, "diag_sleep", {"seconds": 3}, dataset_id=big["id"]).json()
+    # the two workers are held until the delete is done, then released by a cancel: 3-second
+    # blockers left a 3 s window for the upload, submit and delete, and on a loaded machine this
+    # test failed once in 3 runs of the file (its message not kept; that window is its only timing)
+    blockers = [submit(client, headers, "diag_sleep", {"seconds": 60}, dataset_id=big["id"]).json()
                 for _ in range(2)]
     for b in blockers:
         wait_job(client, headers, b["id"], until={"running"})
@@ -221,6 +226,8 @@ def test_a_job_whose_dataset_is_deleted_before_it_starts_is_refunded(client, adu
     job = submit(client, headers, "errph", {"p0": 0.5}, dataset_id=ds["id"]).json()
     assert client.get(f"/v1/jobs/{job['id']}", headers=auth(headers)).json()["status"] == "queued"
     assert client.delete(f"/v1/datasets/{ds['id']}", headers=auth(headers)).status_code == 204
+    for b in blockers:
+        assert client.post(f"/v1/jobs/{b['id']}/cancel", headers=auth(headers)).status_code == 202
     done = wait_job(client, headers, job["id"])
     assert done["status"] == "failed" and done["error"]["type"] == "input_deleted"
     assert "before the job ran" in done["error"]["message"]
