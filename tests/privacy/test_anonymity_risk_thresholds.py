@@ -153,6 +153,7 @@ def test_a_threshold_that_needs_suppression_suppresses_the_smallest_classes(adul
     """Adult, six QIs, average risk 0.05 within 5 %: the lattice's release holds no class smaller
     than one it suppressed, and the guarantee states the figure (rounded up) beside the threshold."""
     frame, hierarchies = adult_data
+    frame = frame.drop(columns=["education-num"])  # a code for education (next test)
     qis = ["age", "education", "marital-status", "race", "sex", "native-country"]
     result = _run(frame, hierarchies, columns=adult_columns(frame, qis=qis), k=1, algorithm="lattice",
                   average_risk=0.05, suppression=0.05, quasi_identifiers=qis)
@@ -184,3 +185,24 @@ def test_k_one_is_allowed_with_a_risk_threshold():
         RiskThresholds(sample_uniques=0.01)
     with pytest.raises(ValidationError, match="or a risk threshold"):
         KAnonymityParams(k=1, algorithm="lattice")
+
+
+def test_thresholds_failing_through_a_column_released_unchanged_leave_the_release_not_private(adult_data):
+    """education-num, released unchanged, is a code for education: read through it, education's
+    generalization is undone and records fall alone in their class — sample_uniqueness 0 holds on
+    the generalized columns and fails as an attacker reads them: not stated private, said why."""
+    frame, hierarchies = adult_data
+    qis = ["age", "education", "marital-status", "race", "sex", "native-country"]
+    assert "education-num" in frame.columns
+    result = _run(frame, hierarchies, columns=adult_columns(frame, qis=qis), k=1, algorithm="lattice",
+                  sample_uniqueness=0.0, quasi_identifiers=qis)
+    g = result.guarantees
+    assert g["risk_thresholds"]["achieved"]["sample_uniques"] == 0.0 and g["private"] is False
+    through = result.metrics["risk_through_unchanged_columns"]
+    assert through["risk_thresholds_met"] is False and through["risk_thresholds"]["sample_uniques"] > 0
+    assert through["sample_uniques"] > 0
+    assert any(w.startswith("read through the columns released unchanged ('education' by 'education-num'), the "
+                            "risk thresholds fail: share of sample uniques") for w in g["warnings"])
+    alone = result.frame.assign(education=frame.loc[result.frame.index, "education"]).groupby(
+        qis, dropna=False, observed=True).size()
+    assert (alone == 1).sum() / len(result.frame) == pytest.approx(through["risk_thresholds"]["sample_uniques"])

@@ -21,7 +21,8 @@ from app.privacy.anonymity.profitability_wording import (
     profitability_figures, profitability_statements, profitability_warnings,
 )
 from app.privacy.anonymity.risk import frame_risk
-from app.privacy.anonymity.risk_thresholds import risk_statement
+from app.privacy.anonymity.risk_thresholds import RiskThresholds, risk_statement
+from app.privacy.anonymity.verify import equivalence_classes
 from app.privacy.anonymity.verify_profitability import refuse_ambiguous_names
 from app.privacy.anonymity.roles import MAX_SENSITIVE, resolve_quasi_identifiers, resolve_sensitive
 from app.privacy.context import RunContext
@@ -117,8 +118,8 @@ def release_columns(columns: list[ColumnInfo], frame_columns, generalized: list[
     return out
 
 
-def read_through_unchanged(table, result: Anonymized, qis: list[str],
-                           released: list[str]) -> tuple[dict[str, list[str]], dict | None, list[str]]:
+def read_through_unchanged(table, result: Anonymized, qis: list[str], released: list[str],
+                           risk: RiskThresholds | None = None) -> tuple[dict[str, list[str]], dict | None, list[str]]:
     """The quasi-identifiers that a column released unchanged determines in the input (each of
     its values goes with one value of the QI: Adult's education-num is a code for education),
     and the prosecutor risk over the QIs once those are read through it — an attacker who knows a
@@ -138,7 +139,14 @@ def read_through_unchanged(table, result: Anonymized, qis: list[str],
     if figures["classes"] == result.metrics["classes"]:
         return determined, figures, []
     named = "; ".join(f"{q!r} by {', '.join(map(repr, cols))}" for q, cols in determined.items())
-    return determined, figures, [
+    failed = []
+    if risk is not None:  # the thresholds over the classes as read through those columns
+        figures["risk_thresholds"] = risk.figures(np.bincount(equivalence_classes(through, qis)))
+        failed = risk.failures(figures["risk_thresholds"])
+        figures["risk_thresholds_met"] = not failed
+    return determined, figures, ([
+        f"read through the columns released unchanged ({named}), the risk thresholds fail: "
+        + "; ".join(failed) + " — the release is not stated private"] if failed else []) + [
         f"columns released unchanged determine quasi-identifiers in this table ({named}: each of "
         "their values goes with one value of the quasi-identifier), so an attacker who knows the "
         "quasi-identifier reads it back from them and the generalization does not hide it: over "
@@ -234,7 +242,7 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
                         "the others, so a model trained on the release learns the generalized classes")
     released = list(result.frame.columns)
     determined, through, through_warnings = read_through_unchanged(
-        frame.drop(columns=identifiers), result, qis, released)
+        frame.drop(columns=identifiers), result, qis, released, constraints.risk)
     metrics = dict(result.metrics)
     if through is not None:
         metrics["risk_through_unchanged_columns"] = through
@@ -265,6 +273,7 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
             # an estimate alone (derived k = 1, k = 1) leaves the release without k-anonymity
             # the payout model may keep classes where the attack pays: their records are not protected
             private=(through is None or through["smallest_class"] >= k) and not population_warnings
+            and (through is None or through.get("risk_thresholds_met", True))
             and not (estimated is not None and k == 1)
             and not (profitability is not None and profitability["classes_attack_profitable"] > 0),
             extra_statements=(population_statements(result, constraints, subset) if subset else
