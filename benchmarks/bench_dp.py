@@ -644,7 +644,7 @@ def _aim_many_columns_rows(quick: bool) -> list[Row]:
     next to mbi's own, and (full mode) a whole release."""
     from mbi import Domain, junction_tree
 
-    from app.privacy.dp_release.marginals import build_columns
+    from app.privacy.dp_release.marginal_domains import build_columns
     from app.privacy.dp_release.pgm import CliqueGraph, maximal_subset
 
     data = load_task("coil_caravan").data

@@ -106,9 +106,8 @@ def one_way_floor(epsilons: list[float], draws: int = 20) -> pd.DataFrame:
     measured): every column's true counts plus Gaussian noise σ_c = 1/√ρ_c (replace-one, as the
     methods charge), fitted by least squares on {μ ≥ 0, Σμ = n} (``one_way_fit``, what the model
     does with 1-ways alone), against the truth. A simulation (numpy noise), not a release."""
-    from app.privacy.dp_release.marginals import (
-        SynthParams, build_columns, encode_frame, marginal, one_way_rhos,
-    )
+    from app.privacy.dp_release.marginal_domains import build_columns, encode_frame, marginal
+    from app.privacy.dp_release.marginals import SynthParams, one_way_rhos
     from app.privacy.dp_release.mst import one_way_fit
     from app.privacy.dp_release.zcdp import rho_for
 

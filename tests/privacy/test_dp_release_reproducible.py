@@ -99,7 +99,7 @@ def test_veils_sampler_is_mbis_where_mbi_does_not_depend_on_hash_order():
     same generator, gives the same codes as mbi_sampling.synthetic_data: the port is mbi's."""
     import numpy as np
 
-    from app.privacy.dp_release.marginals import load_mbi
+    from app.privacy.dp_release.mbi_bridge import load_mbi
     from app.privacy.dp_release.mbi_sampling import synthetic_data
     from app.privacy.rng import SecureRandom
 

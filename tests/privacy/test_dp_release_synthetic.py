@@ -19,7 +19,8 @@ from scipy import stats
 from app.privacy import registry
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
-from app.privacy.dp_release.marginals import SynthParams, build_columns
+from app.privacy.dp_release.marginal_domains import build_columns
+from app.privacy.dp_release.marginals import SynthParams
 from app.privacy.dp_release.mst import MstParams, compression, decompress, one_way_fit, run_mst
 from app.privacy.dp_release.zcdp import ExactSampler, Ledger, gaussian_counts, l1_error, rho_for
 from app.privacy.noise import zcdp_delta
@@ -399,7 +400,7 @@ def test_registry_import_does_not_load_jax():
 def test_numpy_mirror_descent_is_mbis_estimator():
     """pgm.MirrorDescent (AIM's model) against mbi's MirrorDescent on the same noisy
     measurements: the same marginals, in and across cliques (mbi's variable elimination)."""
-    from app.privacy.dp_release.marginals import load_mbi
+    from app.privacy.dp_release.mbi_bridge import load_mbi
     from app.privacy.dp_release.pgm import Measurement, MirrorDescent
 
     mbi = load_mbi()
@@ -604,7 +605,7 @@ def test_mst_weighs_the_labels_pairs_and_pays_for_it_in_the_selections_sensitivi
 
     columns = build_columns(SynthParams(epsilon=1.0, bins=16), SCHEMA)
     names = [c.name for c in columns]
-    from app.privacy.dp_release.marginals import encode_frame
+    from app.privacy.dp_release.marginal_domains import encode_frame
     codes = encode_frame(columns, data.frame)
     model = {c.name: np.full(c.size, 1.0 / c.size) for c in columns}
     pairs = [(0, 1), (1, 2)]  # a-b holds the label, b-c does not

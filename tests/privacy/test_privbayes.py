@@ -16,7 +16,7 @@ import pytest
 from app.privacy import registry
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
-from app.privacy.dp_release.marginals import build_columns
+from app.privacy.dp_release.marginal_domains import build_columns
 from app.privacy.dp_release.privbayes import (
     MAX_CANDIDATES, PrivBayesParams, candidate_count, measured_sets, parent_sets, r_score,
     run_privbayes, score_sensitivity,
@@ -346,7 +346,7 @@ def test_each_round_is_the_exponential_mechanism_at_its_share_with_the_score_sen
     """The structure's ε rests on η: every round samples ∝ exp(η·S) with η = ε_round / (2·(6n + 4))
     over the exact S of every candidate, ε_round = β·ε/(d − 1). The metadata reports ε_round, not
     η: a doubled η (a round 2·ε_round-DP) passed every other test."""
-    from app.privacy.dp_release.marginals import encode_frame
+    from app.privacy.dp_release.marginal_domains import encode_frame
     from app.privacy.dp_release.privbayes import parent_index, useful_cells
 
     calls = spy_on_rounds(monkeypatch)

@@ -19,7 +19,7 @@ import pandas as pd
 
 from app.privacy import registry
 from app.privacy.data import ColumnInfo, MethodInput
-from app.privacy.dp_release.marginals import build_columns, encode_frame, marginal
+from app.privacy.dp_release.marginal_domains import build_columns, encode_frame, marginal
 from app.privacy.dp_release.privbayes import (
     MAX_RECORDS, COUNT_SHARE, MARGINAL_MOVE, T_SENSITIVITY, PrivBayesParams, parent_index, parent_sets, r_score,
     run_privbayes,

@@ -13,7 +13,8 @@ import pytest
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
 from app.privacy.dp_release.encoding import ColumnPlan
-from app.privacy.dp_release.marginals import SynthParams, build_columns, encode_frame, marginal
+from app.privacy.dp_release.marginal_domains import build_columns, encode_frame, marginal
+from app.privacy.dp_release.marginals import SynthParams
 from app.privacy.dp_release.mbi_sampling import group_uniforms, parent_groups
 from app.privacy.registry import MethodInputError
 from app.privacy.rng import SecureRandom

@@ -9,7 +9,10 @@ projection.py   icahdp's noisy projection, sensitive channel, eigen-decompositio
 icahdp.py       the icahdp method
 dppro.py        the dppro method
 feasibility.py  whether the noise calibration can serve an ε (and δ): checked before the debit
-marginals.py    what mst and aim share: domains, marginal counts, decoding, the bridge to mbi
+marginals.py    what mst and aim share: parameters, the 1-way split, ε/ρ pricing, the table's size
+marginal_domains.py  the declared discrete domains, level codes, marginal counts, decoding
+mbi_bridge.py   importing mbi and jax for a run, its mirror descent, memory handed back
+mst_aim_release.py  mst's and aim's release: metadata, guarantee, statements
 zcdp.py         zCDP accounting and exact sampling (exponential mechanism) for mst and aim
 pgm.py          a small numpy graphical model for aim's intermediate rounds
 mst.py          the mst method

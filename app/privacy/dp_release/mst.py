@@ -37,12 +37,15 @@ from pydantic import Field
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.dp_release.common import at_least_two_records, require_rows
-from app.privacy.dp_release.marginals import (
-    Column, SynthParams, build_columns, candidate_pairs, decode_frame, encode_frame, label_columns,
-    estimated_total, free_memory, load_mbi, marginal, mirror_descent, one_way_facts, one_way_rhos, priced_epsilon,
-    release, synthetic_rows, zcdp_budget,
+from app.privacy.dp_release.marginal_domains import (
+    Column, build_columns, candidate_pairs, decode_frame, encode_frame, label_columns, marginal,
 )
+from app.privacy.dp_release.marginals import (
+    SynthParams, estimated_total, one_way_facts, one_way_rhos, priced_epsilon, synthetic_rows, zcdp_budget,
+)
+from app.privacy.dp_release.mbi_bridge import free_memory, load_mbi, mirror_descent
 from app.privacy.dp_release.mbi_sampling import level_dtype, synthetic_data
+from app.privacy.dp_release.mst_aim_release import release
 from app.privacy.dp_release.zcdp import (
     L2_SQ, SCORE_SENSITIVITY, ExactSampler, Ledger, em_epsilon, exact_score, l1_error, sigma_for,
 )

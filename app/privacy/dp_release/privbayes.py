@@ -3,7 +3,7 @@ a pure ε-DP synthetic table (δ = 0) from a Bayesian network. Neighbours replac
 (n public), or with ``neighbouring: add_remove`` one record is added or removed (n private:
 the end of this docstring says what changes).
 
-  domains     the declared schema's, as mst and aim build them (marginals.build_columns):
+  domains     the declared schema's, as mst and aim build them (marginal_domains.build_columns):
               categories, ``bins`` bins of a numeric column, a missing level in every column
   structure   β·ε (β = ``structure_share``, the paper's 0.3). The paper's greedy loop
               (GreedyBayes): the first attribute is drawn uniformly at random (no data read);
@@ -91,9 +91,8 @@ from app.privacy.arrays import project_to_simplex
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.dp_release.common import require_rows
-from app.privacy.dp_release.marginals import (
-    MAX_ROWS, Column, DomainParams, build_columns, decode_frame, encode_frame, marginal,
-)
+from app.privacy.dp_release.marginal_domains import Column, build_columns, decode_frame, encode_frame, marginal
+from app.privacy.dp_release.marginals import MAX_ROWS, DomainParams
 from app.privacy.dp_release.privbayes_release import release
 from app.privacy.dp_release.zcdp import ExactSampler
 from app.privacy.noise import calibrate_laplace, laplace_mechanism

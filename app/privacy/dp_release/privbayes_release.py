@@ -12,7 +12,7 @@ from typing import Any
 from app.privacy.context import RunContext
 from app.privacy.dp_release.common import NEIGHBOURING, NEIGHBOURING_ADD_REMOVE, rng_statements
 from app.privacy.dp_release.encoding import domain_warnings
-from app.privacy.dp_release.marginals import Column, output_infos
+from app.privacy.dp_release.marginal_domains import Column, output_infos
 from app.privacy.guarantees import guarantee
 from app.privacy.noise import LAPLACE_SAMPLER
 from app.privacy.results import ReleaseResult

@@ -19,7 +19,8 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from sklearn.svm import SVC
 
 from app.privacy.data import ColumnInfo
-from app.privacy.dp_release.marginals import SynthParams, build_columns, marginal
+from app.privacy.dp_release.marginal_domains import build_columns, marginal
+from app.privacy.dp_release.marginals import SynthParams
 from app.privacy.experiments.dp_release_tasks import TARGET
 
 TVD_BINS = 32  # numeric columns are compared on the methods' 32 default bins over their declared bounds
