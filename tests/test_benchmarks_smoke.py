@@ -14,7 +14,8 @@ import pytest
 import benchmarks
 from benchmarks.__main__ import table
 
-FAST = ["bench_anonymity", "bench_feature_selection", "bench_itemsets", "bench_profitability", "bench_rr"]
+FAST = ["bench_anonymity", "bench_feature_selection", "bench_itemsets", "bench_profitability", "bench_risk_thresholds",
+        "bench_rr"]
 
 
 def test_every_benchmark_module_exposes_cases():
