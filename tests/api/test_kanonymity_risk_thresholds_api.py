@@ -50,6 +50,13 @@ def test_bad_combinations_are_422s_naming_the_fields(client, owner):
                           ({"algorithm": "lattice", "highest_risk": 0.1}, "highest_risk is half of a threshold"),
                           ({"algorithm": "lattice", "sample_uniqueness": -0.1}, "sample_uniqueness"),
                           ({"algorithm": "lattice", "average_risk": 0.1, "research_subset": "s", "k_map": 2},
-                           "which they are not implemented for")]:
+                           "which they are not implemented for"),
+                          # 1 / 3,000 is the least average risk a non-empty release can show
+                          ({"algorithm": "lattice", "average_risk": 0.0003, "suppression": 1.0},
+                           "with 3000 records no release but the empty one meets the risk thresholds: even the "
+                           "whole table as one class fails (average re-identification risk 0.000333333 is above "
+                           "0.0003)"),
+                          ({"algorithm": "lattice", "highest_risk": 1 / 3001, "records_at_risk": 0.5},
+                           "share of records in classes smaller than 3001 1 is above 0.5")]:
         assert_problem(submit(client, owner, "kanonymity", {**base, **params}, dataset_id=ds["id"]), 422, words)
     assert client.get("/v1/jobs", headers=auth(owner)).json()["items"] == []

@@ -206,3 +206,22 @@ def test_thresholds_failing_through_a_column_released_unchanged_leave_the_releas
     alone = result.frame.assign(education=frame.loc[result.frame.index, "education"]).groupby(
         qis, dropna=False, observed=True).size()
     assert (alone == 1).sum() / len(result.frame) == pytest.approx(through["risk_thresholds"]["sample_uniques"])
+
+
+@pytest.mark.parametrize("records, risk, refused", [
+    (3000, RiskThresholds(average=1 / 3000), False), (3000, RiskThresholds(average=1 / 3001), True),
+    (10, RiskThresholds(highest=0.1, records_at_risk=0.0), False),
+    (9, RiskThresholds(highest=0.1, records_at_risk=0.0), True),
+    (9, RiskThresholds(highest=0.1, records_at_risk=1.0), False),
+    (1, RiskThresholds(sample_uniques=0.0), True), (2, RiskThresholds(sample_uniques=0.0), False),
+])
+def test_a_threshold_only_the_empty_release_meets_is_refused(records, risk, refused):
+    """The whole table as one class is the least risk a non-empty release shows: a threshold it
+    fails is refused (at submission and in the run), one it meets is not."""
+    why = risk.impossible(records)
+    assert (why is not None) is refused
+    if refused:
+        assert why.startswith(f"with {records} records no release but the empty one meets the risk thresholds")
+        # and indeed no release of any size pattern passes: every split of the records fails too
+        for sizes in ([records], [1] * records, [records - 1, 1] if records > 1 else [1]):
+            assert not _plain_holds(risk, _plain_figures(sizes, risk.smallest_size))

@@ -220,6 +220,7 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
     identifiers = [c.name for c in data.columns if c.role == "identifier" and c.name in frame.columns]
     if subset:  # it marks who is released, and is not released itself
         frame = frame.drop(columns=[subset])
+    refuse_impossible_risk(params, len(frame))
     ctx.progress(0.0, "preparing")
     hierarchies, generalized = usable_hierarchies(data)
     if params.profitability is not None:  # as at submission, for a hierarchy changed since
@@ -306,6 +307,15 @@ def _check_kanonymity(params: KAnonymityParams, columns: list[ColumnInfo],
             raise MethodInputError(f"sensitive_models[{name!r}]: {numeric_hierarchical_t(name)}")
 
 
+def refuse_impossible_risk(params: KAnonymityParams, rows: int) -> None:
+    """A risk threshold only the empty release meets (at submission, and in the run for a direct
+    library call): a MethodInputError, not a release of nothing."""
+    risk = params.risk_thresholds()
+    why = risk.impossible(rows) if risk is not None else None
+    if why:
+        raise MethodInputError(why)
+
+
 def _kanonymity_rows(params: KAnonymityParams, rows: int, columns: list[ColumnInfo] | None = None) -> None:
     at_least_k_records(params, rows, columns)
     estimated = params.k_map_estimate(rows)
@@ -318,6 +328,7 @@ def _kanonymity_rows(params: KAnonymityParams, rows: int, columns: list[ColumnIn
         params.check_l_against(max(params.k, estimated.derived_k))
     if estimated is None and params.k_map is not None and params.k_map > rows:
         raise MethodInputError(f"the population has {rows} records, fewer than k_map = {params.k_map}")
+    refuse_impossible_risk(params, rows)
     model = params.profitability
     if model is not None and model.no_attack and model.cost_benefit().derived_k > rows:
         raise MethodInputError(

@@ -69,6 +69,17 @@ class RiskThresholds:
                 out.append(f"{words} {figures[name]:.6g} is above {limit:g}")
         return out
 
+    def impossible(self, records: int) -> str | None:
+        """Why no release but the empty one meets the thresholds on a table of ``records``
+        records, or None. The whole table as one class is the least any non-empty release can
+        show (a release of N ≤ records records in C ≥ 1 classes has average risk C / N ≥ 1 /
+        records; if every class is smaller than s all its records are at risk)."""
+        failures = self.failures(self.figures(np.array([records])))
+        if not failures:
+            return None
+        return (f"with {records} records no release but the empty one meets the risk thresholds: even the "
+                f"whole table as one class fails ({'; '.join(failures)}); raise the threshold")
+
     def to_suppress(self, sizes: np.ndarray) -> np.ndarray:
         """Per class (sizes > 0 are the kept ones): whether to suppress it — the fewest smallest
         classes after whose removal every threshold holds (all of them if nothing less does).
