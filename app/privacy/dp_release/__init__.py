@@ -6,7 +6,10 @@ encoding.py     columns → a matrix in [0, 1] (numeric scaled by bounds, catego
 budget.py       personalized budgets (assignment), entropies and mutual information
 common.py       parameters and steps shared by icahdp and dppro
 projection.py   icahdp's noisy projection, sensitive channel, eigen-decomposition, entropy filter
-icahdp.py       the icahdp method
+icahdp.py       the icahdp method: strict mode's run, checks, registration
+icahdp_params.py  icahdp's parameters (and the user basis' orthonormalization)
+icahdp_steps.py  icahdp's column plans and ε budget, shared by both modes
+icahdp_paper.py  icahdp's paper mode (the paper's pipeline, not DP)
 dppro.py        the dppro method
 feasibility.py  whether the noise calibration can serve an ε (and δ): checked before the debit
 marginals.py    what mst and aim share: parameters, the 1-way split, ε/ρ pricing, the table's size
