@@ -57,6 +57,9 @@ def test_bad_combinations_are_422s_naming_the_fields(client, owner):
                            "whole table as one class fails (average re-identification risk 0.000333333 is above "
                            "0.0003)"),
                           ({"algorithm": "lattice", "highest_risk": 1 / 3001, "records_at_risk": 0.5},
-                           "share of records in classes smaller than 3001 1 is above 0.5")]:
+                           "share of records in classes smaller than 3001 1 is above 0.5"),
+                          # 1 / 1e-320 overflows a float: was an OverflowError, a 500
+                          ({"algorithm": "lattice", "highest_risk": 1e-320, "records_at_risk": 0.5},
+                           "share of records in classes smaller than 9007199254740992 1 is above 0.5")]:
         assert_problem(submit(client, owner, "kanonymity", {**base, **params}, dataset_id=ds["id"]), 422, words)
     assert client.get("/v1/jobs", headers=auth(owner)).json()["items"] == []

@@ -78,6 +78,18 @@ def test_the_size_not_at_risk_is_the_smallest_whose_risk_is_within(highest):
     assert 1 / s <= highest and (s == 1 or 1 / (s - 1) > highest)
 
 
+@pytest.mark.parametrize("highest", [1e-320, 5e-324, 2.0**-53, 1e-17])
+def test_a_highest_risk_below_any_class_s_risk_puts_every_record_at_risk(highest):
+    """1 / highest overflows a float (or passes 2^53, more records than any table holds): s is
+    capped at 2^53, every record of a real table is at risk — as it is under the exact size."""
+    risk = RiskThresholds(highest=highest, records_at_risk=0.5)
+    assert risk.smallest_size == 2**53
+    assert risk.figures(np.array([1, 5, 10**6]))["records_at_risk"] == 1.0
+    assert risk.to_suppress(np.array([1, 5, 10**6])).all()
+    assert risk.impossible(10**6).startswith("with 1000000 records no release but the empty one")
+    assert RiskThresholds(highest=highest, records_at_risk=1.0).impossible(10) is None
+
+
 def test_figures_and_words_of_a_known_release():
     # classes of 1, 2, 2, 5: 10 records in 4 classes
     risk = RiskThresholds(average=0.4, highest=0.25, records_at_risk=0.5, sample_uniques=0.1)

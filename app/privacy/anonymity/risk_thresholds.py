@@ -28,6 +28,9 @@ import numpy as np
 from app.privacy.anonymity.wording import as_given, rounded
 
 TOLERANCE = 1e-12
+# the largest s: no table holds 2^53 records, so a highest_risk whose size is beyond it (1 /
+# highest up to infinity, for a subnormal one) puts every record at risk exactly as its own size does
+MAX_SIZE = 2**53
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,8 @@ class RiskThresholds:
         """The smallest class size whose records are not at risk: 1/s ≤ highest."""
         if self.highest is None:
             return None
+        if self.highest * MAX_SIZE <= 1.0:  # exact (a power of two): 1 / highest ≥ 2^53, or overflows
+            return MAX_SIZE
         s = math.ceil(1.0 / self.highest)
         return s - 1 if s > 1 and 1.0 / (s - 1) <= self.highest else s  # 1/highest a float a hair above s − 1
 
