@@ -17,10 +17,10 @@ from app.privacy import registry
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
 from app.privacy.dp_release.marginal_domains import build_columns
-from app.privacy.dp_release.privbayes import (
-    MAX_CANDIDATES, PrivBayesParams, candidate_count, measured_sets, parent_sets, r_score,
-    run_privbayes, score_sensitivity,
-)
+from app.privacy.dp_release.privbayes import PrivBayesParams, run_privbayes
+from app.privacy.dp_release.privbayes_conditionals import measured_sets
+from app.privacy.dp_release.privbayes_network import candidate_count, parent_sets, r_score, score_sensitivity
+from app.privacy.dp_release.privbayes_params import MAX_CANDIDATES
 from app.privacy.arrays import project_to_simplex as simplex
 from app.privacy.experiments.dp_release_evaluation import marginal_tvd
 from app.privacy.experiments.dp_release_tasks import load_task
@@ -308,7 +308,8 @@ def test_noise_alone_rarely_releases_a_missing_level():
     ½·e^(−5√2) ≈ 4·10⁻⁴ — over 86 columns and many releases an all-noise missing level showed
     (CoIL, acceptance run). The threshold holds the chance at 10⁻⁶ for any c, by its Chernoff
     bound; measured over 10⁶ draws for small c (where 5σ failed), the bound's y checked for each."""
-    from app.privacy.dp_release.privbayes import MISSING_FALSE_RELEASE, laplace_sum_threshold
+    from app.privacy.dp_release.privbayes_conditionals import laplace_sum_threshold
+    from app.privacy.dp_release.privbayes_params import MISSING_FALSE_RELEASE
 
     rng = np.random.default_rng(3)
     for cells in (1, 2, 8, 64):
@@ -329,16 +330,16 @@ def test_noise_alone_rarely_releases_a_missing_level():
 
 def spy_on_rounds(monkeypatch) -> list[tuple[list[Fraction], Fraction]]:
     """Every exponential-mechanism draw's (scores, η), as the structure makes them."""
-    from app.privacy.dp_release import privbayes
+    from app.privacy.dp_release import privbayes_network
 
     calls = []
-    original = privbayes.ExactSampler.exponential
+    original = privbayes_network.ExactSampler.exponential
 
     def spy(self, scores, eta):
         calls.append((list(scores), eta))
         return original(self, scores, eta)
 
-    monkeypatch.setattr(privbayes.ExactSampler, "exponential", spy)
+    monkeypatch.setattr(privbayes_network.ExactSampler, "exponential", spy)
     return calls
 
 
@@ -347,7 +348,7 @@ def test_each_round_is_the_exponential_mechanism_at_its_share_with_the_score_sen
     over the exact S of every candidate, ε_round = β·ε/(d − 1). The metadata reports ε_round, not
     η: a doubled η (a round 2·ε_round-DP) passed every other test."""
     from app.privacy.dp_release.marginal_domains import encode_frame
-    from app.privacy.dp_release.privbayes import parent_index, useful_cells
+    from app.privacy.dp_release.privbayes_network import parent_index, useful_cells
 
     calls = spy_on_rounds(monkeypatch)
     n, eps, beta, d = 3000, 1.3, 0.25, 4

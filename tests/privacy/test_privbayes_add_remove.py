@@ -20,10 +20,9 @@ import pandas as pd
 from app.privacy import registry
 from app.privacy.data import ColumnInfo, MethodInput
 from app.privacy.dp_release.marginal_domains import build_columns, encode_frame, marginal
-from app.privacy.dp_release.privbayes import (
-    MAX_RECORDS, COUNT_SHARE, MARGINAL_MOVE, T_SENSITIVITY, PrivBayesParams, parent_index, parent_sets, r_score,
-    run_privbayes,
-)
+from app.privacy.dp_release.privbayes import PrivBayesParams, run_privbayes
+from app.privacy.dp_release.privbayes_network import parent_index, parent_sets, r_score
+from app.privacy.dp_release.privbayes_params import COUNT_SHARE, MARGINAL_MOVE, MAX_RECORDS, T_SENSITIVITY
 from app.privacy.noise import laplace_loss
 from tests.privacy.test_privbayes import SCHEMA, ctx, exact_s, spy_on_rounds, table
 
@@ -255,7 +254,7 @@ def test_add_remove_neighbours_publish_the_same_release_field_by_field(rows, eps
     changed total), and at ε = 0.05 the noise warning, which quotes records per cell, fires.
     Under replace_one the same harness sees n differ (its size, the score's sensitivity): the
     check has teeth."""
-    from app.privacy.dp_release import privbayes
+    from app.privacy.dp_release import privbayes, privbayes_conditionals, privbayes_network
 
     real = privbayes.laplace_mechanism
 
@@ -264,15 +263,15 @@ def test_add_remove_neighbours_publish_the_same_release_field_by_field(rows, eps
         return np.asarray(150.0 + (np.arange(np.size(values)) * 7) % 11, dtype=float), record
 
     totals: list[float] = []
-    real_projection = privbayes.project_to_simplex
+    real_projection = privbayes_conditionals.project_to_simplex
 
     def projection(values, total):
         totals.append(float(total))
         return real_projection(values, total)
 
     monkeypatch.setattr(privbayes, "laplace_mechanism", fixed)
-    monkeypatch.setattr(privbayes, "project_to_simplex", projection)
-    monkeypatch.setattr(privbayes.ExactSampler, "exponential", lambda self, scores, eta: self.uniform(len(scores)))
+    monkeypatch.setattr(privbayes_conditionals, "project_to_simplex", projection)
+    monkeypatch.setattr(privbayes_network.ExactSampler, "exponential", lambda self, scores, eta: self.uniform(len(scores)))
 
     def published(data: MethodInput) -> str:
         totals.clear()

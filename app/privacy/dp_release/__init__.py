@@ -21,4 +21,7 @@ pgm.py          a small numpy graphical model for aim's intermediate rounds
 mst.py          the mst method
 aim.py          the aim method
 privbayes.py    the privbayes method (pure ε-DP: exact R scores, discrete Laplace marginals)
+privbayes_params.py  privbayes' parameters and the constants that bound and calibrate a run
+privbayes_network.py  privbayes' R score and GreedyBayes network (exponential mechanism)
+privbayes_conditionals.py  privbayes' noisy marginals to conditionals, and sampling
 """

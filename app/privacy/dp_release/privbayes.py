@@ -73,291 +73,40 @@ Add/remove (``neighbouring: add_remove``). n is no longer public, so:
               twice 1/γ — 2/γ + 2 twice 1/γ + 1 on a grid γ > 1 — and the sampler's slack is
               linear in the shift and the cells). The job is
               priced at 2ε' = 1.9ε, never below the replace-one ε delivered (checked at release).
+
+The parameters and constants are in privbayes_params.py, the score and the network in
+privbayes_network.py, the conditionals and sampling in privbayes_conditionals.py, the metadata
+and guarantee in privbayes_release.py; this module holds the budget, the checks, the run and
+the registration.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field
 
-from app.privacy.arrays import project_to_simplex
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.dp_release.common import require_rows
-from app.privacy.dp_release.marginal_domains import Column, build_columns, decode_frame, encode_frame, marginal
-from app.privacy.dp_release.marginals import MAX_ROWS, DomainParams
+from app.privacy.dp_release.marginal_domains import build_columns, decode_frame, encode_frame, marginal
+from app.privacy.dp_release.marginals import MAX_ROWS
+from app.privacy.dp_release.privbayes_conditionals import (
+    conditional, measured_sets, missing_released, nonnegative, sample_network,
+)
+from app.privacy.dp_release.privbayes_network import (
+    candidate_count, greedy_network, independent_columns, score_sensitivity, smallest_pair, useful_cells,
+)
+from app.privacy.dp_release.privbayes_params import (
+    COUNT_SHARE, MARGINAL_CELLS, MARGINAL_L1, MARGINAL_MOVE, MAX_CANDIDATES, MAX_RECORDS, SAFETY, PrivBayesParams,
+)
 from app.privacy.dp_release.privbayes_release import release
-from app.privacy.dp_release.zcdp import ExactSampler
 from app.privacy.noise import calibrate_laplace, laplace_mechanism
 from app.privacy.registry import MethodInputError, MethodKind, MethodSpec, register
 from app.privacy.results import ReleaseResult
-from app.privacy.rng import SecureRandom
-
-MAX_CANDIDATES = 50_000  # (attribute, parent set) pairs the structure may score, d·Σ_{j≤k} C(d−1, j)
-MAX_RECORDS = 2**31 - 1  # S ≤ 2n² must fit in int64
-MARGINAL_L1 = 2.0  # replace one record: one cell −1, one cell +1
-MARGINAL_CELLS = 2
-# (L1 sensitivity, cells) of a marginal under each relation: add/remove moves one cell by 1
-MARGINAL_MOVE = {"replace_one": (MARGINAL_L1, MARGINAL_CELLS), "add_remove": (1.0, 1)}
-COUNT_SHARE = Fraction(1, 20)  # add/remove: the share of ε measuring n, which is not public there
-T_SENSITIVITY = 4  # of T = S/n under add/remove: n/(n + 1)·‖a‖₁·‖b‖₁ < 4 (module docstring)
-MISSING_FALSE_RELEASE = 1e-6  # the chance that noise alone releases a missing level a column lacks
-SAFETY = 1e-12  # ε shares nudged down so float rounding never sums above ε
-
-
-class PrivBayesParams(DomainParams):
-    degree: int = Field(2, ge=1, le=4, description="k: the most parents an attribute may get (the "
-                        "θ-useful rule may give it fewer: see theta)")
-    structure_share: float = Field(0.3, ge=0.05, le=0.95, description="β: the share of ε spent "
-                                   "choosing the network (the paper's 0.3); the rest measures its "
-                                   "conditional distributions")
-    theta: float = Field(4.0, ge=0.0, le=1000.0, description="θ-usefulness (the paper's 4): a "
-                         "parent set Π of X is a candidate only if the marginal of X and Π has at "
-                         "most n·(1 − β)ε/(2dθ) cells (its average count at least θ times the "
-                         "noise scale); 0: every parent set of up to `degree` columns")
-    consistency: Literal["simplex", "clip"] = Field(
-        "simplex", description="how a noisy marginal becomes a distribution (post-processing): "
-        "'simplex', the nearest table of non-negative counts summing to n (n is public), which "
-        "keeps a sparse table's empty cells near 0; 'clip', the paper's, negative counts set to 0 "
-        "(each empty cell then keeps about half the noise scale: 10 % spurious mass on Adult at ε = 50)")
-    rows: int | None = Field(None, ge=1, le=MAX_ROWS, description="rows of the synthetic table; "
-                             "default the number of input records (replace_one: public) or, under "
-                             "add_remove, the noisy count of records (rounded, at least 1, at most "
-                             f"{MAX_ROWS:,})")
-    neighbouring: Literal["replace_one", "add_remove"] = Field(
-        "replace_one", description="the neighbouring relation ε is stated under: 'replace_one' "
-        "(Veil's convention: one record's values changed, n public) or 'add_remove' (one record "
-        "added or removed, as DataSynthesizer's marginal noise assumes: marginal sensitivity 1, n "
-        "not public — ε/20 measures it). An add_remove job is debited the replace-one ε its run "
-        "also satisfies (at most 2·19ε/20 = 1.9ε), and its guarantee states both")
-
-    @property
-    def add_remove(self) -> bool:
-        return self.neighbouring == "add_remove"
-
-
-# ----------------------------------------------------------------------------- score
-def r_score(x: np.ndarray, x_size: int, parents: np.ndarray, parent_size: int, n: int) -> int:
-    """S = 2n²·R(X, Π) = Σ_{x,π} |n·c(x, π) − c(x)·c(π)|, exactly (``parents``: the flat index
-    of each record's parent configuration; 0 for every record when Π is empty)."""
-    joint = np.bincount(x * parent_size + parents, minlength=x_size * parent_size)
-    joint = joint.reshape(x_size, parent_size).astype(np.int64)
-    outer = np.outer(joint.sum(axis=1), joint.sum(axis=0))
-    return int(np.abs(n * joint - outer).sum())
-
-
-def score_sensitivity(n: int) -> int:
-    """Of S under replacing one record (module docstring): 6n + 4, i.e. 3/n + 2/n² for R."""
-    return 6 * n + 4
-
-
-def parent_index(codes: dict[str, np.ndarray], parents: tuple[str, ...], sizes: dict[str, int],
-                 n: int) -> np.ndarray:
-    if not parents:
-        return np.zeros(n, dtype=np.int64)
-    return np.ravel_multi_index(tuple(codes[p] for p in parents), tuple(sizes[p] for p in parents))
-
-
-# ------------------------------------------------------------------------- structure
-def useful_cells(n: float, epsilon: float, share: float, d: int, theta: float,
-                 sensitivity: float = MARGINAL_L1) -> float:
-    """τ: the most cells of a θ-useful marginal (∞ when θ = 0): n·(1 − β)ε/(Δ·d·θ), the noise
-    scale Δ·d/((1 − β)ε) of a marginal's counts (L1 sensitivity Δ) at most 1/θ of the average
-    count n/τ. ``n``: the public n, or n̂ under add/remove; ``epsilon`` what the network and
-    its marginals share."""
-    if theta == 0:
-        return math.inf
-    return n * (1.0 - share) * epsilon / (sensitivity * d * theta)
-
-
-def candidate_count(d: int, degree: int) -> int:
-    """The (attribute, parent set) pairs the structure could score, over every round:
-    d·Σ_{j ≤ k} C(d − 1, j) (schema-determined)."""
-    return d * sum(math.comb(d - 1, j) for j in range(min(degree, d - 1) + 1))
-
-
-def fitting_degree(d: int, ceiling: int) -> int:
-    """The largest degree ≤ ``ceiling`` whose candidate count on d columns is within the limit
-    (at least 1: degree 1 scores d² pairs) — what the DP experiment runs on CoIL's 86 columns."""
-    return max([1] + [k for k in range(1, ceiling + 1) if candidate_count(d, k) <= MAX_CANDIDATES])
-
-
-def parent_sets(x: str, chosen: list[str], sizes: dict[str, int], degree: int,
-                tau: float) -> list[tuple[str, ...]]:
-    """X's candidate parent sets among the attributes already in the network: the maximal
-    sets of at most ``degree`` of them whose marginal with X has at most τ cells (a set is
-    maximal when it holds ``degree`` columns or no further column fits: the domains grow with
-    every column added, so a set none of whose one-column extensions fits has no larger
-    superset that fits); the empty set when no column fits."""
-    out = []
-    top = min(degree, len(chosen))
-    for j in range(top, -1, -1):
-        for combo in itertools.combinations(chosen, j):
-            cells = sizes[x] * math.prod(sizes[p] for p in combo)
-            if cells > tau and j > 0:
-                continue
-            if j < top and any(cells * sizes[v] <= tau for v in chosen if v not in combo):
-                continue
-            out.append(combo)
-    return out
-
-
-def greedy_network(names: list[str], codes: dict[str, np.ndarray], sizes: dict[str, int], n: int,
-                   degree: int, tau: float, epsilon_round: Fraction, rng: SecureRandom,
-                   add_remove: bool = False) -> tuple[list[tuple[str, tuple[str, ...]]], list[dict[str, Any]]]:
-    """The paper's GreedyBayes: the network as (attribute, parents) in order, and each round's
-    record (candidates, choice, ε). The first attribute is uniform (no data read); each later
-    one and its parents come from the exponential mechanism at ``epsilon_round`` over S
-    (replace-one, sensitivity 6n + 4) or T = S/n (add/remove, sensitivity 4: n is private, and
-    T's sensitivity does not involve it); at 0 (no parent set can be non-empty:
-    ``independent_columns``) uniformly, no score computed."""
-    sampler = ExactSampler(rng)
-    first = names[sampler.uniform(len(names))]
-    network: list[tuple[str, tuple[str, ...]]] = [(first, ())]
-    chosen = [first]
-    eta = epsilon_round / (2 * (T_SENSITIVITY if add_remove else score_sensitivity(n)))
-    cache: dict[tuple[str, tuple[str, ...]], int] = {}
-    rounds: list[dict[str, Any]] = []
-    for r in range(len(names) - 1):
-        candidates = [(x, ps) for x in names if x not in chosen
-                      for ps in parent_sets(x, chosen, sizes, degree, tau)]
-        scores = []
-        for x, ps in candidates:
-            if epsilon_round == 0:
-                scores.append(Fraction(0))
-                continue
-            key = (x, tuple(sorted(ps)))
-            if key not in cache:
-                cache[key] = r_score(codes[x], sizes[x], parent_index(codes, ps, sizes, n),
-                                     math.prod(sizes[p] for p in ps), n)
-            scores.append(Fraction(cache[key], n) if add_remove else Fraction(cache[key]))
-        x, ps = candidates[sampler.exponential(scores, eta)]
-        network.append((x, ps))
-        chosen.append(x)
-        rounds.append({"round": r + 1, "candidates": len(candidates), "attribute": x,
-                       "parents": list(ps), "epsilon": float(epsilon_round)})
-    return network, rounds
-
-
-def smallest_pair(sizes: dict[str, int]) -> int | None:
-    """The fewest cells of a marginal of two columns (None with one column)."""
-    ordered = sorted(sizes.values())
-    return ordered[0] * ordered[1] if len(ordered) > 1 else None
-
-
-def independent_columns(sizes: dict[str, int], tau: float) -> bool:
-    """Whether no column can get a parent: no two columns' marginal fits τ (a larger parent set
-    has more cells still). Decided by n, ε, θ and the domains — never by the data — so no ε
-    is spent on a structure that can only be empty."""
-    pair = smallest_pair(sizes)
-    return pair is not None and pair > tau
-
-
-# ----------------------------------------------------------------------- conditionals
-def measured_sets(network: list[tuple[str, tuple[str, ...]]]) -> tuple[list[int], list[int]]:
-    """(the network positions whose attribute set {X_i} ∪ Π_i is measured, and for every
-    position the measured one its conditional is read from). A set inside a later one is not
-    measured (an earlier set cannot hold a later one: it lacks the later attribute); it is
-    read from the first later measured set that holds it."""
-    sets = [frozenset((x, *ps)) for x, ps in network]
-    measured = [i for i, s in enumerate(sets) if not any(s < t for t in sets[i + 1:])]
-    source = [next(j for j in measured if j >= i and sets[i] <= sets[j]) for i in range(len(sets))]
-    return measured, source
-
-
-def laplace_sum_threshold(scale: float, cells: int, p: float = MISSING_FALSE_RELEASE) -> float:
-    """The smallest x whose Chernoff bound on P(Σ of ``cells`` Laplace(``scale``) ≥ x) is ≤ p.
-    Laplace's moment generating function is 1/(1 − b²t²), so the bound is exp(−u·y − c·ln(1 − u²))
-    with y = x/b, u = bt ∈ (0, 1), least at u = (√(c² + y²) − c)/y; y by bisection (the bound
-    falls as y grows). Unlike a multiple of the standard deviation b·√(2c), it holds the chance
-    for a few cells, where the tails are Laplace's (5σ of one cell: ½·e^(−5√2) ≈ 4·10⁻⁴), and
-    tends to √(2 ln(1/p)) standard deviations (5.3 at 10⁻⁶) for many. One cell: the exact
-    tail ½·e^(−y), y = ln(1/(2p)) (13.1 at 10⁻⁶; the bound would say 17.0)."""
-    if cells == 1:
-        return scale * math.log(0.5 / p)
-    target = math.log(p)
-
-    def log_bound(y: float) -> float:
-        u = (math.sqrt(cells * cells + y * y) - cells) / y
-        return -u * y - cells * math.log1p(-u * u)
-
-    lo, hi = 0.0, 1.0
-    while log_bound(hi) > target:
-        lo, hi = hi, 2.0 * hi
-    for _ in range(100):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if log_bound(mid) > target else (lo, mid)
-    return scale * hi
-
-
-def missing_released(measured: tuple[tuple[str, ...], np.ndarray, float], column: Column) -> bool:
-    """Whether the column's missing level is released: its noisy count in the marginal the
-    column's conditional is read from (the sum over its slice of c cells, each with Laplace
-    noise of scale b) is above what noise alone reaches with chance 10⁻⁶
-    (:func:`laplace_sum_threshold`; mst's rule, 5 standard deviations of its Gaussian counts,
-    is about 3·10⁻⁷). Otherwise no synthetic record is missing there — a column without missing
-    values would else get some from the noise alone (post-processing)."""
-    axes, table, scale = measured
-    axis = axes.index(column.name)
-    cells = table.size // table.shape[axis]
-    return bool(np.take(table, column.missing_level, axis=axis).sum() >= laplace_sum_threshold(scale, cells))
-
-
-def nonnegative(table: np.ndarray, axes: tuple[str, ...], columns: list[Column], missing: dict[str, bool],
-                n: int, consistency: str) -> np.ndarray:
-    """A noisy marginal as non-negative counts: the cells of a missing level not released are 0,
-    the others projected onto the tables of n records ("simplex") or clipped at 0 ("clip")."""
-    allowed = np.ones(table.shape, dtype=bool)
-    for column in columns:
-        if column.name in axes and not missing[column.name]:
-            index = [slice(None)] * table.ndim
-            index[axes.index(column.name)] = column.missing_level
-            allowed[tuple(index)] = False
-    out = np.zeros(table.shape)
-    out[allowed] = project_to_simplex(table[allowed], n) if consistency == "simplex" else np.clip(table[allowed], 0.0, None)
-    return out
-
-
-def conditional(table: np.ndarray, axes: tuple[str, ...], x: str, parents: tuple[str, ...]) -> np.ndarray:
-    """P[x | parents] as a (parent configurations × levels of x) array from a non-negative noisy
-    marginal over ``axes`` (C order): summed down to (parents..., x) and normalized per
-    configuration; a configuration with no mass takes x's distribution in the same table,
-    uniform if that has none."""
-    keep = (*parents, x)
-    summed = table.sum(axis=tuple(i for i, a in enumerate(axes) if a not in keep))
-    rest = [a for a in axes if a in keep]
-    ordered = np.transpose(summed, [rest.index(a) for a in keep])
-    rows = ordered.reshape(-1, ordered.shape[-1])
-    fallback = rows.sum(axis=0)
-    fallback = fallback / fallback.sum() if fallback.sum() > 0 else np.full(len(fallback), 1.0 / len(fallback))
-    mass = rows.sum(axis=1, keepdims=True)
-    return np.where(mass > 0, rows / np.where(mass > 0, mass, 1.0), fallback)
-
-
-def sample_network(network: list[tuple[str, tuple[str, ...]]], conditionals: dict[str, np.ndarray],
-                   sizes: dict[str, int], rows: int, rng: SecureRandom) -> dict[str, np.ndarray]:
-    """Ancestral sampling: each attribute in the network's order from its conditional given
-    its parents' sampled levels, by inverse CDF on the job's random source."""
-    out: dict[str, np.ndarray] = {}
-    for x, ps in network:
-        cdf = np.cumsum(conditionals[x], axis=1)
-        cdf[:, -1] = 1.0
-        config = parent_index(out, ps, sizes, rows)
-        u = rng.random(rows)
-        levels = np.empty(rows, dtype=np.int64)
-        chunk = max(1, (1 << 22) // sizes[x])
-        for start in range(0, rows, chunk):
-            stop = min(rows, start + chunk)
-            levels[start:stop] = (cdf[config[start:stop]] <= u[start:stop, None]).sum(axis=1)
-        out[x] = np.minimum(levels, sizes[x] - 1)
-    return out
 
 
 # ------------------------------------------------------------------------------- run

@@ -20,7 +20,7 @@ import app.privacy.dp_release.privbayes  # noqa: F401
 from app.privacy import registry
 from app.privacy.context import RunContext
 from app.privacy.data import MethodInput
-from app.privacy.dp_release.privbayes import fitting_degree
+from app.privacy.dp_release.privbayes_network import fitting_degree
 from app.privacy.experiments.dp_release_tasks import task_columns
 from app.privacy.registry import MethodInputError
 
