@@ -199,6 +199,20 @@ def test_k_one_is_allowed_with_a_risk_threshold():
         KAnonymityParams(k=1, algorithm="lattice")
 
 
+@pytest.mark.parametrize("given", [{"average_risk": 1.0}, {"sample_uniqueness": 1.0},
+                                   {"highest_risk": 1.0, "records_at_risk": 0.0},
+                                   {"highest_risk": 0.2, "records_at_risk": 1.0},
+                                   {"average_risk": 1.0, "sample_uniqueness": 1.0}])
+def test_k_one_with_only_thresholds_every_release_meets_is_refused(given):
+    """Classes per record never pass 1, nor a share 1, and no record's risk passes 1: such a
+    threshold asks nothing, and with k = 1 the raw table was released stated private."""
+    with pytest.raises(ValidationError, match="hold on every release"):
+        KAnonymityParams(k=1, algorithm="lattice", **given)
+    assert KAnonymityParams(k=2, algorithm="lattice", **given).risk_thresholds() is not None
+    assert KAnonymityParams(k=1, algorithm="lattice", sample_uniqueness=0.5, **{
+        key: value for key, value in given.items() if key != "sample_uniqueness"}).risk_thresholds()
+
+
 def test_thresholds_failing_through_a_column_released_unchanged_leave_the_release_not_private(adult_data):
     """education-num, released unchanged, is a code for education: read through it, education's
     generalization is undone and records fall alone in their class — sample_uniqueness 0 holds on

@@ -372,10 +372,14 @@ class KAnonymityParams(AttributeModels):
                              "attacker: give one of them (to release some records only under k-anonymity, "
                              "upload those records alone)")
         population = population or journalist
-        if self.k == 1 and not population and self.profitability is None and self.risk_thresholds() is None:
+        risk = self.risk_thresholds()
+        if self.k == 1 and not population and self.profitability is None and (risk is None or risk.vacuous()):
             raise ValueError("k = 1 asks no k-anonymity at all: it is allowed only with k_map, delta_presence, "
                              "profitability or a risk threshold (average_risk, highest_risk with "
-                             "records_at_risk, sample_uniqueness)")
+                             "records_at_risk, sample_uniqueness)" + (
+                                 "" if risk is None else f", and {risk.describe()} hold on every release (a "
+                                 "threshold of 1, or highest_risk 1: no record's risk is above it): the raw "
+                                 "table would be released stated private; give one below 1"))
         if self.delta_presence is not None:
             low, high = self.delta_presence
             if low > high:

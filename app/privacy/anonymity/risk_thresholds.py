@@ -50,6 +50,13 @@ class RiskThresholds:
         s = math.ceil(1.0 / self.highest)
         return s - 1 if s > 1 and 1.0 / (s - 1) <= self.highest else s  # 1/highest a float a hair above s − 1
 
+    def vacuous(self) -> bool:
+        """Whether every release meets these thresholds: classes per record and each share are
+        at most 1, and a risk 1 / size at most 1 (highest_risk 1: no record is at risk)."""
+        return ((self.average is None or self.average + TOLERANCE >= 1.0)
+                and (self.highest is None or self.smallest_size == 1 or self.records_at_risk + TOLERANCE >= 1.0)
+                and (self.sample_uniques is None or self.sample_uniques + TOLERANCE >= 1.0))
+
     def figures(self, sizes: np.ndarray) -> dict[str, float]:
         """The release's figures from its class sizes (released records only)."""
         sizes = np.asarray(sizes, dtype=np.int64)
