@@ -302,7 +302,7 @@ def test_experiment_rfk_figures_keep_one_style_per_series_told_apart_without_col
     """Acceptance check: styles went by position, so plain k-anonymity was a green dash-dot line
     in the accuracy plot and an orange dashed one in the loss plot, and in the risk plot the
     records-at-risk squares hid the sample-uniques circles under them at every E < 5."""
-    from app.privacy.experiments.rfk import _figures
+    from app.privacy.experiments.rfk_plots import _figures
 
     styles: dict[str, set] = {}
     for name, fig in _figures(_by_e_table(), "adult").items():
@@ -329,7 +329,7 @@ def test_experiment_rfk_information_loss_on_a_log_axis_when_it_spans_decades():
     """Acceptance check of the docs figures: RFK's Σ NCP (Adult 0.0016, 0.0038, 0.22 at E = 1-3)
     sat on the zero line of a linear axis that (p,α,k)'s 5.46 stretched, so the growth with E the
     page describes could not be seen. A zero keeps the linear axis (it would vanish from a log one)."""
-    from app.privacy.experiments.rfk import _figures
+    from app.privacy.experiments.rfk_plots import _figures
 
     spread = _by_e_table().assign(rfk_ncp_sum=[0.0016, 0.0038, 0.22, 0.90, 1.44])
     ax = _figures(spread, "adult")["rfk_information_loss_adult"].axes[0]
@@ -346,7 +346,8 @@ def test_experiment_rfk_figures_name_their_data_direction_and_the_papers_reporte
     over plain k-anonymity at E = 3, 4 and +0.4 / +1.9 over (p,α,k) at E = 4, 5; Bank +0.4 / +0.9)
     were in the report's data but on no figure, the risk figure left out the (p,α,k) baseline its
     table has, and nothing said what an accuracy point is a mean of."""
-    from app.privacy.experiments.rfk import ExperimentRfkParams, _figures
+    from app.privacy.experiments.rfk import ExperimentRfkParams
+    from app.privacy.experiments.rfk_plots import _figures
 
     table = _by_e_table().assign(pak_sample_uniques_share=0.0)
     params = ExperimentRfkParams(k=10, eval_repeats=3, sample_size=4000)
@@ -401,7 +402,8 @@ def test_experiment_rfk_accuracy_figures_draw_the_standard_errors_and_the_paired
     constant baselines); a lead figure draws RFK − baseline, paired split by split, in points
     with ± 2 standard errors, and the paper's reported leads beside them. Every figure stays
     readable."""
-    from app.privacy.experiments.rfk import ExperimentRfkParams, _figures
+    from app.privacy.experiments.rfk import ExperimentRfkParams
+    from app.privacy.experiments.rfk_plots import _figures
 
     table = _by_e_table_with_spread()
     figures = _figures(table, "adult", ExperimentRfkParams(eval_repeats=10), records=32561)
@@ -457,7 +459,8 @@ def test_experiment_rfk_measures_the_tables_of_every_tier_run():
     from app.privacy.anonymity.anonymize import Options, anonymize
     from app.privacy.anonymity.models import Constraints
     from app.privacy.anonymity.rfk import encode_features, forest_accuracy, stratified_sample
-    from app.privacy.experiments.rfk import ExperimentRfkParams, load, run_experiment_rfk
+    from app.privacy.experiments.rfk import ExperimentRfkParams, run_experiment_rfk
+    from app.privacy.experiments.rfk_settings import load
 
     params = ExperimentRfkParams(datasets=["adult"], repeats=1, n_estimators=5, stability_runs=1,
                                  sample_size=600, eval_repeats=2)

@@ -18,8 +18,8 @@ from app.privacy.experiments.dp_release import LABELS, ExperimentDpReleaseParams
 from app.privacy.experiments.dp_release_plots import _plot
 from app.privacy.experiments.itemsets import ExperimentItemsetsParams, run_experiment_itemsets
 from app.privacy.experiments.ppnb import ExperimentPPNBParams
-from app.privacy.experiments import rfk as rfk_experiment
-from app.privacy.experiments.rfk import ExperimentRfkParams, load
+from app.privacy.experiments.rfk import ExperimentRfkParams
+from app.privacy.experiments.rfk_settings import LABEL_MAJORITY, load
 from app.privacy.experiments.rfka import ExperimentRfkaParams, _figure
 from app.privacy.plotting import log_axis
 
@@ -175,7 +175,7 @@ def test_rfk_alpha_below_a_labels_share_is_refused_at_submission(datasets, alpha
 
 
 def test_rfk_label_shares_are_those_of_the_datasets():
-    for name, (label, count, total) in rfk_experiment.LABEL_MAJORITY.items():
+    for name, (label, count, total) in LABEL_MAJORITY.items():
         frame, _, _, column = load(name)
         assert column == label and len(frame) == total
         assert int(frame[label].value_counts().max()) == count

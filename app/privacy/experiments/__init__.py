@@ -1,6 +1,7 @@
 """Experiments: one module per paper's evaluation protocol, each registered as a method of
 kind ``experiment`` that returns a report with tables and plots (dp_release's parts it shares
-with the benchmarks are the dp_release_*.py modules beside it).
+with the benchmarks are the dp_release_*.py modules beside it; rfk's settings, accuracies and
+figures are the rfk_*.py modules).
 
 Experiments read the shared real datasets; ``dataset_file()`` finds each file.
 """
