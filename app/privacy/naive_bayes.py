@@ -31,7 +31,7 @@ from app.privacy.rr_channels import (
     CategoricalChannel, NumericChannel, Opaque, chain_channels, label_codes, label_of,
     project_to_simplex, unique_names,
 )
-from app.privacy.transforming_rr import sample_moments
+from app.privacy.trr_mechanism import sample_moments
 
 PAPER = ("Zhang & Tang, Privacy Preserving Naive Bayes Classification, Chinese Journal of "
          "Computers 30(8), 2007 (seed 000), §5")

@@ -5,6 +5,10 @@ x is published as y = a·x + b with a and b drawn uniformly from the sets, indep
 cell. The sets and their moments are published with the release, so the column's mean and
 variance can be reconstructed (paper eqs. 2, 3). TRR gives no differential-privacy
 guarantee: its only privacy figure is the paper's breach-interval width.
+
+The mechanism and the moment estimators are in trr_mechanism.py, the disclosure warnings in
+trr_disclosure.py; this module holds the parameters, the checks, the run, the reconstructor and
+the registration.
 """
 
 from __future__ import annotations
@@ -16,7 +20,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from pydantic import Field, field_validator
-from scipy.stats import norm
 
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
@@ -25,11 +28,10 @@ from app.privacy.registry import (
     MethodKind, MethodInputError, MethodSpec, Params, register, register_channel_builder, register_reconstructor,
 )
 from app.privacy.results import ReleaseResult
-from app.privacy.rng import SecureRandom
 from app.privacy.rr_channels import NumericChannel, columns_to_reconstruct, unique_names, with_columns
+from app.privacy.trr_disclosure import _determined, _recovery_warnings, _zeros_recognizable
+from app.privacy.trr_mechanism import breach_widths, draw_sets, moments, reconstruct_moments, transform
 
-_CHUNK = 1 << 16
-BREACH_CONFIDENCES = (0.5, 0.9, 0.999)
 # How far the transform may reach. The release and its reconstruction take moments of the
 # published values up to the fourth power, summed over every cell: with |y| ≤ 1e75 the shifted
 # values stay within 2e75, whose fourth powers summed over 10^7 cells (twice the service's row
@@ -44,140 +46,6 @@ MIN_A_MEAN = 1e-9
 _SD_REACH = 10.0
 PAPER = ("Zhang & Tang, Privacy Preserving Naive Bayes Classification, Chinese Journal of "
          "Computers 30(8), 2007 (seed 000), §4 and Table 2")
-
-
-# ----------------------------------------------------------------------------------- core
-@dataclasses.dataclass(frozen=True)
-class TrrSets:
-    a: np.ndarray
-    b: np.ndarray
-
-    @property
-    def moments(self) -> tuple[float, float, float, float]:
-        """(Ā, S_A², B̄, S_B²) with the paper's population formulas (divisor m)."""
-        return float(self.a.mean()), float(self.a.var()), float(self.b.mean()), float(self.b.var())
-
-
-def draw_sets(m: int, a_mean: float, a_var: float, b_mean: float, b_var: float,
-              rng: SecureRandom) -> TrrSets:
-    return TrrSets(a=rng.normal(m, loc=a_mean, scale=math.sqrt(a_var)),
-                   b=rng.normal(m, loc=b_mean, scale=math.sqrt(b_var)))
-
-
-def _uniform_index(u: np.ndarray, m: int) -> np.ndarray:
-    """floor(u·m / 2^32): uniform on [0, m) to within m/2^32."""
-    return ((u.astype(np.uint64) * np.uint64(m)) >> np.uint64(32)).astype(np.intp)
-
-
-def _index_pairs(count: int, m_a: int, m_b: int, rng: SecureRandom) -> tuple[np.ndarray, np.ndarray]:
-    """Independent uniform indices into A and B. When both sizes are powers of two that fit
-    together in 32 bits, one random word holds both (exactly uniform); else one word each."""
-    bits_a, bits_b = m_a.bit_length() - 1, m_b.bit_length() - 1
-    if m_a == 1 << bits_a and m_b == 1 << bits_b and bits_a + bits_b <= 32:
-        u = rng.uint32(count)
-        ia = u >> np.uint32(32 - bits_a) if bits_a else np.zeros(count, np.uint32)
-        ib = (u >> np.uint32(32 - bits_a - bits_b)) & np.uint32(m_b - 1) if bits_b else np.zeros(count, np.uint32)
-        return ia, ib
-    u = rng.uint32(2 * count)
-    return _uniform_index(u[:count], m_a), _uniform_index(u[count:], m_b)
-
-
-def transform(x: np.ndarray, sets: TrrSets, rng: SecureRandom) -> np.ndarray:
-    """y = a·x + b, a and b drawn uniformly and independently from the sets per cell.
-    NaN (a missing cell) stays NaN. Works in cache-sized chunks."""
-    x = np.asarray(x, dtype=np.float64)
-    out = np.empty_like(x)
-    for start in range(0, len(x), _CHUNK):
-        stop = min(start + _CHUNK, len(x))
-        ia, ib = _index_pairs(stop - start, len(sets.a), len(sets.b), rng)
-        block = out[start:stop]
-        np.multiply(sets.a.take(ia), x[start:stop], out=block)
-        block += sets.b.take(ib)
-    return out
-
-
-@dataclasses.dataclass(frozen=True)
-class Moments:
-    """n, mean, sample variance (divisor n-1) and the 3rd and 4th central moments."""
-
-    n: int
-    mean: float
-    var: float
-    mu3: float = math.nan
-    mu4: float = math.nan
-
-
-def moments(y: np.ndarray, higher: bool = True) -> Moments:
-    """Moments of the non-missing values from power sums of (y - shift) taken in cache-sized
-    chunks (a few passes over L2-resident data instead of one pass per temporary array over
-    memory). The shift — a mean of the first values — keeps the sums well conditioned."""
-    y = np.asarray(y, dtype=np.float64)
-    head = y[:1024][~np.isnan(y[:1024])]
-    shift = float(head.mean()) if len(head) else 0.0
-    n, sums = 0, np.zeros(4)
-    for start in range(0, len(y), _CHUNK):
-        d = y[start:start + _CHUNK] - shift
-        nan = np.isnan(d)
-        if nan.any():
-            d = d[~nan]
-        n += len(d)
-        d2 = d * d
-        sums += (d.sum(), d2.sum(), (d2 * d).sum() if higher else 0.0, (d2 * d2).sum() if higher else 0.0)
-    if n == 0:
-        return Moments(0, math.nan, math.nan)
-    m1, m2, m3, m4 = (float(v) for v in sums / n)
-    central2 = max(m2 - m1 * m1, 0.0)
-    var = central2 * n / (n - 1) if n > 1 else 0.0
-    if not higher:
-        return Moments(n, shift + m1, var)
-    mu3 = m3 - 3 * m1 * m2 + 2 * m1**3
-    mu4 = m4 - 4 * m1 * m3 + 6 * m1 * m1 * m2 - 3 * m1**4
-    return Moments(n, shift + m1, var, mu3, mu4)
-
-
-def sample_moments(y: np.ndarray) -> tuple[int, float, float]:
-    """n, ȳ and the sample variance S_y² (divisor n-1) of the non-missing values."""
-    m = moments(y, higher=False)
-    return m.n, m.mean, m.var
-
-
-def reconstruct_moments(y: np.ndarray, channel: NumericChannel) -> dict[str, Any]:
-    """x̂̄ and Ŝ_x² of the original column from its published values (paper eqs. 2, 3), with
-    standard errors by the delta method on (ȳ, S_y²). The variance estimate can come out ≤ 0
-    (the S_A²·x̄² term dominates when x̄² ≫ Var(x)): then it is clipped to 0 and flagged."""
-    m = moments(y)
-    if m.n < 2:
-        raise ValueError("fewer than 2 published values")
-    mean, var = (float(v) for v in channel.invert(m.mean, m.var))
-    cov = np.array([[m.var, m.mu3], [m.mu3, max(m.mu4 - m.var * m.var, 0.0)]]) / m.n
-    grad = _gradient(channel, m.mean, m.var)
-    se_var = float(np.sqrt(max(grad[1] @ cov @ grad[1], 0.0)))
-    farthest = float(np.nanmax(np.abs(y - m.mean)))
-    fourth = m.mu4 * m.n
-    return {
-        "n": m.n, "published_mean": m.mean, "published_variance": m.var,
-        "mean": mean, "mean_standard_error": float(np.sqrt(m.var / m.n) * abs(channel.mean_gain)),
-        "variance_raw": var, "variance": max(var, 0.0), "variance_clipped": bool(var <= 0.0),
-        "variance_standard_error": se_var,
-        "extreme_share_of_fourth_moment": farthest**4 / fourth if fourth > 0 else 0.0,
-    }
-
-
-def _gradient(channel: NumericChannel, mean_y: float, var_y: float) -> np.ndarray:
-    """∂(x̄, S_x²)/∂(ȳ, S_y²) by central differences (invert is a low-degree polynomial)."""
-    rows = np.zeros((2, 2))
-    for j, (dm, dv) in enumerate(((1.0, 0.0), (0.0, 1.0))):
-        h = 1e-6 * max(abs(mean_y) if j == 0 else abs(var_y), 1.0)
-        hi = channel.invert(mean_y + h * dm, var_y + h * dv)
-        lo = channel.invert(mean_y - h * dm, var_y - h * dv)
-        rows[:, j] = (np.asarray(hi) - np.asarray(lo)) / (2 * h)
-    return rows
-
-
-def breach_widths(variance: float) -> dict[str, float]:
-    """BreachWidth(C) = 2·z_{(1+C)/2}·Ŝ_x (paper Table 2) for C = 0.5, 0.9, 0.999."""
-    sd = math.sqrt(max(variance, 0.0))
-    return {str(c): float(2.0 * norm.ppf((1.0 + c) / 2.0) * sd) for c in BREACH_CONFIDENCES}
 
 
 # ----------------------------------------------------------------------------- the method
@@ -366,58 +234,6 @@ def run_trr(data: MethodInput, params: TrrParams, ctx: RunContext) -> ReleaseRes
         ),
         metadata={"trr": {"columns": per_column}},
     )
-
-
-def _determined(sets: TrrSets) -> bool:
-    """Whether the published moments give the sets away: two distinct values or fewer per set
-    (mean ± standard deviation), or a set of one repeated value."""
-    return len(np.unique(sets.a)) <= 2 and len(np.unique(sets.b)) <= 2
-
-
-ZERO_SHARE = 0.05        # cells holding 0, of the non-missing ones, for the zero warning
-ZERO_POSTERIOR = 0.9     # share of the values in B's band that come from a 0
-
-
-def _zeros_recognizable(x: np.ndarray, y: np.ndarray, b_bar: float, b_var: float) -> bool:
-    """Whether cells holding 0 stand out in the release: y = a·0 + b = b, so they fall within B's
-    band (mean ± 4 standard deviations), and when they make up most of the values there (the
-    column's other values lie far from 0, e.g. Adult's capital-gain: 91.7% zeros, others ≥ 114)
-    a published value in the band says the original is 0."""
-    present = ~np.isnan(x)
-    zero = present & (x == 0)
-    if not zero.any() or zero.sum() < ZERO_SHARE * present.sum():
-        return False
-    band = present & (np.abs(y - b_bar) <= 4.0 * math.sqrt(b_var) + 1e-9 * max(1.0, abs(b_bar)))
-    return bool(band.any() and (zero & band).sum() >= ZERO_POSTERIOR * band.sum())
-
-
-def _recovery_warnings(per_column: dict[str, Any], published: bool) -> list[str]:
-    """What the metadata gives away beyond the breach widths. With the sets published, a y
-    leaves at most |A|·|B| candidates (y - b)/a, and a wrong pair almost never lands on the grid
-    the true values lie on (an attack on Adult's age, education-num and hours-per-week recovered
-    99.6% of the cells). Sets of one or two distinct values follow from their moments alone, so
-    the same holds for them unpublished; with one value each, every value is recovered."""
-    out = []
-    if published and per_column:
-        out.append("the sets A and B are published in full (publish_sets), so a published y leaves at "
-                   "most |A|·|B| candidate originals (y - b)/a: where the original values lie on a "
-                   "known grid (whole numbers, a fixed number of decimals) the true value is almost "
-                   "always the only candidate on it and is recovered exactly; the breach widths do "
-                   "not account for this")
-    zeros = [n for n, c in per_column.items() if c.get("zeros_recognizable")]
-    if zeros:
-        out.append("a cell holding 0 is published as y = b, a draw from B alone; the published values "
-                   "within B's mean ± 4 standard deviations come mostly from such cells for: "
-                   + ", ".join(zeros) + " (at least 5% of their cells hold 0), so a published value "
-                   "there discloses that the original is 0; the breach widths, computed from the "
-                   "column's variance, do not account for this")
-    determined = [n for n, c in per_column.items() if c["determined_by_moments"]]
-    if determined:
-        out.append("A and B hold at most two distinct values each for " + ", ".join(determined)
-                   + ", so their published moments give the sets away (one value each: every "
-                   "original is (y - b)/a) and grid values are recovered exactly, whatever the "
-                   "breach widths say; use a larger set_size and nonzero variances")
-    return out
 
 
 def numeric_values(series: pd.Series, name: str) -> np.ndarray:

@@ -16,9 +16,8 @@ from app.privacy.reconstruction import ReconstructParams, run_reconstruct
 from app.privacy.registry import MethodInputError, get
 from app.privacy.rng import SecureRandom
 from app.privacy.rr_channels import NumericChannel, as_release_input
-from app.privacy.transforming_rr import (
-    TrrParams, TrrSets, breach_widths, draw_sets, reconstruct_moments, run_trr, transform,
-)
+from app.privacy.transforming_rr import TrrParams, run_trr
+from app.privacy.trr_mechanism import TrrSets, breach_widths, draw_sets, reconstruct_moments, transform
 
 
 def ctx(seed=1):
