@@ -31,6 +31,11 @@ projections test the other models alone. The "publisher_payout" metric minimizes
 expected loss over the benefit for kept records, plus 1 per suppressed record; the bound (mean IL
 over all records, a sum of per-column terms as for NCP) stays below it, so the search stays exact.
 
+A node that suppresses every record releases nothing (with a limit up to 1 it may pass, and
+with "ncp" it ties the top node, every value '*', at loss 1; "entropy_monotonic" charges it
+nothing): it is released only when no node that keeps a record passes — the search and the
+greedy climb go on past it.
+
 Pruning by monotonicity (generalizing merges classes; k-anonymity and distinct l-diversity are
 monotone with or without suppression, every other model — entropy and recursive l, α, t, β,
 δ-disclosure — without suppression only; with suppression the projections are tested on k and
@@ -257,6 +262,7 @@ def lattice_search(trees: list[Tree], constraints: Constraints,
     pruned = int((~candidate).sum())
     order = np.lexsort((nodes.sum(axis=1), bound))
     best_levels, best_mask, best_loss = None, None, np.inf
+    empty = None  # a node suppressing every record: released only if no node keeps one (module doc)
     evaluated, timed_out, optimal = 0, False, True
     for rank, i in enumerate(order):
         if bound[i] >= best_loss - 1e-12 * max(1.0, abs(best_loss)):
@@ -273,9 +279,15 @@ def lattice_search(trees: list[Tree], constraints: Constraints,
         mask = _suppressed(cols, tuple(node), constraints, sensitive)
         if mask.sum() > limit:
             continue
+        if mask.sum() >= n:
+            empty = empty or (tuple(int(x) for x in node), mask)
+            continue
         loss = _loss(cols, node, mask, constraints)
         if loss < best_loss:
             best_levels, best_mask, best_loss = tuple(int(x) for x in node), mask, loss
+    if best_levels is None and empty is not None and not timed_out:  # no node keeps a record
+        best_levels, best_mask = empty
+        best_loss = _loss(cols, best_levels, best_mask, constraints)
     if best_levels is None:
         # out of time before any node passed: the greedy climb's node (a few dozen checks at
         # most; on 1,000,000 rows the top node, every QI '*', was released instead)
@@ -329,7 +341,8 @@ def _greedy(cols: _Columns, c: Constraints, sensitive: tuple[Sensitive, ...], li
     while True:
         evaluated += 1
         mask = _suppressed(cols, tuple(levels), c, sensitive)
-        if mask.sum() <= limit or all(lv == len(cols.codes[q]) - 1 for q, lv in enumerate(levels)):
+        releases = mask.sum() < cols.weights.sum()  # not every record suppressed (module doc)
+        if (mask.sum() <= limit and releases) or all(lv == len(cols.codes[q]) - 1 for q, lv in enumerate(levels)):
             break
         steps = [(cols.total[q][lv + 1] - cols.total[q][lv], q)
                  for q, lv in enumerate(levels) if lv + 1 < len(cols.codes[q])]
