@@ -377,7 +377,7 @@ class KAnonymityParams(AttributeModels):
             raise ValueError("k = 1 asks no k-anonymity at all: it is allowed only with k_map, delta_presence, "
                              "profitability or a risk threshold (average_risk, highest_risk with "
                              "records_at_risk, sample_uniqueness)" + (
-                                 "" if risk is None else f", and {risk.describe()} hold on every release (a "
+                                 "" if risk is None else f", and the thresholds asked ({risk.describe()}) hold on every release (a "
                                  "threshold of 1, or highest_risk 1: no record's risk is above it): the raw "
                                  "table would be released stated private; give one below 1"))
         if self.delta_presence is not None:
