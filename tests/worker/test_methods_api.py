@@ -75,7 +75,10 @@ def test_randomized_response_chain_reconstruct_and_ppnb(client, owner_adult, adu
     body = pred.json()
     truth = test["income"].head(2000).str.rstrip(".")
     accuracy = (np.array(body["predictions"]) == truth.to_numpy()).mean()
-    assert accuracy > 0.75, accuracy
+    # above always answering the majority class (0.76 of these records; 0.75 was below it) by 3
+    # points: in 1,000 library runs of this chain the accuracy was 0.823 ± 0.0037 (min 0.81), 9 sd
+    majority = truth.value_counts(normalize=True).max()
+    assert accuracy > majority + 0.03, (accuracy, majority)
     assert np.allclose(np.sum(body["probabilities"], axis=1), 1.0)
 
 
@@ -138,7 +141,10 @@ def test_mask_on_mushroom_and_frequent_itemsets(client, make_key, workers):
     truth = _frequent(raw, 0.4, 3)
     recall = len(found & truth) / len(truth)
     precision = len(found & truth) / max(len(found), 1)
-    assert recall >= 0.85 and precision >= 0.85, (recall, precision)
+    # 13,000 library runs: both 0.98 ± 0.015, the lower of the two below 0.93 in 129, below 0.92
+    # in 29, below 0.91 in 2, never below 0.90 (each 0.01 lower ≥ 3× rarer: < 1e-8 at 0.8).
+    # Mining the release as if it were raw finds half the itemsets (recall 0.5).
+    assert recall >= 0.8 and precision >= 0.8, (recall, precision)
 
 
 def _frequent(transactions, minsup, max_len):
