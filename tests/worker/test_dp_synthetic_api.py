@@ -120,6 +120,8 @@ def test_add_remove_jobs_debit_their_replace_one_epsilon_and_hide_n(client, make
         assert g["replace_one"]["epsilon"] == debited[method] and g["replace_one"]["delta"] <= 1e-9
         assert any(f"priced at ε = {debited[method]:.7g}" in s for s in g["statements"])
         total = meta["model"]["known_total"]
+        # a float mean of the three noisy 1-way totals: 800.0 only if every one's noise is 0
+        # (P ≈ 4e-7 for mst, 5e-8 for aim; with a library run's σ, 799.9999999999999 even then)
         assert total != 800 and rel["rows"] == meta["rows"] == rel["metrics"]["rows"]
         assert rel["rows"] == (300 if method == "aim" else max(1, round(total)))
 
@@ -136,7 +138,9 @@ def test_a_boolean_column_downloads_as_booleans_from_a_release_of_a_release(clie
                 schema={"flag": {"type": "boolean"}, "v": {"bounds": [0, 6], "integer": True}}).json()
     source = ds["id"]
     for step, method in enumerate(("mst", "aim")):
-        params = {"epsilon": 2.0, "iterations": 200}
+        # at ε = 2 aim's flag mean was 0.318 ± 0.027 with heavy tails (600 library runs: up to
+        # 0.43, excess kurtosis 0.9) against a window of ±0.15; at ε = 20, 0.317 ± 0.0032 (300)
+        params = {"epsilon": 20.0, "iterations": 200}
         r = submit(client, headers, method, params, **({"dataset_id": source} if step == 0 else {"release_id": source}))
         assert r.status_code == 202, r.text
         job = wait_job(client, headers, r.json()["id"], timeout=240)
@@ -147,7 +151,7 @@ def test_a_boolean_column_downloads_as_booleans_from_a_release_of_a_release(clie
         body = client.get(f"/v1/releases/{source}/data", headers=auth(headers), params={"format": "parquet"})
         frame = pd.read_parquet(io.BytesIO(body.content))
         assert frame["flag"].dtype == bool, (method, frame["flag"].dtype)
-        assert 0.15 < frame["flag"].mean() < 0.45  # 0.3 in the data
+        assert 0.25 < frame["flag"].mean() < 0.4  # 0.3175 in the data: ≥ 20 sd either side
 
 
 def test_a_boolean_column_with_missing_cells_downloads_as_nullable_booleans(client, make_key, workers):
