@@ -22,11 +22,14 @@ from app.privacy.results import ReleaseResult
 
 class SleepParams(Params):
     seconds: float = Field(1.0, ge=0, le=600)
+    # the test ends the sleep by creating this file (seconds then only bound it): a fixed sleep
+    # is a window the test's next steps must fit in, which a loaded machine can overrun
+    until_file: str | None = None
 
 
 def run_sleep(data, params: SleepParams, ctx) -> ReleaseResult:
     deadline = time.monotonic() + params.seconds
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and not (params.until_file and os.path.exists(params.until_file)):
         ctx.progress(1 - (deadline - time.monotonic()) / max(params.seconds, 1e-9), "sleeping")
         time.sleep(0.05)
     return ReleaseResult(frame=data.frame.copy(),

@@ -83,10 +83,13 @@ def test_idempotent_job_submission_runs_once(client, adult):
     assert wait_job(client, headers, a.json()["id"])["status"] == "succeeded"
 
 
-def test_cancel_queued_and_running(client, adult):
+def test_cancel_queued_and_running(client, adult, tmp_path):
     headers, ds = adult
-    blockers = [submit(client, headers, "diag_sleep", {"seconds": 4}, dataset_id=ds["id"]).json()
-                for _ in range(2)]
+    # both workers are held until the test lets the second blocker end (the first is cancelled):
+    # 4-second blockers left 4 s for the steps below up to the cancel of the running one
+    done_file = str(tmp_path / "blockers-may-end")
+    blockers = [submit(client, headers, "diag_sleep", {"seconds": 60, "until_file": done_file},
+                       dataset_id=ds["id"]).json() for _ in range(2)]
     for b in blockers:
         wait_job(client, headers, b["id"], until={"running"})
     queued = submit(client, headers, "diag_sleep", {"seconds": 1}, dataset_id=ds["id"]).json()
@@ -100,6 +103,8 @@ def test_cancel_queued_and_running(client, adult):
     assert twice.status_code == 202 and twice.json()["cancel_requested"] is True
     done = wait_job(client, headers, running["id"], timeout=15)
     assert done["status"] == "cancelled" and done["result"]["release_ids"] == []
+    assert client.get(f"/v1/jobs/{blockers[1]['id']}", headers=auth(headers)).json()["status"] == "running"
+    open(done_file, "w").close()
     assert wait_job(client, headers, blockers[1]["id"])["status"] == "succeeded"
     time.sleep(1.5)  # the cancelled queued job must never start
     assert client.get(f"/v1/jobs/{queued['id']}", headers=auth(headers)).json()["started_at"] is None
@@ -110,12 +115,16 @@ def test_cancel_queued_and_running(client, adult):
     assert len(asked) == 1  # asking twice wrote one event
 
 
-def test_worker_killed_mid_job_finishes_exactly_once(client, adult, workers):
+def test_worker_killed_mid_job_finishes_exactly_once(client, adult, workers, tmp_path):
     headers, ds = adult
-    job = submit(client, headers, "diag_sleep", {"seconds": 3}, dataset_id=ds["id"]).json()
+    # the first attempt sleeps until the kill (a 3-second sleep had to outlast the steps to it)
+    done_file = str(tmp_path / "job-may-end")
+    job = submit(client, headers, "diag_sleep", {"seconds": 60, "until_file": done_file},
+                 dataset_id=ds["id"]).json()
     wait_job(client, headers, job["id"], until={"running"})
     pid = workers.pid_of_job(job["id"])
     workers.kill(pid, signal.SIGKILL)
+    open(done_file, "w").close()  # the second attempt ends at once
     workers.add()  # the supervisor of `veil serve` restarts dead workers; here we do
     done = wait_job(client, headers, job["id"], timeout=60)
     assert done["status"] == "succeeded" and done["attempt"] == 2, done
@@ -194,14 +203,19 @@ def test_an_infinite_epsilon_refused_before_any_draw_is_refunded_too(client, adu
     assert [e["details"]["refunded_epsilon"] for e in failed] == ["Infinity"]
 
 
-def test_a_dataset_deleted_while_its_job_runs_gets_no_new_release(client, adult):
+def test_a_dataset_deleted_while_its_job_runs_gets_no_new_release(client, adult, tmp_path):
     """The job loaded the data before the delete; its result must not become a release made
     from data the owner has purged (found by the bad-input sweep: it used to succeed)."""
     headers, _ = adult
     ds = upload(client, headers, b"a,b\n1,x\n2,y\n3,x\n", "gone.csv").json()
-    job = submit(client, headers, "diag_sleep", {"seconds": 2}, dataset_id=ds["id"]).json()
+    # the job runs until the delete is done (a 2-second sleep left 2 s for the steps to it)
+    done_file = str(tmp_path / "job-may-end")
+    job = submit(client, headers, "diag_sleep", {"seconds": 60, "until_file": done_file},
+                 dataset_id=ds["id"]).json()
     wait_job(client, headers, job["id"], until={"running"})
     assert client.delete(f"/v1/datasets/{ds['id']}", headers=auth(headers)).status_code == 204
+    assert client.get(f"/v1/jobs/{job['id']}", headers=auth(headers)).json()["status"] == "running"
+    open(done_file, "w").close()
     done = wait_job(client, headers, job["id"])
     assert done["status"] == "failed" and done["error"]["type"] == "input_deleted"
     assert "deleted while the job ran" in done["error"]["message"] and done["result"]["release_ids"] == []
