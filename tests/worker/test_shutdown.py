@@ -58,10 +58,13 @@ def test_a_job_that_ends_within_the_grace_period_succeeds_on_its_attempt(client,
 
 
 def test_a_job_still_running_after_the_grace_period_is_queued_again_without_using_an_attempt(
-        client, workers, owner_and_dataset):
+        client, workers, owner_and_dataset, tmp_path):
     headers, ds = owner_and_dataset
     _one_idle_worker(workers)  # another would take the job back
-    job = submit(client, headers, "diag_sleep", {"seconds": GRACE_S + 4}, dataset_id=ds["id"]).json()
+    # it sleeps until the test lets it end (GRACE_S + 4 s left 4 s for the steps up to the SIGTERM)
+    done_file = str(tmp_path / "job-may-end")
+    job = submit(client, headers, "diag_sleep", {"seconds": 60, "until_file": done_file},
+                 dataset_id=ds["id"]).json()
     wait_job(client, headers, job["id"], until={"running"})
     assert _stop(workers, workers.pid_of_job(job["id"])) == 0
     stopped = client.get(f"/v1/jobs/{job['id']}", headers=auth(headers)).json()
@@ -71,6 +74,7 @@ def test_a_job_still_running_after_the_grace_period_is_queued_again_without_usin
     assert [e["details"] for e in events if e["subject"] == job["id"]] == [
         {"attempt": 1, "reason": "worker shutdown"}]
 
+    open(done_file, "w").close()
     workers.add()  # the next worker takes it at once (no stall timeout to wait for)
     done = wait_job(client, headers, job["id"], timeout=60)
     assert done["status"] == "succeeded" and done["attempt"] == 2, done
@@ -93,16 +97,20 @@ def _one_idle_worker(workers: WorkerPool) -> subprocess.Popen:
     return workers.procs[0]
 
 
-@pytest.mark.parametrize("seconds, status", [(1.5, "succeeded"), (GRACE_S + 4, "queued")])
+@pytest.mark.parametrize("seconds, status", [(1.5, "succeeded"), (60, "queued")])
 def test_sigterm_to_the_whole_process_group_keeps_the_grace_period(client, workers, owner_and_dataset,
-                                                                   seconds, status):
+                                                                   seconds, status, tmp_path):
     """SIGTERM to the worker's process group (systemd's default KillMode, `kill -- -PGID`) also
     reached the forkserver the job's process comes from: it died, the worker read the job's
     exit code as 255 and recorded it `crashed` at once (an attempt used, retried or failed),
     while the job's process ran on unseen (operator acceptance check)."""
     headers, ds = owner_and_dataset
     proc = _one_idle_worker(workers)
-    job = submit(client, headers, "diag_sleep", {"seconds": seconds}, dataset_id=ds["id"]).json()
+    # the 60-second job runs until the grace period is over (GRACE_S + 4 s left 4 s for the steps
+    # up to the SIGTERM), then its second attempt ends at once
+    done_file = str(tmp_path / "job-may-end")
+    job = submit(client, headers, "diag_sleep", {"seconds": seconds, "until_file": done_file},
+                 dataset_id=ds["id"]).json()
     wait_job(client, headers, job["id"], until={"running"})
     time.sleep(0.3)
     os.killpg(proc.pid, signal.SIGTERM)
@@ -113,6 +121,7 @@ def test_sigterm_to_the_whole_process_group_keeps_the_grace_period(client, worke
     events = client.get("/v1/audit", params={"action": "job.requeued"}, headers=auth(headers)).json()["items"]
     assert [e["details"] for e in events if e["subject"] == job["id"]] == (
         [] if status == "succeeded" else [{"attempt": 1, "reason": "worker shutdown"}])
+    open(done_file, "w").close()
     workers.add()
     workers.wait_ready()
     assert wait_job(client, headers, job["id"], timeout=60)["status"] == "succeeded"
