@@ -10,7 +10,6 @@ The conftest sets VEIL_STALL_TIMEOUT_S=4 and VEIL_HEARTBEAT_INTERVAL_S=0.5 for e
 from __future__ import annotations
 
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -144,15 +143,18 @@ def _running_on(pool: LoggedPool, ids: list[str]) -> int:
                for f in _job_facts(ids).values())
 
 
-def _kill_workers_while_jobs_run(client, pools, headers, ds, *, jobs: int, workers: int, rounds: int):
+def _kill_workers_while_jobs_run(client, pools, headers, ds, release: Path, *, jobs: int, workers: int,
+                                 rounds: int):
+    """Jobs that sleep until ``release`` exists (created after the last round): a worker seen in
+    a job is still in it when killed. The sleeps were 0.3–1.5 s: a third of the jobs seen running
+    had ended 0.3 s later, and a worker caught between two jobs was killed with none to retry."""
     pool = pools(workers, "kill")
-    rng = random.Random(7)
     ids = []
     for i in range(jobs):
         if i % 10 == 9:
             r = submit(client, headers, "errph", {"p0": 0.5, "columns": ["b"]}, dataset_id=ds["id"])
         else:
-            r = submit(client, headers, "diag_sleep", {"seconds": round(rng.uniform(0.3, 1.5), 2)},
+            r = submit(client, headers, "diag_sleep", {"seconds": 60, "until_file": str(release)},
                        dataset_id=ds["id"])
         assert r.status_code == 202, r.text
         ids.append(r.json()["id"])
@@ -166,6 +168,7 @@ def _kill_workers_while_jobs_run(client, pools, headers, ds, *, jobs: int, worke
         orphans += pool.kill_all(signal.SIGKILL)
         time.sleep(0.5)
         pool.respawn_all()
+    release.touch()  # every sleeping job (and those still queued) ends at once
     back = time.monotonic()
     facts = _wait_terminal(ids, timeout=120)
     took = time.monotonic() - back
@@ -182,18 +185,20 @@ def _kill_workers_while_jobs_run(client, pools, headers, ds, *, jobs: int, worke
             "max_attempt": max(f["attempt"] for f in facts.values())}
 
 
-def test_sigkill_workers_while_jobs_run_small(client, pools, small_dataset):
+def test_sigkill_workers_while_jobs_run_small(client, pools, small_dataset, tmp_path):
     headers, ds = small_dataset
     # two workers killed mid-job at once and two restarted (racing to reap the stalled jobs):
     # the paths of the long run's four; each worker start costs ~10 s of CPU
-    out = _kill_workers_while_jobs_run(client, pools, headers, ds, jobs=12, workers=2, rounds=1)
+    out = _kill_workers_while_jobs_run(client, pools, headers, ds, tmp_path / "release", jobs=12, workers=2,
+                                       rounds=1)
     print("\nSIGKILL (small):", out)
 
 
 @pytest.mark.long
-def test_sigkill_workers_while_50_jobs_run(client, pools, small_dataset):
+def test_sigkill_workers_while_50_jobs_run(client, pools, small_dataset, tmp_path):
     headers, ds = small_dataset
-    out = _kill_workers_while_jobs_run(client, pools, headers, ds, jobs=50, workers=4, rounds=2)
+    out = _kill_workers_while_jobs_run(client, pools, headers, ds, tmp_path / "release", jobs=50, workers=4,
+                                       rounds=2)
     print("\nSIGKILL (50 jobs, 4 workers, 2 rounds):", out)
     assert out["seconds_after_restart"] <= 120
 
