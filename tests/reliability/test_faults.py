@@ -160,7 +160,8 @@ def _kill_workers_while_jobs_run(client, pools, headers, ds, release: Path, *, j
         ids.append(r.json()["id"])
     orphans = []
     for _ in range(rounds):
-        deadline = time.monotonic() + 30
+        # respawned workers start in ~10 s of CPU each: four on two loaded cores took over 30 s
+        deadline = time.monotonic() + 120
         while _running_on(pool, ids) < workers:  # every live worker is in the middle of a job
             assert time.monotonic() < deadline, "no job started"
             time.sleep(0.1)
