@@ -20,7 +20,7 @@ from app.privacy.anonymity.params import KAnonymityParams
 from app.privacy.anonymity.profitability_wording import (
     profitability_figures, profitability_statements, profitability_warnings,
 )
-from app.privacy.anonymity.risk import frame_risk
+from app.privacy.anonymity.risk import prosecutor_risk
 from app.privacy.anonymity.risk_thresholds import RiskThresholds, risk_statement
 from app.privacy.anonymity.verify import equivalence_classes
 from app.privacy.anonymity.verify_profitability import refuse_ambiguous_names
@@ -134,14 +134,15 @@ def read_through_unchanged(table, result: Anonymized, qis: list[str], released: 
     through = result.frame.copy()
     for q in determined:  # the determinant's value stands for the QI's input value
         through[q] = table.loc[through.index, q].to_numpy()
-    figures = frame_risk(through, qis, result.metrics["risk"]["threshold"])
+    through_ids = equivalence_classes(through, qis)  # grouped once: the risk and the thresholds read it
+    figures = prosecutor_risk(through_ids, result.metrics["risk"]["threshold"])
     figures["quasi_identifiers_read_through"] = determined
     if figures["classes"] == result.metrics["classes"]:
         return determined, figures, []
     named = "; ".join(f"{q!r} by {', '.join(map(repr, cols))}" for q, cols in determined.items())
     failed = []
     if risk is not None:  # the thresholds over the classes as read through those columns
-        figures["risk_thresholds"] = risk.figures(np.bincount(equivalence_classes(through, qis)))
+        figures["risk_thresholds"] = risk.figures(np.bincount(through_ids))
         failed = risk.failures(figures["risk_thresholds"])
         figures["risk_thresholds_met"] = not failed
     return determined, figures, ([
