@@ -14,7 +14,7 @@ import pytest
 import benchmarks
 from benchmarks.__main__ import table
 
-FAST = ["bench_anonymity", "bench_feature_selection", "bench_itemsets", "bench_profitability", "bench_risk_thresholds",
+FAST = ["bench_anonymity", "bench_classification_metric", "bench_feature_selection", "bench_itemsets", "bench_profitability", "bench_risk_thresholds",
         "bench_rr"]
 
 

@@ -15,6 +15,7 @@ import pandas as pd
 from app.privacy.anonymity.axes import NumericAxis, build_axes
 from app.privacy.anonymity.hierarchies import MISSING_LEAF, build_tree, missing_spelled_as_a_value
 from app.privacy.anonymity.interval_labels import released_outside_labels
+from app.privacy.anonymity.label_modes import label_modes
 from app.privacy.anonymity.lattice import lattice_search
 from app.privacy.anonymity.metrics import anonymity_metrics
 from app.privacy.anonymity.models import Constraints, Population, Sensitive, class_stats
@@ -47,8 +48,9 @@ class Options:
     numeric_generalization: Literal["interval", "hierarchy"] = "interval"
     auto_levels: int = 4
     max_lattice_nodes: int = 200_000
-    metric: Literal["ncp", "entropy", "entropy_monotonic", "publisher_payout"] = "ncp"
+    metric: Literal["ncp", "entropy", "entropy_monotonic", "publisher_payout", "classification"] = "ncp"
     risk_threshold: int = 5
+    label: str | None = None  # the column the "classification" metric reads (not a quasi-identifier)
 
 
 @dataclass
@@ -85,6 +87,23 @@ def _feasible_population(pop: Population, k: int) -> None:
                 f"{rounded(ratio, down=ratio < pop.delta_min, places=6)} outside delta_presence "
                 f"[{pop.delta_min:g}, {pop.delta_max:g}]: the classes' shares average to it, so no "
                 "generalization can meet the bounds")
+
+
+def label_codes(values: pd.Series) -> np.ndarray:
+    """A code per record of the label's values (a missing value is one value of its own)."""
+    return pd.factorize(values, use_na_sentinel=False)[0].astype(np.int64)
+
+
+def classification_figures(labels: pd.Series, released_ids: np.ndarray, n_input: int, suppressed: int) -> dict:
+    """The classification metric of a release from its records: per class, the records whose label
+    is not its most frequent one (what a majority-label classifier of the release gets wrong),
+    plus the suppressed records, over the records that could have been released."""
+    codes = label_codes(labels)
+    n_classes = int(released_ids.max(initial=-1)) + 1
+    off = len(codes) - int(label_modes(released_ids, n_classes, codes, None, int(codes.max(initial=-1)) + 1).sum())
+    return {"label": str(labels.name), "records_off_majority": off, "suppressed": suppressed,
+            "loss": (off + suppressed) / n_input if n_input else 0.0,
+            "majority_accuracy": 1.0 - off / len(codes) if len(codes) else None}
 
 
 def _feasible(constraints: Constraints, sensitive: Sensitive | None, n: int) -> None:
@@ -211,8 +230,9 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
     splits = None  # Mondrian's cuts: the population check's certificate of disjoint classes
     model_suppressed = 0  # records the profitability model drops (Mondrian suppresses none)
     if lattice:
+        labels = label_codes(frame[options.label]) if options.metric == "classification" else None
         result = lattice_search(axes, constraints, sens, options.suppression, options.time_budget,
-                                options.max_lattice_nodes, step, options.metric)
+                                options.max_lattice_nodes, step, options.metric, labels)
         suppressed = result.suppressed
         if constraints.payout_model:
             _payout_feasible(result, options, n if pop is None else int(pop.in_subset.sum()))
@@ -302,6 +322,9 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
     metrics = anonymity_metrics(quasi_identifiers, ncp, n_input, int(suppressed.sum()), released_ids,
                                 constraints.k)
     metrics["risk"] = prosecutor_risk(released_ids, options.risk_threshold)
+    if options.label is not None:  # recomputed from the released records alone
+        metrics["classification"] = classification_figures(out[options.label], released_ids, n_input,
+                                                           int(suppressed.sum()))
     # what the benchmark's "time" row measures, checkable on any release (the job's own time adds
     # loading, the worker's child process and storing)
     metrics["seconds"] = {"generalization": round(generalized - started, 4),

@@ -31,6 +31,16 @@ projections test the other models alone. The "publisher_payout" metric minimizes
 expected loss over the benefit for kept records, plus 1 per suppressed record; the bound (mean IL
 over all records, a sum of per-column terms as for NCP) stays below it, so the search stays exact.
 
+The "classification" metric (Iyengar's, ARX's classification metric with a label outside the
+quasi-identifiers) minimizes the share of records that a classifier predicting each class's most
+frequent label gets wrong, a suppressed record counting 1: the training error of the best
+classifier of the release. Generalizing merges classes, and a merged class's minority is at
+least the sum of its parts'; suppressing a record adds 1 and lowers its class's minority by at
+most 1. So a node's loss is at least the loss, nothing suppressed, of any finer node — among
+them the node with one column at the same level and every other at 0: the bound is the largest
+of those single-column losses, computed once per column and level. (ARX counts every record of
+a class whose two most frequent labels tie; that is not monotone, and ARX has no bound for it.)
+
 A node that suppresses every record releases nothing (with a limit up to 1 it may pass, and
 with "ncp" it ties the top node, every value '*', at loss 1; "entropy_monotonic" charges it
 nothing): it is released only when no node that keeps a record passes — the search and the
@@ -58,6 +68,7 @@ import numpy as np
 import pandas as pd
 
 from app.privacy.anonymity.hierarchies import Tree
+from app.privacy.anonymity.label_modes import label_modes
 from app.privacy.anonymity.models import Constraints, Sensitive, as_sensitives, model_of, satisfied
 from app.privacy.anonymity.profitability import entropy_loss
 
@@ -90,12 +101,20 @@ class _Columns:
     under "entropy", and nothing under "entropy_monotonic" (ARX's
     ``createEntropyMetric(true)``), which ignores suppression; "publisher_payout" — the
     profitability model's IL share of each column (ln leaves covered / Σ ln leaves), a suppressed
-    record costing 1 in all (see the module doc). ``metric`` None: the codes alone
-    (safepub prices nodes with its own public costs: no float array per record and level)."""
+    record costing 1 in all (see the module doc); "classification" — the records a majority-label
+    classifier of the release gets wrong, plus the suppressed ones (``labels``: a code per record;
+    ``ncp`` holds no costs, ``total`` the per-column lower bounds of the module doc). ``metric``
+    None: the codes alone (safepub prices nodes with its own public costs: no float array per
+    record and level)."""
 
-    def __init__(self, trees: list[Tree], metric: str | None = "ncp", weights: np.ndarray | None = None) -> None:
+    def __init__(self, trees: list[Tree], metric: str | None = "ncp", weights: np.ndarray | None = None,
+                 labels: np.ndarray | None = None) -> None:
         self.trees = trees
         self.metric = metric
+        if (metric == "classification") != (labels is not None):
+            raise ValueError("the classification metric, and it alone, reads a label per record")
+        self.labels = labels
+        self.n_labels = 0 if labels is None else int(labels.max(initial=-1)) + 1
         # the records the loss is over (a population's research subset), all by default
         self.weights = np.ones(len(trees[0].leaf_codes), dtype=bool) if weights is None else weights
         self.codes: list[list[np.ndarray]] = []
@@ -114,7 +133,7 @@ class _Columns:
                 first = int(tree.anc[tree.height - level].min())
                 codes.append((nodes - first).astype(np.int64))
                 cards.append(int(tree.anc[tree.height - level].max()) - first + 1)
-                if metric is None:
+                if metric is None or metric == "classification":
                     continue
                 if metric == "publisher_payout":  # every QI of one value: IL 0 (entropy_loss), not 0/0
                     costs.append(np.log(tree.leafcount()[nodes]) / self.log_domain if self.log_domain > 0
@@ -129,9 +148,32 @@ class _Columns:
             self.ncp.append(costs)
         n = int(self.weights.sum())
         self.normalizer = (float(n * len(trees)) if metric == "ncp" else float(max(n, 1))
-                           if metric == "publisher_payout" else 1.0)
+                           if metric in ("publisher_payout", "classification") else 1.0)
         self.count_suppressed = metric != "entropy_monotonic"
-        self.total = [np.array([x[self.weights].sum() for x in col]) / self.normalizer for col in self.ncp]
+        self.total = ([self._single_column_bounds(q) for q in range(len(trees))] if metric == "classification"
+                      else [np.array([x[self.weights].sum() for x in col]) / self.normalizer for col in self.ncp])
+
+    def off_majority(self, ids: np.ndarray, n_classes: int, kept: np.ndarray) -> int:
+        """Kept records whose label is not their class's most frequent one (ties: either)."""
+        modes = label_modes(ids, n_classes, self.labels, kept.astype(np.float64), self.n_labels)
+        return int(kept.sum()) - int(modes.sum())
+
+    def _single_column_bounds(self, q: int) -> np.ndarray:
+        """Per level of column q: the classification loss, nothing suppressed, of the node with q at
+        that level and every other column at 0 — a finer node than any with q at that level."""
+        bounds = []
+        for level in range(len(self.codes[q])):
+            levels = [0] * len(self.trees)
+            levels[q] = level
+            ids, n_classes = class_ids(self.codes, self.cards, levels)
+            bounds.append(self.off_majority(ids, n_classes, self.weights) / self.normalizer)
+        return np.array(bounds)
+
+    def bound(self, nodes: np.ndarray) -> np.ndarray:
+        """A lower bound of each node's loss (module doc): the sum of its columns' terms, or under
+        "classification" the largest of its columns' single-column losses."""
+        terms = [self.total[q][nodes[:, q]] for q in range(len(self.trees))]
+        return np.max(terms, axis=0) if self.metric == "classification" else np.sum(terms, axis=0)
 
     def classes(self, levels, columns: list[int] | None = None) -> tuple[np.ndarray, int]:
         """Class id per record with column ``columns[i]`` (default: all) at ``levels[i]``."""
@@ -214,6 +256,10 @@ def model_keeps(cols: _Columns, levels, ids: np.ndarray, n_classes: int, c: Cons
 
 
 def _loss(cols: _Columns, levels, suppressed: np.ndarray, c: Constraints) -> float:
+    if cols.metric == "classification":  # suppressed records count 1 each (count_suppressed)
+        ids, n_classes = cols.classes(levels)
+        kept = ~suppressed & cols.weights
+        return (cols.off_majority(ids, n_classes, kept) + int((suppressed & cols.weights).sum())) / cols.normalizer
     total = 0.0
     if cols.metric == "publisher_payout":  # the attack's expected loss on the records kept
         cb = c.profitability
@@ -238,14 +284,14 @@ def lattice_search(trees: list[Tree], constraints: Constraints,
                    sensitive: Sensitive | tuple[Sensitive, ...] | None = None,
                    suppression: float = 0.0, time_budget: float = 10.0, max_nodes: int = 200_000,
                    progress: Callable[[float, str], None] | None = None,
-                   metric: str = "ncp") -> LatticeResult:
+                   metric: str = "ncp", labels: np.ndarray | None = None) -> LatticeResult:
     """The node of least information loss whose table meets the constraints with at most
     ``suppression`` (a fraction) of the records suppressed. After ``time_budget`` seconds the
     best node found so far is returned with ``optimal=False`` and ``timed_out=True``."""
     began = time.perf_counter()
     sensitive = as_sensitives(sensitive)  # each column's models (model_of) hold on it
     subset = None if constraints.population is None else constraints.population.in_subset
-    cols = _Columns(trees, metric, subset)
+    cols = _Columns(trees, metric, subset, labels)
     n = int(cols.weights.sum())  # the records that may be released (a population's subset)
     limit = int(np.floor(suppression * n + 1e-9))
     heights = [t.height for t in trees]
@@ -257,17 +303,27 @@ def lattice_search(trees: list[Tree], constraints: Constraints,
     if size > max_nodes:
         return _with_model_counts(cols, constraints, _greedy(cols, constraints, sensitive, limit, began, size))
     nodes = np.array(list(itertools.product(*[range(h + 1) for h in heights])), dtype=np.int64)
-    bound = sum(cols.total[q][nodes[:, q]] for q in range(len(trees)))
+    bound = cols.bound(nodes)
     candidate = _projection_filter(cols, nodes, constraints, sensitive, limit, monotone)
     pruned = int((~candidate).sum())
     order = np.lexsort((nodes.sum(axis=1), bound))
     best_levels, best_mask, best_loss = None, None, np.inf
     empty = None  # a node suppressing every record: released only if no node keeps one (module doc)
     evaluated, timed_out, optimal = 0, False, True
+    # classification: a node's loss is at least any finer node's without suppression (module doc),
+    # so each node checked raises the floor of the nodes above it; per column and level, the
+    # nodes at or above that level give a node's coarser ones at once
+    floor = bound.copy() if metric == "classification" else None
+    at_or_above = ([nodes[:, q][None, :] >= np.arange(h + 1)[:, None] for q, h in enumerate(heights)]
+                   if floor is not None else [])
+
+    def no_better(value: float) -> bool:  # than the best loss found so far
+        return value >= best_loss - 1e-12 * max(1.0, abs(best_loss))
+
     for rank, i in enumerate(order):
-        if bound[i] >= best_loss - 1e-12 * max(1.0, abs(best_loss)):
+        if no_better(bound[i]):
             break  # no later node can do better: best is optimal
-        if not candidate[i]:
+        if not candidate[i] or (floor is not None and no_better(floor[i])):
             continue
         if time.perf_counter() - began > time_budget:
             timed_out, optimal = True, False
@@ -277,6 +333,10 @@ def lattice_search(trees: list[Tree], constraints: Constraints,
             progress(min(rank / len(order), 0.99), f"lattice: {evaluated} nodes checked")
         evaluated += 1
         mask = _suppressed(cols, tuple(node), constraints, sensitive)
+        if floor is not None:
+            ids, n_classes = cols.classes(node)
+            coarser = np.logical_and.reduce([at_or_above[q][level] for q, level in enumerate(node)])
+            floor[coarser] = np.maximum(floor[coarser], cols.off_majority(ids, n_classes, cols.weights) / cols.normalizer)
         if mask.sum() > limit:
             continue
         if mask.sum() >= n:

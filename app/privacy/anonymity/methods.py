@@ -24,7 +24,7 @@ from app.privacy.anonymity.risk import prosecutor_risk
 from app.privacy.anonymity.risk_thresholds import RiskThresholds, risk_statement
 from app.privacy.anonymity.verify import equivalence_classes
 from app.privacy.anonymity.verify_profitability import refuse_ambiguous_names
-from app.privacy.anonymity.roles import MAX_SENSITIVE, resolve_quasi_identifiers, resolve_sensitive
+from app.privacy.anonymity.roles import MAX_SENSITIVE, resolve_label, resolve_quasi_identifiers, resolve_sensitive
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease, columns_changed_by
 from app.privacy.guarantees import raw_determinants
@@ -232,8 +232,9 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
     cost_benefit = params.profitability.cost_benefit() if params.profitability is not None else None
     constraints = replace(params.model_set(k), population=population, profitability=cost_benefit,
                           risk=params.risk_thresholds())
+    options = replace(params.options(), label=classification_label(params, data.columns, qis))
     result = anonymize(frame.drop(columns=identifiers), infos, hierarchies, qis,
-                       constraints, sensitive, params.options(), ctx.progress,
+                       constraints, sensitive, options, ctx.progress,
                        models=params.column_models(k))
     warnings = chain_warnings(result, qis, generalized) + changed_qi_warnings(data, qis)
     if estimated is not None:
@@ -298,6 +299,7 @@ def _check_kanonymity(params: KAnonymityParams, columns: list[ColumnInfo],
                       source: SourceRelease | None) -> None:
     qis, sensitive = _roles(params, columns)
     subset_column(params.research_subset, columns, qis)
+    classification_label(params, columns, qis)
     by_name = {c.name: c for c in columns}
     own = params.column_models()
     for name in [sensitive] if isinstance(sensitive, str) else sensitive or []:
@@ -306,6 +308,18 @@ def _check_kanonymity(params: KAnonymityParams, columns: list[ColumnInfo],
     for name, models in own.items():
         if models.t_distance == "hierarchical" and by_name[name].type == "numeric":
             raise MethodInputError(f"sensitive_models[{name!r}]: {numeric_hierarchical_t(name)}")
+
+
+def classification_label(params: KAnonymityParams, columns: list[ColumnInfo], qis: list[str]) -> str | None:
+    """The label metric 'classification' reads (given, else the schema's one of role 'label'; a
+    numeric one's values read as categories), or None for the other metrics."""
+    if params.metric != "classification":
+        return None
+    name = resolve_label(columns, params.label, qis, numeric=True)
+    if name == params.research_subset:
+        raise MethodInputError(f"label: column {name!r} is research_subset, which marks the records released "
+                               "and is not released itself; choose another label")
+    return name
 
 
 def refuse_impossible_risk(params: KAnonymityParams, rows: int) -> None:

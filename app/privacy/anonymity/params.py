@@ -202,11 +202,18 @@ class KAnonymityParams(AttributeModels):
                                "which the best generalization found so far is released, flagged")
     max_lattice_nodes: int = Field(200_000, ge=1, le=2_000_000, description="lattice: above this many "
                                    "nodes a greedy climb replaces the optimal search (flagged)")
-    metric: Literal["ncp", "entropy", "entropy_monotonic", "publisher_payout"] = Field(
+    metric: Literal["ncp", "entropy", "entropy_monotonic", "publisher_payout", "classification"] = Field(
         "ncp", description="lattice: the information loss minimized — average NCP (suppressed cells "
         "count 1), non-uniform entropy (suppressed records as fully generalized), ARX's "
-        "monotonic non-uniform entropy (suppression not counted), or 'publisher_payout' (with "
-        "profitability: the publisher's total expected payout maximized, ARX's publisher payout metric)")
+        "monotonic non-uniform entropy (suppression not counted), 'publisher_payout' (with "
+        "profitability: the publisher's total expected payout maximized, ARX's publisher payout metric), "
+        "or 'classification' (the share of records a classifier of `label` predicting each class's most "
+        "frequent label gets wrong, a suppressed record counting as wrong: Iyengar's, ARX's "
+        "classification metric)")
+    label: str | None = Field(
+        None, description="lattice: metric 'classification' only — the column a classifier would predict "
+        "from the release (not a quasi-identifier; released as is); none: the schema's one column of role "
+        "'label'")
     categorical_release: Literal["ancestor", "children"] = Field(
         "ancestor", description="mondrian: release a class's lowest common ancestor in the "
         "hierarchy, or the set of its children the class holds ('{a|b}', lower NCP); with "
@@ -226,6 +233,9 @@ class KAnonymityParams(AttributeModels):
         self._population_models()
         self._profitability()
         self._risk_thresholds()
+        if self.label is not None and self.metric != "classification":
+            raise ValueError(f"label applies to metric 'classification' only (metric is {self.metric!r}): drop "
+                             "label or use metric 'classification'")
         # with an estimated k-map the release's k is max(k, derived k), known with the records
         # (check_l_against): l is bounded by that, not by the k given
         release_k = None if self.k_map_estimated else self.k
@@ -423,7 +433,7 @@ class KAnonymityParams(AttributeModels):
                        categorical_coding=self.categorical_coding,
                        numeric_generalization=self.numeric_generalization,
                        auto_levels=self.auto_levels, max_lattice_nodes=self.max_lattice_nodes,
-                       metric=self.metric)
+                       metric=self.metric, label=self.label)
 
 
 # the options one algorithm reads and the other does not (their descriptions start so)

@@ -70,3 +70,30 @@ def resolve_sensitive(columns: list[ColumnInfo], given: str | list[str] | None, 
     if by_name[name].role == "identifier":
         raise MethodInputError(f"column {name!r} is an identifier and is dropped")
     return name
+
+
+def resolve_label(columns: list[ColumnInfo], given: str | None, quasi_identifiers: list[str], *,
+                  numeric: bool) -> str:
+    """The label column of a classification metric: ``given``, else the schema's one column of
+    role 'label' (refusals name `label`). ``numeric``: whether a numeric column may be one (its
+    values read as categories)."""
+    by_name = {c.name: c for c in columns}
+    name = given
+    if name is None:
+        declared = [c.name for c in columns if c.role == "label"]
+        if len(declared) != 1:
+            found = f"the schema declares {len(declared)} ({', '.join(declared)})" if declared else "the schema declares none"
+            raise MethodInputError("label: metric 'classification' counts each class's most frequent label and "
+                                   f"needs one label column; {found}: pass label")
+        name = declared[0]
+    if name not in by_name:
+        raise MethodInputError(f"label: unknown column {name!r}")
+    if name in quasi_identifiers:
+        raise MethodInputError(f"label: column {name!r} is a quasi-identifier; the label must not be one (it is "
+                               "released as is, not generalized): drop it from quasi_identifiers or choose another label")
+    if by_name[name].role == "identifier":
+        raise MethodInputError(f"label: column {name!r} is an identifier, which is never released")
+    if not numeric and by_name[name].type == "numeric":
+        raise MethodInputError(f"label: column {name!r} is numeric; a classification label must be categorical or "
+                               "boolean (a number's text may depend on the rest of the column)")
+    return name

@@ -40,7 +40,7 @@ from app.privacy.anonymity.axes import build_axes
 from app.privacy.anonymity.hierarchies import MISSING_LEAF
 from app.privacy.anonymity.lattice import _Columns
 from app.privacy.anonymity.release import generalize_levels
-from app.privacy.anonymity.roles import resolve_quasi_identifiers
+from app.privacy.anonymity.roles import resolve_label as resolve_classification_label, resolve_quasi_identifiers
 from app.privacy.anonymity.safepub_domain import (
     anchor_record, in_domain, leaves_within_bounds, public_hierarchies, refuse_without_domain, with_missing_cells,
 )
@@ -88,29 +88,11 @@ def calibration(params: SafePubParams) -> tuple[float, int, float]:
 
 def resolve_label(columns: list[ColumnInfo], params: SafePubParams, qis: list[str]) -> str | None:
     """The label column of metric 'classification' (given, else the schema's one column of role
-    'label'), or None for the other metrics; refusals name `label`."""
+    'label'), or None for the other metrics; refusals name `label`. Not numeric: a number's text
+    may depend on the rest of the column, which the release would then leak outside (ε, δ)."""
     if params.metric != "classification":
         return None
-    by_name = {c.name: c for c in columns}
-    name = params.label
-    if name is None:
-        declared = [c.name for c in columns if c.role == "label"]
-        if len(declared) != 1:
-            found = f"the schema declares {len(declared)} ({', '.join(declared)})" if declared else "the schema declares none"
-            raise MethodInputError("label: metric 'classification' counts each class's most frequent label and "
-                                   f"needs one label column; {found}: pass label")
-        name = declared[0]
-    if name not in by_name:
-        raise MethodInputError(f"label: unknown column {name!r}")
-    if name in qis:
-        raise MethodInputError(f"label: column {name!r} is a quasi-identifier; the label must not be one (it is "
-                               "released as is, not generalized): drop it from quasi_identifiers or choose another label")
-    if by_name[name].role == "identifier":
-        raise MethodInputError(f"label: column {name!r} is an identifier, which is never released")
-    if by_name[name].type == "numeric":
-        raise MethodInputError(f"label: column {name!r} is numeric; a classification label must be categorical or "
-                               "boolean (a number's text may depend on the rest of the column)")
-    return name
+    return resolve_classification_label(columns, params.label, qis, numeric=False)
 
 
 def _check(params: SafePubParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:

@@ -50,6 +50,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from app.privacy.anonymity.label_modes import label_modes
+
 METRICS = ("granularity", "discernibility", "entropy", "group_size", "classification")
 
 
@@ -94,14 +96,5 @@ def classification_score(ids: np.ndarray, n_classes: int, labels: np.ndarray, co
     """Σ over classes of the most frequent label's count, where it reaches k_s (per row — a record,
     or a distinct tuple standing for ``counts`` records —: ``ids`` its class, ``labels`` its label
     code < n_labels); the caller scores the top node 0."""
-    pair = ids * n_labels + labels
-    if n_classes * n_labels <= 4 * len(ids) + 1024:
-        totals = np.bincount(pair, weights=counts, minlength=n_classes * n_labels).astype(np.int64)
-        mode = totals.reshape(n_classes, n_labels).max(axis=1)
-    else:  # many labels: only the (class, label) groups present
-        groups, inverse = np.unique(pair, return_inverse=True)
-        totals = np.bincount(inverse.ravel(), weights=counts, minlength=len(groups)).astype(np.int64)
-        owner = groups // n_labels
-        starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
-        mode = np.maximum.reduceat(totals, starts)
+    mode = label_modes(ids, n_classes, labels, counts, n_labels)
     return Fraction(int(mode[mode >= k_score].sum()))
