@@ -147,14 +147,14 @@ def _quiet(dbapi_conn) -> bool:
 
 
 @lru_cache
-def _sessionmaker() -> sessionmaker[Session]:
+def new_sessionmaker() -> sessionmaker[Session]:
     return sessionmaker(bind=get_engine(), expire_on_commit=False)
 
 
 @contextlib.contextmanager
 def transaction() -> Iterator[Session]:
     """One unit of work: commits when the block ends normally, rolls back otherwise."""
-    session = _sessionmaker()()
+    session = new_sessionmaker()()
     try:
         yield session
         session.commit()
@@ -170,5 +170,5 @@ def reset_caches() -> None:
     if get_engine.cache_info().currsize:
         get_engine().dispose()
     get_engine.cache_clear()
-    _sessionmaker.cache_clear()
+    new_sessionmaker.cache_clear()
     database_url.cache_clear()

@@ -17,7 +17,7 @@ from fastapi.security.base import SecurityBase
 from starlette.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 
-from app.db import DATABASE_AWAY, _sessionmaker
+from app.db import DATABASE_AWAY, new_sessionmaker
 from app.errors import (DATABASE_FULL, DISK_FULL_SQLSTATE, InsufficientStorage, ServiceUnavailable,
                         Unprocessable, UnsupportedMediaType, VeilError, out_of_disk_space)
 
@@ -43,7 +43,7 @@ async def get_session() -> AsyncIterator[Session]:
     connection is checked out by the first query, in the thread that runs it), so entering
     needs no thread; commit or rollback, then close, take one. (A sync generator took a hop
     for each end: ~0.1 ms of CPU per hop.)"""
-    session = _sessionmaker()()
+    session = new_sessionmaker()()
     try:
         yield session
     except BaseException as exc:

@@ -24,7 +24,7 @@ import pandas as pd
 from app.privacy.anonymity.anonymize import Options, anonymize
 from app.privacy.anonymity.axes import build_axes
 from app.privacy.anonymity.hierarchies import parse_arx_hierarchy
-from app.privacy.anonymity.lattice import _Columns, _loss
+from app.privacy.anonymity.lattice import Columns, _loss
 from app.privacy.anonymity.models import Constraints
 from app.privacy.anonymity.mondrian import mondrian_partition
 from app.privacy.anonymity.release import generalize
@@ -204,12 +204,12 @@ def full_domain_metrics(frame, hierarchies, infos, levels: dict, k: int) -> dict
     axes, _ = build_axes(frame, [infos[q] for q in QIS], hierarchies, numeric="hierarchy")
     vector = [levels[q] for q in QIS]
     none = np.zeros(len(frame), dtype=bool)
-    ncp = _Columns(axes)
+    ncp = Columns(axes)
     ids, n_classes = ncp.classes(vector)
     sizes = np.bincount(ids)
     n = len(frame)
     return {"ncp": float(_loss(ncp, vector, none, Constraints(k=k))),
-            "entropy": float(_loss(_Columns(axes, "entropy"), vector, none, Constraints(k=k))),
+            "entropy": float(_loss(Columns(axes, "entropy"), vector, none, Constraints(k=k))),
             "discernibility": float((sizes.astype(float) ** 2).sum()),
             "classes": int(n_classes), "smallest_class": int(sizes.min()),
             "average_class_size": n / n_classes, "c_avg": n / (n_classes * k)}

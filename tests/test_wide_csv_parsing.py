@@ -36,6 +36,6 @@ def test_the_wide_integer_check_reads_the_schema_once_whatever_the_width(tmp_pat
 def test_a_column_of_20_digit_integers_is_still_kept_as_text(tmp_path):
     path = tmp_path / "ids.csv"
     path.write_text("id,x\n12345678901234567890,1.5\n98765432109876543210,2\n")
-    table = csv_reading._read_csv(path, "csv", parsing.Limits(max_rows=10, max_columns=10, max_cell_length=100))
+    table = csv_reading.read_csv(path, "csv", parsing.Limits(max_rows=10, max_columns=10, max_cell_length=100))
     assert table.column("id").to_pylist() == ["12345678901234567890", "98765432109876543210"]
     assert pa.types.is_floating(table.schema.field("x").type)

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from app.datasets.quotes import line_of, unclosed_quote_offset
-from app.datasets.upload_limits import _BLOCK, Limits, _beyond_exact
+from app.datasets.upload_limits import BLOCK, Limits, beyond_exact
 from app.errors import Unprocessable
 
 NULL_VALUES = ["", "?", "NA", "N/A", "NaN", "nan", "NULL", "null", "#N/A", "None"]
@@ -47,7 +47,7 @@ def _delimiter(path: Path, fmt: str, limits: Limits) -> tuple[str, int]:
     return delimiter, fields
 
 
-def _read_csv(path: Path, fmt: str, limits: Limits, text_columns: frozenset[str] = frozenset()) -> pa.Table:
+def read_csv(path: Path, fmt: str, limits: Limits, text_columns: frozenset[str] = frozenset()) -> pa.Table:
     delimiter, _ = _delimiter(path, fmt, limits)
     opened = unclosed_quote_offset(path, delimiter)
     if opened is not None:  # pyarrow would take the rest of the file for that one cell
@@ -59,7 +59,7 @@ def _read_csv(path: Path, fmt: str, limits: Limits, text_columns: frozenset[str]
     convert = pacsv.ConvertOptions(null_values=NULL_VALUES, strings_can_be_null=True,
                                    auto_dict_encode=True, auto_dict_max_cardinality=2**31 - 1,
                                    column_types={n: pa.string() for n in text_columns})
-    read = pacsv.ReadOptions(block_size=_BLOCK)
+    read = pacsv.ReadOptions(block_size=BLOCK)
     try:
         table = pacsv.read_csv(path, read_options=read, parse_options=parse_opts, convert_options=convert)
     except pa.ArrowInvalid as exc:
@@ -67,7 +67,7 @@ def _read_csv(path: Path, fmt: str, limits: Limits, text_columns: frozenset[str]
         if "conversion error" in message.lower():
             # Types inferred from the first block did not hold later on: read every column as
             # text and infer per column (see _infer_types).
-            names = pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=_BLOCK),
+            names = pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=BLOCK),
                                    parse_options=parse_opts,
                                    convert_options=pacsv.ConvertOptions(include_columns=[])).column_names
             return _read_csv_as_text(path, parse_opts, names, text_columns)
@@ -110,14 +110,14 @@ def _as_written(path: Path, parse_opts, table: pa.Table) -> pa.Table:
     time it parses is rewritten (2024-01-31T10:00:00+02:00 became 2024-01-31 08:00:00Z, 10:00
     10:00:00), while Veil keeps dates and times as text categories: they stay as written."""
     names, types = table.column_names, table.schema.types  # built once: a list per column was quadratic
-    wide = [n for i, n in enumerate(names) if pa.types.is_floating(types[i]) and _beyond_exact(table.column(i))]
+    wide = [n for i, n in enumerate(names) if pa.types.is_floating(types[i]) and beyond_exact(table.column(i))]
     temporal = [n for i, n in enumerate(names) if pa.types.is_temporal(types[i])]
     if not (wide or temporal) or len(set(names)) < len(names):  # repeated names are refused later
         return table
     convert = pacsv.ConvertOptions(null_values=NULL_VALUES, strings_can_be_null=True,
                                    include_columns=wide + temporal,
                                    column_types={n: pa.string() for n in wide + temporal})
-    text = pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=_BLOCK),
+    text = pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=BLOCK),
                           parse_options=parse_opts, convert_options=convert)
     for name in wide + temporal:
         if name in temporal or _integer_literals(text.column(name)):
@@ -132,7 +132,7 @@ def _integer_literals(col: pa.ChunkedArray) -> bool:
 def _read_csv_as_text(path: Path, parse_opts, names: list[str], text_columns: frozenset[str]) -> pa.Table:
     convert = pacsv.ConvertOptions(null_values=NULL_VALUES, strings_can_be_null=True,
                                    column_types={n: pa.string() for n in names})
-    table = pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=_BLOCK),
+    table = pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=BLOCK),
                            parse_options=parse_opts, convert_options=convert)
     return pa.table({n: table.column(n) if n in text_columns else _narrow_text_column(table.column(n))
                      for n in table.column_names})
@@ -145,14 +145,14 @@ def _narrow_text_column(col: pa.ChunkedArray) -> pa.ChunkedArray:
         numbers = pc.cast(col, pa.float64())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return col
-    return col if _beyond_exact(numbers) and _integer_literals(col) else numbers
+    return col if beyond_exact(numbers) and _integer_literals(col) else numbers
 
 
 def _csv_problem(path: Path, parse_opts, message: str) -> Unprocessable:
     if "Empty CSV file" in message:  # a header line without a line end: pyarrow sees no rows
         return Unprocessable("the file has a header but no rows")
     if "straddling" in message:
-        return Unprocessable(f"a row is longer than {_BLOCK // (1024 * 1024)} MiB (or a quoted "
+        return Unprocessable(f"a row is longer than {BLOCK // (1024 * 1024)} MiB (or a quoted "
                              "field is not closed)")
     # Find the first bad row single-threaded, where the parser reports its line number.
     bad: list = []
@@ -164,7 +164,7 @@ def _csv_problem(path: Path, parse_opts, message: str) -> Unprocessable:
     try:
         # latin-1: the reader hands the row's text to the handler, and a row that is not
         # UTF-8 made that fail (the handler never ran; the row number was lost).
-        pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=_BLOCK, use_threads=False,
+        pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=BLOCK, use_threads=False,
                                                             encoding="latin-1"),
                        parse_options=pacsv.ParseOptions(delimiter=parse_opts.delimiter,
                                                         invalid_row_handler=handler))

@@ -16,20 +16,20 @@ import pyarrow.json as pajson
 
 from app.datasets.jsonl_depth import first_row_deeper_than
 from app.datasets.transaction_files import is_item_lists
-from app.datasets.upload_limits import _BLOCK, Limits, _beyond_exact
+from app.datasets.upload_limits import BLOCK, Limits, beyond_exact
 from app.errors import Unprocessable
 
 
 _JSONL_DEPTH = 2  # a record (1) holding an object or array (2): named by the reader's column below
 
 
-def _read_jsonl(path: Path, limits: Limits) -> pa.Table:
+def read_jsonl(path: Path, limits: Limits) -> pa.Table:
     deep = first_row_deeper_than(path, _JSONL_DEPTH)  # before the reader: deep nesting crashes it
     if deep is not None:
         raise Unprocessable(f"unparsable JSON Lines at row {deep}: it holds nested values (objects or "
                             "arrays inside a value); only scalars are supported")
     try:
-        table = pajson.read_json(path, read_options=pajson.ReadOptions(block_size=_BLOCK))
+        table = pajson.read_json(path, read_options=pajson.ReadOptions(block_size=BLOCK))
     except pa.ArrowInvalid as exc:
         raise _jsonl_problem(str(exc)) from None
     if table.num_columns > limits.max_columns:
@@ -59,11 +59,11 @@ def _jsonl_as_written(path: Path, table: pa.Table) -> pa.Table:
     temporal = [n for i, n in enumerate(names) if pa.types.is_temporal(types[i])]
     if temporal:
         schema = pa.schema([(n, pa.string()) for n in temporal])
-        text = pajson.read_json(path, read_options=pajson.ReadOptions(block_size=_BLOCK),
+        text = pajson.read_json(path, read_options=pajson.ReadOptions(block_size=BLOCK),
                                 parse_options=pajson.ParseOptions(explicit_schema=schema))
         for name in temporal:
             table = table.set_column(names.index(name), name, text.column(name))
-    wide = [n for i, n in enumerate(names) if pa.types.is_floating(types[i]) and _beyond_exact(table.column(i))]
+    wide = [n for i, n in enumerate(names) if pa.types.is_floating(types[i]) and beyond_exact(table.column(i))]
     for name, digits in _integer_literal_texts(path, wide, table.num_rows).items():
         table = table.set_column(names.index(name), name, digits)
     return table
@@ -124,7 +124,7 @@ def _decoded(text: str):
 def _jsonl_problem(message: str) -> Unprocessable:
     """The reader's message names a column (a JSON pointer) and a row, never a value."""
     if "straddling" in message:  # a line across more than one of the reader's blocks
-        return Unprocessable(f"unparsable JSON Lines: a line is longer than {_BLOCK // (1024 * 1024)} MiB")
+        return Unprocessable(f"unparsable JSON Lines: a line is longer than {BLOCK // (1024 * 1024)} MiB")
     match = re.search(r"[Rr]ow #?(\d+)", message)
     where = f" at row {int(match.group(1)) + 1}" if match else ""
     column = re.search(r"Column\(/(.*)\) (?:changed from (\w+) to (\w+)|was specified twice) in row", message)

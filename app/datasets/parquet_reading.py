@@ -11,13 +11,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from app.datasets.table_finishing import _check_names
+from app.datasets.table_finishing import check_names
 from app.datasets.transaction_files import is_item_lists
 from app.datasets.upload_limits import Limits
 from app.errors import PayloadTooLarge, Unprocessable
 
 
-def _read_parquet(path: Path, limits: Limits) -> pa.Table:
+def read_parquet(path: Path, limits: Limits) -> pa.Table:
     try:
         meta = pq.ParquetFile(path).metadata
     except (pa.ArrowInvalid, OSError):
@@ -44,7 +44,7 @@ def _read_parquet(path: Path, limits: Limits) -> pa.Table:
         schema = pq.ParquetFile(path).schema_arrow
     except (pa.ArrowException, OSError):
         raise Unprocessable("the Parquet file is corrupt or inconsistent with its metadata") from None
-    _check_names(schema.names)  # before reading: the reader fails on a repeated name
+    check_names(schema.names)  # before reading: the reader fails on a repeated name
     for field in schema:
         if pa.types.is_nested(field.type) and not is_item_lists(schema):
             raise Unprocessable(f"column {field.name!r} holds nested values ({field.type}); only "

@@ -15,17 +15,17 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from app.datasets.csv_reading import _read_csv
-from app.datasets.jsonl_reading import _read_jsonl
-from app.datasets.parquet_reading import _read_parquet
-from app.datasets.table_finishing import _finish_table
-from app.datasets.transaction_files import (_ITEM_SEPARATORS, _lists_to_transactions, _read_transactions,
+from app.datasets.csv_reading import read_csv
+from app.datasets.jsonl_reading import read_jsonl
+from app.datasets.parquet_reading import read_parquet
+from app.datasets.table_finishing import finish_table
+from app.datasets.transaction_files import (ITEM_SEPARATORS, lists_to_transactions, read_transactions,
                                             is_item_lists)
 from app.datasets.upload_limits import Limits
 from app.errors import Unprocessable, UnsupportedMediaType
 from app.privacy.data import TransactionData
 
-# transactions and baskets: see transaction_files._ITEM_SEPARATORS
+# transactions and baskets: see transaction_files.ITEM_SEPARATORS
 FORMATS = ("csv", "tsv", "parquet", "jsonl", "transactions", "baskets")
 _EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".parquet": "parquet", ".pq": "parquet",
                ".jsonl": "jsonl", ".ndjson": "jsonl", ".dat": "transactions", ".txt": "transactions"}
@@ -126,13 +126,13 @@ def _parse(path: Path, fmt: str, limits: Limits, text_columns: frozenset[str]) -
     if fmt != "parquet":
         _require_utf8_like(path)
     if fmt in ("csv", "tsv"):
-        return Parsed(fmt, frame=_finish_table(_read_csv(path, fmt, limits, text_columns), limits))
+        return Parsed(fmt, frame=finish_table(read_csv(path, fmt, limits, text_columns), limits))
     if fmt in ("parquet", "jsonl"):
-        table = _read_parquet(path, limits) if fmt == "parquet" else _read_jsonl(path, limits)
+        table = read_parquet(path, limits) if fmt == "parquet" else read_jsonl(path, limits)
         if is_item_lists(table.schema):  # what a transaction set's download holds: it uploads again
-            return Parsed(fmt, transactions=_lists_to_transactions(table.column(0), limits))
-        return Parsed(fmt, frame=_finish_table(table, limits))
-    return Parsed(fmt, transactions=_read_transactions(path, limits, _ITEM_SEPARATORS[fmt]))
+            return Parsed(fmt, transactions=lists_to_transactions(table.column(0), limits))
+        return Parsed(fmt, frame=finish_table(table, limits))
+    return Parsed(fmt, transactions=read_transactions(path, limits, ITEM_SEPARATORS[fmt]))
 
 
 def _require_utf8_like(path: Path) -> None:

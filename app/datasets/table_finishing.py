@@ -12,11 +12,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from app.datasets.schema import first_row
-from app.datasets.upload_limits import Limits, _beyond_exact
+from app.datasets.upload_limits import Limits, beyond_exact
 from app.errors import Unprocessable
 
 
-def _finish_table(table: pa.Table, limits: Limits) -> pd.DataFrame:
+def finish_table(table: pa.Table, limits: Limits) -> pd.DataFrame:
     if table.num_columns == 0:
         raise Unprocessable("the file has no columns")
     if table.num_rows == 0:
@@ -24,7 +24,7 @@ def _finish_table(table: pa.Table, limits: Limits) -> pd.DataFrame:
     if table.num_rows > limits.max_rows:
         raise Unprocessable(f"the file has {table.num_rows} rows; the limit is {limits.max_rows}")
     names = table.column_names
-    _check_names(names)
+    check_names(names)
     columns = {}
     for name in names:
         col = table.column(name)
@@ -32,7 +32,7 @@ def _finish_table(table: pa.Table, limits: Limits) -> pd.DataFrame:
         if pa.types.is_dictionary(t) and not pa.types.is_string(t.value_type):
             col = pc.cast(col, t.value_type)
             t = col.type
-        if (pa.types.is_integer(t) or (pa.types.is_decimal(t) and t.scale == 0)) and _beyond_exact(col):
+        if (pa.types.is_integer(t) or (pa.types.is_decimal(t) and t.scale == 0)) and beyond_exact(col):
             # identifiers, hashes: float64 would round them, so they are kept as text
             col = pc.cast(col, pa.string())
             t = col.type
@@ -62,7 +62,7 @@ def _finish_table(table: pa.Table, limits: Limits) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
-def _check_names(names: list[str]) -> None:
+def check_names(names: list[str]) -> None:
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise Unprocessable(f"column {dup!r} appears more than once in the header")

@@ -20,7 +20,7 @@ from app.privacy.data import TransactionData
 # transactions: one per line, items separated by white space (FIMI .dat); baskets: one per
 # line, items separated by commas, each trimmed (market-basket exports such as Groceries, whose
 # items hold spaces: "whole milk,rolls/buns") — a .csv name cannot tell it from a table
-_ITEM_SEPARATORS = {"transactions": r"\s+", "baskets": r"\s*,\s*"}
+ITEM_SEPARATORS = {"transactions": r"\s+", "baskets": r"\s*,\s*"}
 
 
 def is_item_lists(schema: pa.Schema) -> bool:
@@ -33,7 +33,7 @@ def is_item_lists(schema: pa.Schema) -> bool:
         or pa.types.is_null(item)
 
 
-def _read_transactions(path: Path, limits: Limits, separator: str = r"\s+") -> TransactionData:
+def read_transactions(path: Path, limits: Limits, separator: str = r"\s+") -> TransactionData:
     """One transaction per line, items split by the ``separator`` pattern (white space for FIMI
     .dat); empty items (a line's ends, two separators in a row) are dropped."""
     # a byte-order mark (Windows editors write one) is not part of the first item
@@ -49,7 +49,7 @@ def _read_transactions(path: Path, limits: Limits, separator: str = r"\s+") -> T
     if len(lines) > limits.max_rows:
         raise Unprocessable(f"the file has {len(lines)} transactions; the limit is {limits.max_rows}")
     lines = pc.utf8_trim_whitespace(lines)
-    if separator == _ITEM_SEPARATORS["transactions"] and _every_line_has_a_comma(lines):
+    if separator == ITEM_SEPARATORS["transactions"] and _every_line_has_a_comma(lines):
         # a basket file sent as .dat became one item "1,2,3" per line, silently
         raise Unprocessable("every transaction holds a comma, and a FIMI transaction file separates "
                             "its items by spaces: comma-separated market baskets? send them with "
@@ -62,7 +62,7 @@ def _every_line_has_a_comma(lines: pa.Array) -> bool:
     return len(filled) > 0 and bool(pc.all(pc.match_substring(filled, ",")).as_py())
 
 
-def _lists_to_transactions(column: pa.ChunkedArray, limits: Limits) -> TransactionData:
+def lists_to_transactions(column: pa.ChunkedArray, limits: Limits) -> TransactionData:
     if len(column) > limits.max_rows:
         raise Unprocessable(f"the file has {len(column)} transactions; the limit is {limits.max_rows}")
     lists = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 _EXACT_LIMIT = 2.0 ** 53  # the integers a float64 holds exactly
-_BLOCK = 4 * 1024 * 1024  # a CSV row must fit in one block; smaller blocks parse in parallel
+BLOCK = 4 * 1024 * 1024  # a CSV row must fit in one block; smaller blocks parse in parallel
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class Limits:
     max_items: int = 200_000
 
 
-def _beyond_exact(col: pa.ChunkedArray) -> bool:
+def beyond_exact(col: pa.ChunkedArray) -> bool:
     """Some value is a whole number beyond ±2^53, where float64 (Veil's numeric type) no
     longer holds every integer."""
     low, high = pc.min_max(col).values()

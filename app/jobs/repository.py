@@ -151,14 +151,14 @@ def finish(session: Session, job_id: uuid.UUID, status: str, *, error: dict | No
         values["progress"] = 1.0
     if stage is not None:
         values["stage"] = stage
-    _count_outcomes(session, session.execute(
+    count_outcomes(session, session.execute(
         update(jobs).where(jobs.c.id == job_id).values(**values).returning(*_OUTCOME)).all())
 
 
 _OUTCOME = (jobs.c.method, jobs.c.status, jobs.c.started_at, jobs.c.finished_at)
 
 
-def _count_outcomes(session: Session, finished) -> None:
+def count_outcomes(session: Session, finished) -> None:
     """Count jobs that just reached a terminal state (rows of method, status, started_at,
     finished_at) in the same transaction as their transition, so a rollback uncounts them."""
     counts: dict[tuple[str, str, float], list[float]] = {}
@@ -206,7 +206,7 @@ def cancel_if_queued(session: Session, job_id: uuid.UUID):
                 error={"type": "cancelled", "message": "cancelled before it ran"})
         .returning(jobs)).mappings().first()
     if row is not None:  # counted as never run (a retried job's earlier attempts are counted apart)
-        _count_outcomes(session, [(row["method"], row["status"], None, row["finished_at"])])
+        count_outcomes(session, [(row["method"], row["status"], None, row["finished_at"])])
     return row
 
 
@@ -263,7 +263,7 @@ def fail_stalled(session: Session, stall_seconds: float) -> list[dict[str, Any]]
         "AND attempt >= max_attempts "
         "RETURNING id, tenant, attempt, dataset_id, release_id, method, status, started_at, finished_at"),
         {"s": stall_seconds}).mappings()]
-    _count_outcomes(session, [tuple(r[c.name] for c in _OUTCOME) for r in failed])
+    count_outcomes(session, [tuple(r[c.name] for c in _OUTCOME) for r in failed])
     return [{k: r[k] for k in ("id", "tenant", "attempt", "dataset_id", "release_id")} for r in failed]
 
 

@@ -88,7 +88,7 @@ def set_service_state(session: Session, **values) -> None:
 
 def fail_in_flight_jobs(session: Session, error: dict) -> list[dict]:
     """Every queued or running job, failed with ``error``; its ε kept (randomness_drawn)."""
-    from app.jobs.repository import _count_outcomes
+    from app.jobs.repository import count_outcomes
     from app.tables import jobs
 
     rows = [dict(r) for r in session.execute(
@@ -96,7 +96,7 @@ def fail_in_flight_jobs(session: Session, error: dict) -> list[dict]:
         .values(status="failed", error=error, finished_at=func.now(), heartbeat_at=None,
                 worker_id=None, randomness_drawn=True, stage="restored from a backup")
         .returning(jobs)).mappings()]
-    _count_outcomes(session, [(r["method"], r["status"], r["started_at"], r["finished_at"]) for r in rows])
+    count_outcomes(session, [(r["method"], r["status"], r["started_at"], r["finished_at"]) for r in rows])
     return rows
 
 

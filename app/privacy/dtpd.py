@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput, SourceRelease
 from app.privacy.naive_bayes import (
-    TrainParams, _frame, _label_and_features, _model_metadata, _raw_labels, release_randomization,
+    TrainParams, as_frame, label_and_features, model_metadata, raw_labels, release_randomization,
     require_two_classes, training_rows,
 )
 from app.privacy.registry import MethodKind, MethodInputError, MethodSpec, MethodSource, register
@@ -28,7 +28,7 @@ from app.privacy.rr_channels import CategoricalChannel, label_of
 def _bits(series: pd.Series, domain: tuple[str, ...] | list[str], binarize_spec) -> np.ndarray:
     """0/1 per cell (-1 missing or outside the domain) of a binary column."""
     channel = CategoricalChannel(tuple(domain), 1.0, (0.0, 0.0), tuple(domain), binarize=binarize_spec)
-    codes = _raw_labels(series, channel, channel.domain)
+    codes = raw_labels(series, channel, channel.domain)
     return np.where(codes < 0, -1, codes).astype(np.int8)
 
 
@@ -60,7 +60,7 @@ class DTPDClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError("max_depth must be ≥ 1 (or None: as deep as the attributes allow)")
         if not self.min_count >= 0:  # NaN too
             raise ValueError("min_count must be ≥ 0")
-        X = _frame(X)
+        X = as_frame(X)
         y = np.asarray(y)
         keep = pd.notna(y)
         X, y = X.loc[keep], y[keep]
@@ -139,7 +139,7 @@ class DTPDClassifier(ClassifierMixin, BaseEstimator):
 
     def _leaves(self, X) -> np.ndarray:
         check_is_fitted(self, "tree_feature_")
-        X = _frame(X)
+        X = as_frame(X)
         bits = np.column_stack([
             _bits(X[name], dom, spec)
             for name, dom, spec in zip(self.feature_names_in_, self.domains_, self.binarize_)])
@@ -157,7 +157,7 @@ class DTPDClassifier(ClassifierMixin, BaseEstimator):
         """Per feature, the records whose value is missing or outside its two-value domain: a
         record whose path reaches that feature stops there (the node's distribution answers)."""
         check_is_fitted(self, "tree_feature_")
-        X = _frame(X)
+        X = as_frame(X)
         out = {}
         for name, dom, spec in zip(self.feature_names_in_, self.domains_, self.binarize_):
             bad = _bits(X[name], dom, spec) < 0
@@ -229,7 +229,7 @@ def run_dtpd_train(data: MethodInput, params: DTPDParams, ctx: RunContext) -> Mo
         raise MethodInputError("dtpd_train needs a table release")
     step = _whole_record_step(data.source)
     warner = step["metadata"]["warner"]
-    label, features = _label_and_features(params, data.columns, list(warner["columns"]))
+    label, features = label_and_features(params, data.columns, list(warner["columns"]))
     require_two_classes(data.frame, label)
     channels = release_randomization(data.source)
     for f in features:
@@ -243,7 +243,7 @@ def run_dtpd_train(data: MethodInput, params: DTPDParams, ctx: RunContext) -> Mo
                                min_count=params.min_count).fit(data.frame[features], data.frame[label])
     except ValueError as exc:
         raise MethodInputError(str(exc)) from None
-    meta = _model_metadata(model, label, features, data.source)
+    meta = model_metadata(model, label, features, data.source)
     meta.update(kind="dtpd", theta=model.theta_, flipped=[f for f in features if f in warner["columns"]],
                 binarize={f: warner["columns"][f].get("binarize") for f in features if f in warner["columns"]},
                 n_nodes=model.n_nodes_)
@@ -254,9 +254,9 @@ def run_dtpd_train(data: MethodInput, params: DTPDParams, ctx: RunContext) -> Mo
 def _check_dtpd(params: DTPDParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
     if source is not None:
         step = _whole_record_step(source)
-        _label_and_features(params, columns, list(step["metadata"]["warner"]["columns"]))
+        label_and_features(params, columns, list(step["metadata"]["warner"]["columns"]))
     else:
-        _label_and_features(params, columns, None)
+        label_and_features(params, columns, None)
 
 
 register(MethodSpec(

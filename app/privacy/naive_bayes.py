@@ -37,14 +37,14 @@ PAPER = ("Zhang & Tang, Privacy Preserving Naive Bayes Classification, Chinese J
          "Computers 30(8), 2007 (seed 000), §5")
 
 
-def _frame(X: Any) -> pd.DataFrame:
+def as_frame(X: Any) -> pd.DataFrame:
     if isinstance(X, pd.DataFrame):
         return X
     arr = np.asarray(X)
     return pd.DataFrame(arr, columns=[f"x{i}" for i in range(arr.shape[1])])
 
 
-def _raw_labels(series: pd.Series, channel: CategoricalChannel, labels) -> np.ndarray:
+def raw_labels(series: pd.Series, channel: CategoricalChannel, labels) -> np.ndarray:
     """Codes of raw values in ``labels``, binarizing first when the release binarized."""
     if channel.binarize is not None and not pd.api.types.is_bool_dtype(series.dtype):
         # a boolean column is taken as already binarized (records of the release itself)
@@ -77,7 +77,7 @@ class PPNBClassifier(ClassifierMixin, BaseEstimator):
 
     # -- fitting ------------------------------------------------------------------------
     def fit(self, X, y):
-        X = _frame(X)
+        X = as_frame(X)
         y = np.asarray(y)
         if len(X) != len(y) or len(X) == 0:
             raise ValueError("X and y must be non-empty and of the same length")
@@ -173,7 +173,7 @@ class PPNBClassifier(ClassifierMixin, BaseEstimator):
     # -- prediction ---------------------------------------------------------------------
     def _joint_log_likelihood(self, X) -> np.ndarray:
         check_is_fitted(self, "features_")
-        X = _frame(X)
+        X = as_frame(X)
         missing = [f["name"] for f in self.features_ if f["name"] not in X.columns]
         if missing:
             raise ValueError(f"records lack the feature(s): {', '.join(map(str, missing[:5]))}")
@@ -181,7 +181,7 @@ class PPNBClassifier(ClassifierMixin, BaseEstimator):
         for f in self.features_:
             series = X[f["name"]]
             if f["kind"] == "categorical":
-                codes = _raw_labels(series, f["channel"], f["channel"].domain)
+                codes = raw_labels(series, f["channel"], f["channel"].domain)
                 known = codes >= 0  # unseen or missing raw values leave the feature out
                 jll[known] += f["log_prob"][:, codes[known]].T
             elif f["used"]:
@@ -197,12 +197,12 @@ class PPNBClassifier(ClassifierMixin, BaseEstimator):
         score: a category outside the published domain (or missing, when missing was not a
         category), a missing numeric value."""
         check_is_fitted(self, "features_")
-        X = _frame(X)
+        X = as_frame(X)
         out = {}
         for f in self.features_:
             series = X[f["name"]]
             if f["kind"] == "categorical":
-                bad = _raw_labels(series, f["channel"], f["channel"].domain) < 0
+                bad = raw_labels(series, f["channel"], f["channel"].domain) < 0
             else:
                 bad = np.isnan(pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan))
             if bad.any():
@@ -244,7 +244,7 @@ class PPNBParams(TrainParams):
     alpha: float = Field(1.0, ge=0.0, le=1e6, description="additive smoothing of categorical likelihoods")
 
 
-def _label_and_features(params: TrainParams, columns: list[ColumnInfo],
+def label_and_features(params: TrainParams, columns: list[ColumnInfo],
                         default_features: list[str] | None = None) -> tuple[str, list[str]]:
     names = [c.name for c in columns]
     label = params.label
@@ -278,7 +278,7 @@ def _label_and_features(params: TrainParams, columns: list[ColumnInfo],
 
 
 def require_two_classes(frame: pd.DataFrame, label: str) -> None:
-    """The data-time twin of the schema check in _label_and_features (a release's profile may
+    """The data-time twin of the schema check in label_and_features (a release's profile may
     be unknown): a model of one class predicts nothing, one of thousands is of a number."""
     classes = frame[label].nunique(dropna=True)
     if classes < 2:
@@ -293,7 +293,7 @@ def training_rows(frame: pd.DataFrame, label: str) -> dict[str, int]:
     return {"train_rows": len(frame) - unlabelled, "rows_without_label": unlabelled}
 
 
-def _model_metadata(model, label: str, features: list[str], source: SourceRelease | None) -> dict[str, Any]:
+def model_metadata(model, label: str, features: list[str], source: SourceRelease | None) -> dict[str, Any]:
     return {"label": label, "classes_": [str(c) for c in model.classes_], "features": features,
             "trained_on_release": None if source is None else source.release_id,
             "predicts_on": "raw records: a table with the original feature columns"}
@@ -302,7 +302,7 @@ def _model_metadata(model, label: str, features: list[str], source: SourceReleas
 def run_ppnb_train(data: MethodInput, params: PPNBParams, ctx: RunContext) -> ModelResult:
     if data.frame is None:
         raise MethodInputError("ppnb_train needs a table release")
-    label, features = _label_and_features(params, data.columns)
+    label, features = label_and_features(params, data.columns)
     require_two_classes(data.frame, label)
     randomization = _invertible_chain(label, features, data.source)
     ctx.progress(0.1, "fitting")
@@ -311,7 +311,7 @@ def run_ppnb_train(data: MethodInput, params: PPNBParams, ctx: RunContext) -> Mo
                                alpha=params.alpha).fit(data.frame[features], data.frame[label])
     except ValueError as exc:
         raise MethodInputError(str(exc)) from None
-    meta = _model_metadata(model, label, features, data.source)
+    meta = model_metadata(model, label, features, data.source)
     meta.update(
         kind="ppnb",
         feature_kinds={f["name"]: f["kind"] for f in model.features_},
@@ -344,7 +344,7 @@ def _invertible_chain(label: str, features: list[str], source: SourceRelease | N
 
 def _check_train(params: TrainParams, columns: list[ColumnInfo], source: SourceRelease | None) -> None:
     # a randomized label failed the job after it was accepted (docs acceptance check)
-    _invertible_chain(*_label_and_features(params, columns, None), source)
+    _invertible_chain(*label_and_features(params, columns, None), source)
 
 
 register(MethodSpec(

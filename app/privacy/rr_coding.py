@@ -22,7 +22,7 @@ def _sorted_values(values: list[Any]) -> list[Any]:
         return sorted(values, key=label_of)
 
 
-def _code_dtype(k: int):
+def code_dtype(k: int):
     return np.int8 if k < 127 else (np.int16 if k < 32_767 else np.int32)
 
 
@@ -54,7 +54,7 @@ def encode_column(series: pd.Series, info: ColumnInfo, missing: str) -> tuple[li
     as_missing = len(domain) if missing == "category" and n_missing else -1
     if as_missing >= 0:
         domain.append(None)
-    dtype = _code_dtype(len(domain))
+    dtype = code_dtype(len(domain))
     if np.array_equal(lut[present], np.flatnonzero(present)) and as_missing < 0:
         return domain, codes.astype(dtype, copy=False), from_data  # already the domain's codes
     table = np.append(lut, as_missing).astype(dtype)

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from app.privacy.rng import SecureRandom
-from app.privacy.rr_coding import _code_dtype
+from app.privacy.rr_coding import code_dtype
 
 _SCALE = 2.0**32
 CHUNK = 1 << 16  # cells per chunk: keeps the random words and the codes in L2 cache
@@ -42,7 +42,7 @@ def randomize_codes(codes: np.ndarray, p0: float, p: np.ndarray, rng: SecureRand
     missing cell left out) may come out as a value: the caller restores it.
     """
     k = len(p)
-    dtype = _code_dtype(k + 1)
+    dtype = code_dtype(k + 1)
     codes = codes.astype(dtype, copy=False)
     if p0 >= 1.0:
         return codes.copy()

@@ -29,7 +29,7 @@ from app.privacy.registry import (
 )
 from app.privacy.results import ReleaseResult
 from app.privacy.rr_channels import NumericChannel, columns_to_reconstruct, unique_names, with_columns
-from app.privacy.trr_disclosure import _determined, _recovery_warnings, _zeros_recognizable
+from app.privacy.trr_disclosure import sets_determined, recovery_warnings, zeros_recognizable_in
 from app.privacy.trr_mechanism import breach_widths, draw_sets, moments, reconstruct_moments, transform
 
 # How far the transform may reach. The release and its reconstruction take moments of the
@@ -193,8 +193,8 @@ def run_trr(data: MethodInput, params: TrrParams, ctx: RunContext) -> ReleaseRes
         per_column[name] = {
             "set_size": params.set_size, "gaussians": g,
             **({"a_set": sets.a.tolist(), "b_set": sets.b.tolist()} if params.publish_sets else {}),
-            "determined_by_moments": _determined(sets),
-            "zeros_recognizable": _zeros_recognizable(x, y, b_bar, b_var),
+            "determined_by_moments": sets_determined(sets),
+            "zeros_recognizable": zeros_recognizable_in(x, y, b_bar, b_var),
             "a_mean": a_bar, "a_var": a_var, "b_mean": b_bar, "b_var": b_var,
             "missing_cells_left_out": len(y) - published.n,
             "reconstructed_mean": _finite(mean), "reconstructed_variance": max(float(var), 0.0),
@@ -219,7 +219,7 @@ def run_trr(data: MethodInput, params: TrrParams, ctx: RunContext) -> ReleaseRes
     clipped = [n for n, c in per_column.items() if c["variance_clipped"]]
     if clipped:
         warnings.append("reconstructed variance ≤ 0 (clipped to 0) for: " + ", ".join(clipped))
-    warnings.extend(_recovery_warnings(per_column, params.publish_sets))
+    warnings.extend(recovery_warnings(per_column, params.publish_sets))
     if unprotected:
         statements.append(unchanged_columns(unprotected, "transformed", data.source is not None))
     ctx.progress(1.0, "done")

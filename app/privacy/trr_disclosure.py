@@ -13,7 +13,7 @@ import numpy as np
 from app.privacy.trr_mechanism import TrrSets
 
 
-def _determined(sets: TrrSets) -> bool:
+def sets_determined(sets: TrrSets) -> bool:
     """Whether the published moments give the sets away: two distinct values or fewer per set
     (mean ± standard deviation), or a set of one repeated value."""
     return len(np.unique(sets.a)) <= 2 and len(np.unique(sets.b)) <= 2
@@ -23,7 +23,7 @@ ZERO_SHARE = 0.05        # cells holding 0, of the non-missing ones, for the zer
 ZERO_POSTERIOR = 0.9     # share of the values in B's band that come from a 0
 
 
-def _zeros_recognizable(x: np.ndarray, y: np.ndarray, b_bar: float, b_var: float) -> bool:
+def zeros_recognizable_in(x: np.ndarray, y: np.ndarray, b_bar: float, b_var: float) -> bool:
     """Whether cells holding 0 stand out in the release: y = a·0 + b = b, so they fall within B's
     band (mean ± 4 standard deviations), and when they make up most of the values there (the
     column's other values lie far from 0, e.g. Adult's capital-gain: 91.7% zeros, others ≥ 114)
@@ -36,7 +36,7 @@ def _zeros_recognizable(x: np.ndarray, y: np.ndarray, b_bar: float, b_var: float
     return bool(band.any() and (zero & band).sum() >= ZERO_POSTERIOR * band.sum())
 
 
-def _recovery_warnings(per_column: dict[str, Any], published: bool) -> list[str]:
+def recovery_warnings(per_column: dict[str, Any], published: bool) -> list[str]:
     """What the metadata gives away beyond the breach widths. With the sets published, a y
     leaves at most |A|·|B| candidates (y - b)/a, and a wrong pair almost never lands on the grid
     the true values lie on (an attack on Adult's age, education-num and hours-per-week recovered

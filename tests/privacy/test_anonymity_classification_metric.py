@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from app.privacy.anonymity.hierarchies import parse_arx_hierarchy
 from app.privacy.anonymity.label_modes import label_modes
-from app.privacy.anonymity.lattice import _Columns, _loss, _suppressed
+from app.privacy.anonymity.lattice import Columns, _loss, _suppressed
 from app.privacy.anonymity.methods import KAnonymityParams, run_kanonymity
 from app.privacy.anonymity.models import Constraints
 from app.privacy.anonymity.axes import build_axes
@@ -107,7 +107,7 @@ def test_the_bound_is_below_every_nodes_loss(small):
     axes, _ = build_axes(frame, [c for c in columns if c.name in QIS], hierarchies,
                          numeric="hierarchy", categorical="hierarchy", auto_levels=4)
     labels = pd.factorize(frame["income"])[0].astype(np.int64)
-    cols = _Columns(axes, "classification", None, labels)
+    cols = Columns(axes, "classification", None, labels)
     constraints = Constraints(k=6)
     nodes = np.array(list(itertools.product(*[range(t.height + 1) for t in axes])))
     bounds = cols.bound(nodes)
@@ -158,9 +158,9 @@ def test_label_refusals(small):
     frame, hierarchies = small
     with pytest.raises(ValidationError, match="label applies to metric 'classification' only"):
         KAnonymityParams(algorithm="lattice", label="income")
-    with pytest.raises(ValidationError, match="metric = 'classification', label = 'income' apply to algorithm "
-                       "'lattice' only, and this job runs 'mondrian'"):
-        KAnonymityParams(metric="classification", label="income")
+    with pytest.raises(ValidationError, match="metric 'entropy' applies to algorithm 'lattice' only, and this "
+                       "job runs 'mondrian'"):
+        KAnonymityParams(metric="entropy")
     cases = [({"label": "education"}, "label: column 'education' is a quasi-identifier"),
              ({"label": "nope"}, "label: unknown column 'nope'")]
     for params, words in cases:

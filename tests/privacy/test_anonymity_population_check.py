@@ -23,7 +23,7 @@ import app.privacy.anonymity.anonymize as anonymize_module
 import app.privacy.anonymity.verify_population as verify_module
 from app.privacy.anonymity.anonymize import Options, anonymize
 from app.privacy.anonymity.axes import NumericAxis
-from app.privacy.anonymity.automatic_intervals import _fmt
+from app.privacy.anonymity.automatic_intervals import number_text
 from app.privacy.anonymity.models import Constraints, Population
 from app.privacy.anonymity.verify import VerificationError
 from app.privacy.anonymity.verify_population import (
@@ -72,7 +72,7 @@ def _top(axis) -> str:
         return axis.categories[0] if len(axis.categories) == 1 else \
             f"[{axis.categories[0]} .. {axis.categories[-1]}]"
     if isinstance(axis, NumericAxis):
-        return f"[{_fmt(axis.values[0])}, {_fmt(axis.values[-1])}]"
+        return f"[{number_text(axis.values[0])}, {number_text(axis.values[-1])}]"
     return axis.labels[0]
 
 
@@ -166,7 +166,7 @@ def test_a_hint_that_does_not_cover_its_value_is_refused():
     outside = np.flatnonzero(~in_subset)[0]  # a record no release shows: only its hint says where it is
     codes = covers["c"].codes
     other = np.flatnonzero(codes != codes[outside])[0]
-    hints["c"][outside] = _fmt(seen["axes"]["c"].values[codes[other]])
+    hints["c"][outside] = number_text(seen["axes"]["c"].values[codes[other]])
     with pytest.raises(VerificationError, match="generalization of 'c' does not cover a population record's value"):
         verify_population(released, index, in_subset, qis, covers, hints, **seen["kwargs"])
 

@@ -220,7 +220,7 @@ def test_payout_metric_search_finds_the_best_node(adult_data):
                        Options(algorithm="lattice", suppression=0.3, metric="publisher_payout"))
     axes, _ = build_axes(sample, [infos[q] for q in qis], hierarchies, numeric="hierarchy",
                          categorical="hierarchy", auto_levels=4)
-    cols = lattice_module._Columns(axes, "publisher_payout")
+    cols = lattice_module.Columns(axes, "publisher_payout")
     limit = int(0.3 * len(sample))
     best = math.inf
     for node in itertools.product(*[range(a.height + 1) for a in axes]):

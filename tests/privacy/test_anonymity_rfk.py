@@ -302,10 +302,10 @@ def test_experiment_rfk_figures_keep_one_style_per_series_told_apart_without_col
     """Acceptance check: styles went by position, so plain k-anonymity was a green dash-dot line
     in the accuracy plot and an orange dashed one in the loss plot, and in the risk plot the
     records-at-risk squares hid the sample-uniques circles under them at every E < 5."""
-    from app.privacy.experiments.rfk_plots import _figures
+    from app.privacy.experiments.rfk_plots import rfk_figures
 
     styles: dict[str, set] = {}
-    for name, fig in _figures(_by_e_table(), "adult").items():
+    for name, fig in rfk_figures(_by_e_table(), "adult").items():
         ax = fig.axes[0]
         assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel(), name
         lines = {line.get_label(): line for line in ax.get_lines()}
@@ -318,7 +318,7 @@ def test_experiment_rfk_figures_keep_one_style_per_series_told_apart_without_col
                 (line.get_color(), line.get_marker(), line.get_linestyle()))
     assert {s: v for s, v in styles.items() if len(v) > 1} == {}, "a series changes style between figures"
 
-    risk_axes = _figures(_by_e_table(), "adult")["rfk_risk_adult"].axes[0]
+    risk_axes = rfk_figures(_by_e_table(), "adult")["rfk_risk_adult"].axes[0]
     risk = {line.get_label(): line for line in risk_axes.get_lines()}
     uniques, at_risk = risk["RFK: sample uniques (all attributes)"], risk["RFK: records in classes < 5"]
     # where the two coincide, the circles must show inside the squares: hollow and larger
@@ -329,15 +329,15 @@ def test_experiment_rfk_information_loss_on_a_log_axis_when_it_spans_decades():
     """Acceptance check of the docs figures: RFK's Σ NCP (Adult 0.0016, 0.0038, 0.22 at E = 1-3)
     sat on the zero line of a linear axis that (p,α,k)'s 5.46 stretched, so the growth with E the
     page describes could not be seen. A zero keeps the linear axis (it would vanish from a log one)."""
-    from app.privacy.experiments.rfk_plots import _figures
+    from app.privacy.experiments.rfk_plots import rfk_figures
 
     spread = _by_e_table().assign(rfk_ncp_sum=[0.0016, 0.0038, 0.22, 0.90, 1.44])
-    ax = _figures(spread, "adult")["rfk_information_loss_adult"].axes[0]
+    ax = rfk_figures(spread, "adult")["rfk_information_loss_adult"].axes[0]
     assert ax.get_yscale() == "log" and "log scale" in ax.get_ylabel()
-    assert_readable(_figures(spread, "adult")["rfk_information_loss_adult"])
-    with_zero = _figures(_by_e_table(), "adult")["rfk_information_loss_adult"].axes[0]
+    assert_readable(rfk_figures(spread, "adult")["rfk_information_loss_adult"])
+    with_zero = rfk_figures(_by_e_table(), "adult")["rfk_information_loss_adult"].axes[0]
     assert with_zero.get_yscale() == "linear"
-    assert _figures(spread, "adult")["rfk_accuracy_adult"].axes[0].get_yscale() == "linear"
+    assert rfk_figures(spread, "adult")["rfk_accuracy_adult"].axes[0].get_yscale() == "linear"
 
 
 def test_experiment_rfk_figures_name_their_data_direction_and_the_papers_reported_leads():
@@ -347,11 +347,11 @@ def test_experiment_rfk_figures_name_their_data_direction_and_the_papers_reporte
     were in the report's data but on no figure, the risk figure left out the (p,α,k) baseline its
     table has, and nothing said what an accuracy point is a mean of."""
     from app.privacy.experiments.rfk import ExperimentRfkParams
-    from app.privacy.experiments.rfk_plots import _figures
+    from app.privacy.experiments.rfk_plots import rfk_figures
 
     table = _by_e_table().assign(pak_sample_uniques_share=0.0)
     params = ExperimentRfkParams(k=10, eval_repeats=3, sample_size=4000)
-    figures = _figures(table, "adult", params, records=32561)
+    figures = rfk_figures(table, "adult", params, records=32561)
     for name, fig in figures.items():
         assert_readable(fig)
         assert fig.axes[0].get_title().endswith("— Adult (32,561 records, k = 10)"), name
@@ -372,7 +372,7 @@ def test_experiment_rfk_figures_name_their_data_direction_and_the_papers_reporte
         figures["rfk_accuracy_adult"].legends[0].get_title().get_text()
     risk = {line.get_label() for line in figures["rfk_risk_adult"].axes[0].get_lines()}
     assert "(p,α,k)-anonymity: sample uniques" in risk
-    bank = _figures(table.assign(dataset="bank"), "bank", params, records=45211)
+    bank = rfk_figures(table.assign(dataset="bank"), "bank", params, records=45211)
     bank_lines = {line.get_label() for line in bank["rfk_accuracy_bank"].axes[0].get_lines()}
     assert "paper: plain k-anonymity + its reported RFK lead" in bank_lines
     assert not any("(p,α,k)-anonymity + its" in label for label in bank_lines)  # no Bank claim
@@ -403,10 +403,10 @@ def test_experiment_rfk_accuracy_figures_draw_the_standard_errors_and_the_paired
     with ± 2 standard errors, and the paper's reported leads beside them. Every figure stays
     readable."""
     from app.privacy.experiments.rfk import ExperimentRfkParams
-    from app.privacy.experiments.rfk_plots import _figures
+    from app.privacy.experiments.rfk_plots import rfk_figures
 
     table = _by_e_table_with_spread()
-    figures = _figures(table, "adult", ExperimentRfkParams(eval_repeats=10), records=32561)
+    figures = rfk_figures(table, "adult", ExperimentRfkParams(eval_repeats=10), records=32561)
     assert set(figures) == {"rfk_accuracy_adult", "rfk_information_loss_adult", "rfk_risk_adult",
                             "rfk_accuracy_lead_adult"}
     for fig in figures.values():
@@ -442,7 +442,7 @@ def test_experiment_rfk_accuracy_figures_draw_the_standard_errors_and_the_paired
     rerun = table[["dataset", "E", "rfk_minus_kanonymity", "rfk_tiers_only_minus_kanonymity"]].assign(
         tier_run=1, rfk_minus_kanonymity=[0.01, 0.03, 0.05, 0.0, 0.0])
     tier_runs = pd.concat([table.assign(tier_run=0), rerun])
-    lead_fig = _figures(table, "adult", ExperimentRfkParams(eval_repeats=10), 32561, tier_runs)[
+    lead_fig = rfk_figures(table, "adult", ExperimentRfkParams(eval_repeats=10), 32561, tier_runs)[
         "rfk_accuracy_lead_adult"]
     assert_readable(lead_fig)
     containers = {c.get_label(): c for c in lead_fig.axes[0].containers}

@@ -142,7 +142,7 @@ def test_the_lattice_finds_the_best_node_of_every_node_checked(adult_data, risk,
     result = anonymize(sample, infos, hierarchies, qis, c, None, Options(algorithm="lattice", suppression=suppression))
     axes, _ = build_axes(sample, [infos[q] for q in qis], hierarchies, numeric="hierarchy",
                          categorical="hierarchy", auto_levels=4)
-    cols = lattice_module._Columns(axes, "ncp")
+    cols = lattice_module.Columns(axes, "ncp")
     limit = int(np.floor(suppression * len(sample) + 1e-9))
     best = math.inf
     for node in itertools.product(*[range(a.height + 1) for a in axes]):

@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 
 from app.privacy.anonymity.axes import build_axes
-from app.privacy.anonymity.lattice import _Columns
+from app.privacy.anonymity.lattice import Columns
 from app.privacy.anonymity.safepub import run_safepub
 from app.privacy.anonymity.safepub_params import (
     SafePubParams, arx_k, bernoulli_sample, beta_of, delta_of_k, log_delta_of_k, smallest_k,
@@ -162,7 +162,7 @@ def _parts(frame: pd.DataFrame):
     costs = [categorical_costs(trees[0], HIER["a"]), categorical_costs(trees[1], HIER["b"]), numeric_costs(trees[2])]
     rows = np.zeros(len(full), dtype=bool)
     rows[:len(frame)] = True
-    return _Columns(trees), costs, rows, tuple(t.height for t in trees)
+    return Columns(trees), costs, rows, tuple(t.height for t in trees)
 
 
 def _scorer(frame: pd.DataFrame, metric: str, k_score: int):

@@ -15,7 +15,7 @@ from app.privacy import registry
 from app.privacy.context import RunContext
 from app.privacy.experiments.dp_release import LABELS, ExperimentDpReleaseParams, run_protocol
 from app.privacy.experiments.dp_release_evaluation import marginal_tvd, svm_error
-from app.privacy.experiments.dp_release_plots import _plot
+from app.privacy.experiments.dp_release_plots import plot_runs
 from app.privacy.experiments.dp_release_tasks import TARGET, load_task
 from app.privacy.rng import SecureRandom
 from tests.support.figures import assert_readable
@@ -65,14 +65,14 @@ def test_plot_tells_every_method_and_peer_apart_without_colour():
                         + [{"task": "adult_income", "method": "noprivacy", "epsilon": math.inf,
                             "majority_error": 0.25, "error_release_split": 0.15, "error_raw_holdout": 0.15}])
     peers = {"PrivBayes": "PrivBayes", "smartnoise MST": "smartnoise MST"}
-    fig = _plot(runs, "adult_income", {**LABELS, **peers})
+    fig = plot_runs(runs, "adult_income", {**LABELS, **peers})
     try:
         assert "misclassification" in fig._suptitle.get_text()
         assert_readable(fig)
         def colours(figure):  # each method is an errorbar container (its bars drawn or not)
             return {c.get_label(): c.lines[0].get_color() for c in figure.axes[0].containers}
 
-        alone = _plot(runs[runs.method.isin(["dppro", "noprivacy"])], "adult_income", LABELS)
+        alone = plot_runs(runs[runs.method.isin(["dppro", "noprivacy"])], "adult_income", LABELS)
         assert colours(alone)["DPPro"] == colours(fig)["DPPro"]  # whichever methods ran beside it
         plt.close(alone)
     finally:
@@ -86,7 +86,7 @@ def test_majority_line_stays_visible_where_it_equals_noprivacy():
     runs = pd.DataFrame([{"task": "coil_caravan", "method": m, "epsilon": e, "majority_error": 0.061,
                           "error_release_split": 0.06, "error_raw_holdout": 0.061}
                          for m, e in (("dppro", 1.0), ("dppro", 2.0), ("noprivacy", math.inf))])
-    fig = _plot(runs, "coil_caravan", LABELS)
+    fig = plot_runs(runs, "coil_caravan", LABELS)
     try:
         for ax in fig.axes:
             lines = {line.get_label(): line for line in ax.get_lines()}
@@ -110,7 +110,7 @@ def test_repetitions_draw_their_standard_error_and_the_plotted_means_are_the_tab
                         + [{"task": "coil_caravan", "method": "noprivacy", "epsilon": math.inf, "repetition": r,
                             "majority_error": 0.061, "error_release_split": 0.06, "error_raw_holdout": 0.061}
                            for r in range(3)])
-    fig = _plot(runs, "coil_caravan", LABELS)
+    fig = plot_runs(runs, "coil_caravan", LABELS)
     try:
         assert_readable(fig)
         assert fig._suptitle.get_text().endswith("CoIL 2000 (the paper's TIC): owns a caravan policy")
@@ -130,7 +130,7 @@ def test_repetitions_draw_their_standard_error_and_the_plotted_means_are_the_tab
     finally:
         plt.close(fig)
     one = runs[runs.repetition == 0]
-    fig = _plot(one, "coil_caravan", LABELS)
+    fig = plot_runs(one, "coil_caravan", LABELS)
     try:
         assert fig.legends[0].get_title().get_text() == "one repetition"
         assert not any(c.has_yerr for ax in fig.axes for c in ax.containers)
@@ -261,7 +261,7 @@ def test_the_figure_labels_both_relations_and_says_what_epsilon_means_for_add_re
     runs = pd.DataFrame([{"task": "adult_income", "method": m, "epsilon": e, "repetition": r, "majority_error": 0.246,
                           "error_release_split": 0.16, "error_raw_holdout": 0.16 + 0.01 * r}
                          for m in params.methods for e in params.epsilons for r in range(3)])
-    fig = _plot(runs, "adult_income", LABELS, debits(params))
+    fig = plot_runs(runs, "adult_income", LABELS, debits(params))
     try:
         assert_readable(fig)
         containers = {c.get_label(): c.lines[0] for c in fig.axes[1].containers}
@@ -275,7 +275,7 @@ def test_the_figure_labels_both_relations_and_says_what_epsilon_means_for_add_re
         assert "1.50–1.51·ε for AIM (add/remove)" in note and "1.61–1.63·ε for MST (add/remove)" in note
     finally:
         plt.close(fig)
-    fig = _plot(runs[runs.method == "aim"], "adult_income", LABELS, debits(params.model_copy(update={"methods": ["aim"]})))
+    fig = plot_runs(runs[runs.method == "aim"], "adult_income", LABELS, debits(params.model_copy(update={"methods": ["aim"]})))
     try:
         assert "add/remove" not in fig.legends[0].get_title().get_text()
     finally:

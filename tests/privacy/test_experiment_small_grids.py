@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from app.privacy.context import RunContext
 from app.privacy.data import MethodInput
 from app.privacy.experiments.dp_release import LABELS, ExperimentDpReleaseParams
-from app.privacy.experiments.dp_release_plots import _plot
+from app.privacy.experiments.dp_release_plots import plot_runs
 from app.privacy.experiments.itemsets import ExperimentItemsetsParams, run_experiment_itemsets
 from app.privacy.experiments.ppnb import ExperimentPPNBParams
 from app.privacy.experiments.rfk import ExperimentRfkParams
@@ -92,7 +92,7 @@ def test_dp_release_twelve_epsilons_keep_their_tick_labels_apart():
     runs = pd.DataFrame([{"task": "bank_y", "method": "icahdp_paper", "epsilon": e, "repetition": 0,
                           "error_release_split": 0.1, "error_raw_holdout": 0.12, "majority_error": 0.15}
                          for e in eps])
-    fig = _plot(runs, "bank_y", LABELS)
+    fig = plot_runs(runs, "bank_y", LABELS)
     renderer = fig.canvas.get_renderer()
     fig.draw(renderer)
     for ax in fig.axes:

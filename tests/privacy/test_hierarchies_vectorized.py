@@ -14,12 +14,12 @@ import pandas as pd
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.privacy.anonymity.automatic_intervals import _fmt
+from app.privacy.anonymity.automatic_intervals import number_text
 from app.privacy.anonymity.hierarchies import (
     MISSING_LEAF, ROOT, IntervalLevels, build_tree, flat_hierarchy, format_numbers, hierarchy_findings,
     interval_hierarchy, leaf_key, leaf_keys, normalize_value, normalize_values,
 )
-from app.privacy.anonymity.leaf_keys import _NUMBER_TEXT
+from app.privacy.anonymity.leaf_keys import NUMBER_TEXT
 from tests.support.properties import bounded
 
 TEXTS = ["a", "b", "A", "x y", "007", "7", "7.0", "39.", "-0", "-0.00", "-12.000", "1e3", "1E+2", ".5",
@@ -47,7 +47,7 @@ def test_text_keys_match_the_value_at_a_time_keys(values, numeric):
 @bounded(200)
 def test_number_keys_match_the_value_at_a_time_keys(values, numeric):
     x = np.array(values, dtype=float)
-    _same(format_numbers(x), [_fmt(v) for v in values])
+    _same(format_numbers(x), [number_text(v) for v in values])
     _same(normalize_values(x), [normalize_value(v) for v in values])
     _same(leaf_keys(x, numeric), [leaf_key(v, numeric) for v in values])
     ints = np.array([int(v) for v in values if math.isfinite(v) and abs(v) < 2.0**62], dtype=np.int64)
@@ -87,7 +87,7 @@ def _reference_multi_clashes_not_numbers(hierarchy, numeric):
     clashes = sorted({str(label) for row, leaf in zip(rows[:, 1:], leaves) for j, label in enumerate(row)
                       if str(label) in leaf_set and str(label) != leaf
                       and not (j == len(row) - 1 and str(label) == ROOT)})
-    not_numbers = [leaf for leaf in leaves if numeric and not _NUMBER_TEXT.fullmatch(leaf)]
+    not_numbers = [leaf for leaf in leaves if numeric and not NUMBER_TEXT.fullmatch(leaf)]
     return multi, clashes, not_numbers
 
 
@@ -97,7 +97,7 @@ def _reference_tree(series, hierarchy, numeric, value_range, spans_of):
     rows = hierarchy.to_numpy(dtype=object)
     leaves = [leaf_key(v, numeric) for v in rows[:, 0]]
     if numeric:
-        keep = [bool(_NUMBER_TEXT.fullmatch(leaf)) for leaf in leaves]
+        keep = [bool(NUMBER_TEXT.fullmatch(leaf)) for leaf in leaves]
         rows, leaves = rows[keep], [leaf for leaf, k in zip(leaves, keep) if k]
     first = {}
     for i, leaf in enumerate(leaves):
@@ -173,7 +173,7 @@ def test_automatic_numeric_tree_matches_the_row_at_a_time_tree(values, levels, a
     x = series.to_numpy(dtype=float)
     lo, hi = float(x.min()), float(x.max()) + 1.0
     hierarchy, spans_of = interval_hierarchy(x, lo, hi, levels, not as_float)
-    _same(hierarchy["level_0"].tolist(), [_fmt(v) for v in np.unique(x)])
+    _same(hierarchy["level_0"].tolist(), [number_text(v) for v in np.unique(x)])
     tree = build_tree("x", series, hierarchy, numeric=True, value_range=(lo, hi), spans_of=spans_of)
     _assert_tree_matches(tree, _reference_tree(series, hierarchy, True, (lo, hi), spans_of))
 
@@ -208,7 +208,7 @@ def test_uploaded_tree_matches_the_row_at_a_time_tree(hierarchy, numeric, missin
     if multi or clashes:  # refused: two parents, or a group named like another row's value
         return
     keys = [leaf_key(v, numeric) for v in hierarchy["level_0"]]
-    held = [k for k in keys if not numeric or _NUMBER_TEXT.fullmatch(k)]
+    held = [k for k in keys if not numeric or NUMBER_TEXT.fullmatch(k)]
     if not held:
         return
     if numeric:

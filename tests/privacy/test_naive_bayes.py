@@ -322,15 +322,15 @@ def test_adult_targets_tvd_and_accuracy(adult):
 
 
 def test_a_label_among_the_default_features_says_where_they_came_from():
-    from app.privacy.naive_bayes import TrainParams, _label_and_features
+    from app.privacy.naive_bayes import TrainParams, label_and_features
 
     columns = [ColumnInfo("sex", "categorical"), ColumnInfo("edu", "categorical")]
     with pytest.raises(MethodInputError, match="default to the release's randomized columns"):
-        _label_and_features(TrainParams(label="sex"), columns, default_features=["sex", "edu"])
-    assert _label_and_features(TrainParams(label="sex", features=["edu"]), columns,
+        label_and_features(TrainParams(label="sex"), columns, default_features=["sex", "edu"])
+    assert label_and_features(TrainParams(label="sex", features=["edu"]), columns,
                                default_features=["sex", "edu"]) == ("sex", ["edu"])
     with pytest.raises(MethodInputError) as named:  # features named by the caller: no hint
-        _label_and_features(TrainParams(label="sex", features=["sex"]), columns)
+        label_and_features(TrainParams(label="sex", features=["sex"]), columns)
     assert "default" not in str(named.value)
 
 

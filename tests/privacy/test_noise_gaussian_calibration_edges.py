@@ -52,7 +52,7 @@ def test_far_proposals_are_decided_by_the_exponential_comparison(monkeypatch):
     sigma = 1.0
     noise.discrete_gaussian(sigma, 50_000, SecureRandom(seed=3))
     args = np.concatenate([(np.abs(y) - sigma * sigma / t) ** 2 / (2 * sigma * sigma) for t, y in proposals])
-    far = args[args > noise_samplers._UNIFORM_MAX_ARG]
+    far = args[args > noise_samplers.UNIFORM_MAX_ARG]
     assert far.size > 1000  # σ = 1 proposes from t = 2: |y| ≥ 6 about 5 % of the time
     got = np.concatenate(decided) if decided else np.array([])
     assert np.array_equal(np.sort(got), np.sort(far))

@@ -1,7 +1,7 @@
 """The low digit of the discrete Laplace sampler, seen on its own.
 
 For t ≥ 2^12 the sampler draws G = D + B·H with D ∈ [0, B), P(D = d) ∝ e^{-d/t}, B ≈ 11√t
-(``noise.samplers._digits``). test_noise.py's χ² bins are t/4 wide, far wider than B, and the KS test
+(``noise.samplers.split_digits``). test_noise.py's χ² bins are t/4 wide, far wider than B, and the KS test
 works at a resolution of 1/√N: a low digit that was always 0 (G a multiple of B, so the
 published value gives away the true one modulo B steps) passed both — mutation testing of
 ``_low_digit`` (y *= -t → y /= -t, and floor → ceil, which never draws D = 0). Here |X| mod B = D
@@ -22,7 +22,7 @@ from app.privacy.rng import SecureRandom
 
 @pytest.mark.parametrize("t", [12_345.6, 65_536.0])
 def test_the_low_digit_follows_its_truncated_geometric_law(t):
-    B = noise_samplers._digits(t)[0]
+    B = noise_samplers.split_digits(t)[0]
     assert B > 1
     n = 400_000
     d = np.abs(noise.discrete_laplace(t, n, SecureRandom(seed=17))) % B

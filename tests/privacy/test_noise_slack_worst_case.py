@@ -111,7 +111,7 @@ def _low_digit_worst(t: float, size: int) -> float:
 
 
 def _sampler_worst(t: float) -> dict[str, float]:
-    B, tau_h, size = noise_samplers._digits(t)
+    B, tau_h, size = noise_samplers.split_digits(t)
     tau, zeta_h = _high_digit_worst(tau_h, size)
     return {"tau": tau, "zeta_h": zeta_h, "zeta_d": _low_digit_worst(t, B), "block": B * size}
 
@@ -142,7 +142,7 @@ def _tail_acceptance_worst(a: float) -> float:
     """Largest log error of the realized P(E > a), E = K + F (K from the high digit at τ = 1,
     restarting every 4): P = r^q·(1 - b_{j+1} + (b_{j+1} - b_j)·P(F > c)), a = 4q + j + c,
     decreasing in every boundary, so its extremes take the boundaries' extremes."""
-    b = _high_boundaries(1.0, int(noise_samplers._RESTART))
+    b = _high_boundaries(1.0, int(noise_samplers.RESTART))
     whole = math.floor(a)
     q, j = divmod(whole, 4)
     f_lo, f_hi = _fraction_boundary(a - whole)
@@ -165,11 +165,11 @@ def test_the_acceptance_error_bound_covers_both_ways_an_acceptance_is_decided(si
     offset = (y0 + sigma * sigma / t) / t
     bound = noise_slack._acceptance_error(noise_slack._GAUSS_MAX_ARG, offset)
     # by the exponential comparison, a > 20·ln 2, up to 512
-    for a in (noise_samplers._UNIFORM_MAX_ARG + 1e-9, 14.2, 50.5, 255.9, 511.999):
+    for a in (noise_samplers.UNIFORM_MAX_ARG + 1e-9, 14.2, 50.5, 255.9, 511.999):
         assert bound >= _tail_acceptance_worst(a) + _argument_error(a, offset), a
     # by a 53-bit uniform against np.exp(-ã) (one rounding), a ≤ 20·ln 2: the grid of U costs
     # up to 2^-53 absolute, 2^-33 relative at the edge
-    a = noise_samplers._UNIFORM_MAX_ARG
+    a = noise_samplers.UNIFORM_MAX_ARG
     rel = float(_F) + 2.0**-53 * math.exp(a)
     assert bound >= math.log1p(rel) + _argument_error(a, offset)
     assert bound >= -math.log1p(-rel) + _argument_error(a, offset)

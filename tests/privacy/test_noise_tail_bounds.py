@@ -65,7 +65,7 @@ def _k_first(i: np.ndarray) -> np.ndarray:  # _high_digit(·, 1.0, 4, ·) before
 
 def _f(i: np.ndarray) -> np.ndarray:  # _exponential_parts' F
     f = noise_samplers._uniform53(_words(i))
-    f *= -noise_samplers._FRAC_SCALE
+    f *= -noise_samplers.FRAC_SCALE
     np.log1p(f, out=f)
     np.negative(f, out=f)
     return f
@@ -87,8 +87,8 @@ def test_realized_tail_acceptance_is_exp_minus_a_within_its_bound(a):
     rel = abs(float(realized / (-Decimal(a)).exp() - 1))
     # the bound without its a-rounding term (a is exact here): restarts, K's masses, F's shift
     e = noise.sampler_errors(1.0)
-    bound = ((a / noise_samplers._RESTART + 1.0) * e["tau"] + e["zeta_h"]
-             + (math.e - 1.0) * (3.0 * noise.FLOAT_REL_ERR / noise_samplers._FRAC_SCALE + 2.0**-53))
+    bound = ((a / noise_samplers.RESTART + 1.0) * e["tau"] + e["zeta_h"]
+             + (math.e - 1.0) * (3.0 * noise.FLOAT_REL_ERR / noise_samplers.FRAC_SCALE + 2.0**-53))
     assert rel <= bound
     assert rel <= noise_slack._acceptance_error(noise_slack._GAUSS_MAX_ARG, 0.0)
 

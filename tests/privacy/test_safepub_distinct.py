@@ -14,14 +14,14 @@ import pandas as pd
 import pytest
 
 from app.privacy.anonymity import safepub
-from app.privacy.anonymity.lattice import _Columns
+from app.privacy.anonymity.lattice import Columns
 from app.privacy.anonymity.safepub_scores import METRICS
 from app.privacy.anonymity.safepub_search import Scorer, lattice_nodes
 from app.privacy.data import ColumnInfo, MethodInput
 from tests.privacy.test_anonymity_safepub import DOMAIN, HIER, INFOS, _parts
 
 
-def _per_record(cols: _Columns, costs, metric: str, k_score: int, rows: np.ndarray, labels, node) -> Fraction:
+def _per_record(cols: Columns, costs, metric: str, k_score: int, rows: np.ndarray, labels, node) -> Fraction:
     """The score counted record by record (the Scorer's computation before the compression)."""
     ids, n_classes = cols.classes(node)
     ids, index = ids[rows], np.flatnonzero(rows)
@@ -97,7 +97,7 @@ def test_every_metric_equals_the_per_record_score_through_safepubs_preparation()
     table, scored, hierarchies, uploaded = safepub._in_domain_table(data, ["a", "b", "x"], "y")
     assert scored == n and (table["a"] == "<missing>").any()
     trees, costs, _ = safepub._trees(table, {c.name: c for c in columns}, ["a", "b", "x"], hierarchies, uploaded)
-    cols = _Columns(trees)
+    cols = Columns(trees)
     labels = pd.factorize(table["y"])[0].astype(np.int64)
     rows = np.ones(len(table), dtype=bool)
     for k_score in (1, 3, 6):

@@ -31,7 +31,8 @@ def _nice_width(raw: float, integer: bool) -> float:
     return float(f"1e{exponent + 1}")
 
 
-def _fmt(x: float) -> str:
+def number_text(x: float) -> str:
+    """A bound as written in a label: an integer without a decimal point, else its shortest repr."""
     return str(int(x)) if float(x).is_integer() else repr(float(x))
 
 
@@ -90,7 +91,7 @@ class IntervalLevels:
 
     def label(self, level: int, index: int) -> str:
         a, b = self.interval(level, np.array([index]))
-        return f"{_fmt(a[0])}-{_fmt(b[0])}" if self.integer else f"[{_fmt(a[0])}, {_fmt(b[0])})"
+        return f"{number_text(a[0])}-{number_text(b[0])}" if self.integer else f"[{number_text(a[0])}, {number_text(b[0])})"
 
     def labels(self, level: int, index: np.ndarray) -> np.ndarray:
         """``label`` of each cell of ``index`` (an object array)."""

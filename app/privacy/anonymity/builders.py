@@ -25,11 +25,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from app.privacy.anonymity.automatic_intervals import _fmt
+from app.privacy.anonymity.automatic_intervals import number_text
 from app.privacy.anonymity.hierarchies import (
     MAX_NAMED, ROOT, IntervalLevels, format_numbers, leaf_keys, normalize_values,
 )
-from app.privacy.anonymity.hierarchy_findings import _named
+from app.privacy.anonymity.hierarchy_findings import named_list
 from app.privacy.json_types import json_typed
 from app.privacy.registry import MethodInputError
 
@@ -140,14 +140,14 @@ class IntervalsBuild(_Spec):
         for i in range(1, len(widths)):
             below, above = Decimal(repr(float(widths[i - 1]))), Decimal(repr(float(widths[i])))
             if above <= below or above % below != 0:
-                raise ValueError(f"width {_fmt(widths[i])} (item {i}) is no larger multiple of "
-                                 f"{_fmt(widths[i - 1])}: a cell would lie across two cells of the next level")
+                raise ValueError(f"width {number_text(widths[i])} (item {i}) is no larger multiple of "
+                                 f"{number_text(widths[i - 1])}: a cell would lie across two cells of the next level")
         return widths
 
     @model_validator(mode="after")
     def _upper_above_lower(self):
         if self.upper is not None and self.lower is not None and self.upper <= self.lower:
-            raise ValueError(f"upper ({_fmt(self.upper)}) must be above lower ({_fmt(self.lower)})")
+            raise ValueError(f"upper ({number_text(self.upper)}) must be above lower ({number_text(self.lower)})")
         return self
 
 
@@ -214,7 +214,7 @@ def build_hierarchy(spec: RedactionBuild | DateBuild | IntervalsBuild | GroupsBu
         fractional = x[np.floor(x) != x]
         if len(fractional):
             raise BuildError(f"the redaction builder masks the characters of codes, and {len(fractional)} value(s) "
-                             f"of this numeric column are not whole numbers: {_named(format_numbers(fractional).tolist())}",
+                             f"of this numeric column are not whole numbers: {named_list(format_numbers(fractional).tolist())}",
                              None, format_numbers(fractional).tolist(), each="is not a whole number")
         keys = format_numbers(x)
     else:
@@ -270,7 +270,7 @@ def redaction_hierarchy(codes: np.ndarray, *, alignment: str = "right", redactio
         long = np.asarray(codes, dtype=object)[pc.greater(pc.utf8_length(text), MAX_CODE_LENGTH).to_numpy(
             zero_copy_only=False)]
         raise BuildError(f"the redaction builder makes one level per character, and {len(long)} value(s) are longer "
-                         f"than {MAX_CODE_LENGTH} characters: {_named(sorted(long.tolist()))}", None,
+                         f"than {MAX_CODE_LENGTH} characters: {named_list(sorted(long.tolist()))}", None,
                          sorted(long.tolist()), each=f"is longer than {MAX_CODE_LENGTH} characters")
     padded = (pc.utf8_lpad if alignment == "right" else pc.utf8_rpad)(text, length, padding)
     wide = np.asarray(padded.to_numpy(zero_copy_only=False), dtype=f"<U{length}")
@@ -312,7 +312,7 @@ def date_hierarchy(values: np.ndarray, *, levels: list[str] | None = None, decad
     if not ok.all():
         bad = sorted(np.asarray(values, dtype=object)[~ok].tolist())
         raise BuildError(f"{len(bad)} value(s) of the column are not ISO dates (YYYY-MM-DD, optionally with a time "
-                         f"HH:MM[:SS], e.g. 2020-01-05 or 2020-01-05T10:30): {_named(bad)}", None, bad,
+                         f"HH:MM[:SS], e.g. 2020-01-05 or 2020-01-05T10:30): {named_list(bad)}", None, bad,
                          "hierarchy_not_a_date", "is not an ISO date (YYYY-MM-DD[THH:MM[:SS]])")
     timed = pc.greater(pc.utf8_length(text), 10).to_numpy(zero_copy_only=False)
     values = np.asarray(values, dtype=object)
@@ -326,7 +326,7 @@ def date_hierarchy(values: np.ndarray, *, levels: list[str] | None = None, decad
     if "day" in levels:
         if clash:
             raise BuildError(f"the column holds dates and date-times of the same day, so the 'day' level's label "
-                             f"would equal a date of the data: {_named(clash)}; leave 'day' out of levels (the "
+                             f"would equal a date of the data: {named_list(clash)}; leave 'day' out of levels (the "
                              "date-times then go to their month) or write every value with a time", "levels", clash,
                              each="is a date of the data and the day of a date-time")
     year = pc.utf8_slice_codeunits(text, 0, 4)
@@ -350,17 +350,17 @@ def intervals_hierarchy(x: np.ndarray, widths: list[float], lower: float | None 
     if lower is None:
         lower = float(np.floor(x.min())) if whole else float(x.min())
     if upper is not None and upper <= lower:
-        raise BuildError(f"upper ({_fmt(upper)}) must be above lower ({_fmt(lower)})", "upper")
+        raise BuildError(f"upper ({number_text(upper)}) must be above lower ({number_text(lower)})", "upper")
     magnitude = float(max(abs(lower), np.abs(x).max(), abs(upper) if upper is not None else 0.0))
     integer = (whole and float(lower).is_integer() and all(float(w).is_integer() for w in widths)
                and magnitude < 2.0**52)
     top = float(x.max()) if upper is None else min(float(x.max()), upper)
     if (top - lower) / widths[0] > 2.0**52:
-        raise BuildError(f"cells of width {_fmt(widths[0])} from {_fmt(lower)} are too narrow for values up to "
-                         f"{_fmt(top)}", "widths")
+        raise BuildError(f"cells of width {number_text(widths[0])} from {number_text(lower)} are too narrow for values up to "
+                         f"{number_text(top)}", "widths")
     if widths[0] < 2.0 * float(np.spacing(magnitude)):  # its ends would round to one number: [a, a)
-        raise BuildError(f"cells of width {_fmt(widths[0])} are narrower than two steps of float64 at the values' "
-                         f"magnitude ({_fmt(magnitude)}), so a cell's ends would round to one number", "widths")
+        raise BuildError(f"cells of width {number_text(widths[0])} are narrower than two steps of float64 at the values' "
+                         f"magnitude ({number_text(magnitude)}), so a cell's ends would round to one number", "widths")
     spec = IntervalLevels(lo=float(lower), widths=tuple(float(w) for w in widths), integer=integer)
     below = x < lower
     above = x >= upper if upper is not None else np.zeros(len(x), dtype=bool)
@@ -368,8 +368,8 @@ def intervals_hierarchy(x: np.ndarray, widths: list[float], lower: float | None 
     columns = [format_numbers(x)]
     for level in range(1, len(widths) + 1):
         labels = np.empty(len(x), dtype=object)
-        labels[below] = f"<{_fmt(lower)}"
-        labels[above] = f">={_fmt(upper)}" if upper is not None else None
+        labels[below] = f"<{number_text(lower)}"
+        labels[above] = f">={number_text(upper)}" if upper is not None else None
         cells, inverse = np.unique(spec.cells(level, x[inside]), return_inverse=True)
         labels[inside] = spec.labels(level, cells)[inverse]
         columns.append(labels)
@@ -401,7 +401,7 @@ def groups_hierarchy(keys: np.ndarray, levels: list[dict[str, list[str]]], *, un
             unknown = sorted(set(members.tolist()) - previous)
             if unknown:
                 raise BuildError(f"level {i + 1} lists {len(unknown)} name(s) that are no group of level {i}: "
-                                 f"{_named(unknown)}", field, unknown, each=f"is no group of level {i}")
+                                 f"{named_list(unknown)}", field, unknown, each=f"is no group of level {i}")
         listing = pd.DataFrame({"member": members, "group": owners}).drop_duplicates()
         twice = listing["member"].duplicated(keep=False).to_numpy()
         if twice.any():
@@ -418,7 +418,7 @@ def groups_hierarchy(keys: np.ndarray, levels: list[dict[str, list[str]]], *, un
             left = sorted(set(current[missing].tolist()))
             if unlisted == "refuse":
                 what = "value(s) of the column are" if i == 0 else f"group(s) of level {i} are"
-                raise BuildError(f"{len(left)} {what} in no group of level {i + 1}: {_named(left)}; list them, or "
+                raise BuildError(f"{len(left)} {what} in no group of level {i + 1}: {named_list(left)}; list them, or "
                                  "send \"unlisted\": \"top\" to put them directly under '*'", field, left,
                                  "hierarchy_missing_value" if i == 0 else "hierarchy_build", f"is in no group of level {i + 1}")
         label = np.where(at >= 0, mapping.to_numpy()[np.maximum(at, 0)], ROOT).astype(object)

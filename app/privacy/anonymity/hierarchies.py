@@ -30,7 +30,7 @@ from app.privacy.anonymity.hierarchy_findings import (
     not_number_warnings, top_warnings, value_keys,
 )
 from app.privacy.anonymity.leaf_keys import (
-    _NUMBER_TEXT, MISSING_LEAF, NUMBER, NUMBER_ANCHORED, ROOT, _all_text, _texts, format_numbers, full_match,
+    NUMBER_TEXT, MISSING_LEAF, NUMBER, NUMBER_ANCHORED, ROOT, all_text, cell_texts, format_numbers, full_match,
     leaf_key, leaf_keys, normalize_value, normalize_values,
 )
 from app.privacy.arrays import distinct_sorted
@@ -179,13 +179,13 @@ def build_tree(column: str, series: pd.Series, hierarchy: pd.DataFrame, *, numer
     rows = hierarchy.to_numpy(dtype=object)
     leaves = leaf_keys(rows[:, 0], numeric)
     if numeric:  # a leaf that is no number matches no value of a numeric column: ignored
-        keep = (full_match(NUMBER_ANCHORED, leaves) if _all_text(leaves)
-                else np.array([bool(_NUMBER_TEXT.fullmatch(leaf)) for leaf in leaves], dtype=bool))
+        keep = (full_match(NUMBER_ANCHORED, leaves) if all_text(leaves)
+                else np.array([bool(NUMBER_TEXT.fullmatch(leaf)) for leaf in leaves], dtype=bool))
         rows, leaves = rows[keep], leaves[keep]
     # parse_arx_hierarchy refuses repeated rows; a frame built otherwise may still list a
     # leaf twice with the same parents (two parents are refused above): keep its first row
     first = ~pd.Index(leaves, dtype=object).duplicated(keep="first")
-    table = _texts(rows[first]).copy()
+    table = cell_texts(rows[first]).copy()
     table[:, 0] = leaves[first]
     has_missing = bool((codes < 0).any())
     if has_missing:
@@ -224,7 +224,7 @@ def build_tree(column: str, series: pd.Series, hierarchy: pd.DataFrame, *, numer
         first_id = len(labels)
         run = np.repeat(np.arange(len(starts)), ends - starts)
         anc[j] = first_id + run
-        names_here = _texts(col[starts])
+        names_here = cell_texts(col[starts])
         labels += names_here.tolist()
         depth_parts.append(np.full(len(starts), j, dtype=np.int32))
         lo_parts.append(starts)

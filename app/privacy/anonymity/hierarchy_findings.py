@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from app.privacy.anonymity.leaf_keys import (
-    _NUMBER_TEXT, NUMBER_ANCHORED, ROOT, _all_text, _texts, full_match, leaf_key, leaf_keys,
+    NUMBER_TEXT, NUMBER_ANCHORED, ROOT, all_text, cell_texts, full_match, leaf_key, leaf_keys,
 )
 from app.privacy.arrays import distinct_sorted
 
@@ -22,7 +22,7 @@ MAX_NAMED = 20  # values named in one validation message
 MAX_ISSUE_CHARS = 1_000_000  # a 422's errors list names every value, up to this much text
 
 
-def _named(values: list[str]) -> str:
+def named_list(values: list[str]) -> str:
     shown = ", ".join(repr(v) for v in values[:MAX_NAMED])
     more = len(values) - MAX_NAMED
     return shown + (f" (and {more} more)" if more > 0 else "")
@@ -44,7 +44,7 @@ class HierarchyFindings:
         each (``issues`` lists all); [] when fine."""
         problems: list[str] = []
         if self.missing:
-            sentence = f"{len(self.missing)} data value(s) missing from the hierarchy: {_named(self.missing)}"
+            sentence = f"{len(self.missing)} data value(s) missing from the hierarchy: {named_list(self.missing)}"
             if self.near:
                 pairs = [f"{v!r} as {leaf!r}" for v, leaf in self.near.items()]
                 sentence += (f"; {len(pairs)} of them are written otherwise in the hierarchy ({_AS_WRITTEN}): "
@@ -55,12 +55,12 @@ class HierarchyFindings:
             multi = [(name, options) for lv, name, options in self.multi if lv == level]
             for name, options in multi[:MAX_NAMED]:
                 problems.append(f"value {name!r} at level {level} has {len(options)} parents at level "
-                                f"{level + 1}: {_named(options)}")
+                                f"{level + 1}: {named_list(options)}")
             if len(multi) > MAX_NAMED:
                 problems.append(f"(and {len(multi) - MAX_NAMED} more values with two parents at level {level})")
         if self.clashes:
             problems.append(f"{len(self.clashes)} group label(s) equal to a data value of another row, so a "
-                            f"released label would be ambiguous: {_named(self.clashes)}; rename the group(s)")
+                            f"released label would be ambiguous: {named_list(self.clashes)}; rename the group(s)")
         return problems
 
     def issues(self) -> list[dict[str, Any]]:
@@ -100,7 +100,7 @@ def hierarchy_findings(hierarchy: pd.DataFrame, values: Iterable, numeric: bool 
     leaf_array = leaf_keys(rows[:, 0], numeric)
     leaves = leaf_array.tolist()
     data_values = value_keys(values, numeric)
-    labels = _texts(rows[:, 1:]) if rows.shape[1] > 1 else rows[:, 1:]
+    labels = cell_texts(rows[:, 1:]) if rows.shape[1] > 1 else rows[:, 1:]
     multi = []
     for level in range(rows.shape[1] - 1):
         multi += _two_parents(level, leaf_array if level == 0 else labels[:, level - 1], labels[:, level])
@@ -118,10 +118,10 @@ def hierarchy_findings(hierarchy: pd.DataFrame, values: Iterable, numeric: bool 
     near = _written_otherwise(leaf_array, missing) if missing else {}
     not_numbers = []
     if numeric:
-        if _all_text(leaf_array):
+        if all_text(leaf_array):
             not_numbers = leaf_array[~full_match(NUMBER_ANCHORED, leaf_array)].tolist()
         else:
-            not_numbers = [leaf for leaf in leaves if not _NUMBER_TEXT.fullmatch(leaf)]
+            not_numbers = [leaf for leaf in leaves if not NUMBER_TEXT.fullmatch(leaf)]
     return HierarchyFindings(missing, multi, clashes, near, not_numbers, data_values)
 
 
@@ -172,7 +172,7 @@ def not_number_warnings(findings: HierarchyFindings, column: str) -> list[str]:
     if not findings.not_numbers:
         return []
     return [f"{len(findings.not_numbers)} leaf value(s) of the hierarchy are not numbers, and column "
-            f"{column!r} is numeric, so no value of it can be one: {_named(findings.not_numbers)}; "
+            f"{column!r} is numeric, so no value of it can be one: {named_list(findings.not_numbers)}; "
             "they are ignored"]
 
 
@@ -184,7 +184,7 @@ def top_warnings(hierarchy: pd.DataFrame, data: frozenset[str], numeric: bool = 
     tops = sorted({str(t) for t in rows[:, -1]})
     if len(tops) < 2:
         return []
-    warning = f"the hierarchy's last level holds {len(tops)} values ({_named(tops)}), not one: a root '*' is added above them"
+    warning = f"the hierarchy's last level holds {len(tops)} values ({named_list(tops)}), not one: a root '*' is added above them"
     others = {str(label) for label in rows[1:, 1:].ravel()}
     first = [str(cell) for cell in rows[0]]
     if len(rows) > 1 and leaf_key(first[0], numeric) not in data and not others & set(first[1:]):

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from app.privacy.anonymity.hierarchies import NUMBER, NUMBER_ANCHORED, full_match, leaf_key
-from app.privacy.anonymity.leaf_keys import _texts
+from app.privacy.anonymity.leaf_keys import cell_texts
 
 # A label of a numeric column's hierarchy that reads as an interval is checked against the leaves
 # under it: ARX's own Adult age hierarchy puts 20 under '15-19' and '0-19'. Labels are the
@@ -66,7 +66,7 @@ def _leaves_outside_labels(hierarchy: pd.DataFrame, only: set[str] | None = None
     wrong = np.zeros(rows.shape, dtype=bool)
     for level in range(1, rows.shape[1]):
         # each distinct label once, hashed (np.unique of the labels as 'U' text sorted 600,000 of them)
-        inverse, labels = pd.factorize(_texts(rows[:, level]), use_na_sentinel=False)
+        inverse, labels = pd.factorize(cell_texts(rows[:, level]), use_na_sentinel=False)
         # vectorized over rows, one read per label
         read = [read_interval(label) if only is None or label in only else None for label in labels]
         if any(read):

@@ -90,7 +90,7 @@ class LatticeResult:
     climb_evaluated: int = 0  # checks of the greedy climb a heuristic result came from
 
 
-class _Columns:
+class Columns:
     """Per quasi-identifier and level: each record's node as a small integer, and its cost.
 
     Costs: "ncp" — the released node's NCP (the loss is their mean over records and QIs);
@@ -218,7 +218,7 @@ def class_ids(codes: list[list[np.ndarray]], cards: list[list[int]], levels,
     return ids.astype(np.int64), len(uniques)
 
 
-def _suppressed(cols: _Columns, levels, c: Constraints, sensitives: tuple[Sensitive, ...],
+def _suppressed(cols: Columns, levels, c: Constraints, sensitives: tuple[Sensitive, ...],
                 columns: list[int] | None = None) -> np.ndarray:
     """The records the node suppresses; with a population, those of T in classes failing k or
     k-map — and every record (more than any limit) when a class fails δ-presence, which no
@@ -249,13 +249,13 @@ def _success_sizes(ids: np.ndarray, n_classes: int, c: Constraints) -> np.ndarra
     return (p if c.profitability.attacker == "journalist" else t)[ids]
 
 
-def model_keeps(cols: _Columns, levels, ids: np.ndarray, n_classes: int, c: Constraints) -> np.ndarray:
+def model_keeps(cols: Columns, levels, ids: np.ndarray, n_classes: int, c: Constraints) -> np.ndarray:
     """Per record: whether the profitability model keeps its class at the node (payout > 0, or
     for the no-attack variant, the attack does not pay)."""
     return c.profitability.keep(cols.information_loss(levels), _success_sizes(ids, n_classes, c))
 
 
-def _loss(cols: _Columns, levels, suppressed: np.ndarray, c: Constraints) -> float:
+def _loss(cols: Columns, levels, suppressed: np.ndarray, c: Constraints) -> float:
     if cols.metric == "classification":  # suppressed records count 1 each (count_suppressed)
         ids, n_classes = cols.classes(levels)
         kept = ~suppressed & cols.weights
@@ -291,7 +291,7 @@ def lattice_search(trees: list[Tree], constraints: Constraints,
     began = time.perf_counter()
     sensitive = as_sensitives(sensitive)  # each column's models (model_of) hold on it
     subset = None if constraints.population is None else constraints.population.in_subset
-    cols = _Columns(trees, metric, subset, labels)
+    cols = Columns(trees, metric, subset, labels)
     n = int(cols.weights.sum())  # the records that may be released (a population's subset)
     limit = int(np.floor(suppression * n + 1e-9))
     heights = [t.height for t in trees]
@@ -362,7 +362,7 @@ def lattice_search(trees: list[Tree], constraints: Constraints,
         pruned, time.perf_counter() - began))
 
 
-def _with_model_counts(cols: _Columns, c: Constraints, result: LatticeResult) -> LatticeResult:
+def _with_model_counts(cols: Columns, c: Constraints, result: LatticeResult) -> LatticeResult:
     """The records of the released node's classes that the profitability model drops."""
     if c.profitability is None:
         return result
@@ -371,7 +371,7 @@ def _with_model_counts(cols: _Columns, c: Constraints, result: LatticeResult) ->
     return replace(result, model_suppressed=int(dropped.sum()))
 
 
-def _projection_filter(cols: _Columns, nodes: np.ndarray, c: Constraints, sensitive: tuple[Sensitive, ...],
+def _projection_filter(cols: Columns, nodes: np.ndarray, c: Constraints, sensitive: tuple[Sensitive, ...],
                        limit: int, monotone: bool) -> np.ndarray:
     """False for nodes ruled out by a single column or a pair of columns (see module doc)."""
     q_count = len(cols.trees)
@@ -392,7 +392,7 @@ def _projection_filter(cols: _Columns, nodes: np.ndarray, c: Constraints, sensit
     return ok
 
 
-def _greedy(cols: _Columns, c: Constraints, sensitive: tuple[Sensitive, ...], limit: int, began: float,
+def _greedy(cols: Columns, c: Constraints, sensitive: tuple[Sensitive, ...], limit: int, began: float,
             size: int) -> LatticeResult:
     """Lattice too large to search: climb from the bottom, each step raising the column whose
     next level adds the least loss, until the table passes. Not optimal (flagged)."""

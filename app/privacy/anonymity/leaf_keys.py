@@ -43,7 +43,7 @@ def normalize_value(value) -> str | None:
 
 
 NUMBER = r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
-_NUMBER_TEXT = re.compile(NUMBER)
+NUMBER_TEXT = re.compile(NUMBER)
 
 
 def leaf_key(value, numeric: bool = False) -> str | None:
@@ -51,7 +51,7 @@ def leaf_key(value, numeric: bool = False) -> str | None:
     '017', '7.50' and '1e3' match the data's 17, 7.5 and 1000 (read as numbers, the data kept
     no leading or trailing zeros). Text that is not a number is kept (it matches no value)."""
     key = normalize_value(value)
-    if numeric and key is not None and _NUMBER_TEXT.fullmatch(key):
+    if numeric and key is not None and NUMBER_TEXT.fullmatch(key):
         number = float(key)
         if math.isfinite(number):
             return normalize_value(number)
@@ -81,7 +81,7 @@ def _object_array(values) -> np.ndarray:
     return np.array(list(values), dtype=object)
 
 
-def _all_text(values: np.ndarray) -> bool:
+def all_text(values: np.ndarray) -> bool:
     return values.dtype.kind == "O" and set(map(type, values)) <= {str}
 
 
@@ -124,7 +124,7 @@ def normalize_values(values) -> np.ndarray:
         return out
     if arr.dtype.kind == "b":
         return np.where(arr, "True", "False").astype(object)
-    if not _all_text(arr):
+    if not all_text(arr):
         out = np.empty(len(arr), dtype=object)
         out[:] = [normalize_value(v) for v in arr]
         return out
@@ -154,9 +154,9 @@ def leaf_keys(values, numeric: bool = False) -> np.ndarray:
     keys[number[finite]] = format_numbers(x[finite])
     return keys
 
-def _texts(cells: np.ndarray) -> np.ndarray:
+def cell_texts(cells: np.ndarray) -> np.ndarray:
     """str() of each cell, an object array of the same shape (the cells themselves when text)."""
-    if _all_text(cells.ravel()):
+    if all_text(cells.ravel()):
         return cells
     out = np.empty(cells.shape, dtype=object)
     out.ravel()[:] = [str(x) for x in cells.ravel()]

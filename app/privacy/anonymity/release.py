@@ -20,7 +20,7 @@ import numpy as np
 
 from app.privacy.anonymity.axes import Axis, NumericAxis
 from app.privacy.arrays import distinct_sorted
-from app.privacy.anonymity.automatic_intervals import _fmt
+from app.privacy.anonymity.automatic_intervals import number_text
 from app.privacy.anonymity.hierarchies import Tree
 
 
@@ -69,7 +69,7 @@ def _numeric_labels(axis: NumericAxis, lo: np.ndarray, hi: np.ndarray) -> tuple[
         cats = axis.categories
         labels = [cats[a] if a == b else f"[{cats[a]} .. {cats[b]}]" for a, b in zip(lo, hi)]
     else:
-        text = [_fmt(v) for v in axis.values]
+        text = [number_text(v) for v in axis.values]
         labels = [text[a] if a == b else f"[{text[a]}, {text[b]}]" for a, b in zip(lo, hi)]
     return np.array(labels, dtype=object), ncp
 

@@ -38,7 +38,7 @@ import pandas as pd
 
 from app.privacy.anonymity.axes import build_axes
 from app.privacy.anonymity.hierarchies import MISSING_LEAF
-from app.privacy.anonymity.lattice import _Columns
+from app.privacy.anonymity.lattice import Columns
 from app.privacy.anonymity.release import generalize_levels
 from app.privacy.anonymity.roles import resolve_label as resolve_classification_label, resolve_quasi_identifiers
 from app.privacy.anonymity.safepub_domain import (
@@ -193,7 +193,7 @@ def _in_domain_table(data: MethodInput, qis: list[str], label: str | None = None
     return table, len(inside), hierarchies, set(data.hierarchies) & set(qis)
 
 
-def _released_classes(cols: _Columns, node, label_codes: np.ndarray | None) -> tuple[np.ndarray, int]:
+def _released_classes(cols: Columns, node, label_codes: np.ndarray | None) -> tuple[np.ndarray, int]:
     """The class of each record at ``node``: of its generalized quasi-identifiers, and of its
     label too when the label is released (suppression is over the released columns)."""
     ids, n_classes = cols.classes(node)
@@ -214,7 +214,7 @@ def run_safepub(data: MethodInput, params: SafePubParams, ctx: RunContext) -> Re
     table, n, hierarchies, uploaded = _in_domain_table(data, qis, label)
     infos = {c.name: c for c in data.columns}
     trees, costs, sources = _trees(table, infos, qis, hierarchies, uploaded)
-    cols = _Columns(trees, metric=None)  # the codes; the costs are safepub's own
+    cols = Columns(trees, metric=None)  # the codes; the costs are safepub's own
     scored = np.arange(len(table)) < n  # all but an anchor
     k_score = score_threshold(k, beta)
     label_codes = pd.factorize(table[label])[0].astype(np.int64) if label else None
@@ -255,7 +255,7 @@ def run_safepub(data: MethodInput, params: SafePubParams, ctx: RunContext) -> Re
     return _result(params, ctx, qis, out, facts)
 
 
-def _granularity(costs, cols: _Columns, node, rows: np.ndarray) -> float | None:
+def _granularity(costs, cols: Columns, node, rows: np.ndarray) -> float | None:
     """The mean public cost of the released cells (a function of the release alone)."""
     if len(rows) == 0:
         return None

@@ -39,7 +39,7 @@ from fractions import Fraction
 import numpy as np
 
 from app.privacy.anonymity.hierarchies import Tree, with_missing_leaf
-from app.privacy.anonymity.lattice import _Columns, class_ids
+from app.privacy.anonymity.lattice import Columns, class_ids
 from app.privacy.anonymity.safepub_scores import (
     classification_score, entropy_score, group_size_score,
 )
@@ -114,7 +114,7 @@ class DistinctRecords:
     n: int  # records scored, = counts.sum()
 
 
-def distinct_records(cols: _Columns, rows: np.ndarray, labels: np.ndarray | None) -> DistinctRecords:
+def distinct_records(cols: Columns, rows: np.ndarray, labels: np.ndarray | None) -> DistinctRecords:
     """The records ``rows`` (a boolean mask) of ``cols`` as distinct (leaves, label) tuples with
     their counts: one pass over the records, after which scoring a node costs O(tuples)."""
     index = np.flatnonzero(rows)
@@ -141,7 +141,7 @@ class Scorer:
     costs its size times one member's, so each score is the same Fraction as a recount of every
     record (tests/privacy/test_safepub_distinct.py keeps that per-record reference)."""
 
-    cols: _Columns
+    cols: Columns
     costs: list[LevelCost]
     metric: str
     k_score: int

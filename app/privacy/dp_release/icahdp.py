@@ -34,10 +34,10 @@ from app.privacy.dp_release.common import (
     NEIGHBOURING, assemble, at_least_two_records, check_references, require_rows, rng_statements,
 )
 from app.privacy.dp_release.encoding import Encoding, calibrate, check_declared, check_given, domain_warnings
-from app.privacy.dp_release.icahdp_paper import _run_paper
+from app.privacy.dp_release.icahdp_paper import run_paper
 from app.privacy.dp_release.icahdp_params import IcahdpParams, orthonormalized
 from app.privacy.dp_release.icahdp_steps import (
-    _budget_split, _check_budget, _decoding, _ordered_infos, _plans, _shares, _width, icahdp_epsilon,
+    budget_split, check_budget, decoding_statement, ordered_infos, column_plans, budget_shares, declared_width, icahdp_epsilon,
 )
 from app.privacy.dp_release.projection import (
     eigh_desc, filter_by_importance, importance, project, sensitive_release, top_k,
@@ -59,8 +59,8 @@ def _user_basis(rows: list[list[float]], width: int) -> np.ndarray:
 def _run_strict(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> ReleaseResult:
     frame = require_rows(data)
     n = len(frame)
-    projection, sensitive = _plans(data, params, frame, declared=True)
-    shares = _shares(params)
+    projection, sensitive = column_plans(data, params, frame, declared=True)
+    shares = budget_shares(params)
     noise: dict[str, Any] = {}
     dropped: dict[str, str] = {c.name: "identifier" for c in data.columns
                                if c.role == "identifier" and params.columns is None}
@@ -117,7 +117,7 @@ def _run_strict(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> Rel
         released = calibrate(released, enc, mu)
     parts = dict(enc.decode(released, frame.index).items())
 
-    split = _budget_split(params)
+    split = budget_split(params)
     if sensitive:
         ctx.progress(0.8, "sensitive attributes")
         sens_parts, sens_noise = sensitive_release(frame, sensitive, split["assignment"], {}, ctx.rng)
@@ -155,7 +155,7 @@ def _run_strict(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> Rel
         "columns": {p.name: {**p.describe(), "channel": "sensitive" if p in sensitive else "projection"}
                     for p in released_plans},
         "categorical_encoding": "one-hot blocks; a missing cell is an all-zero block; decoded by argmax",
-        "decoding": _decoding(params),
+        "decoding": decoding_statement(params),
         "missing_numeric": "imputed by the midpoint of the declared bounds (data-independent)",
         "noise": noise, "dropped_columns": dropped, "personalized_budget": split,
         "non_private_steps": [],
@@ -163,7 +163,7 @@ def _run_strict(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> Rel
     ctx.progress(1.0, "done")
     return ReleaseResult(
         frame=out,
-        columns=_ordered_infos(out, released_plans),
+        columns=ordered_infos(out, released_plans),
         guarantees=guarantee(
             "central_dp", rng=ctx.rng.name, private=ctx.rng.is_private, epsilon=params.epsilon,
             delta=0.0, protected_columns=list(out.columns), statements=statements,
@@ -176,9 +176,9 @@ def _run_strict(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> Rel
 
 # --------------------------------------------------------------------------- the method
 def run_icahdp(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> ReleaseResult:
-    _check_budget(params, check_references(params, data.columns))
+    check_budget(params, check_references(params, data.columns))
     if params.mode == "paper":
-        return _run_paper(data, params, ctx)
+        return run_paper(data, params, ctx)
     return _run_strict(data, params, ctx)
 
 
@@ -194,12 +194,12 @@ def _check(params: IcahdpParams, columns: list[ColumnInfo], source: SourceReleas
     if params.mode == "strict":
         check_declared(chosen, params.bounds, params.categories)
         if params.basis is not None:  # every column is declared here (an undeclared boolean: 2 wide)
-            width = sum(_width(c, params) for c in chosen if c.name not in (params.sensitive or {}))
+            width = sum(declared_width(c, params) for c in chosen if c.name not in (params.sensitive or {}))
             if len(params.basis) != width:
                 raise MethodInputError(f"basis has {len(params.basis)} rows, the encoding is {width} wide")
     else:
         check_given(chosen, params.bounds, params.categories)
-    _check_budget(params, chosen)
+    check_budget(params, chosen)
 
 
 register(MethodSpec(

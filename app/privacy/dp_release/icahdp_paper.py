@@ -19,7 +19,7 @@ from app.privacy.dp_release.common import assemble, check_references, require_ro
 from app.privacy.dp_release.encoding import Encoding, calibrate
 from app.privacy.dp_release.icahdp_params import PAPER_DEFAULT_THRESHOLD, IcahdpParams
 from app.privacy.dp_release.icahdp_steps import (
-    _budget_split, _decoding, _ordered_infos, _plans, icahdp_epsilon,
+    budget_split, decoding_statement, ordered_infos, column_plans, icahdp_epsilon,
 )
 from app.privacy.dp_release.projection import eigh_desc, filter_by_importance, importance, project, sensitive_release
 from app.privacy.guarantees import guarantee
@@ -27,14 +27,14 @@ from app.privacy.results import ReleaseResult
 
 
 # ------------------------------------------------------------------------------- paper
-def _run_paper(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> ReleaseResult:
+def run_paper(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> ReleaseResult:
     frame = require_rows(data)
     # attributes with too many missing values go before planning: an empty column has no
     # domain to read from the data (sensitive and label columns are kept)
     too_many = [c.name for c in check_references(params, data.columns)
                 if c.name not in (params.sensitive or {}) and c.role != "label"
                 and float(frame[c.name].isna().mean()) > params.max_missing]
-    projection, sensitive = _plans(data, params, frame, declared=False, skip=frozenset(too_many))
+    projection, sensitive = column_plans(data, params, frame, declared=False, skip=frozenset(too_many))
     rest = params.epsilon - params.sensitive_epsilon
     non_private: list[str] = []
     dropped: dict[str, str] = {c.name: "identifier" for c in data.columns
@@ -89,7 +89,7 @@ def _run_paper(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> Rele
         non_private.append("categories calibrated to the exact category frequencies")
     parts = dict(releases[k].items())
     noise: dict[str, Any] = {"projection": records[k]}
-    split = _budget_split(params)
+    split = budget_split(params)
     if sensitive:
         sens_parts, sens_noise = sensitive_release(frame, sensitive, split["assignment"], fill, ctx.rng)
         parts.update(sens_parts)
@@ -115,13 +115,13 @@ def _run_paper(data: MethodInput, params: IcahdpParams, ctx: RunContext) -> Rele
         "columns": {p.name: {**p.describe(), "channel": "sensitive" if p in sensitive else "projection"}
                     for p in released_plans},
         "categorical_encoding": "one-hot blocks; a missing cell is an all-zero block; decoded by argmax",
-        "decoding": _decoding(params),
+        "decoding": decoding_statement(params),
         "noise": noise, "candidate_noise": {str(c): r for c, r in records.items()},
         "dropped_columns": dropped, "personalized_budget": split,
     }
     ctx.progress(1.0, "done")
     return ReleaseResult(
-        frame=out, columns=_ordered_infos(out, released_plans),
+        frame=out, columns=ordered_infos(out, released_plans),
         guarantees=guarantee(
             "none", rng=ctx.rng.name, private=False, epsilon=None, protected_columns=list(out.columns),
             unprotected_columns=[], statements=statements,

@@ -21,7 +21,7 @@ from app.privacy.registry import MethodInputError
 
 
 # ------------------------------------------------------------------------ shared steps
-def _plans(data: MethodInput, params: IcahdpParams, frame: pd.DataFrame | None,
+def column_plans(data: MethodInput, params: IcahdpParams, frame: pd.DataFrame | None,
            declared: bool, skip: frozenset[str] = frozenset()) -> tuple[list[ColumnPlan], list[ColumnPlan]]:
     """(projection plans, sensitive plans) of the released columns not in ``skip``."""
     chosen = check_references(params, data.columns)
@@ -39,7 +39,7 @@ def _plans(data: MethodInput, params: IcahdpParams, frame: pd.DataFrame | None,
     return projection, [p for p in plans if p.name in sensitive]
 
 
-def _decoding(params: IcahdpParams) -> str:
+def decoding_statement(params: IcahdpParams) -> str:
     plain = "numeric: clip to [0, 1] → bounds → output grid (integers rounded); "
     if not params.calibrated:
         return plain + "one-hot blocks: plain argmax"
@@ -47,7 +47,7 @@ def _decoding(params: IcahdpParams) -> str:
                     "category frequencies (post-processing)")
 
 
-def _shares(params: IcahdpParams) -> dict[str, float]:
+def budget_shares(params: IcahdpParams) -> dict[str, float]:
     rest = params.epsilon - params.sensitive_epsilon
     shares = {"filter": rest * params.filter_share if params.threshold is not None else 0.0,
               "mean": rest * params.mean_share,
@@ -56,7 +56,7 @@ def _shares(params: IcahdpParams) -> dict[str, float]:
     return shares
 
 
-def _budget_split(params: IcahdpParams) -> dict[str, Any] | None:
+def budget_split(params: IcahdpParams) -> dict[str, Any] | None:
     if not params.sensitive:
         return None
     return personalized_budgets(params.sensitive, params.sensitive_epsilon, params.levels)
@@ -67,14 +67,14 @@ def _noisy_steps(params: IcahdpParams, chosen: list[ColumnInfo]) -> list[tuple[s
     the run may call, from the params and the schema: coordinates are bounded before the
     filter drops columns and for the largest k allowed (fewer only make the step easier)."""
     sensitive = params.sensitive or {}
-    budgets = _budget_split(params)["assignment"] if sensitive else {}
+    budgets = budget_split(params)["assignment"] if sensitive else {}
     steps = [(f"sensitive:{c.name}", 1 if c.type == "numeric" else 2, budgets[c.name])
              for c in chosen if c.name in sensitive]
     if params.mode == "paper":  # each candidate release spends ε_rest on its projection
         return steps + [("projection", max(params.candidates()),
                          params.epsilon - params.sensitive_epsilon)]
-    shares = _shares(params)
-    widths = [_width(c, params) for c in chosen if c.name not in sensitive]
+    shares = budget_shares(params)
+    widths = [declared_width(c, params) for c in chosen if c.name not in sensitive]
     n_num = sum(c.type == "numeric" for c in chosen if c.name not in sensitive)
     q, width = len(widths), sum(widths)
     k = len(params.basis[0]) if params.basis else min(params.k or params.k_max, width)
@@ -86,12 +86,12 @@ def _noisy_steps(params: IcahdpParams, chosen: list[ColumnInfo]) -> list[tuple[s
     return steps
 
 
-def _width(info: ColumnInfo, params: IcahdpParams) -> int:
+def declared_width(info: ColumnInfo, params: IcahdpParams) -> int:
     """Encoded width of a declared column (strict mode)."""
     return declared_plan(info, params.bounds, params.categories).width
 
 
-def _check_budget(params: IcahdpParams, chosen: list[ColumnInfo]) -> None:
+def check_budget(params: IcahdpParams, chosen: list[ColumnInfo]) -> None:
     """Every noisy step's share of ε must reach the discrete Laplace floor for its coordinates
     (``feasibility.laplace_minimum``); the message names the shortest step and the smallest ε
     that serves every step (each share is a fixed fraction of ε)."""
@@ -114,7 +114,7 @@ def _check_budget(params: IcahdpParams, chosen: list[ColumnInfo]) -> None:
         "(or release fewer columns, lower k or k_max, or give that step a larger share)")
 
 
-def _ordered_infos(out: pd.DataFrame, plans: list[ColumnPlan]) -> list[ColumnInfo]:
+def ordered_infos(out: pd.DataFrame, plans: list[ColumnPlan]) -> list[ColumnInfo]:
     by_name = {p.name: p for p in plans}
     return [by_name[c].output_info() for c in out.columns]
 

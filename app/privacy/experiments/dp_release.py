@@ -36,11 +36,11 @@ from app.privacy.context import RunContext  # noqa: E402
 from app.privacy.data import MethodInput  # noqa: E402
 from app.privacy.experiments import distinct  # noqa: E402
 from app.privacy.experiments.dp_release_evaluation import (  # noqa: E402
-    TVD_BINS, _summary, marginal_tvd, svm_error,
+    TVD_BINS, summary_table, marginal_tvd, svm_error,
 )
-from app.privacy.experiments.dp_release_plots import _plot  # noqa: E402
+from app.privacy.experiments.dp_release_plots import plot_runs  # noqa: E402
 from app.privacy.experiments.dp_release_releasers import (  # noqa: E402
-    EPSILON_CEILING, RELEASES, Releaser, _guarantees, builtin_releasers, check_epsilons, debits,
+    EPSILON_CEILING, RELEASES, Releaser, release_guarantees, builtin_releasers, check_epsilons, debits,
 )
 from app.privacy.experiments.dp_release_tasks import TARGET, load_task  # noqa: E402
 from app.privacy.registry import MethodKind, MethodSpec, Params, MethodSource, register  # noqa: E402
@@ -157,13 +157,13 @@ def _report(runs: pd.DataFrame, params: ExperimentDpReleaseParams, labels: dict[
     plots = {}
     debited = debits(params)
     for task in params.tasks:
-        fig = _plot(runs, task, labels, debited)
+        fig = plot_runs(runs, task, labels, debited)
         plots[task] = render_figure(fig)
         plt.close(fig)
-    release_split = _summary(runs, "error_release_split")
-    raw_holdout = _summary(runs, "error_raw_holdout")
-    release_split_se = _summary(runs, "error_release_split", "se")
-    raw_holdout_se = _summary(runs, "error_raw_holdout", "se")
+    release_split = summary_table(runs, "error_release_split")
+    raw_holdout = summary_table(runs, "error_raw_holdout")
+    release_split_se = summary_table(runs, "error_release_split", "se")
+    raw_holdout_se = summary_table(runs, "error_raw_holdout", "se")
     tvd = runs.groupby(["task", "method", "epsilon"])[["tvd_1way", "tvd_2way", "release_seconds"]].mean()
     tvd = tvd.reset_index()
     data = {
@@ -187,7 +187,7 @@ def _report(runs: pd.DataFrame, params: ExperimentDpReleaseParams, labels: dict[
             "peers": "not run by the service: smartnoise-synth's MST and AIM and DataSynthesizer's "
                      "PrivBayes run beside these methods in `python -m benchmarks.bench_dp --report` "
                      "(figures in docs/experiments/dp_release.md)",
-            "guarantees": _guarantees(runs["method"].unique()),
+            "guarantees": release_guarantees(runs["method"].unique()),
             # the (add/remove) variants' ε is not what Veil's budget counts: say what it would debit
             "neighbouring": {name: RELEASES[name][1].get("neighbouring", "replace_one")
                              for name in runs["method"].unique() if name in RELEASES},

@@ -90,15 +90,15 @@ def marginal_tvd(raw: pd.DataFrame, release: pd.DataFrame, columns: list[ColumnI
     return float(np.mean(one)), float(np.mean(two)) if two else float("nan")
 
 
-def _standard_error(values: pd.Series) -> float:
+def standard_error(values: pd.Series) -> float:
     """Of the mean over the repetitions; NaN for one repetition (no spread measured)."""
     return float(values.std(ddof=1) / math.sqrt(len(values))) if len(values) > 1 else float("nan")
 
 
-def _summary(runs: pd.DataFrame, column: str, statistic: str = "mean") -> pd.DataFrame:
+def summary_table(runs: pd.DataFrame, column: str, statistic: str = "mean") -> pd.DataFrame:
     """One row per task and method, one column per ε: the mean over the repetitions, or
     (``statistic="se"``) its standard error."""
     grouped = runs.groupby(["task", "method", "epsilon"])[column]
-    table = (grouped.mean() if statistic == "mean" else grouped.agg(_standard_error)).unstack("epsilon")
+    table = (grouped.mean() if statistic == "mean" else grouped.agg(standard_error)).unstack("epsilon")
     table.columns = [("no privacy" if math.isinf(c) else f"eps={c:g}") for c in table.columns]
     return table.reset_index()

@@ -15,7 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from app.privacy.experiments.dp_release_evaluation import _standard_error  # noqa: E402
+from app.privacy.experiments.dp_release_evaluation import standard_error  # noqa: E402
 from app.privacy.experiments.dp_release_releasers import add_remove_note  # noqa: E402
 from app.privacy.experiments.dp_release_tasks import TASK_DESCRIPTIONS  # noqa: E402
 from app.privacy.plotting import (  # noqa: E402
@@ -51,7 +51,7 @@ def plot_points(runs: pd.DataFrame, task: str) -> pd.DataFrame:
     for column in PANELS:
         for (method, eps), values in sub.groupby(["method", "epsilon"])[column]:
             rows.append({"column": column, "method": method, "epsilon": eps, "mean": float(values.mean()),
-                         "se": _standard_error(values), "n": len(values)})
+                         "se": standard_error(values), "n": len(values)})
         rows.append({"column": column, "method": "majority", "epsilon": math.inf,
                      "mean": float(sub["majority_error"].mean()), "se": float("nan"), "n": len(sub)})
     return pd.DataFrame(rows)
@@ -62,7 +62,7 @@ def task_title(task: str) -> str:
     return TASK_DESCRIPTIONS.get(task, task).split(";")[0]
 
 
-def _plot(runs: pd.DataFrame, task: str, labels: dict[str, str], debited: pd.DataFrame | None = None):
+def plot_runs(runs: pd.DataFrame, task: str, labels: dict[str, str], debited: pd.DataFrame | None = None):
     note = None if debited is None else add_remove_note(debited[debited["task"] == task], labels)
     return plot_task(plot_points(runs, task), task_title(task), labels,
                      peers=[m for m in dict.fromkeys(runs["method"]) if m not in _STYLES and m != "noprivacy"],

@@ -133,7 +133,7 @@ def add_remove_note(debited: pd.DataFrame, labels: dict[str, str]) -> str | None
             + "; the other Veil series are replace-one")
 
 
-def _guarantees(methods) -> dict[str, str]:
+def release_guarantees(methods) -> dict[str, str]:
     """What each built-in release promises at the ε of its row (its registered guarantee, mode
     and default δ); the runs themselves are evaluations, their releases are discarded."""
     out = {}

@@ -34,7 +34,7 @@ from app.privacy.anonymity.risk import frame_risk
 from app.privacy.context import RunContext
 from app.privacy.data import MethodInput
 from app.privacy.experiments.rfk_accuracy import accuracy_summary, eval_seeds, split_accuracies
-from app.privacy.experiments.rfk_plots import _figures
+from app.privacy.experiments.rfk_plots import rfk_figures
 from app.privacy.experiments.rfk_settings import PAPER_CLAIMS, PAPER_TIERS, SEED_003, ExperimentRfkParams, load
 from app.privacy.registry import MethodKind, MethodSpec, MethodSource, register
 from app.privacy.results import ReportResult, render_figure
@@ -176,7 +176,7 @@ def run_experiment_rfk(data: MethodInput, params: ExperimentRfkParams, ctx: RunC
                            **{f"tier_run_{j}": run[a] for j, run in enumerate(r["tiers_by_run"][1:], 1)}}
                           for r in results for a in r["attributes"]])
     plots = {name: render_figure(fig) for r in results
-             for name, fig in _figures(table, r["dataset"], params, r["records"], tier_runs).items()}
+             for name, fig in rfk_figures(table, r["dataset"], params, r["records"], tier_runs).items()}
     ctx.progress(1.0, "done")
     return ReportResult(
         kind="experiment_rfk",

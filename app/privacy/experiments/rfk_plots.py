@@ -108,7 +108,7 @@ def _figure(table: pd.DataFrame, dataset: str, series: dict[str, tuple[str, str]
     return fig
 
 
-def _figures(table: pd.DataFrame, dataset: str, params: ExperimentRfkParams | None = None,
+def rfk_figures(table: pd.DataFrame, dataset: str, params: ExperimentRfkParams | None = None,
              records: int | None = None, tier_runs: pd.DataFrame | None = None) -> dict[str, Figure]:
     params = params or ExperimentRfkParams()
     data = f"{DISPLAY_NAMES.get(dataset, dataset)} ({f'{records:,} records, ' if records else ''}k = {params.k})"

@@ -6,8 +6,8 @@ import math
 
 from scipy import optimize
 
-from app.privacy.noise.grid import _grid_exponents
-from app.privacy.noise.samplers import _MAX_T
+from app.privacy.noise.grid import grid_exponents
+from app.privacy.noise.samplers import MAX_T
 from app.privacy.noise.slack import gaussian_slack
 
 
@@ -37,7 +37,7 @@ def calibrate_gaussian(sensitivity: float, coords: int, epsilon: float,
     if sensitivity <= 0 or epsilon <= 0 or not (0 < delta < 1) or coords < 1:
         raise ValueError("sensitivity, epsilon, coords must be positive and 0 < delta < 1")
     best: tuple[float, int, float, float, float] | None = None
-    for e in _grid_exponents(sensitivity / epsilon):
+    for e in grid_exponents(sensitivity / epsilon):
         gamma = 2.0**e
         shift = sensitivity / gamma + math.sqrt(coords)
 
@@ -53,7 +53,7 @@ def calibrate_gaussian(sensitivity: float, coords: int, epsilon: float,
                              + slack_delta * (1.0 + math.exp(eps0)))
 
         lo, hi = shift / epsilon / 4.0, shift / epsilon * 64.0 + 1.0
-        if hi > _MAX_T / 2 or delivered(hi)[1] > delta:
+        if hi > MAX_T / 2 or delivered(hi)[1] > delta:
             continue
         for _ in range(100):  # bisection on σ: δ decreases as σ grows
             mid = math.sqrt(lo * hi)
@@ -71,7 +71,7 @@ def calibrate_gaussian(sensitivity: float, coords: int, epsilon: float,
         # steps, Δ/γ < 2^34 measured across the API's range (ε ≤ 100, δ ≤ 10⁻², k ≤ 256; the
         # most, 2^33.03, at ε = 100, δ = 10⁻¹², k = 1; see test_noise_gaussian_calibration_edges),
         # and dppro's values are at most Δ: far inside
-        # the 2^52 steps _steps allows (Laplace's failure was sums ≫ Δ).
+        # the 2^52 steps grid_steps allows (Laplace's failure was sums ≫ Δ).
         if best is None or gamma * hi < best[0]:
             best = (gamma * hi, e, hi, eps_out, delta_out)
     if best is None:

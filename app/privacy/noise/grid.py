@@ -7,13 +7,13 @@ import math
 import numpy as np
 
 
-def _grid_exponents(scale: float) -> range:
+def grid_exponents(scale: float) -> range:
     """Candidate grids: from 2^-60 below the noise scale to the scale itself."""
     top = int(math.floor(math.log2(scale)))
     return range(top - 60, top + 1)
 
 
-def _steps(values: np.ndarray, gamma: float) -> np.ndarray:
+def grid_steps(values: np.ndarray, gamma: float) -> np.ndarray:
     """Values rounded to the grid, in steps; the sums with the noise must stay exact."""
     steps = np.rint(np.asarray(values, dtype=np.float64) / gamma)
     if steps.size and not np.all(np.abs(steps) < 2.0**52):
@@ -21,7 +21,7 @@ def _steps(values: np.ndarray, gamma: float) -> np.ndarray:
     return steps
 
 
-def _require_integers(values: np.ndarray) -> None:
+def require_integers(values: np.ndarray) -> None:
     """The guarantee of ``integer=True``: every value a finite integer (one vectorized pass)."""
     v = np.asarray(values, dtype=np.float64)
     if v.size and not np.all(np.isfinite(v) & (v == np.rint(v))):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 import math
 
-from app.privacy.noise.grid import _grid_exponents
-from app.privacy.noise.samplers import _MAX_T
+from app.privacy.noise.grid import grid_exponents
+from app.privacy.noise.samplers import MAX_T
 from app.privacy.noise.slack import laplace_slack
 
 _GRID_TOLERANCE = 2.0**-20  # noise a Laplace grid may add over the least, to be coarser
@@ -31,7 +31,7 @@ def _settled_scale(shift: float, coords: int, epsilon: float, least: float) -> f
     """The scale t ≥ ``least`` at which shift/t plus the sampler's slack reaches ε (or stays
     under it, when ``least`` binds), with a float safety margin; None when no t ∈ [1, 2^50]."""
     t = max(shift / epsilon, least)
-    if t < 1.0 or t > _MAX_T:
+    if t < 1.0 or t > MAX_T:
         return None
     for _ in range(8):  # the slack grows with t: a few fixed-point steps settle it
         room = epsilon - laplace_slack(t, shift, coords)
@@ -73,7 +73,7 @@ def calibrate_laplace(sensitivity: float, coords: int, epsilon: float,
     Without ``integer`` the noise is measured by γ·t, as it always was in Veil."""
     if sensitivity <= 0 or epsilon <= 0 or coords < 1:
         raise ValueError("sensitivity, epsilon and coords must be positive")
-    exponents = _grid_exponents(sensitivity / epsilon)
+    exponents = grid_exponents(sensitivity / epsilon)
     if integer:  # one grid coarser: at t = 1 it can beat 2^top at t near 2
         exponents = range(exponents.start, exponents.stop + 1)
     candidates: list[tuple[float, int, float, float]] = []
@@ -83,7 +83,7 @@ def calibrate_laplace(sensitivity: float, coords: int, epsilon: float,
             t = _integer_scale(gamma, sensitivity, coords, epsilon)
         else:
             t = _settled_scale(laplace_shift(gamma, sensitivity, coords), coords, epsilon, 0.0)
-        if t is None or t > _MAX_T:
+        if t is None or t > MAX_T:
             continue
         delivered = laplace_loss(gamma, t, sensitivity, coords, integer)
         if delivered > epsilon:

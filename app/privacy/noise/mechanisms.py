@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from app.privacy.noise.gaussian_calibration import calibrate_gaussian
-from app.privacy.noise.grid import _require_integers, _steps
+from app.privacy.noise.grid import require_integers, grid_steps
 from app.privacy.noise.laplace_calibration import calibrate_laplace, laplace_shift
 from app.privacy.noise.record import NoiseRecord
 from app.privacy.noise.samplers import (GAUSSIAN_SAMPLER, LAPLACE_SAMPLER, discrete_gaussian,
@@ -26,10 +26,10 @@ def laplace_mechanism(values: np.ndarray, sensitivity: float, coords: int, epsil
     ``integer``: the values are integers (counts), guaranteed by the caller and verified here
     (ValueError otherwise): the calibration then pays no rounding on grids γ ≤ 1."""
     if integer:
-        _require_integers(values)
+        require_integers(values)
     e, t, delivered = calibrate_laplace(sensitivity, coords, epsilon, integer)
     gamma = 2.0**e
-    steps = _steps(values, gamma)
+    steps = grid_steps(values, gamma)
     noisy = (steps + discrete_laplace(t, steps.shape, rng)) * gamma
     shift = laplace_shift(gamma, sensitivity, coords, integer)
     return noisy, NoiseRecord(
@@ -47,7 +47,7 @@ def gaussian_mechanism(values: np.ndarray, sensitivity: float, coords: int, epsi
     (ε, δ)-DP for a query of L2 sensitivity ``sensitivity`` over ≤ ``coords`` coordinates."""
     e, sigma, eps_out, delta_out = calibrate_gaussian(sensitivity, coords, epsilon, delta)
     gamma = 2.0**e
-    steps = _steps(values, gamma)
+    steps = grid_steps(values, gamma)
     noisy = (steps + discrete_gaussian(sigma, steps.shape, rng)) * gamma
     slack_eps, _ = gaussian_slack(sigma, coords)
     return noisy, NoiseRecord(

@@ -26,19 +26,19 @@ import numpy as np
 
 from app.privacy.rng import SecureRandom
 
-_RESTART = 4.0  # the high digit is drawn on [0, ⌈4τ⌉) and restarts beyond (P ≈ e^-4)
+RESTART = 4.0  # the high digit is drawn on [0, ⌈4τ⌉) and restarts beyond (P ≈ e^-4)
 _CHUNK = 1 << 20  # values per pass: keeps the working arrays in cache
-_MAX_T = 2.0**50  # keeps L·V + R far inside int64
+MAX_T = 2.0**50  # keeps L·V + R far inside int64
 # Acceptance probabilities ≥ 2^-20 are decided by a 53-bit uniform (fast, 2^-33 relative);
 # smaller ones (~0.2% of the proposals) by the exponential comparison below.
-_UNIFORM_MAX_ARG = 20.0 * math.log(2.0)
+UNIFORM_MAX_ARG = 20.0 * math.log(2.0)
 LAPLACE_SAMPLER = ("discrete Laplace ±G (Canonne-Kamath-Steinke 2020 Alg. 2, vectorized); "
                    "G = D + B·H, two independent digits by inverse CDF from 53-bit uniforms")
 GAUSSIAN_SAMPLER = ("discrete Gaussian by rejection from the discrete Laplace "
                     "(Canonne-Kamath-Steinke 2020 Alg. 3, vectorized)")
 
 
-def _digits(t: float) -> tuple[int, float, int]:
+def split_digits(t: float) -> tuple[int, float, int]:
     """(B, τ_H, S) of the split G = D + B·H.
 
     D ∈ [0, B) with P ∝ q^D and H ~ Geo(q^B) are independent (q^{D + BH} = q^D · (q^B)^H).
@@ -48,7 +48,7 @@ def _digits(t: float) -> tuple[int, float, int]:
     memoryless, P ≈ e^{-4}."""
     B = 1 if t < 2.0**12 else 2 ** int(round(math.log2(t) / 2 + 3.5))
     tau_h = t / B
-    return B, tau_h, int(math.ceil(_RESTART * tau_h))
+    return B, tau_h, int(math.ceil(RESTART * tau_h))
 
 
 def _uniform53(words: np.ndarray) -> np.ndarray:
@@ -84,7 +84,7 @@ def _high_digit(words: np.ndarray, tau: float, size: int, rng: SecureRandom) -> 
 
 def _geometric(t: float, m: int, rng: SecureRandom) -> tuple[np.ndarray, np.ndarray]:
     """m draws of G ~ Geo(e^{-1/t}) (int64) and m independent fair sign bits."""
-    B, tau_h, size = _digits(t)
+    B, tau_h, size = split_digits(t)
     words = rng.uint64((2 if B > 1 else 1) * m).reshape(-1, m)
     negative = (words[0] & np.uint64(1)) == 1  # a bit the 53-bit uniform does not use
     g = _high_digit(words[-1], tau_h, size, rng)
@@ -97,7 +97,7 @@ def _geometric(t: float, m: int, rng: SecureRandom) -> tuple[np.ndarray, np.ndar
 def discrete_laplace(t: float, size, rng: SecureRandom) -> np.ndarray:
     """Integers X with P(X = x) ∝ exp(-|x| / t), t ≥ 1 (in grid steps). int64 array."""
     t = float(t)
-    if not (1.0 <= t <= _MAX_T):
+    if not (1.0 <= t <= MAX_T):
         raise ValueError("discrete Laplace scale t must lie in [1, 2^50] grid steps")
     shape = (int(size),) if np.isscalar(size) else tuple(int(s) for s in size)
     n = int(np.prod(shape))
@@ -121,7 +121,7 @@ def _signed(t: float, m: int, rng: SecureRandom) -> np.ndarray:
 def discrete_gaussian(sigma: float, size, rng: SecureRandom) -> np.ndarray:
     """Integers X with P(X = x) ∝ exp(-x² / 2σ²), σ ≥ 1 (in grid steps). int64 array."""
     sigma = float(sigma)
-    if not (1.0 <= sigma <= _MAX_T / 2):
+    if not (1.0 <= sigma <= MAX_T / 2):
         raise ValueError("discrete Gaussian σ must lie in [1, 2^49] grid steps")
     shape = (int(size),) if np.isscalar(size) else tuple(int(s) for s in size)
     n = int(np.prod(shape))
@@ -132,7 +132,7 @@ def discrete_gaussian(sigma: float, size, rng: SecureRandom) -> np.ndarray:
         y = discrete_laplace(t, pending.size, rng)
         arg = (np.abs(y) - sigma * sigma / t) ** 2 / (2.0 * sigma * sigma)
         accept = rng.random(pending.size) < np.exp(-arg)
-        far = np.flatnonzero(arg > _UNIFORM_MAX_ARG)
+        far = np.flatnonzero(arg > UNIFORM_MAX_ARG)
         if far.size:
             accept[far] = _bernoulli_exp(arg[far], rng)
         out[pending[accept]] = y[accept]
@@ -140,15 +140,15 @@ def discrete_gaussian(sigma: float, size, rng: SecureRandom) -> np.ndarray:
     return out.reshape(shape)
 
 
-_FRAC_SCALE = -math.expm1(-1.0)  # 1 - e^-1: the mass of [0, 1) under Exp(1)
+FRAC_SCALE = -math.expm1(-1.0)  # 1 - e^-1: the mass of [0, 1) under Exp(1)
 
 
 def _exponential_parts(m: int, rng: SecureRandom) -> tuple[np.ndarray, np.ndarray]:
     """m draws of E ~ Exp(1) as (K, F): K = ⌊E⌋ ~ Geo(e^-1) (int64) and F = E - K ∈ [0, 1),
     density ∝ e^{-f} — independent, as a geometric's quotient and remainder are."""
-    k = _high_digit(rng.uint64(m), 1.0, int(_RESTART), rng)
+    k = _high_digit(rng.uint64(m), 1.0, int(RESTART), rng)
     f = _uniform53(rng.uint64(m))
-    f *= -_FRAC_SCALE
+    f *= -FRAC_SCALE
     np.log1p(f, out=f)
     np.negative(f, out=f)  # F = -log1p(-w(1 - e^-1)), the inverse CDF on [0, 1)
     return k, f

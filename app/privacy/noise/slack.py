@@ -13,7 +13,7 @@ import math
 
 from scipy import special
 
-from app.privacy.noise.samplers import _FRAC_SCALE, _RESTART, _UNIFORM_MAX_ARG, _digits
+from app.privacy.noise.samplers import FRAC_SCALE, RESTART, UNIFORM_MAX_ARG, split_digits
 
 # Relative error we assume for one numpy elementwise float64 operation (exp, expm1, log1p,
 # multiply): 16 ulp, generous against glibc's < 1 ulp and SIMD kernels' ≤ 4 ulp.
@@ -34,15 +34,15 @@ def _acceptance_error(arg_max: float, abs_offset: float) -> float:
     plus the 2^-53 grid of w. The F term weighs P(K = ⌊a⌋)/P(E > a) ≤ e - 1 of the total.
     a itself errs by ≤ (abs_offset + a)·4·FLOAT_REL_ERR absolute (rounding of σ²/t, the
     square and the division), which is the relative error it causes in e^{-a}; doubled.
-    Where the uniform decides (a ≤ _UNIFORM_MAX_ARG): e^{-a} errs by the same plus one
+    Where the uniform decides (a ≤ UNIFORM_MAX_ARG): e^{-a} errs by the same plus one
     FLOAT_REL_ERR, and U's 2^-53 grid by 2^-53/e^{-a} ≤ 2^-33 relative."""
     e = sampler_errors(1.0)
-    f_shift = (3.0 + math.e) * FLOAT_REL_ERR / _FRAC_SCALE + 2.0**-53
-    exponential = ((arg_max / _RESTART + 1.0) * e["tau"] + e["zeta_h"]
+    f_shift = (3.0 + math.e) * FLOAT_REL_ERR / FRAC_SCALE + 2.0**-53
+    exponential = ((arg_max / RESTART + 1.0) * e["tau"] + e["zeta_h"]
                    + (math.e - 1.0) * f_shift
                    + 2.0 * (abs_offset + arg_max) * 4.0 * FLOAT_REL_ERR)
-    uniform = (2.0**-53 * math.exp(_UNIFORM_MAX_ARG) + FLOAT_REL_ERR
-               + 2.0 * (abs_offset + _UNIFORM_MAX_ARG) * 4.0 * FLOAT_REL_ERR)
+    uniform = (2.0**-53 * math.exp(UNIFORM_MAX_ARG) + FLOAT_REL_ERR
+               + 2.0 * (abs_offset + UNIFORM_MAX_ARG) * 4.0 * FLOAT_REL_ERR)
     return _log_err(max(exponential, uniform))
 
 
@@ -74,7 +74,7 @@ def sampler_errors(t: float) -> dict[str, float]:
     w by ≤ 3·FLOAT_REL_ERR·S/τ, plus the 2^-53 grid): ``tau`` bounds the restart probability's
     error (one boundary, mass ρ^S), ``zeta_h`` each mass below S (two boundaries, smallest
     mass ρ^{S-1}(1-ρ)); ``zeta_d`` each mass of the low digit; ``block`` = B·S."""
-    B, tau_h, size = _digits(t)
+    B, tau_h, size = split_digits(t)
     rho = math.exp(-1.0 / tau_h)
     shift = 3.0 * FLOAT_REL_ERR * size / tau_h + 2.0**-53
     return {"tau": _log_err(shift / rho**size),
