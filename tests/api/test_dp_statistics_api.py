@@ -95,6 +95,12 @@ def test_a_job_debits_epsilon_and_releases_the_answers_near_the_truth(client, ow
     for (sex, income), exact in means.items():
         row = grouped.loc[f"sex={sex}|income={income}"]
         assert abs(row["value"] - exact) < 5.0 and row["ci95_low"] - 2 <= exact <= row["ci95_high"] + 2
+    # noise was added: at ε = 20 every "near" above would pass without it. A mean's noise (its
+    # sum's discrete Laplace over its count: ~0.01 of an hour for all records, ~0.03–0.15 of a
+    # year for a group) is below 1e-4 with P ≈ 0.01 at most; all five with P < 1e-9. Without
+    # noise the five would sit within the sums' grid rounding (< 1e-5) of the truth.
+    offsets = [abs(grouped.loc[f"sex={s}|income={i}"]["value"] - exact) for (s, i), exact in means.items()]
+    assert max(offsets + [abs(rows[2]["value"][0] - hours)]) > 1e-4
     assert abs(rows[4]["value"][0] - frame["age"].median()) <= 3 and rows[4]["level"][0] == "q=0.5"
     columns = {c["name"]: c["type"] for c in rel["columns"]}
     assert columns["value"] == "numeric" and columns["group"] == "categorical"
