@@ -14,8 +14,8 @@ import pytest
 import benchmarks
 from benchmarks.__main__ import table
 
-FAST = ["bench_anonymity", "bench_classification_metric", "bench_feature_selection", "bench_itemsets", "bench_profitability", "bench_risk_thresholds",
-        "bench_rr"]
+FAST = ["bench_anonymity", "bench_classification_metric", "bench_feature_selection", "bench_infogain_mondrian",
+        "bench_itemsets", "bench_profitability", "bench_risk_thresholds", "bench_rr"]
 
 
 def test_every_benchmark_module_exposes_cases():

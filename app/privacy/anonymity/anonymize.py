@@ -267,10 +267,15 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
             warnings.append(f"lattice of {result.lattice_size} nodes exceeds max_lattice_nodes: a greedy "
                             "climb chose the levels; the result is not proven optimal")
     else:
+        infogain = {}  # the default Mondrian's call is left as it was
+        if options.metric == "classification":  # InfoGain Mondrian (LeFevre et al. 2006, mondrian_infogain.py)
+            infogain = {"labels": label_codes(frame[options.label])}
+            metadata["mondrian"] = {"split": f"information gain of {options.label}",
+                                    "zero_gain": "the default cut (widest or least-loss axis, most balanced)"}
         if pop is not None:
-            class_ids, splits = mondrian_partition(axes, constraints, sens, step, with_tree=True)
+            class_ids, splits = mondrian_partition(axes, constraints, sens, step, with_tree=True, **infogain)
         else:
-            class_ids = mondrian_partition(axes, constraints, sens, step)
+            class_ids = mondrian_partition(axes, constraints, sens, step, **infogain)
         if progress:
             progress(0.85, "labelling")
         gen = generalize(axes, class_ids, int(class_ids.max()) + 1,

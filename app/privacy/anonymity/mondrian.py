@@ -40,6 +40,11 @@ are the partition's total minus them, and the constraints are checked on all of 
 that table would exceed ``_SEARCH_CELLS`` cells (huge m), the ``_FALLBACK_LAYERS`` boundaries on
 each side nearest the median are tried instead, one vectorized check per layer.
 
+InfoGain Mondrian (``labels`` given; LeFevre, DeWitt & Ramakrishnan, KDD 2006): every boundary of
+every axis scored by the information gain of the label (``mondrian_infogain.py``, the label's
+counts per side taken as the sensitive values' are), the greatest positive gain among the allowed
+cuts taken; a partition with none takes the cut above.
+
 Records are kept, per axis, in an order sorted by (partition, code); a round splits each
 partition's run of that order into its two sides, stably, so a round costs O(n) per axis.
 """
@@ -56,6 +61,7 @@ from app.privacy.anonymity.axes import Axis, NumericAxis
 from app.privacy.anonymity.models import (
     Constraints, Sensitive, as_sensitives, model_of, reads_sensitive, satisfied, stats_from_counts,
 )
+from app.privacy.anonymity.mondrian_infogain import boundary_gains, counts_left
 from app.privacy.anonymity.verify_population import SplitTree
 
 _SEARCH_CELLS = 8_000_000  # (boundaries + partitions) × sensitive values for the full search
@@ -102,7 +108,8 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints,
                        progress: Callable[[float, str], None] | None = None,
                        search: Literal["all", "nearest"] = "all",
                        dimension: Literal["auto", "least_loss", "widest"] = "auto",
-                       with_tree: bool = False) -> np.ndarray | tuple[np.ndarray, SplitTree]:
+                       with_tree: bool = False, labels: np.ndarray | None = None,
+                       zero_gain: Literal["default", "stop"] = "default") -> np.ndarray | tuple[np.ndarray, SplitTree]:
     """Class id of every record (0..C-1) of a strict Mondrian partition satisfying the constraints.
     ``with_tree``: also the cuts made (a :class:`~app.privacy.anonymity.verify.SplitTree`: at
     each cut the axis and the code from which records go right), which the population check
@@ -115,6 +122,14 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints,
     (LeFevre et al.'s heuristic), ``"least_loss"`` (the cut leaving the least total NCP, see
     :func:`_least_loss_choice`), or ``"auto"``: least loss when every axis is an interval (numeric
     or ordered codes), widest when any is a hierarchy (see the module docstring).
+
+    ``labels`` (a code 0..m-1 per record): InfoGain Mondrian — each partition is cut at the
+    boundary of greatest positive information gain of the label over every boundary of every
+    axis whose two sides satisfy every constraint (:func:`_greatest_gain`). A partition where no
+    allowed cut has a positive gain (label-pure, or every cut leaving both sides its label
+    distribution) takes the cut ``dimension`` chooses (``zero_gain="default"``: a zero-gain cut
+    still refines the classes, as LeFevre et al. keep cutting), or becomes a class
+    (``zero_gain="stop"``, kept to measure what the refinement is worth).
 
     State of a round: per axis, the ids of the records still being split, ordered by
     (partition, code); partition p occupies the same positions [start_p, start_p + size_p) in
@@ -148,6 +163,7 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints,
     node_of = np.zeros(1, dtype=np.int64)
     cuts: list[tuple[np.ndarray, ...]] = []
     n_nodes = 1
+    n_labels = int(labels.max(initial=-1)) + 1 if labels is not None else 0
     while len(sizes):
         round_no += 1
         if progress is not None:
@@ -178,6 +194,13 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints,
             best_dim, best_cut, best_width = _widest_choice(views, keys, orders, candidates, axis_state,
                                                             starts, sizes)
         stuck = best_dim < 0
+        if labels is not None:  # InfoGain Mondrian: the greatest positive gain wherever there is one
+            gain_dim, gain_cut = _greatest_gain(orders, axis_state, same_part, part, starts, sizes,
+                                                sensitives, constraints, labels, n_labels, extra)
+            gained = gain_dim >= 0
+            if zero_gain == "stop":
+                best_dim[~gained], stuck[:] = -1, False
+            best_dim[gained], best_cut[gained], stuck[gained] = gain_dim[gained], gain_cut[gained], False
         if extra and search == "all" and stuck.any():
             # no axis has a valid cut near its median: search every boundary of every axis
             # (there the widest axis with a valid boundary is taken, whatever ``dimension``)
@@ -332,6 +355,20 @@ def _nearest_cut(unit: np.ndarray, same_part: np.ndarray, starts: np.ndarray, si
     return best, ok
 
 
+def _boundaries(unit: np.ndarray, same_part: np.ndarray, part: np.ndarray, starts: np.ndarray,
+                sizes: np.ndarray, c: Constraints, only: np.ndarray | None = None):
+    """Every unit boundary (position, its partition, records left of it) of the partitions in
+    ``only`` (all when None) leaving at least k records on both sides."""
+    b = np.flatnonzero((unit[1:] != unit[:-1]) & same_part) + 1
+    bp = part[b] if len(b) else np.zeros(0, dtype=np.int64)
+    lhs = b - starts[bp]
+    side_k = 1 if c.population is not None else c.k  # with a population the models check k
+    fits_k = (lhs >= side_k) & (sizes[bp] - lhs >= side_k)
+    if only is not None:
+        fits_k &= only[bp]
+    return b[fits_k], bp[fits_k], lhs[fits_k]
+
+
 def _best_cut(unit: np.ndarray, same_part: np.ndarray, part: np.ndarray, starts: np.ndarray,
               sizes: np.ndarray, ordered: tuple[Sensitive, ...], c: Constraints,
               only: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -340,49 +377,14 @@ def _best_cut(unit: np.ndarray, same_part: np.ndarray, part: np.ndarray, starts:
 
     ``ordered`` are the sensitive columns with their codes by position (this axis's order)."""
     n_part = len(starts)
-    b = np.flatnonzero((unit[1:] != unit[:-1]) & same_part) + 1
-    bp = part[b] if len(b) else np.zeros(0, dtype=np.int64)
-    lhs = b - starts[bp]
-    side_k = 1 if c.population is not None else c.k  # with a population the models check k
-    fits_k = only[bp] & (lhs >= side_k) & (sizes[bp] - lhs >= side_k)
-    b, bp, lhs = b[fits_k], bp[fits_k], lhs[fits_k]
+    b, bp, lhs = _boundaries(unit, same_part, part, starts, sizes, c, only)
     best = np.zeros(n_part, dtype=np.int64)
     ok = np.zeros(n_part, dtype=bool)
     if not len(b):
         return best, ok
     if (len(b) + n_part) * sum(s.m for s in ordered) > _SEARCH_CELLS:
         return _layered_cut(b, bp, lhs, part, starts, sizes, ordered, c)
-    # Segments start at every partition start and every boundary; per segment, the count of
-    # each sensitive value; a cumulative sum gives the counts before any segment start.
-    breaks = np.union1d(starts, b)
-    segment = np.searchsorted(breaks, np.arange(len(part)), side="right") - 1
-    good = np.ones(len(b), dtype=bool)
-    for sensitive in ordered:
-        model = model_of(sensitive, c)  # the column's own models, or the job's
-        if not model.needs_sensitive:
-            continue
-        m = sensitive.m
-        counts = np.bincount(segment * m + sensitive.codes, minlength=len(breaks) * m).reshape(-1, m)
-        before = np.vstack([np.zeros((1, m), dtype=np.int64), np.cumsum(counts, axis=0)])
-        at = lambda pos: before[np.searchsorted(breaks, pos)]  # noqa: E731, B023 (counts of positions < pos)
-        first = at(starts)
-        total = at(starts + sizes) - first
-        left = at(b) - first[bp]
-        right = total[bp] - left
-        good &= (stats_from_counts(left, model, sensitive).satisfied(model)
-                 & stats_from_counts(right, model, sensitive).satisfied(model))
-    if c.population is not None:  # research and population records on each side
-        pop = c.population
-        side = {}
-        for name, where in (("t", segment[pop.in_subset]), ("p", segment)):
-            # counts of the positions before each segment start, as ``at`` above
-            cum = np.r_[0, np.cumsum(np.bincount(where, minlength=len(breaks)))]
-            first = cum[np.searchsorted(breaks, starts)]
-            total = cum[np.searchsorted(breaks, starts + sizes)] - first
-            left = cum[np.searchsorted(breaks, b)] - first[bp]
-            side[name] = (left, total[bp] - left)
-        for t, p in zip(side["t"], side["p"]):
-            good &= pop.released_ok(c.k, t, p) & pop.presence_ok(t, p)
+    good = _sides_satisfy(b, bp, part, starts, sizes, ordered, c)
     b, bp, lhs = b[good], bp[good], lhs[good]
     gap = np.abs(lhs - sizes[bp] / 2.0)
     pick = np.lexsort((b, gap, bp))  # per partition: smallest gap, then the leftmost
@@ -392,13 +394,41 @@ def _best_cut(unit: np.ndarray, same_part: np.ndarray, part: np.ndarray, starts:
     return best, ok
 
 
-def _layered_cut(b, bp, lhs, part, starts, sizes, ordered, c):
+def _sides_satisfy(b: np.ndarray, bp: np.ndarray, part: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
+                   ordered: tuple[Sensitive, ...], c: Constraints) -> np.ndarray:
+    """Per boundary, whether both sides satisfy the sensitive models and the population's (k is
+    already checked). Segments start at every partition start and every boundary; per segment,
+    the count of each sensitive value; a cumulative sum gives the counts before any segment
+    start (:func:`~app.privacy.anonymity.mondrian_infogain.counts_left`)."""
+    breaks = np.union1d(starts, b)
+    segment = np.searchsorted(breaks, np.arange(len(part)), side="right") - 1
+    good = np.ones(len(b), dtype=bool)
+    for sensitive in ordered:
+        model = model_of(sensitive, c)  # the column's own models, or the job's
+        if not model.needs_sensitive:
+            continue
+        left, total = counts_left(breaks, segment, sensitive.codes, sensitive.m, starts, sizes, b, bp)
+        good &= (stats_from_counts(left, model, sensitive).satisfied(model)
+                 & stats_from_counts(total - left, model, sensitive).satisfied(model))
+    if c.population is not None:  # research and population records on each side
+        pop = c.population
+        side = {}
+        for name, where in (("t", segment[pop.in_subset]), ("p", segment)):
+            left, total = counts_left(breaks, where, np.zeros(len(where), dtype=np.int64), 1, starts, sizes, b, bp)
+            side[name] = (left[:, 0], total[:, 0] - left[:, 0])
+        for t, p in zip(side["t"], side["p"]):
+            good &= pop.released_ok(c.k, t, p) & pop.presence_ok(t, p)
+    return good
+
+
+def _layered_cut(b, bp, lhs, part, starts, sizes, ordered, c, first=None):
     """The fallback when the full count table is too big: the ``_FALLBACK_LAYERS`` boundaries
     on each side of the median, nearest first, each layer checked for all partitions at once
-    (a partition keeps the first layer that passes)."""
+    (a partition keeps the first layer that passes). ``first``: a rank tried before the
+    distance to the median (lower first; InfoGain's negated gain)."""
     n_part = len(starts)
     gap = np.abs(lhs - sizes[bp] / 2.0)
-    order = np.lexsort((b, gap, bp))
+    order = np.lexsort((b, gap, bp) if first is None else (b, gap, first, bp))
     b, bp = b[order], bp[order]
     rank = np.arange(len(b)) - np.searchsorted(bp, bp)  # 0 = nearest the median
     best = np.zeros(n_part, dtype=np.int64)
@@ -428,3 +458,55 @@ def _cut_satisfies(cut: np.ndarray, ok: np.ndarray, part: np.ndarray, order: np.
     ordered = tuple(replace(s, codes=s.codes[order]) for s in sensitives)  # and the hierarchy kept
     good = satisfied(group, 2 * n_part, c.in_order(order), ordered).reshape(n_part, 2).all(axis=1)
     return ok & good
+
+
+def _gain_cut(unit: np.ndarray, same_part: np.ndarray, part: np.ndarray, starts: np.ndarray,
+              sizes: np.ndarray, ordered: tuple[Sensitive, ...], c: Constraints, labels: np.ndarray,
+              n_labels: int, extra: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per partition, InfoGain Mondrian's cut on this axis: among the boundaries whose two sides
+    both satisfy every constraint, the one of greatest positive information gain of the label
+    (:func:`~app.privacy.anonymity.mondrian_infogain.boundary_gains`), ties to the most balanced,
+    then the leftmost. Returns (cut, gain), gain −1 where no allowed boundary has a positive
+    gain. ``labels``: the label code of each position (this axis's order)."""
+    n_part = len(starts)
+    cut = np.zeros(n_part, dtype=np.int64)
+    gain_of = np.full(n_part, -1.0)
+    b, bp, lhs = _boundaries(unit, same_part, part, starts, sizes, c)
+    gain, positive = boundary_gains(b, bp, starts, sizes, labels, n_labels)
+    b, bp, lhs, gain = b[positive], bp[positive], lhs[positive], gain[positive]
+    if not len(b):
+        return cut, gain_of
+    if extra and (len(b) + n_part) * sum(s.m for s in ordered) > _SEARCH_CELLS:
+        # the full count table is too big: the highest-gain boundaries, layer by layer
+        best, ok = _layered_cut(b, bp, lhs, part, starts, sizes, ordered, c, first=-gain)
+        at = np.zeros(len(part) + 1)
+        at[b] = gain
+        cut[ok], gain_of[ok] = best[ok], at[best[ok]]
+        return cut, gain_of
+    if extra:
+        good = _sides_satisfy(b, bp, part, starts, sizes, ordered, c)
+        b, bp, lhs, gain = b[good], bp[good], lhs[good], gain[good]
+    pick = np.lexsort((b, np.abs(lhs - sizes[bp] / 2.0), -gain, bp))
+    head = pick[np.r_[True, bp[pick][1:] != bp[pick][:-1]]] if len(pick) else pick
+    cut[bp[head]], gain_of[bp[head]] = b[head], gain[head]
+    return cut, gain_of
+
+
+def _greatest_gain(orders, axis_state, same_part, part, starts, sizes, sensitives, constraints,
+                   labels, n_labels, extra):
+    """Per partition, the axis and cut of greatest positive information gain over all axes
+    (ties to the more balanced cut, then the first axis); axis −1 where no cut has a positive gain."""
+    n_part = len(starts)
+    best_dim = np.full(n_part, -1, dtype=np.int64)
+    best_cut = np.zeros(n_part, dtype=np.int64)
+    best_gain = np.full(n_part, -1.0)
+    best_gap = np.full(n_part, np.inf)
+    for d, (_, unit) in enumerate(axis_state):
+        o = orders[d]
+        cut, gain = _gain_cut(unit, same_part, part, starts, sizes,
+                              tuple(replace(s, codes=s.codes[o]) for s in sensitives),
+                              constraints.in_order(o), labels[o], n_labels, extra)
+        gap = np.abs(cut - starts - sizes / 2.0)
+        take = (gain >= 0) & ((gain > best_gain) | (gain == best_gain) & (gap < best_gap))
+        best_dim[take], best_cut[take], best_gain[take], best_gap[take] = d, cut[take], gain[take], gap[take]
+    return best_dim, best_cut

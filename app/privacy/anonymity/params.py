@@ -89,6 +89,7 @@ class SensitiveModels(AttributeModels):
 
 Share = Annotated[float, Field(ge=0.0, le=1.0)]  # a bound of δ-presence
 
+_MONDRIAN_METRICS = ("ncp", "classification")  # the default cuts, and InfoGain Mondrian's
 _AMOUNT = 1e12  # the largest payoff taken (any one currency per record); ARX's defaults below
 
 
@@ -203,15 +204,17 @@ class KAnonymityParams(AttributeModels):
     max_lattice_nodes: int = Field(200_000, ge=1, le=2_000_000, description="lattice: above this many "
                                    "nodes a greedy climb replaces the optimal search (flagged)")
     metric: Literal["ncp", "entropy", "entropy_monotonic", "publisher_payout", "classification"] = Field(
-        "ncp", description="lattice: the information loss minimized — average NCP (suppressed cells "
+        "ncp", description="the information loss minimized. lattice: average NCP (suppressed cells "
         "count 1), non-uniform entropy (suppressed records as fully generalized), ARX's "
         "monotonic non-uniform entropy (suppression not counted), 'publisher_payout' (with "
         "profitability: the publisher's total expected payout maximized, ARX's publisher payout metric), "
         "or 'classification' (the share of records a classifier of `label` predicting each class's most "
         "frequent label gets wrong, a suppressed record counting as wrong: Iyengar's, ARX's "
-        "classification metric)")
+        "classification metric). mondrian: 'ncp' (the default cuts) or 'classification' (InfoGain "
+        "Mondrian, LeFevre et al. 2006: each partition cut where the information gain of `label` is "
+        "greatest); the other metrics are the lattice's only")
     label: str | None = Field(
-        None, description="lattice: metric 'classification' only — the column a classifier would predict "
+        None, description="metric 'classification' only — the column a classifier would predict "
         "from the release (not a quasi-identifier; released as is); none: the schema's one column of role "
         "'label'")
     categorical_release: Literal["ancestor", "children"] = Field(
@@ -230,6 +233,10 @@ class KAnonymityParams(AttributeModels):
 
     @model_validator(mode="after")
     def _combination(self):
+        if self.algorithm == "mondrian" and self.metric not in _MONDRIAN_METRICS:
+            raise ValueError(f"metric {self.metric!r} applies to algorithm 'lattice' only, and this job runs "
+                             "'mondrian': choose metric 'ncp' or 'classification' (InfoGain Mondrian), or "
+                             "algorithm 'lattice'")
         self._population_models()
         self._profitability()
         self._risk_thresholds()
