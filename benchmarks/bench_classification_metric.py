@@ -19,7 +19,7 @@ from app.privacy.experiments import datasets_dir
 from benchmarks.bench_anonymity import QIS, adult
 from benchmarks.common import Row
 
-METRICS = ("ncp", "entropy", "classification")
+METRICS = ("ncp", "entropy", "discernibility", "classification")
 
 
 def _test_frame() -> pd.DataFrame:
@@ -74,6 +74,7 @@ def cases(quick: bool) -> list[Row]:
                 notes=f"{seconds:.2f} s; optimal={lat['optimal']}, {lat['nodes_evaluated']} of {lat['lattice_size']} "
                       f"nodes checked; levels {tuple(lat['levels'].values())}; NCP {r.metrics['ncp']:.3f}; "
                       f"classification loss {found['loss']:.4f} ({found['records_off_majority']} off the majority, "
-                      f"{found['suppressed']} suppressed); {r.metrics['classes']} classes; majority class "
+                      f"{found['suppressed']} suppressed); discernibility {r.metrics['discernibility']:.4g}; "
+                      f"{r.metrics['classes']} classes; majority class "
                       f"{majority_rate:.3f}, raw quasi-identifiers' lookup {raw:.3f}; no Python peer"))
     return rows

@@ -48,7 +48,8 @@ class Options:
     numeric_generalization: Literal["interval", "hierarchy"] = "interval"
     auto_levels: int = 4
     max_lattice_nodes: int = 200_000
-    metric: Literal["ncp", "entropy", "entropy_monotonic", "publisher_payout", "classification"] = "ncp"
+    metric: Literal["ncp", "entropy", "entropy_monotonic", "publisher_payout", "classification",
+                    "discernibility"] = "ncp"
     risk_threshold: int = 5
     label: str | None = None  # the column the "classification" metric reads (not a quasi-identifier)
 

@@ -40,6 +40,9 @@ most 1. So a node's loss is at least the loss, nothing suppressed, of any finer 
 them the node with one column at the same level and every other at 0: the bound is the largest
 of those single-column losses, computed once per column and level. (ARX counts every record of
 a class whose two most frequent labels tie; that is not monotone, and ARX has no bound for it.)
+"discernibility" (Bayardo & Agrawal: Σ |E|² over the classes, n per suppressed record) is searched
+the same way: merging classes of a and b records raises a² + b² to (a + b)², and every model
+suppresses whole classes, a class of s records then costing n·s ≥ s².
 
 A node that suppresses every record releases nothing (with a limit up to 1 it may pass, and
 with "ncp" it ties the top node, every value '*', at loss 1; "entropy_monotonic" charges it
@@ -72,6 +75,9 @@ from app.privacy.anonymity.label_modes import label_modes
 from app.privacy.anonymity.models import Constraints, Sensitive, as_sensitives, model_of, satisfied
 from app.privacy.anonymity.profitability import entropy_loss
 
+# metrics read from the classes alone, monotone under generalization, bounded by finer nodes (module doc)
+CLASS_METRICS = ("classification", "discernibility")
+
 
 @dataclass
 class LatticeResult:
@@ -102,9 +108,10 @@ class Columns:
     ``createEntropyMetric(true)``), which ignores suppression; "publisher_payout" — the
     profitability model's IL share of each column (ln leaves covered / Σ ln leaves), a suppressed
     record costing 1 in all (see the module doc); "classification" — the records a majority-label
-    classifier of the release gets wrong, plus the suppressed ones (``labels``: a code per record;
-    ``ncp`` holds no costs, ``total`` the per-column lower bounds of the module doc). ``metric``
-    None: the codes alone (safepub prices nodes with its own public costs: no float array per
+    classifier of the release gets wrong, plus the suppressed ones (``labels``: a code per record);
+    "discernibility" — Σ |E|² over the kept classes plus n per suppressed record (the release's
+    metrics.discernibility). For these two (CLASS_METRICS) ``ncp`` holds no costs and ``total``
+    the per-column lower bounds of the module doc. ``metric`` None: the codes alone (safepub prices nodes with its own public costs: no float array per
     record and level)."""
 
     def __init__(self, trees: list[Tree], metric: str | None = "ncp", weights: np.ndarray | None = None,
@@ -133,7 +140,7 @@ class Columns:
                 first = int(tree.anc[tree.height - level].min())
                 codes.append((nodes - first).astype(np.int64))
                 cards.append(int(tree.anc[tree.height - level].max()) - first + 1)
-                if metric is None or metric == "classification":
+                if metric is None or metric in CLASS_METRICS:
                     continue
                 if metric == "publisher_payout":  # every QI of one value: IL 0 (entropy_loss), not 0/0
                     costs.append(np.log(tree.leafcount()[nodes]) / self.log_domain if self.log_domain > 0
@@ -150,7 +157,7 @@ class Columns:
         self.normalizer = (float(n * len(trees)) if metric == "ncp" else float(max(n, 1))
                            if metric in ("publisher_payout", "classification") else 1.0)
         self.count_suppressed = metric != "entropy_monotonic"
-        self.total = ([self._single_column_bounds(q) for q in range(len(trees))] if metric == "classification"
+        self.total = ([self._single_column_bounds(q) for q in range(len(trees))] if metric in CLASS_METRICS
                       else [np.array([x[self.weights].sum() for x in col]) / self.normalizer for col in self.ncp])
 
     def off_majority(self, ids: np.ndarray, n_classes: int, kept: np.ndarray) -> int:
@@ -158,22 +165,33 @@ class Columns:
         modes = label_modes(ids, n_classes, self.labels, kept.astype(np.float64), self.n_labels)
         return int(kept.sum()) - int(modes.sum())
 
+    def class_loss(self, ids: np.ndarray, n_classes: int, suppressed: np.ndarray | None = None) -> float:
+        """A CLASS_METRICS loss of the classes ``ids``, the records ``suppressed`` (default none)
+        counted as such — 1 each under "classification" (at least what it took off its class's
+        wrong labels), n each under "discernibility" (a whole class of s suppressed, as every model
+        suppresses: n·s ≥ s²) —, so the loss is at least the one without suppression."""
+        suppressed = np.zeros(len(ids), dtype=bool) if suppressed is None else suppressed & self.weights
+        kept = ~suppressed & self.weights
+        if self.metric == "classification":
+            return (self.off_majority(ids, n_classes, kept) + int(suppressed.sum())) / self.normalizer
+        sizes = np.bincount(ids[kept], minlength=n_classes).astype(np.float64)
+        return float(np.dot(sizes, sizes)) + float(suppressed.sum()) * float(self.weights.sum())
+
     def _single_column_bounds(self, q: int) -> np.ndarray:
-        """Per level of column q: the classification loss, nothing suppressed, of the node with q at
-        that level and every other column at 0 — a finer node than any with q at that level."""
+        """Per level of column q: the loss, nothing suppressed, of the node with q at that level and
+        every other column at 0 — a finer node than any with q at that level."""
         bounds = []
         for level in range(len(self.codes[q])):
             levels = [0] * len(self.trees)
             levels[q] = level
-            ids, n_classes = class_ids(self.codes, self.cards, levels)
-            bounds.append(self.off_majority(ids, n_classes, self.weights) / self.normalizer)
+            bounds.append(self.class_loss(*class_ids(self.codes, self.cards, levels)))
         return np.array(bounds)
 
     def bound(self, nodes: np.ndarray) -> np.ndarray:
-        """A lower bound of each node's loss (module doc): the sum of its columns' terms, or under
-        "classification" the largest of its columns' single-column losses."""
+        """A lower bound of each node's loss (module doc): the sum of its columns' terms, or for
+        CLASS_METRICS the largest of its columns' single-column losses."""
         terms = [self.total[q][nodes[:, q]] for q in range(len(self.trees))]
-        return np.max(terms, axis=0) if self.metric == "classification" else np.sum(terms, axis=0)
+        return np.max(terms, axis=0) if self.metric in CLASS_METRICS else np.sum(terms, axis=0)
 
     def classes(self, levels, columns: list[int] | None = None) -> tuple[np.ndarray, int]:
         """Class id per record with column ``columns[i]`` (default: all) at ``levels[i]``."""
@@ -256,10 +274,8 @@ def model_keeps(cols: Columns, levels, ids: np.ndarray, n_classes: int, c: Const
 
 
 def _loss(cols: Columns, levels, suppressed: np.ndarray, c: Constraints) -> float:
-    if cols.metric == "classification":  # suppressed records count 1 each (count_suppressed)
-        ids, n_classes = cols.classes(levels)
-        kept = ~suppressed & cols.weights
-        return (cols.off_majority(ids, n_classes, kept) + int((suppressed & cols.weights).sum())) / cols.normalizer
+    if cols.metric in CLASS_METRICS:
+        return cols.class_loss(*cols.classes(levels), suppressed)
     total = 0.0
     if cols.metric == "publisher_payout":  # the attack's expected loss on the records kept
         cb = c.profitability
@@ -310,10 +326,10 @@ def lattice_search(trees: list[Tree], constraints: Constraints,
     best_levels, best_mask, best_loss = None, None, np.inf
     empty = None  # a node suppressing every record: released only if no node keeps one (module doc)
     evaluated, timed_out, optimal = 0, False, True
-    # classification: a node's loss is at least any finer node's without suppression (module doc),
+    # CLASS_METRICS: a node's loss is at least any finer node's without suppression (module doc),
     # so each node checked raises the floor of the nodes above it; per column and level, the
     # nodes at or above that level give a node's coarser ones at once
-    floor = bound.copy() if metric == "classification" else None
+    floor = bound.copy() if metric in CLASS_METRICS else None
     at_or_above = ([nodes[:, q][None, :] >= np.arange(h + 1)[:, None] for q, h in enumerate(heights)]
                    if floor is not None else [])
 
@@ -334,9 +350,8 @@ def lattice_search(trees: list[Tree], constraints: Constraints,
         evaluated += 1
         mask = _suppressed(cols, tuple(node), constraints, sensitive)
         if floor is not None:
-            ids, n_classes = cols.classes(node)
             coarser = np.logical_and.reduce([at_or_above[q][level] for q, level in enumerate(node)])
-            floor[coarser] = np.maximum(floor[coarser], cols.off_majority(ids, n_classes, cols.weights) / cols.normalizer)
+            floor[coarser] = np.maximum(floor[coarser], cols.class_loss(*cols.classes(node)))
         if mask.sum() > limit:
             continue
         if mask.sum() >= n:

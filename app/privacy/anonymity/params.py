@@ -203,11 +203,13 @@ class KAnonymityParams(AttributeModels):
                                "which the best generalization found so far is released, flagged")
     max_lattice_nodes: int = Field(200_000, ge=1, le=2_000_000, description="lattice: above this many "
                                    "nodes a greedy climb replaces the optimal search (flagged)")
-    metric: Literal["ncp", "entropy", "entropy_monotonic", "publisher_payout", "classification"] = Field(
+    metric: Literal["ncp", "entropy", "entropy_monotonic", "publisher_payout", "classification",
+                    "discernibility"] = Field(
         "ncp", description="the information loss minimized. lattice: average NCP (suppressed cells "
         "count 1), non-uniform entropy (suppressed records as fully generalized), ARX's "
         "monotonic non-uniform entropy (suppression not counted), 'publisher_payout' (with "
         "profitability: the publisher's total expected payout maximized, ARX's publisher payout metric), "
+        "'discernibility' (Σ |E|² over the classes plus n per suppressed record, Bayardo & Agrawal), "
         "or 'classification' (the share of records a classifier of `label` predicting each class's most "
         "frequent label gets wrong, a suppressed record counting as wrong: Iyengar's, ARX's "
         "classification metric). mondrian: 'ncp' (the default cuts) or 'classification' (InfoGain "
