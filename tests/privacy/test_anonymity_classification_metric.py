@@ -170,3 +170,10 @@ def test_label_refusals(small):
                 for c in adult_columns(frame, qis=QIS)]
     with pytest.raises(MethodInputError, match="needs one label column; the schema declares none: pass label"):
         _run(frame, hierarchies, columns=no_label, k=4, algorithm="lattice", metric="classification")
+    # the library's own entry point, without the method's resolution: a ValueError, not a KeyError
+    from app.privacy.anonymity.anonymize import Options, anonymize
+    infos = {c.name: c for c in adult_columns(frame, qis=QIS)}
+    for algorithm in ("lattice", "mondrian"):
+        with pytest.raises(ValueError, match="metric 'classification' reads Options.label, the label column: None"):
+            anonymize(frame, infos, hierarchies, QIS, Constraints(k=4), None,
+                      Options(algorithm=algorithm, metric="classification"))

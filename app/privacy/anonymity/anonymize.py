@@ -200,6 +200,8 @@ def anonymize(frame: pd.DataFrame, infos: dict[str, ColumnInfo], hierarchies: di
     ``models``: columns with a set of models of their own (their k is ``constraints.k``), which
     they meet instead of ``constraints``' — sensitive whether ``sensitive`` names them or not."""
     started = time.perf_counter()
+    if options.metric == "classification" and options.label not in frame.columns:
+        raise ValueError(f"metric 'classification' reads Options.label, the label column: {options.label!r} is not one")
     n = len(frame)
     qi_infos = [infos[q] for q in quasi_identifiers]
     names = [] if sensitive is None else [sensitive] if isinstance(sensitive, str) else list(sensitive)
