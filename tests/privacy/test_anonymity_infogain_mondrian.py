@@ -16,7 +16,7 @@ from app.privacy.anonymity.anonymize import label_codes
 from app.privacy.anonymity.axes import build_axes
 from app.privacy.anonymity.hierarchies import parse_arx_hierarchy
 from app.privacy.anonymity.methods import KAnonymityParams, run_kanonymity
-from app.privacy.anonymity.models import Constraints
+from app.privacy.anonymity.models import Constraints, Population
 from app.privacy.anonymity.mondrian import mondrian_partition
 from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
@@ -204,3 +204,23 @@ def test_the_lattice_only_metrics_are_refused_with_mondrian(metric):
         KAnonymityParams(metric=metric)
     assert KAnonymityParams(algorithm="lattice", metric=metric).metric == metric
     assert KAnonymityParams(metric="classification", label="income").label == "income"  # InfoGain Mondrian
+
+
+def test_with_a_population_the_gain_counts_the_research_subsets_labels():
+    """Only the research subset is released (and counted by metrics.classification, as by the
+    lattice's loss): the cut follows its labels. Here the subset's label flips at x = 30 and the
+    other records' at x = 70 (three times as many): scored over the whole population the first
+    cut would be at 70; over the subset it is at 30, where the direct count's greatest gain is."""
+    n = 2000
+    x = np.arange(n) % 100
+    subset = np.random.default_rng(2).random(n) < 0.25
+    y = np.where(subset, x < 30, x < 70).astype(np.int64)
+    frame = pd.DataFrame({"x": x})
+    axes, _ = build_axes(frame, [ColumnInfo("x", "numeric", "quasi_identifier")], {})
+    population = Population(in_subset=subset, k_map=20)
+    _, tree = mondrian_partition(axes, Constraints(k=5, population=population), None, with_tree=True, labels=y)
+    order = np.argsort(x, kind="stable")
+    xs, ys = x[order][subset[order]], y[order][subset[order]]
+    gains = {v: _direct_gain(ys, int(np.searchsorted(xs, v)))[0] for v in range(1, 100)}
+    assert max(gains, key=gains.get) == 30
+    assert tree.axis[0] == 0 and axes[0].values[tree.threshold[0]] == 30

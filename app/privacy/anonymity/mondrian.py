@@ -472,7 +472,9 @@ def _gain_cut(unit: np.ndarray, same_part: np.ndarray, part: np.ndarray, starts:
     cut = np.zeros(n_part, dtype=np.int64)
     gain_of = np.full(n_part, -1.0)
     b, bp, lhs = _boundaries(unit, same_part, part, starts, sizes, c)
-    gain, positive = boundary_gains(b, bp, starts, sizes, labels, n_labels)
+    # with a population only the research subset is released: its labels alone are scored
+    counted = None if c.population is None else c.population.in_subset
+    gain, positive = boundary_gains(b, bp, starts, sizes, labels, n_labels, counted)
     b, bp, lhs, gain = b[positive], bp[positive], lhs[positive], gain[positive]
     if not len(b):
         return cut, gain_of

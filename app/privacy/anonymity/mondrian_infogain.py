@@ -46,20 +46,29 @@ def _xlogx(x: np.ndarray) -> np.ndarray:
 
 
 def boundary_gains(b: np.ndarray, bp: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
-                   labels: np.ndarray, n_labels: int) -> tuple[np.ndarray, np.ndarray]:
+                   labels: np.ndarray, n_labels: int,
+                   counted: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per boundary ``b`` (in partition ``bp``; ``labels`` the label code of each position of the
     round's order): the information gain of the label in bits per record of the partition, and
     whether it is positive (decided exactly, see the module docstring; the gain is 0 where not).
 
     The (segments × label values) table is counted in passes of at most ``_LABEL_CELLS`` cells:
     each pass the label values of a range, so memory stays bounded whatever the label's
-    cardinality (the sums and the proportionality test add up over the passes)."""
+    cardinality (the sums and the proportionality test add up over the passes).
+
+    ``counted`` (a bool per position; all when None): the records whose labels are scored — with
+    a population, the research subset's, the records released and those the classification
+    metric counts (the lattice's loss likewise); the sides' sizes are then theirs."""
     if not len(b):
         return np.zeros(0), np.zeros(0, dtype=bool)
     breaks = np.union1d(starts, b)
     segment = np.searchsorted(breaks, np.arange(len(labels)), side="right") - 1
-    n = sizes[bp]
-    lhs = b - starts[bp]
+    if counted is None:
+        n, lhs = sizes[bp], b - starts[bp]
+    else:  # only these records' labels: the sides' sizes are their counts
+        segment, labels = segment[counted], labels[counted]
+        left, total = counts_left(breaks, segment, np.zeros(len(segment), dtype=np.int64), 1, starts, sizes, b, bp)
+        n, lhs = total[:, 0], left[:, 0]
     spread = np.zeros(len(b))  # Σ_j f(c_Lj) + f(c_Rj) − f(c_j)
     positive = np.zeros(len(b), dtype=bool)
     width = max(1, _LABEL_CELLS // len(breaks))
@@ -72,5 +81,6 @@ def boundary_gains(b: np.ndarray, bp: np.ndarray, starts: np.ndarray, sizes: np.
         left, total = counts_left(breaks, seg, codes, m, starts, sizes, b, bp)
         spread += (_xlogx(left) + _xlogx(total - left) - _xlogx(total)).sum(axis=1)
         positive |= (left * n[:, None] != total * lhs[:, None]).any(axis=1)
-    gain = (spread + _xlogx(n) - _xlogx(lhs) - _xlogx(n - lhs)) / (n * np.log(2.0))
+    # a partition without a counted record has no positive gain (and no gain to divide)
+    gain = (spread + _xlogx(n) - _xlogx(lhs) - _xlogx(n - lhs)) / (np.maximum(n, 1) * np.log(2.0))
     return np.where(positive, np.maximum(gain, 0.0), 0.0), positive
