@@ -177,3 +177,16 @@ def test_label_refusals(small):
         with pytest.raises(ValueError, match="metric 'classification' reads Options.label, the label column: None"):
             anonymize(frame, infos, hierarchies, QIS, Constraints(k=4), None,
                       Options(algorithm=algorithm, metric="classification"))
+
+
+def test_a_label_of_one_value_is_warned_of():
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"a": rng.integers(0, 40, 300), "y": [None] * 300})
+    columns = [ColumnInfo("a", "numeric", "quasi_identifier"), ColumnInfo("y", "categorical", "label")]
+    result = run_kanonymity(MethodInput(columns, frame), KAnonymityParams(
+        k=5, algorithm="lattice", metric="classification"), RunContext())
+    assert result.metrics["classification"]["loss"] == 0
+    assert any("the label 'y' holds a single value" in w for w in result.guarantees["warnings"])
+    plain = run_kanonymity(MethodInput(columns, frame.assign(y=np.where(frame["a"] > 20, "p", "q"))),
+                           KAnonymityParams(k=5, algorithm="lattice", metric="classification"), RunContext())
+    assert not any("holds a single value" in w for w in plain.guarantees["warnings"])

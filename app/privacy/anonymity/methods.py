@@ -239,6 +239,11 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
     warnings = chain_warnings(result, qis, generalized) + changed_qi_warnings(data, qis)
     if estimated is not None:
         warnings += estimate_warnings(estimated, params.k)
+    if options.label is not None and frame[options.label].nunique(dropna=False) < 2:
+        # every class then predicts it perfectly: the metric weighs suppression alone
+        warnings.append(f"the label {options.label!r} holds a single value (a missing value counts as one): "
+                        "metric 'classification' cannot tell one generalization from another, so the release "
+                        "is the first it found with the least suppression; choose another label or metric")
     labels = [c.name for c in data.columns if c.role == "label" and c.name in qis]
     if labels:  # allowed (a label can identify), but rarely what was meant
         warnings.append(f"the label {labels[0]!r} is a quasi-identifier here: it is generalized like "
