@@ -213,18 +213,27 @@ def test_experiment_rfk_small_run_produces_tables_and_plots():
     assert table["rfk_accuracy_se"].isna().all()  # one split: no spread to estimate, none made up
 
 
-def test_experiment_rfk_keeps_every_split_and_its_standard_errors_are_recomputable():
+J_SPLITS = 3
+
+
+@pytest.fixture(scope="module")
+def adult_report_three_splits():
+    """A small Adult run with 3 accuracy splits, shared by the tests reading its tables."""
+    from app.privacy.experiments.rfk import ExperimentRfkParams, run_experiment_rfk
+
+    params = ExperimentRfkParams(datasets=["adult"], repeats=1, n_estimators=5, stability_runs=0,
+                                 sample_size=600, eval_repeats=J_SPLITS)
+    return params, run_experiment_rfk(MethodInput(columns=[]), params, RunContext())
+
+
+def test_experiment_rfk_keeps_every_split_and_its_standard_errors_are_recomputable(adult_report_three_splits):
     """'RFK accuracy plot without spread': the accuracies were bare means of 2 splits, the
     per-split values dropped, and a reader could not tell which 0.01-0.03 gaps were real. The
     report keeps each split's accuracy of every series (accuracy_splits), and by_E's means,
     standard errors (Nadeau-Bengio corrected, 70/30 splits: s·√(1/J + 3/7)) and paired
     differences RFK − baseline are those of the kept values."""
-    from app.privacy.experiments.rfk import ExperimentRfkParams, run_experiment_rfk
-
-    J = 3
-    params = ExperimentRfkParams(datasets=["adult"], repeats=1, n_estimators=5, stability_runs=0,
-                                 sample_size=600, eval_repeats=J)
-    report = run_experiment_rfk(MethodInput(columns=[]), params, RunContext())
+    J = J_SPLITS
+    _, report = adult_report_three_splits
     by_e, splits = report.tables["by_E"].set_index("E"), report.tables["accuracy_splits"]
     assert len(splits) == 5 * J and (splits.groupby("E").split.apply(sorted) == [[1, 2, 3]] * 5).all()
     assert splits.split_seed.nunique() == J  # J different splits, the same J at every E
@@ -236,18 +245,20 @@ def test_experiment_rfk_keeps_every_split_and_its_standard_errors_are_recomputab
     for E, part in splits.groupby("E"):
         row = by_e.loc[E]
         for series in ("rfk_accuracy", "rfk_tiers_only_accuracy", "kanonymity_accuracy", "pak_accuracy",
-                       "original_accuracy"):
+                       "infogain_accuracy", "original_accuracy"):
             assert row[series] == pytest.approx(part[series].mean(), abs=1e-12), (E, series)
             assert row[f"{series}_se"] == pytest.approx(corrected(part[series]), abs=1e-12), (E, series)
         for prefix, method, baseline in (("rfk_minus_kanonymity", "rfk", "kanonymity"),
                                          ("rfk_tiers_only_minus_kanonymity", "rfk_tiers_only", "kanonymity"),
                                          ("rfk_minus_pak", "rfk", "pak"),
-                                         ("rfk_tiers_only_minus_pak", "rfk_tiers_only", "pak")):
+                                         ("rfk_tiers_only_minus_pak", "rfk_tiers_only", "pak"),
+                                         ("rfk_minus_infogain", "rfk", "infogain"),
+                                         ("rfk_tiers_only_minus_infogain", "rfk_tiers_only", "infogain")):
             d = part[f"{method}_accuracy"].to_numpy() - part[f"{baseline}_accuracy"].to_numpy()
             assert row[prefix] == pytest.approx(d.mean(), abs=1e-12), (E, prefix)
             assert row[f"{prefix}_se"] == pytest.approx(corrected(d), abs=1e-12), (E, prefix)
     # the baselines are the same tables at every E, each split the same value
-    for series in ("kanonymity_accuracy", "pak_accuracy", "original_accuracy"):
+    for series in ("kanonymity_accuracy", "pak_accuracy", "infogain_accuracy", "original_accuracy"):
         assert (splits.groupby("split")[series].nunique() == 1).all(), series
     # plain k-anonymity is RFK's E = 5 table, split by split: its lead there is exactly 0
     five = splits[splits.E == 5]
@@ -256,6 +267,45 @@ def test_experiment_rfk_keeps_every_split_and_its_standard_errors_are_recomputab
     # the splits vary (else every standard error would be 0 and prove nothing)
     assert (by_e["original_accuracy_se"] > 0).all()
     assert "accuracy_splits" in report.data["accuracy_spread"]
+
+
+def test_experiment_rfk_infogain_baseline_is_a_k_anonymous_label_aware_release_of_every_attribute(
+        adult_report_three_splits):
+    """The third baseline, InfoGain Mondrian (kanonymity's metric 'classification' with the
+    experiment's label), is measured as plain k-anonymity is: its by_E figures are those of a
+    release recomputed here — k-anonymous over every attribute, its Σ NCP and sample uniques, the
+    forest's accuracy on each split — and it is not plain k-anonymity's table under another name."""
+    from app.privacy.anonymity.anonymize import Options, anonymize
+    from app.privacy.anonymity.models import Constraints
+    from app.privacy.anonymity.rfk import encode_features, forest_accuracy, stratified_sample
+    from app.privacy.experiments.rfk_settings import load
+
+    params, report = adult_report_three_splits
+    by_e, splits = report.tables["by_E"], report.tables["accuracy_splits"]
+    frame, columns, hierarchies, label = load("adult")
+    attributes = [c.name for c in columns if c.name != label]
+    result = anonymize(frame, {c.name: c for c in columns}, hierarchies, attributes, Constraints(k=params.k),
+                       None, Options(metric="classification", label=label))
+    release = result.frame
+    sizes = release.groupby(attributes, dropna=False).size()
+    assert len(release) == len(frame) and sizes.min() >= params.k  # k-anonymous over all attributes
+    assert (by_e["infogain_sample_uniques_share"] == 0).all()
+    assert report.data["datasets"][0]["infogain"]["k_achieved"] == sizes.min()
+    assert np.allclose(by_e["infogain_ncp_sum"], sum(result.metrics["ncp_per_qi"][a] for a in attributes),
+                       rtol=0, atol=1e-12)
+    # a label-aware cut is not the default one: the two releases differ and so does their loss
+    plain = anonymize(frame, {c.name: c for c in columns}, hierarchies, attributes, Constraints(k=params.k),
+                      None, Options()).frame
+    assert not release[attributes].equals(plain[attributes])
+    assert abs(by_e["infogain_ncp_sum"].iloc[0] - by_e["kanonymity_ncp_sum"].iloc[0]) > 0.01
+    # every split's accuracy is the forest's on this release's sample
+    sample = release.loc[stratified_sample(frame, label, params.sample_size, params.seed).index]
+    X, y = encode_features(sample, attributes), sample[label].astype(str).to_numpy()
+    first = splits[splits.E == 1].sort_values("split")
+    assert list(first.infogain_accuracy) == [forest_accuracy(X, y, int(seed), params.n_estimators)
+                                             for seed in first.split_seed]
+    assert (first.infogain_accuracy != first.kanonymity_accuracy).any()
+    assert "InfoGain Mondrian" in report.plots["rfk_accuracy_adult"].svg.decode()  # drawn too
 
 
 def test_on_a_k_anonymous_release_the_generalized_attributes_are_named_not_called_without_hierarchy():
@@ -292,10 +342,10 @@ def _by_e_table() -> pd.DataFrame:
         "dataset": "adult", "E": [1, 2, 3, 4, 5],
         "rfk_accuracy": [0.84, 0.85, 0.84, 0.82, 0.80],
         "rfk_tiers_only_accuracy": [0.80, 0.81, 0.78, 0.82, 0.80],
-        "kanonymity_accuracy": 0.80, "pak_accuracy": 0.79, "original_accuracy": 0.85,
+        "kanonymity_accuracy": 0.80, "pak_accuracy": 0.79, "infogain_accuracy": 0.81, "original_accuracy": 0.85,
         "rfk_ncp_sum": [0.0, 0.0, 0.2, 0.9, 1.5], "kanonymity_ncp_sum": 1.5, "pak_ncp_sum": 5.4,
-        "rfk_sample_uniques_share": risk, "rfk_records_at_risk": risk,
-        "kanonymity_sample_uniques_share": 0.0})
+        "infogain_ncp_sum": 2.7, "rfk_sample_uniques_share": risk, "rfk_records_at_risk": risk,
+        "kanonymity_sample_uniques_share": 0.0, "infogain_sample_uniques_share": 0.0})
 
 
 def test_experiment_rfk_figures_keep_one_style_per_series_told_apart_without_colour():
@@ -386,11 +436,14 @@ def _by_e_table_with_spread() -> pd.DataFrame:
     """_by_e_table with the standard errors and paired differences the experiment reports."""
     table = _by_e_table()
     se = {"rfk_accuracy": [0.004, 0.005, 0.006, 0.004, 0.005], "rfk_tiers_only_accuracy": 0.007,
-          "kanonymity_accuracy": 0.005, "pak_accuracy": 0.006, "original_accuracy": 0.004}
+          "kanonymity_accuracy": 0.005, "pak_accuracy": 0.006, "infogain_accuracy": 0.003,
+          "original_accuracy": 0.004}
     differences = {"rfk_minus_kanonymity": [0.04, 0.05, 0.04, 0.02, 0.0],
                    "rfk_tiers_only_minus_kanonymity": [0.0, 0.01, -0.02, 0.02, 0.0],
                    "rfk_minus_pak": [0.05, 0.06, 0.05, 0.03, 0.01],
-                   "rfk_tiers_only_minus_pak": [0.01, 0.02, -0.01, 0.03, 0.01]}
+                   "rfk_tiers_only_minus_pak": [0.01, 0.02, -0.01, 0.03, 0.01],
+                   "rfk_minus_infogain": [0.03, 0.04, 0.03, 0.01, -0.01],
+                   "rfk_tiers_only_minus_infogain": [-0.01, 0.0, -0.03, 0.01, -0.01]}
     return table.assign(**{f"{c}_se": v for c, v in se.items()}, **differences,
                         **{f"{c}_se": [0.003, 0.004, 0.005, 0.006, 0.0] for c in differences},
                         pak_sample_uniques_share=0.0)
@@ -421,7 +474,9 @@ def test_experiment_rfk_accuracy_figures_draw_the_standard_errors_and_the_paired
     bands = [c.get_paths()[0].vertices[:, 1] for c in accuracy.collections
              if c.get_paths() and len(c.get_paths()[0].vertices) > 2]
     assert sorted((round(b.min(), 6), round(b.max(), 6)) for b in bands) == [
-        (0.784, 0.796), (0.795, 0.805), (0.846, 0.854)]  # (p,α,k), plain k-anonymity, original
+        (0.784, 0.796), (0.795, 0.805), (0.807, 0.813), (0.846, 0.854)]  # (p,α,k), k, InfoGain, original
+    infogain = {line.get_label(): line for line in accuracy.get_lines()}["InfoGain Mondrian (label-aware k-anonymity)"]
+    assert np.allclose(infogain.get_ydata(), 0.81)  # the third baseline: one more reference line
     assert "± 1 standard error" in _legend_title(figures["rfk_accuracy_adult"])
 
     lead_fig = figures["rfk_accuracy_lead_adult"]
@@ -431,6 +486,9 @@ def test_experiment_rfk_accuracy_figures_draw_the_standard_errors_and_the_paired
     assert np.allclose(rfk_k.lines[0].get_ydata(), [4, 5, 4, 2, 0])  # points
     segments = rfk_k.lines[2][0].get_segments()
     assert np.allclose([(s[1][1] - s[0][1]) / 2 for s in segments], [0.6, 0.8, 1.0, 1.2, 0.0])  # ± 2 SE
+    rfk_infogain = containers["RFK − InfoGain Mondrian"]
+    assert np.allclose(rfk_infogain.lines[0].get_ydata(), [3, 4, 3, 1, -1])
+    assert np.allclose(containers["RFK tiers only − InfoGain Mondrian"].lines[0].get_ydata(), [-1, 0, -3, 1, -1])
     paper = containers["paper: RFK's reported lead over plain k-anonymity"]
     assert np.allclose(paper.lines[0].get_ydata(), [0.5, 1.6])
     # beside the difference it is reported for

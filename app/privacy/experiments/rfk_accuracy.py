@@ -15,14 +15,17 @@ from app.privacy.experiments import resampled_standard_error
 from app.privacy.experiments.rfk_settings import ExperimentRfkParams
 
 
-# The accuracy series of the by_E table, each kept per split: (table column, what it is)
+# The accuracy series of the by_E table, each kept per split (infogain: InfoGain Mondrian, the
+# label-aware k-anonymity of every attribute)
 ACCURACY_SERIES = ("rfk_accuracy", "rfk_tiers_only_accuracy", "kanonymity_accuracy", "pak_accuracy",
-                   "original_accuracy")
+                   "infogain_accuracy", "original_accuracy")
 # The paired differences reported: (column prefix, RFK's series, the baseline's series)
 DIFFERENCES = (("rfk_minus_kanonymity", "rfk_accuracy", "kanonymity_accuracy"),
                ("rfk_tiers_only_minus_kanonymity", "rfk_tiers_only_accuracy", "kanonymity_accuracy"),
                ("rfk_minus_pak", "rfk_accuracy", "pak_accuracy"),
-               ("rfk_tiers_only_minus_pak", "rfk_tiers_only_accuracy", "pak_accuracy"))
+               ("rfk_tiers_only_minus_pak", "rfk_tiers_only_accuracy", "pak_accuracy"),
+               ("rfk_minus_infogain", "rfk_accuracy", "infogain_accuracy"),
+               ("rfk_tiers_only_minus_infogain", "rfk_tiers_only_accuracy", "infogain_accuracy"))
 # n_test/n_train of the forests' 70/30 splits, for the corrected standard error
 TEST_TO_TRAIN = TEST_SHARE / (1 - TEST_SHARE)
 

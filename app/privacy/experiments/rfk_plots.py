@@ -28,6 +28,8 @@ _STYLES = {
     "rfk_tiers_only": dict(color="C1", marker="s", linestyle="--"),
     "kanonymity": dict(color="C2", marker="^", linestyle="-."),
     "pak": dict(color="C3", marker="d", linestyle=":"),
+    # InfoGain Mondrian: a dash-dot-dot line, unlike the four named ones
+    "infogain": dict(color="C6", marker="v", linestyle=(0, (6, 2, 1.5, 2, 1.5, 2))),
     "original": dict(color="C4", marker="x", linestyle="-"),
     "rfk_at_risk": dict(color="C5", marker="s", linestyle="--", markersize=10, fillstyle="none"),
     "paper_vs_kanonymity": dict(color="C2", marker="*", linestyle="none", markersize=13, fillstyle="none",
@@ -40,6 +42,9 @@ _STYLES = {
     "rfk_tiers_only_minus_kanonymity": dict(color="C2", marker="s", linestyle="-.", fillstyle="none"),
     "rfk_minus_pak": dict(color="C3", marker="o", linestyle=":"),
     "rfk_tiers_only_minus_pak": dict(color="C3", marker="s", linestyle=":", fillstyle="none"),
+    "rfk_minus_infogain": dict(color="C6", marker="o", linestyle=(0, (6, 2, 1.5, 2, 1.5, 2))),
+    "rfk_tiers_only_minus_infogain": dict(color="C6", marker="s", linestyle=(0, (6, 2, 1.5, 2, 1.5, 2)),
+                                          fillstyle="none"),
     # the reruns' tierings: their own RFK tables' leads over plain k-anonymity, marks only
     "rerun_rfk_minus_kanonymity": dict(color="0.35", marker="x", linestyle="none", markersize=6, zorder=4),
     "rerun_rfk_tiers_only_minus_kanonymity": dict(color="0.35", marker="+", linestyle="none",
@@ -48,7 +53,9 @@ _STYLES = {
 _DIFFERENCE_LABELS = {"rfk_minus_kanonymity": "RFK − plain k-anonymity",
                       "rfk_tiers_only_minus_kanonymity": "RFK tiers only − plain k-anonymity",
                       "rfk_minus_pak": "RFK − (p,α,k)-anonymity",
-                      "rfk_tiers_only_minus_pak": "RFK tiers only − (p,α,k)-anonymity"}
+                      "rfk_tiers_only_minus_pak": "RFK tiers only − (p,α,k)-anonymity",
+                      "rfk_minus_infogain": "RFK − InfoGain Mondrian",
+                      "rfk_tiers_only_minus_infogain": "RFK tiers only − InfoGain Mondrian"}
 DISPLAY_NAMES = {"adult": "Adult", "bank": "Bank Marketing"}
 
 
@@ -131,12 +138,14 @@ def rfk_figures(table: pd.DataFrame, dataset: str, params: ExperimentRfkParams |
             "rfk_tiers_only_accuracy": ("rfk_tiers_only", "RFK, tiers only"),
             "kanonymity_accuracy": ("kanonymity", "plain k-anonymity"),
             "pak_accuracy": ("pak", "(p,α,k)-anonymity"),
+            "infogain_accuracy": ("infogain", "InfoGain Mondrian (label-aware k-anonymity)"),
             "original_accuracy": ("original", "original data")},
             "random-forest accuracy", f"Random-forest accuracy vs E — {data}",
             better=HIGHER_IS_BETTER, claims=claims, legend_title=accuracy_note),
         f"rfk_information_loss_{dataset}": _figure(table, dataset, {
             "rfk_ncp_sum": ("rfk", "RFK"), "kanonymity_ncp_sum": ("kanonymity", "plain k-anonymity"),
-            "pak_ncp_sum": ("pak", "(p,α,k)-anonymity")},
+            "pak_ncp_sum": ("pak", "(p,α,k)-anonymity"),
+            "infogain_ncp_sum": ("infogain", "InfoGain Mondrian (label-aware k-anonymity)")},
             "information loss", f"Information loss vs E — {data}", log_if_spread=True,
             unit="Σ NCP over attributes"),
         f"rfk_risk_{dataset}": _figure(table, dataset, {
@@ -144,7 +153,8 @@ def rfk_figures(table: pd.DataFrame, dataset: str, params: ExperimentRfkParams |
             "rfk_records_at_risk": ("rfk_at_risk", f"RFK: records in classes < {RfkConfig.risk_threshold}"),
             "kanonymity_sample_uniques_share": ("kanonymity", "plain k-anonymity: sample uniques"),
             **({"pak_sample_uniques_share": ("pak", "(p,α,k)-anonymity: sample uniques")}
-               if "pak_sample_uniques_share" in table else {})},
+               if "pak_sample_uniques_share" in table else {}),
+            "infogain_sample_uniques_share": ("infogain", "InfoGain Mondrian: sample uniques")},
             "share of records", f"Re-identification risk over all attributes vs E — {data}"),
         **leads,
     }
@@ -163,7 +173,8 @@ def _lead_figure(table: pd.DataFrame, dataset: str, data: str, params: Experimen
     part = table[table.dataset == dataset]
     E = part["E"].to_numpy(dtype=float)
     ax.axhline(0.0, color="0.4", linewidth=0.8, zorder=1)
-    shifts = dict(zip([p for p, _, _ in DIFFERENCES], np.linspace(-0.18, 0.18, len(DIFFERENCES))))
+    # six differences side by side at each E, 0.1 apart: their ± 2 SE bars do not overlap
+    shifts = dict(zip([p for p, _, _ in DIFFERENCES], np.linspace(-0.25, 0.25, len(DIFFERENCES))))
     for prefix, _, _ in DIFFERENCES:
         se = _standard_errors(part, prefix)
         ax.errorbar(E + shifts[prefix], 100 * part[prefix], yerr=None if se is None else 200 * se,
