@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from pydantic import ValidationError
 
-from app.privacy.anonymity import mondrian, mondrian_infogain
+from app.privacy.anonymity import mondrian_cuts, mondrian_infogain
 from app.privacy.anonymity.anonymize import label_codes
 from app.privacy.anonymity.axes import build_axes
 from app.privacy.anonymity.hierarchies import parse_arx_hierarchy
@@ -175,9 +175,9 @@ def test_the_sensitive_models_hold_on_every_class(adult, models, holds):
 
 
 def test_l_holds_when_the_count_table_is_too_big(adult, monkeypatch):
-    """Past ``_SEARCH_CELLS`` the allowed cuts are searched layer by layer (highest gains first):
+    """Past ``SEARCH_CELLS`` the allowed cuts are searched layer by layer (highest gains first):
     l still holds on every released class."""
-    monkeypatch.setattr(mondrian, "_SEARCH_CELLS", 1)
+    monkeypatch.setattr(mondrian_cuts, "SEARCH_CELLS", 1)
     frame, hierarchies = adult
     frame = frame.sample(2000, random_state=4).reset_index(drop=True)
     qis = ["age", "education", "marital-status", "sex"]

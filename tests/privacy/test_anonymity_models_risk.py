@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from app.privacy.anonymity import models, mondrian
+from app.privacy.anonymity import models, mondrian_cuts
 from app.privacy.anonymity.axes import build_axes
 from app.privacy.anonymity.methods import KAnonymityParams, run_kanonymity
 from app.privacy.anonymity.risk_method import RiskParams, run_risk
@@ -145,7 +145,7 @@ def test_full_cut_search_fallback_matches_the_dense_search(monkeypatch):
     sens = Sensitive.from_series("income", frame.income, True)  # ordered EMD on many values
     c = Constraints(k=4, t=0.35)
     dense = mondrian_partition(axes, c, sens)
-    monkeypatch.setattr(mondrian, "_SEARCH_CELLS", 0)
+    monkeypatch.setattr(mondrian_cuts, "SEARCH_CELLS", 0)
     layered = mondrian_partition(axes, c, sens)
     assert pd.crosstab(dense, layered).astype(bool).sum(axis=1).max() == 1  # same partition
     assert np.bincount(layered).min() >= 4

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import assume, given, note
 from hypothesis import strategies as st
 
-from app.privacy.anonymity import models, mondrian
+from app.privacy.anonymity import models, mondrian_cuts
 from app.privacy.anonymity.anonymize import Options, anonymize
 from app.privacy.anonymity.models import Constraints
 from app.privacy.data import ColumnInfo
@@ -36,7 +36,7 @@ OWN = [
 @pytest.mark.parametrize("seed", range(3))
 def test_each_column_meets_its_own_models(monkeypatch, seed, path):
     if path == "mondrian_layered":
-        monkeypatch.setattr(mondrian, "_SEARCH_CELLS", 30)
+        monkeypatch.setattr(mondrian_cuts, "SEARCH_CELLS", 30)
     elif path.endswith("pair"):
         monkeypatch.setattr(models, "_DENSE_CELLS", 0)
     frame, infos = table(seed)

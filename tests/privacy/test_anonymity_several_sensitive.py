@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from app.privacy.anonymity import models, mondrian
+from app.privacy.anonymity import models, mondrian_cuts
 from app.privacy.anonymity.anonymize import Options, anonymize
 from app.privacy.anonymity.models import Constraints
 from app.privacy.data import ColumnInfo
@@ -86,7 +86,7 @@ MODELS = [Constraints(k=3, l=2, l_diversity="entropy", beta=3.0), Constraints(k=
 @pytest.mark.parametrize("seed", range(3))
 def test_every_model_holds_on_each_column(monkeypatch, seed, path):
     if path == "mondrian_layered":
-        monkeypatch.setattr(mondrian, "_SEARCH_CELLS", 30)  # the full cut search would be too big
+        monkeypatch.setattr(mondrian_cuts, "SEARCH_CELLS", 30)  # the full cut search would be too big
     else:
         monkeypatch.setattr(models, "_DENSE_CELLS", 0)
     frame, infos = table(seed)

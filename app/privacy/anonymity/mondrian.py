@@ -37,8 +37,9 @@ boundary is evaluated at once: the sensitive-value counts left of each boundary 
 bincount of (segment, value) pairs and a cumulative sum along each partition, the right side's
 are the partition's total minus them, and the constraints are checked on all of them together
 (cost O(n + boundaries × m) per axis and round, m the sensitive column's distinct values). When
-that table would exceed ``_SEARCH_CELLS`` cells (huge m), the ``_FALLBACK_LAYERS`` boundaries on
-each side nearest the median are tried instead, one vectorized check per layer.
+that table would exceed ``SEARCH_CELLS`` cells (huge m), the ``FALLBACK_LAYERS`` boundaries on
+each side nearest the median are tried instead, one vectorized check per layer (both searches
+in mondrian_cuts.py).
 
 InfoGain Mondrian (``labels`` given; LeFevre, DeWitt & Ramakrishnan, KDD 2006): every boundary of
 every axis scored by the information gain of the label (``mondrian_infogain.py``, the label's
@@ -59,13 +60,11 @@ import numpy as np
 
 from app.privacy.anonymity.axes import Axis, NumericAxis
 from app.privacy.anonymity.models import (
-    Constraints, Sensitive, as_sensitives, model_of, reads_sensitive, satisfied, stats_from_counts,
+    Constraints, Sensitive, as_sensitives, reads_sensitive, satisfied,
 )
-from app.privacy.anonymity.mondrian_infogain import boundary_gains, counts_left
+from app.privacy.anonymity.mondrian_cuts import most_balanced_passing_cut
+from app.privacy.anonymity.mondrian_infogain import greatest_gain
 from app.privacy.anonymity.verify_population import SplitTree
-
-_SEARCH_CELLS = 8_000_000  # (boundaries + partitions) × sensitive values for the full search
-_FALLBACK_LAYERS = 8  # boundaries per side of the median tried when the full table is too big
 
 
 class _AxisView:
@@ -125,7 +124,7 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints,
 
     ``labels`` (a code 0..m-1 per record): InfoGain Mondrian — each partition is cut at the
     boundary of greatest positive information gain of the label over every boundary of every
-    axis whose two sides satisfy every constraint (:func:`_greatest_gain`). A partition where no
+    axis whose two sides satisfy every constraint (:func:`~app.privacy.anonymity.mondrian_infogain.greatest_gain`). A partition where no
     allowed cut has a positive gain (label-pure, or every cut leaving both sides its label
     distribution) takes the cut ``dimension`` chooses (``zero_gain="default"``: a zero-gain cut
     still refines the classes, as LeFevre et al. keep cutting), or becomes a class
@@ -195,7 +194,7 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints,
                                                             starts, sizes)
         stuck = best_dim < 0
         if labels is not None:  # InfoGain Mondrian: the greatest positive gain wherever there is one
-            gain_dim, gain_cut = _greatest_gain(orders, axis_state, same_part, part, starts, sizes,
+            gain_dim, gain_cut = greatest_gain(orders, axis_state, same_part, part, starts, sizes,
                                                 sensitives, constraints, labels, n_labels, extra)
             gained = gain_dim >= 0
             if zero_gain == "stop":
@@ -204,9 +203,9 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints,
         if extra and search == "all" and stuck.any():
             # no axis has a valid cut near its median: search every boundary of every axis
             # (there the widest axis with a valid boundary is taken, whatever ``dimension``)
-            found = [_best_cut(unit, same_part, part, starts, sizes,
-                               tuple(replace(s, codes=s.codes[orders[d]]) for s in sensitives),
-                               constraints.in_order(orders[d]), stuck & (width > 0))
+            found = [most_balanced_passing_cut(unit, same_part, part, starts, sizes,
+                                               tuple(replace(s, codes=s.codes[orders[d]]) for s in sensitives),
+                                               constraints.in_order(orders[d]), stuck & (width > 0))
                      for d, (width, unit) in enumerate(axis_state)]
             dim, cut, width = _widest_choice(views, keys, orders, found, axis_state, starts, sizes)
             take = stuck & (dim >= 0)
@@ -355,100 +354,6 @@ def _nearest_cut(unit: np.ndarray, same_part: np.ndarray, starts: np.ndarray, si
     return best, ok
 
 
-def _boundaries(unit: np.ndarray, same_part: np.ndarray, part: np.ndarray, starts: np.ndarray,
-                sizes: np.ndarray, c: Constraints, only: np.ndarray | None = None):
-    """Every unit boundary (position, its partition, records left of it) of the partitions in
-    ``only`` (all when None) leaving at least k records on both sides."""
-    b = np.flatnonzero((unit[1:] != unit[:-1]) & same_part) + 1
-    bp = part[b] if len(b) else np.zeros(0, dtype=np.int64)
-    lhs = b - starts[bp]
-    side_k = 1 if c.population is not None else c.k  # with a population the models check k
-    fits_k = (lhs >= side_k) & (sizes[bp] - lhs >= side_k)
-    if only is not None:
-        fits_k &= only[bp]
-    return b[fits_k], bp[fits_k], lhs[fits_k]
-
-
-def _best_cut(unit: np.ndarray, same_part: np.ndarray, part: np.ndarray, starts: np.ndarray,
-              sizes: np.ndarray, ordered: tuple[Sensitive, ...], c: Constraints,
-              only: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per partition in ``only``, the boundary nearest its median whose two sides both satisfy
-    k and the sensitive constraints, searching every boundary (see the module docstring).
-
-    ``ordered`` are the sensitive columns with their codes by position (this axis's order)."""
-    n_part = len(starts)
-    b, bp, lhs = _boundaries(unit, same_part, part, starts, sizes, c, only)
-    best = np.zeros(n_part, dtype=np.int64)
-    ok = np.zeros(n_part, dtype=bool)
-    if not len(b):
-        return best, ok
-    if (len(b) + n_part) * sum(s.m for s in ordered) > _SEARCH_CELLS:
-        return _layered_cut(b, bp, lhs, part, starts, sizes, ordered, c)
-    good = _sides_satisfy(b, bp, part, starts, sizes, ordered, c)
-    b, bp, lhs = b[good], bp[good], lhs[good]
-    gap = np.abs(lhs - sizes[bp] / 2.0)
-    pick = np.lexsort((b, gap, bp))  # per partition: smallest gap, then the leftmost
-    head = pick[np.r_[True, bp[pick][1:] != bp[pick][:-1]]] if len(pick) else pick
-    best[bp[head]] = b[head]
-    ok[bp[head]] = True
-    return best, ok
-
-
-def _sides_satisfy(b: np.ndarray, bp: np.ndarray, part: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
-                   ordered: tuple[Sensitive, ...], c: Constraints) -> np.ndarray:
-    """Per boundary, whether both sides satisfy the sensitive models and the population's (k is
-    already checked). Segments start at every partition start and every boundary; per segment,
-    the count of each sensitive value; a cumulative sum gives the counts before any segment
-    start (:func:`~app.privacy.anonymity.mondrian_infogain.counts_left`)."""
-    breaks = np.union1d(starts, b)
-    segment = np.searchsorted(breaks, np.arange(len(part)), side="right") - 1
-    good = np.ones(len(b), dtype=bool)
-    for sensitive in ordered:
-        model = model_of(sensitive, c)  # the column's own models, or the job's
-        if not model.needs_sensitive:
-            continue
-        left, total = counts_left(breaks, segment, sensitive.codes, sensitive.m, starts, sizes, b, bp)
-        good &= (stats_from_counts(left, model, sensitive).satisfied(model)
-                 & stats_from_counts(total - left, model, sensitive).satisfied(model))
-    if c.population is not None:  # research and population records on each side
-        pop = c.population
-        side = {}
-        for name, where in (("t", segment[pop.in_subset]), ("p", segment)):
-            left, total = counts_left(breaks, where, np.zeros(len(where), dtype=np.int64), 1, starts, sizes, b, bp)
-            side[name] = (left[:, 0], total[:, 0] - left[:, 0])
-        for t, p in zip(side["t"], side["p"]):
-            good &= pop.released_ok(c.k, t, p) & pop.presence_ok(t, p)
-    return good
-
-
-def _layered_cut(b, bp, lhs, part, starts, sizes, ordered, c, first=None):
-    """The fallback when the full count table is too big: the ``_FALLBACK_LAYERS`` boundaries
-    on each side of the median, nearest first, each layer checked for all partitions at once
-    (a partition keeps the first layer that passes). ``first``: a rank tried before the
-    distance to the median (lower first; InfoGain's negated gain)."""
-    n_part = len(starts)
-    gap = np.abs(lhs - sizes[bp] / 2.0)
-    order = np.lexsort((b, gap, bp) if first is None else (b, gap, first, bp))
-    b, bp = b[order], bp[order]
-    rank = np.arange(len(b)) - np.searchsorted(bp, bp)  # 0 = nearest the median
-    best = np.zeros(n_part, dtype=np.int64)
-    ok = np.zeros(n_part, dtype=bool)
-    for layer in range(2 * _FALLBACK_LAYERS):
-        here = (rank == layer) & ~ok[bp]
-        if not here.any():
-            if not (rank > layer).any():
-                break
-            continue
-        cut = np.zeros(n_part, dtype=np.int64)
-        cut[bp[here]] = b[here]
-        tried = np.zeros(n_part, dtype=bool)
-        tried[bp[here]] = True
-        side = np.arange(len(part)) >= cut[part]
-        passed = tried & satisfied(2 * part + side, 2 * n_part, c, ordered).reshape(n_part, 2).all(axis=1)
-        best[passed], ok[passed] = cut[passed], True
-    return best, ok
-
-
 def _cut_satisfies(cut: np.ndarray, ok: np.ndarray, part: np.ndarray, order: np.ndarray, n_part: int,
                    c: Constraints, sensitives: tuple[Sensitive, ...]) -> np.ndarray:
     """Whether both sides of each partition's cut satisfy, on every sensitive column, that
@@ -458,57 +363,3 @@ def _cut_satisfies(cut: np.ndarray, ok: np.ndarray, part: np.ndarray, order: np.
     ordered = tuple(replace(s, codes=s.codes[order]) for s in sensitives)  # and the hierarchy kept
     good = satisfied(group, 2 * n_part, c.in_order(order), ordered).reshape(n_part, 2).all(axis=1)
     return ok & good
-
-
-def _gain_cut(unit: np.ndarray, same_part: np.ndarray, part: np.ndarray, starts: np.ndarray,
-              sizes: np.ndarray, ordered: tuple[Sensitive, ...], c: Constraints, labels: np.ndarray,
-              n_labels: int, extra: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Per partition, InfoGain Mondrian's cut on this axis: among the boundaries whose two sides
-    both satisfy every constraint, the one of greatest positive information gain of the label
-    (:func:`~app.privacy.anonymity.mondrian_infogain.boundary_gains`), ties to the most balanced,
-    then the leftmost. Returns (cut, gain), gain −1 where no allowed boundary has a positive
-    gain. ``labels``: the label code of each position (this axis's order)."""
-    n_part = len(starts)
-    cut = np.zeros(n_part, dtype=np.int64)
-    gain_of = np.full(n_part, -1.0)
-    b, bp, lhs = _boundaries(unit, same_part, part, starts, sizes, c)
-    # with a population only the research subset is released: its labels alone are scored
-    counted = None if c.population is None else c.population.in_subset
-    gain, positive = boundary_gains(b, bp, starts, sizes, labels, n_labels, counted)
-    b, bp, lhs, gain = b[positive], bp[positive], lhs[positive], gain[positive]
-    if not len(b):
-        return cut, gain_of
-    if extra and (len(b) + n_part) * sum(s.m for s in ordered) > _SEARCH_CELLS:
-        # the full count table is too big: the highest-gain boundaries, layer by layer
-        best, ok = _layered_cut(b, bp, lhs, part, starts, sizes, ordered, c, first=-gain)
-        at = np.zeros(len(part) + 1)
-        at[b] = gain
-        cut[ok], gain_of[ok] = best[ok], at[best[ok]]
-        return cut, gain_of
-    if extra:
-        good = _sides_satisfy(b, bp, part, starts, sizes, ordered, c)
-        b, bp, lhs, gain = b[good], bp[good], lhs[good], gain[good]
-    pick = np.lexsort((b, np.abs(lhs - sizes[bp] / 2.0), -gain, bp))
-    head = pick[np.r_[True, bp[pick][1:] != bp[pick][:-1]]] if len(pick) else pick
-    cut[bp[head]], gain_of[bp[head]] = b[head], gain[head]
-    return cut, gain_of
-
-
-def _greatest_gain(orders, axis_state, same_part, part, starts, sizes, sensitives, constraints,
-                   labels, n_labels, extra):
-    """Per partition, the axis and cut of greatest positive information gain over all axes
-    (ties to the more balanced cut, then the first axis); axis −1 where no cut has a positive gain."""
-    n_part = len(starts)
-    best_dim = np.full(n_part, -1, dtype=np.int64)
-    best_cut = np.zeros(n_part, dtype=np.int64)
-    best_gain = np.full(n_part, -1.0)
-    best_gap = np.full(n_part, np.inf)
-    for d, (_, unit) in enumerate(axis_state):
-        o = orders[d]
-        cut, gain = _gain_cut(unit, same_part, part, starts, sizes,
-                              tuple(replace(s, codes=s.codes[o]) for s in sensitives),
-                              constraints.in_order(o), labels[o], n_labels, extra)
-        gap = np.abs(cut - starts - sizes / 2.0)
-        take = (gain >= 0) & ((gain > best_gain) | (gain == best_gain) & (gap < best_gap))
-        best_dim[take], best_cut[take], best_gain[take], best_gap[take] = d, cut[take], gain[take], gap[take]
-    return best_dim, best_cut

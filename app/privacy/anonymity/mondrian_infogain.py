@@ -9,7 +9,7 @@ A boundary at position b of a partition [s, s + n) (records in one axis's order)
 
 (the partition's entropy minus the size-weighted entropies of the two sides, times n). The label
 counts left of every boundary are those :mod:`~app.privacy.anonymity.mondrian` already takes for
-l/α/t (:func:`counts_left`): one bincount of (segment, label) pairs, segments starting at every
+l/α/t (:func:`~app.privacy.anonymity.mondrian_cuts.counts_left`): one bincount of (segment, label) pairs, segments starting at every
 partition start and every boundary, and a cumulative sum along the segments — while that table
 stays within a few cells per record; a label of more values is scored from each record's rank
 among its partition's records of its label instead (:func:`_gains_by_rank`), at a cost that does
@@ -23,24 +23,15 @@ partition's distribution, is recognised as zero-gain whatever the rounding of th
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
+from app.privacy.anonymity.models import Constraints, Sensitive
+from app.privacy.anonymity import mondrian_cuts
+from app.privacy.anonymity.mondrian_cuts import boundaries, counts_left, layered_cut, sides_satisfy
+
 _LABEL_CELLS = 8_000_000  # most (segments) × label values counted at once; beyond: by rank
-
-
-def counts_left(breaks: np.ndarray, segment: np.ndarray, codes: np.ndarray, m: int, starts: np.ndarray,
-                sizes: np.ndarray, b: np.ndarray, bp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per boundary ``b`` (a position, in partition ``bp``): the count of each code 0..m-1 left of
-    it in its partition, and its partition's total count of each code — (len(b), m) both.
-
-    ``breaks``: the sorted segment starts (every partition start and every boundary);
-    ``segment``: the segment of each position's record; ``codes``: each position's code (the
-    positions may be a subset of the records, ``segment`` and ``codes`` taken alike)."""
-    counts = np.bincount(segment * m + codes, minlength=len(breaks) * m).reshape(-1, m)
-    before = np.vstack([np.zeros((1, m), dtype=np.int64), np.cumsum(counts, axis=0)])
-    first = before[np.searchsorted(breaks, starts)]  # counts before each partition
-    total = before[np.searchsorted(breaks, starts + sizes)] - first
-    return before[np.searchsorted(breaks, b)] - first[bp], total[bp]
 
 
 def _xlogx(x: np.ndarray) -> np.ndarray:
@@ -146,3 +137,58 @@ def _gains_by_rank(b: np.ndarray, bp: np.ndarray, starts: np.ndarray, sizes: np.
         rows = np.searchsorted(key[:, 0] * (n_pos + 1) + key[:, 1], bp[maybe] * (n_pos + 1) + lhs[maybe])
         positive[maybe] = off[rows]
     return _gain(spread, n, lhs, positive), positive
+
+
+def gain_cut(unit: np.ndarray, same_part: np.ndarray, part: np.ndarray, starts: np.ndarray,
+              sizes: np.ndarray, ordered: tuple[Sensitive, ...], c: Constraints, labels: np.ndarray,
+              n_labels: int, extra: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per partition, InfoGain Mondrian's cut on this axis: among the boundaries whose two sides
+    both satisfy every constraint, the one of greatest positive information gain of the label
+    (:func:`boundary_gains`), ties to the most balanced,
+    then the leftmost. Returns (cut, gain), gain −1 where no allowed boundary has a positive
+    gain. ``labels``: the label code of each position (this axis's order)."""
+    n_part = len(starts)
+    cut = np.zeros(n_part, dtype=np.int64)
+    gain_of = np.full(n_part, -1.0)
+    b, bp, lhs = boundaries(unit, same_part, part, starts, sizes, c)
+    # with a population only the research subset is released: its labels alone are scored
+    counted = None if c.population is None else c.population.in_subset
+    gain, positive = boundary_gains(b, bp, starts, sizes, labels, n_labels, counted)
+    b, bp, lhs, gain = b[positive], bp[positive], lhs[positive], gain[positive]
+    if not len(b):
+        return cut, gain_of
+    # read at the call (a test lowers it to force the layered search)
+    if extra and (len(b) + n_part) * sum(s.m for s in ordered) > mondrian_cuts.SEARCH_CELLS:
+        # the full count table is too big: the highest-gain boundaries, layer by layer
+        best, ok = layered_cut(b, bp, lhs, part, starts, sizes, ordered, c, first=-gain)
+        at = np.zeros(len(part) + 1)
+        at[b] = gain
+        cut[ok], gain_of[ok] = best[ok], at[best[ok]]
+        return cut, gain_of
+    if extra:
+        good = sides_satisfy(b, bp, part, starts, sizes, ordered, c)
+        b, bp, lhs, gain = b[good], bp[good], lhs[good], gain[good]
+    pick = np.lexsort((b, np.abs(lhs - sizes[bp] / 2.0), -gain, bp))
+    head = pick[np.r_[True, bp[pick][1:] != bp[pick][:-1]]] if len(pick) else pick
+    cut[bp[head]], gain_of[bp[head]] = b[head], gain[head]
+    return cut, gain_of
+
+
+def greatest_gain(orders, axis_state, same_part, part, starts, sizes, sensitives, constraints,
+                   labels, n_labels, extra):
+    """Per partition, the axis and cut of greatest positive information gain over all axes
+    (ties to the more balanced cut, then the first axis); axis −1 where no cut has a positive gain."""
+    n_part = len(starts)
+    best_dim = np.full(n_part, -1, dtype=np.int64)
+    best_cut = np.zeros(n_part, dtype=np.int64)
+    best_gain = np.full(n_part, -1.0)
+    best_gap = np.full(n_part, np.inf)
+    for d, (_, unit) in enumerate(axis_state):
+        o = orders[d]
+        cut, gain = gain_cut(unit, same_part, part, starts, sizes,
+                              tuple(replace(s, codes=s.codes[o]) for s in sensitives),
+                              constraints.in_order(o), labels[o], n_labels, extra)
+        gap = np.abs(cut - starts - sizes / 2.0)
+        take = (gain >= 0) & ((gain > best_gain) | (gain == best_gain) & (gap < best_gap))
+        best_dim[take], best_cut[take], best_gain[take], best_gap[take] = d, cut[take], gain[take], gap[take]
+    return best_dim, best_cut
