@@ -329,8 +329,12 @@ def lattice_search(trees: list[Tree], constraints: Constraints,
     # CLASS_METRICS: a node's loss is at least any finer node's without suppression (module doc),
     # so each node checked raises the floor of the nodes above it; per column and level, the
     # nodes at or above that level give a node's coarser ones at once
-    floor = bound.copy() if metric in CLASS_METRICS else None
-    at_or_above = ([nodes[:, q][None, :] >= np.arange(h + 1)[:, None] for q, h in enumerate(heights)]
+    # — kept for the candidate nodes only (the projections rule most nodes out: a fifth the scan)
+    checked = np.flatnonzero(candidate)
+    slot = np.full(len(nodes), -1, dtype=np.int64)
+    slot[checked] = np.arange(len(checked))
+    floor = bound[checked] if metric in CLASS_METRICS else None
+    at_or_above = ([nodes[checked, q][None, :] >= np.arange(h + 1)[:, None] for q, h in enumerate(heights)]
                    if floor is not None else [])
 
     def no_better(value: float) -> bool:  # than the best loss found so far
@@ -339,7 +343,7 @@ def lattice_search(trees: list[Tree], constraints: Constraints,
     for rank, i in enumerate(order):
         if no_better(bound[i]):
             break  # no later node can do better: best is optimal
-        if not candidate[i] or (floor is not None and no_better(floor[i])):
+        if not candidate[i] or (floor is not None and no_better(floor[slot[i]])):
             continue
         if time.perf_counter() - began > time_budget:
             timed_out, optimal = True, False
