@@ -190,3 +190,17 @@ def test_a_label_of_one_value_is_warned_of():
     plain = run_kanonymity(MethodInput(columns, frame.assign(y=np.where(frame["a"] > 20, "p", "q"))),
                            KAnonymityParams(k=5, algorithm="lattice", metric="classification"), RunContext())
     assert not any("holds a single value" in w for w in plain.guarantees["warnings"])
+
+
+def test_every_release_reports_the_schemas_label(small):
+    """Whatever the metric, a release whose schema declares a label released as is reports
+    metrics.classification, recomputed here from its records; none when the label is a QI."""
+    frame, hierarchies = small
+    for params in ({}, {"algorithm": "lattice", "suppression": 0.03}, {"algorithm": "lattice", "metric": "entropy"}):
+        result = _run(frame, hierarchies, k=4, **params)
+        found = result.metrics["classification"]
+        assert found["label"] == "income" and found["suppressed"] == len(frame) - len(result.frame)
+        assert found["records_off_majority"] == _off_majority(result.frame, QIS, "income")
+        assert not any("holds a single value" in w for w in result.guarantees["warnings"])
+    as_qi = _run(frame, hierarchies, qis=QIS + ["income"], k=4)
+    assert "classification" not in as_qi.metrics

@@ -232,14 +232,15 @@ def run_kanonymity(data: MethodInput, params: KAnonymityParams, ctx: RunContext)
     cost_benefit = params.profitability.cost_benefit() if params.profitability is not None else None
     constraints = replace(params.model_set(k), population=population, profitability=cost_benefit,
                           risk=params.risk_thresholds())
-    options = replace(params.options(), label=classification_label(params, data.columns, qis))
+    label = reported_label(params, data.columns, qis)
+    options = replace(params.options(), label=label if label in frame.columns else None)
     result = anonymize(frame.drop(columns=identifiers), infos, hierarchies, qis,
                        constraints, sensitive, options, ctx.progress,
                        models=params.column_models(k))
     warnings = chain_warnings(result, qis, generalized) + changed_qi_warnings(data, qis)
     if estimated is not None:
         warnings += estimate_warnings(estimated, params.k)
-    if options.label is not None and frame[options.label].nunique(dropna=False) < 2:
+    if params.metric == "classification" and frame[options.label].nunique(dropna=False) < 2:
         # every class then predicts it perfectly: the metric weighs suppression alone
         warnings.append(f"the label {options.label!r} holds a single value (a missing value counts as one): "
                         "metric 'classification' cannot tell one generalization from another, so the release "
@@ -320,6 +321,22 @@ def classification_label(params: KAnonymityParams, columns: list[ColumnInfo], qi
     numeric one's values read as categories), or None for the other metrics."""
     if params.metric != "classification":
         return None
+    return _label(params, columns, qis)
+
+
+def reported_label(params: KAnonymityParams, columns: list[ColumnInfo], qis: list[str]) -> str | None:
+    """The label metrics.classification is reported for: metric 'classification''s, else the
+    schema's one column of role 'label' when it is released as is (not a quasi-identifier, not
+    research_subset) — so any release shows what a majority-label classifier of it would get wrong."""
+    if params.metric == "classification":
+        return _label(params, columns, qis)
+    declared = [c.name for c in columns if c.role == "label"]
+    if len(declared) == 1 and declared[0] not in qis and declared[0] != params.research_subset:
+        return declared[0]
+    return None
+
+
+def _label(params: KAnonymityParams, columns: list[ColumnInfo], qis: list[str]) -> str:
     name = resolve_label(columns, params.label, qis, numeric=True)
     if name == params.research_subset:
         raise MethodInputError(f"label: column {name!r} is research_subset, which marks the records released "
