@@ -111,8 +111,8 @@ class Columns:
     classifier of the release gets wrong, plus the suppressed ones (``labels``: a code per record);
     "discernibility" — Σ |E|² over the kept classes plus n per suppressed record (the release's
     metrics.discernibility). For these two (CLASS_METRICS) ``ncp`` holds no costs and ``total``
-    the per-column lower bounds of the module doc. ``metric`` None: the codes alone (safepub prices nodes with its own public costs: no float array per
-    record and level)."""
+    the per-column lower bounds of the module doc. ``metric`` None: the codes alone (safepub
+    prices nodes with its own public costs: no float array per record and level)."""
 
     def __init__(self, trees: list[Tree], metric: str | None = "ncp", weights: np.ndarray | None = None,
                  labels: np.ndarray | None = None) -> None:

@@ -124,8 +124,8 @@ def mondrian_partition(axes: list[Axis], constraints: Constraints,
 
     ``labels`` (a code 0..m-1 per record): InfoGain Mondrian — each partition is cut at the
     boundary of greatest positive information gain of the label over every boundary of every
-    axis whose two sides satisfy every constraint (:func:`~app.privacy.anonymity.mondrian_infogain.greatest_gain`). A partition where no
-    allowed cut has a positive gain (label-pure, or every cut leaving both sides its label
+    axis whose two sides satisfy every constraint (mondrian_infogain.greatest_gain). A partition
+    where no allowed cut has a positive gain (label-pure, or every cut leaving both sides its label
     distribution) takes the cut ``dimension`` chooses (``zero_gain="default"``: a zero-gain cut
     still refines the classes, as LeFevre et al. keep cutting), or becomes a class
     (``zero_gain="stop"``, kept to measure what the refinement is worth).

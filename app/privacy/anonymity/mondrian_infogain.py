@@ -8,8 +8,8 @@ A boundary at position b of a partition [s, s + n) (records in one axis's order)
     n · gain = f(n) − Σ_j f(c_j) − (f(n_L) − Σ_j f(c_Lj)) − (f(n_R) − Σ_j f(c_Rj))
 
 (the partition's entropy minus the size-weighted entropies of the two sides, times n). The label
-counts left of every boundary are those :mod:`~app.privacy.anonymity.mondrian` already takes for
-l/α/t (:func:`~app.privacy.anonymity.mondrian_cuts.counts_left`): one bincount of (segment, label) pairs, segments starting at every
+counts left of every boundary are those Mondrian already takes for l/α/t
+(mondrian_cuts.counts_left): one bincount of (segment, label) pairs, segments starting at every
 partition start and every boundary, and a cumulative sum along the segments — while that table
 stays within a few cells per record; a label of more values is scored from each record's rank
 among its partition's records of its label instead (:func:`_gains_by_rank`), at a cost that does
