@@ -21,7 +21,7 @@ from app.privacy.context import RunContext
 from app.privacy.data import ColumnInfo, MethodInput
 from app.privacy.registry import MethodInputError
 from tests.privacy.test_anonymity_support import (
-    ADULT_QIS, adult_columns, adult_complete, adult_hierarchy_text, class_sizes,
+    ADULT_QIS, adult_columns, adult_complete, adult_hierarchy_text, class_sizes, least_over_nodes,
 )
 
 QIS = ["education", "marital-status", "occupation", "workclass", "native-country"]
@@ -45,29 +45,12 @@ def _off_majority(frame: pd.DataFrame, keys: list, label: str) -> int:
     return int(len(frame) - counts.groupby(level=list(range(len(keys)))).max().sum())
 
 
-def _brute_force(frame, hierarchies, qis, k, suppression):
-    """Every node of the lattice, generalized with the raw ARX tables: the least classification
-    loss (k's failing classes suppressed) within the limit."""
-    n = len(frame)
-    limit = int(np.floor(suppression * n + 1e-9))
-    best = (np.inf, None)
-    for levels in itertools.product(*[range(hierarchies[q].shape[1]) for q in qis]):
-        gen = pd.DataFrame({q: frame[q].astype(str).map(dict(zip(hierarchies[q].iloc[:, 0].astype(str),
-                                                                  hierarchies[q].iloc[:, lv])))
-                            for q, lv in zip(qis, levels)}).assign(income=frame["income"])
-        suppressed = gen.groupby(qis)["income"].transform("size").to_numpy() < k
-        if suppressed.sum() > limit:
-            continue
-        loss = (_off_majority(gen[~suppressed], qis, "income") + suppressed.sum()) / n
-        if loss < best[0] - 1e-12:
-            best = (loss, levels)
-    return best
-
-
 @pytest.mark.parametrize("suppression", [0.0, 0.03])
 def test_lattice_classification_is_optimal_against_brute_force(small, suppression):
     frame, hierarchies = small
-    loss, _ = _brute_force(frame, hierarchies, QIS, 4, suppression)
+    loss = least_over_nodes(frame, hierarchies, QIS, 4, suppression,
+                            lambda released, suppressed: (_off_majority(released, QIS, "income") + suppressed)
+                            / len(frame))
     result = _run(frame, hierarchies, k=4, algorithm="lattice", suppression=suppression,
                   metric="classification", label="income")
     lattice = result.metadata["lattice"]

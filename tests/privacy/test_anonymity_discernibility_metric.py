@@ -7,36 +7,20 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from app.privacy.anonymity.axes import build_axes
 from app.privacy.anonymity.lattice import Columns, _loss, _suppressed
 from app.privacy.anonymity.models import Constraints
 from tests.privacy.test_anonymity_classification_metric import QIS, _run, small  # noqa: F401  (fixture)
-from tests.privacy.test_anonymity_support import adult_columns, class_sizes
-
-
-def _brute_force(frame, hierarchies, qis, k, suppression):
-    """Every node, generalized with the raw ARX tables: the least Σ|E|² + n per suppressed record."""
-    n = len(frame)
-    limit = int(np.floor(suppression * n + 1e-9))
-    best = np.inf
-    for levels in itertools.product(*[range(hierarchies[q].shape[1]) for q in qis]):
-        gen = pd.DataFrame({q: frame[q].astype(str).map(dict(zip(hierarchies[q].iloc[:, 0].astype(str),
-                                                                  hierarchies[q].iloc[:, lv])))
-                            for q, lv in zip(qis, levels)})
-        sizes = gen.groupby(qis).size().to_numpy()
-        suppressed = sizes[sizes < k].sum()
-        if suppressed <= limit:
-            best = min(best, float((sizes[sizes >= k] ** 2).sum() + suppressed * n))
-    return best
+from tests.privacy.test_anonymity_support import adult_columns, class_sizes, least_over_nodes
 
 
 @pytest.mark.parametrize("suppression", [0.0, 0.03])
 def test_lattice_discernibility_is_optimal_against_brute_force(small, suppression):  # noqa: F811
     frame, hierarchies = small
-    best = _brute_force(frame, hierarchies, QIS, 4, suppression)
+    best = least_over_nodes(frame, hierarchies, QIS, 4, suppression, lambda released, suppressed: float(
+        (class_sizes(released, QIS).to_numpy() ** 2).sum() + suppressed * len(frame)))
     result = _run(frame, hierarchies, k=4, algorithm="lattice", suppression=suppression, metric="discernibility")
     lattice = result.metadata["lattice"]
     assert lattice["optimal"] and lattice["metric"] == "discernibility"

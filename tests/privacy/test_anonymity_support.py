@@ -4,6 +4,7 @@ trees or bookkeeping."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -42,6 +43,23 @@ def adult_columns(frame: pd.DataFrame, qis=ADULT_QIS, sensitive: str | None = No
 
 def class_sizes(released: pd.DataFrame, qis: list[str]) -> pd.Series:
     return released.groupby(qis, dropna=False, observed=True).size()
+
+
+def least_over_nodes(frame: pd.DataFrame, hierarchies: dict, qis: list[str], k: int, suppression: float,
+                     loss) -> float:
+    """A brute force over every node of the lattice: each QI generalized with its raw ARX table,
+    the classes below k suppressed, and the least ``loss(released records, suppressed count)``
+    among the nodes within the suppression limit."""
+    limit = int(np.floor(suppression * len(frame) + 1e-9))
+    best = np.inf
+    for levels in itertools.product(*[range(hierarchies[q].shape[1]) for q in qis]):
+        gen = frame.assign(**{q: frame[q].astype(str).map(dict(zip(hierarchies[q].iloc[:, 0].astype(str),
+                                                                    hierarchies[q].iloc[:, lv])))
+                              for q, lv in zip(qis, levels)})
+        suppressed = gen.groupby(qis)[qis[0]].transform("size").to_numpy() < k
+        if suppressed.sum() <= limit:
+            best = min(best, loss(gen[~suppressed], int(suppressed.sum())))
+    return best
 
 
 def leaves_under(hierarchy: pd.DataFrame, present: set[str]) -> dict[str, set[str]]:
