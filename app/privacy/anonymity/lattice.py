@@ -330,12 +330,13 @@ def lattice_search(trees: list[Tree], constraints: Constraints,
     # so each node checked raises the floor of the nodes above it; per column and level, the
     # nodes at or above that level give a node's coarser ones at once
     # — kept for the candidate nodes only (the projections rule most nodes out: a fifth the scan)
-    checked = np.flatnonzero(candidate)
-    slot = np.full(len(nodes), -1, dtype=np.int64)
-    slot[checked] = np.arange(len(checked))
-    floor = bound[checked] if metric in CLASS_METRICS else None
-    at_or_above = ([nodes[checked, q][None, :] >= np.arange(h + 1)[:, None] for q, h in enumerate(heights)]
-                   if floor is not None else [])
+    floor, slot, at_or_above = None, None, []
+    if metric in CLASS_METRICS:
+        checked = np.flatnonzero(candidate)
+        slot = np.full(len(nodes), -1, dtype=np.int64)
+        slot[checked] = np.arange(len(checked))
+        floor = bound[checked]
+        at_or_above = [nodes[checked, q][None, :] >= np.arange(h + 1)[:, None] for q, h in enumerate(heights)]
 
     def no_better(value: float) -> bool:  # than the best loss found so far
         return value >= best_loss - 1e-12 * max(1.0, abs(best_loss))
