@@ -24,7 +24,7 @@ from benchmarks.common import Row
 METRICS = ("ncp", "entropy", "discernibility", "classification")
 
 
-def _test_frame() -> pd.DataFrame:
+def adult_test_frame() -> pd.DataFrame:
     frame = pd.read_csv(datasets_dir() / "adult" / "adult_test.csv", na_values="?", skipinitialspace=True)
     frame = frame.dropna().reset_index(drop=True)
     return frame.assign(income=frame["income"].str.rstrip("."))
@@ -59,7 +59,7 @@ def lattice_release(frame, infos, hierarchies, test, k: int, suppression: float,
 
 def cases(quick: bool) -> list[Row]:
     frame, hierarchies, infos = adult(5000 if quick else None)
-    test = _test_frame()
+    test = adult_test_frame()
     label = "Adult 5,000 sample" if quick else "Adult 30,162"
     majority_rate = float((test["income"] == frame["income"].value_counts().index[0]).mean())
     raw = held_out_accuracy(frame, test, hierarchies, dict.fromkeys(QIS, 0))

@@ -28,7 +28,7 @@ from app.privacy.anonymity.label_modes import label_modes
 from app.privacy.anonymity.mondrian import mondrian_partition
 from app.privacy.anonymity.release import generalize
 from benchmarks.bench_anonymity import QIS, adult
-from benchmarks.bench_classification_metric import _test_frame, lattice_release
+from benchmarks.bench_classification_metric import adult_test_frame, lattice_release
 from benchmarks.common import Row
 
 
@@ -127,7 +127,7 @@ def _zero_gain_rows(frame, infos, hierarchies, label: str, k: int, labels: np.nd
 
 def cases(quick: bool) -> list[Row]:
     frame, hierarchies, infos = adult(5000 if quick else None)
-    test = _test_frame()
+    test = adult_test_frame()
     label = "Adult 5,000 sample" if quick else "Adult 30,162"
     labels = label_codes(frame["income"])
     rows = []
